@@ -1,0 +1,89 @@
+import { Database } from "bun:sqlite";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { hashPassword } from "./auth/passwords";
+import { randomReadable } from "./auth/secrets";
+import type { Bootstrap } from "./config/bootstrap";
+import { loadMasterKey, MasterKey, writeNewMasterKeyFile } from "./config/master-key";
+import { migrate, openDatabase } from "./db/open";
+import type { Logger } from "./ops/log";
+import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
+
+/** A startup failure with a Chinese reason, logged as `err` before a non-zero exit. */
+export class StartupError extends Error {}
+
+export function databasePath(dataDir: string): string {
+  return join(dataDir, "kura.db");
+}
+
+/** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
+function storedFingerprint(path: string): string | undefined {
+  if (!existsSync(path)) return undefined;
+  const db = new Database(path, { readonly: true });
+  try {
+    const hasMeta = db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").get();
+    if (!hasMeta) return undefined;
+    const row = db.query<{ value: string }, []>("SELECT value FROM meta WHERE key = 'master_key_fingerprint'").get();
+    return row?.value;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Opens the data directory: checks the master key against the database BEFORE
+ * writing anything, generates a key for a new database, runs migrations.
+ */
+export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } {
+  mkdirSync(boot.dataDir, { recursive: true });
+  const dbPath = databasePath(boot.dataDir);
+  const fingerprint = storedFingerprint(dbPath);
+  let key: MasterKey | undefined;
+  try {
+    key = loadMasterKey(boot.dataDir, boot.masterKeyEnv);
+  } catch (err) {
+    throw new StartupError((err as Error).message);
+  }
+  if (fingerprint !== undefined) {
+    if (!key) throw new StartupError("主密钥缺失：未设置 KURA_MASTER_KEY，数据目录中也没有 master.key");
+    if (key.fingerprint !== fingerprint) throw new StartupError("主密钥与数据库记录的指纹不匹配");
+  } else if (!key) {
+    key = writeNewMasterKeyFile(boot.dataDir);
+    log.info("已为新数据库生成主密钥文件，请妥善备份", { path: join(boot.dataDir, "master.key") });
+  }
+  const db = openDatabase(dbPath);
+  try {
+    migrate(db);
+  } catch (err) {
+    db.close();
+    throw new StartupError((err as Error).message);
+  }
+  if (fingerprint === undefined) {
+    db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
+  }
+  return { db, key };
+}
+
+/** Gives a user a fresh random factory default password; the only password ever logged. */
+export async function seedDefaultPassword(users: UserRepo, userId: string, log: Logger): Promise<void> {
+  const password = randomReadable(16);
+  users.setPassword(userId, await hashPassword(password), true);
+  const user = users.byId(userId)!;
+  log.info("已设置出厂默认密码，请登录后立即修改", { user: user.name, password });
+}
+
+export async function ensureBuiltinAdmin(db: Database, log: Logger): Promise<void> {
+  const users = new UserRepo(db);
+  if (users.byId(BUILTIN_ADMIN_ID)) return;
+  users.insert({
+    id: BUILTIN_ADMIN_ID,
+    name: BUILTIN_ADMIN_NAME,
+    role: "admin",
+    password_hash: "!",
+    must_change_password: 1,
+    quota_bytes: null,
+    default_ttl_hours: null,
+    disabled: 0,
+  });
+  await seedDefaultPassword(users, BUILTIN_ADMIN_ID, log);
+}

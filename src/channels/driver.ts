@@ -1,0 +1,49 @@
+/**
+ * The contract every storage backend implements. Keys are '/'-separated
+ * relative paths ("ab/cd/<sha256>.jpg", "_kura/backups/…"); a driver maps them
+ * under its own configured `path` and must never let a key escape it.
+ */
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  modified?: Date;
+}
+
+/** Inclusive byte range, like HTTP's `Range: bytes=start-end`; end omitted = to the end. */
+export interface ByteRange {
+  start: number;
+  end?: number;
+}
+
+export interface GetResult {
+  stream: ReadableStream<Uint8Array>;
+  /** Bytes in `stream` (the range length when ranged). */
+  size: number;
+  /** Size of the whole object. */
+  totalSize: number;
+}
+
+export interface Driver {
+  /** Driver id as in rclone ("local", "s3", "webdav", "sftp", …). */
+  readonly kind: string;
+  /** Streams `body` to `key`, replacing any existing object; `size` is exact. */
+  put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void>;
+  /** Throws ObjectNotFoundError when absent. */
+  get(key: string, range?: ByteRange): Promise<GetResult>;
+  /** null when absent. */
+  head(key: string): Promise<ObjectInfo | null>;
+  /** Idempotent: deleting an absent key succeeds. */
+  delete(key: string): Promise<void>;
+  /** Every object whose key starts with `prefix` (recursive). */
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+  /** Throws when the backend cannot be used; `deep` also writes, reads back and deletes a probe object. */
+  probe(deep: boolean): Promise<void>;
+  close?(): Promise<void>;
+}
+
+export class ObjectNotFoundError extends Error {
+  constructor(key: string) {
+    super(`对象不存在: ${key}`);
+    this.name = "ObjectNotFoundError";
+  }
+}

@@ -1,0 +1,70 @@
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * The master key encrypts channel credentials and secret settings, and derives
+ * per-purpose secrets (CSRF tokens, S3 secrets, crypt passwords). The database
+ * stores only its fingerprint, so a wrong key is detected before anything is written.
+ */
+export class MasterKey {
+  private constructor(private readonly key: Buffer) {}
+
+  static parse(text: string): MasterKey {
+    const t = text.trim();
+    if (!/^[0-9a-fA-F]{64}$/.test(t)) throw new Error("主密钥格式无效（需要 64 位十六进制）");
+    return new MasterKey(Buffer.from(t, "hex"));
+  }
+
+  static generate(): { key: MasterKey; text: string } {
+    const text = randomBytes(32).toString("hex");
+    return { key: MasterKey.parse(text), text };
+  }
+
+  get fingerprint(): string {
+    return createHash("sha256").update("kura-master-key-fingerprint\0").update(this.key).digest("hex").slice(0, 32);
+  }
+
+  /** A stable secret for one purpose, e.g. derive("csrf") or derive("s3-secret", tokenId). */
+  derive(...parts: (string | number)[]): Buffer {
+    const h = createHmac("sha256", this.key);
+    h.update(parts.map(String).join("\0"));
+    return h.digest();
+  }
+
+  /** AES-256-GCM; output "v1:<iv>:<tag>:<ciphertext>" in base64url. */
+  encrypt(plain: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.derive("at-rest"), iv);
+    const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
+    return ["v1", iv, cipher.getAuthTag(), body].map((p) => (typeof p === "string" ? p : p.toString("base64url"))).join(":");
+  }
+
+  decrypt(sealed: string): string {
+    const [version, iv, tag, body] = sealed.split(":");
+    if (version !== "v1" || !iv || !tag || body === undefined) throw new Error("密文格式无效");
+    const decipher = createDecipheriv("aes-256-gcm", this.derive("at-rest"), Buffer.from(iv, "base64url"));
+    decipher.setAuthTag(Buffer.from(tag, "base64url"));
+    return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8");
+  }
+}
+
+export function masterKeyPath(dataDir: string): string {
+  return join(dataDir, "master.key");
+}
+
+/** Reads the key from the environment or `<data_dir>/master.key`; undefined when neither exists. */
+export function loadMasterKey(dataDir: string, envValue: string | undefined): MasterKey | undefined {
+  if (envValue) return MasterKey.parse(envValue);
+  const file = masterKeyPath(dataDir);
+  if (!existsSync(file)) return undefined;
+  return MasterKey.parse(readFileSync(file, "utf8"));
+}
+
+export function writeNewMasterKeyFile(dataDir: string): MasterKey {
+  const { key, text } = MasterKey.generate();
+  const file = masterKeyPath(dataDir);
+  writeFileSync(file, text + "\n", { mode: 0o600, flag: "wx" });
+  chmodSync(file, 0o600);
+  return key;
+}

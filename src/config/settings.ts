@@ -1,0 +1,81 @@
+import type { Database } from "bun:sqlite";
+import { EventEmitter } from "node:events";
+import type { MasterKey } from "./master-key";
+import {
+  DEFAULT_SETTINGS,
+  SECRET_SETTINGS,
+  settingsPatchSchema,
+  type SettingKey,
+  type Settings,
+} from "./settings-schema";
+
+export class SettingsValidationError extends Error {}
+
+/**
+ * Runtime settings held in the database, cached in memory, changed all-or-nothing.
+ * Subscribers get a "change" event with the changed keys after each successful save,
+ * which is how settings apply hot.
+ */
+export class SettingsStore {
+  private current: Settings;
+  private readonly events = new EventEmitter();
+
+  constructor(
+    private readonly db: Database,
+    private readonly key: MasterKey,
+  ) {
+    this.current = this.load();
+  }
+
+  get(): Readonly<Settings> {
+    return this.current;
+  }
+
+  onChange(listener: (changed: SettingKey[], settings: Readonly<Settings>) => void): () => void {
+    this.events.on("change", listener);
+    return () => this.events.off("change", listener);
+  }
+
+  /** Validates the whole patch first; on any error nothing is written. Returns changed keys. */
+  update(patch: unknown): SettingKey[] {
+    const parsed = settingsPatchSchema.safeParse(patch);
+    if (!parsed.success) throw new SettingsValidationError(describeIssue(parsed.error.issues[0]));
+    const values = parsed.data as Partial<Settings>;
+    const changed = (Object.keys(values) as SettingKey[]).filter(
+      (k) => JSON.stringify(values[k]) !== JSON.stringify(this.current[k]),
+    );
+    if (changed.length === 0) return [];
+    const upsert = this.db.query("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    this.db.transaction(() => {
+      for (const k of changed) upsert.run(k, this.encode(k, values[k]));
+    })();
+    this.current = { ...this.current, ...values };
+    this.events.emit("change", changed, this.current);
+    return changed;
+  }
+
+  private encode(key: SettingKey, value: unknown): string {
+    if (SECRET_SETTINGS.has(key) && value !== "") return JSON.stringify({ sealed: this.key.encrypt(String(value)) });
+    return JSON.stringify(value);
+  }
+
+  private load(): Settings {
+    const settings: Settings = structuredClone(DEFAULT_SETTINGS);
+    const rows = this.db.query<{ key: string; value: string }, []>("SELECT key, value FROM settings").all();
+    for (const row of rows) {
+      if (!(row.key in DEFAULT_SETTINGS)) continue;
+      const key = row.key as SettingKey;
+      let value = JSON.parse(row.value);
+      if (SECRET_SETTINGS.has(key) && value && typeof value === "object") value = this.key.decrypt(value.sealed);
+      (settings as Record<string, unknown>)[key] = value;
+    }
+    return settings;
+  }
+}
+
+function describeIssue(issue: { path: PropertyKey[]; code: string; message: string; keys?: string[] } | undefined): string {
+  if (!issue) return "配置无效";
+  if (issue.code === "unrecognized_keys") return `未知的配置项: ${(issue.keys ?? []).join(", ")}`;
+  const key = issue.path.map(String).join(".");
+  return `配置项 ${key} 的值无效`;
+}

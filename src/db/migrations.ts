@@ -1,0 +1,15 @@
+// Embedded so the compiled executable carries its schema. A unit test checks
+// that this list matches the files in migrations/.
+import m0001 from "../../migrations/0001_init.sql" with { type: "text" };
+import m0002 from "../../migrations/0002_jobs.sql" with { type: "text" };
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  { version: 1, name: "0001_init.sql", sql: m0001 },
+  { version: 2, name: "0002_jobs.sql", sql: m0002 },
+];

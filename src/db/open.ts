@@ -1,0 +1,44 @@
+import { Database } from "bun:sqlite";
+import { MIGRATIONS, type Migration } from "./migrations";
+import { sqlTime } from "./time";
+
+export function openDatabase(path: string): Database {
+  const db = new Database(path, { create: true, strict: true });
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA busy_timeout = 5000");
+  db.exec("PRAGMA foreign_keys = ON");
+  db.exec("PRAGMA synchronous = NORMAL");
+  return db;
+}
+
+export class SchemaTooNewError extends Error {}
+
+/** Highest migration recorded in the database; 0 for a new or pre-migration file. */
+export function schemaVersion(db: Database): number {
+  const table = db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'").get();
+  if (!table) return 0;
+  const row = db.query<{ v: number | null }, []>("SELECT MAX(version) AS v FROM schema_migrations").get();
+  return row?.v ?? 0;
+}
+
+/** Applies each pending migration in its own transaction and records it. */
+export function migrate(db: Database, migrations: Migration[] = MIGRATIONS): number[] {
+  const latest = migrations.at(-1)?.version ?? 0;
+  const current = schemaVersion(db);
+  if (current > latest) {
+    throw new SchemaTooNewError(`数据库结构版本 ${current} 比本程序支持的 ${latest} 新，请升级 Kura 后再启动`);
+  }
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+  );
+  const applied: number[] = [];
+  for (const m of migrations) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, sqlTime());
+    })();
+    applied.push(m.version);
+  }
+  return applied;
+}

@@ -1,0 +1,73 @@
+import { Elysia } from "elysia";
+import type { Server } from "bun";
+import type { AppContext } from "../context";
+import { ApiError, jsonError } from "./errors";
+import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
+import { buildRouteTable } from "./route-table";
+import { authRoutes } from "./routes/auth";
+import { configRoutes } from "./routes/config";
+import { consoleRoutes } from "./routes/console";
+import { systemRoutes } from "./routes/system";
+import { userRoutes } from "./routes/users";
+
+/** Paths left out of HTTP metrics (spec 4.12). */
+const UNMETERED = new Set(["/healthz", "/metrics"]);
+
+export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, any, any, any>[] = []) {
+  let router = new Elysia()
+    .onError(({ code, error, request }) => {
+      if (error instanceof ApiError) return jsonError(error.status, error.message, error.headers);
+      if (code === "PARSE") return jsonError(400, "请求体不是有效的 JSON");
+      if (code === "NOT_FOUND") return jsonError(404, "接口不存在");
+      if (code === "VALIDATION") return jsonError(400, "请求参数无效");
+      app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
+      return jsonError(500, "服务器内部错误");
+    })
+    .use(systemRoutes(app))
+    .use(consoleRoutes())
+    .use(authRoutes(app))
+    .use(userRoutes(app))
+    .use(configRoutes(app));
+  for (const plugin of extra) router = router.use(plugin);
+  return router;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export type Router = ReturnType<typeof createRouter>;
+
+/**
+ * The Bun.serve fetch handler around the router: resolves the client address once,
+ * records request metrics by route template, and adds nosniff to every response.
+ */
+export function createFetchHandler(app: AppContext, router: Router) {
+  const routes = buildRouteTable(router.routes.map((r) => ({ method: r.method, path: r.path })));
+  return async (request: Request, server: Server<undefined>): Promise<Response> => {
+    const started = performance.now();
+    const peer = server.requestIP(request)?.address ?? "";
+    const trusted = app.bootstrap.trustedProxies;
+    setRequestInfo(request, {
+      peer,
+      client: resolveClientAddress(peer, request.headers, trusted),
+      secure: isSecureRequest(request, peer, trusted),
+    });
+    let response: Response;
+    try {
+      response = await router.handle(request);
+    } catch (err) {
+      app.log.error("请求处理失败", { err: errorText(err) });
+      response = jsonError(500, "服务器内部错误");
+    }
+    response.headers.set("x-content-type-options", "nosniff");
+    const path = new URL(request.url).pathname;
+    if (!UNMETERED.has(path)) {
+      const route = requestInfo(request).route ?? routes.match(request.method, path) ?? "unmatched";
+      const seconds = (performance.now() - started) / 1000;
+      app.metrics.httpRequests.inc({ method: request.method, route, status: String(response.status) });
+      app.metrics.httpDuration.observe({ method: request.method, route }, seconds);
+    }
+    return response;
+  };
+}

@@ -1,0 +1,49 @@
+import type { AppContext } from "../context";
+import { SESSION_COOKIE } from "../auth/sessions";
+import type { UserRow } from "../users/repo";
+import { forbidden, unauthorized } from "./errors";
+
+export interface Principal {
+  user: UserRow;
+  sessionToken: string;
+}
+
+export interface GuardOptions {
+  /** Administrators only. */
+  admin?: boolean;
+  /** Still reachable with the factory default password (logout, me, own password). */
+  allowDefaultPassword?: boolean;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function readCookie(request: Request, name: string): string | undefined {
+  const header = request.headers.get("cookie");
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return undefined;
+}
+
+/**
+ * Session authentication for /api/admin: 401 without a valid session, then
+ * 403 for a missing/wrong CSRF token on state-changing methods, the default
+ * password lockout, and admin-only endpoints — in that order.
+ */
+export function authenticate(app: AppContext, request: Request, opts: GuardOptions = {}): Principal {
+  const token = readCookie(request, SESSION_COOKIE);
+  const userId = token ? app.sessions.lookup(token) : undefined;
+  const user = userId ? app.users.byId(userId) : undefined;
+  if (!token || !user || user.disabled) throw unauthorized();
+  if (!SAFE_METHODS.has(request.method) && !app.sessions.csrfMatches(token, request.headers.get("x-csrf-token"))) {
+    throw forbidden("CSRF 校验失败：缺少或错误的 X-CSRF-Token");
+  }
+  if (user.must_change_password && !opts.allowDefaultPassword) {
+    throw forbidden("请先修改出厂默认密码，然后重新登录");
+  }
+  if (opts.admin && user.role !== "admin") throw forbidden("需要管理员权限");
+  return { user, sessionToken: token };
+}

@@ -1,0 +1,57 @@
+import type { AddressSet } from "../net/cidr";
+import { normalizeAddress } from "../net/cidr";
+
+/**
+ * Client address rules (README "Client address"):
+ * - the TCP peer is the client unless it is in KURA_TRUSTED_PROXIES;
+ * - when it is trusted, X-Forwarded-For is read right to left, skipping trusted
+ *   hops; the first untrusted address is the client (the leftmost if all are trusted);
+ * - X-Forwarded-Proto is believed only from a trusted peer.
+ */
+export function resolveClientAddress(peer: string, headers: Headers, trusted: AddressSet): string {
+  const direct = normalizeAddress(peer);
+  if (!trusted.has(direct)) return direct;
+  const forwarded = (headers.get("x-forwarded-for") ?? "")
+    .split(",")
+    .map((s) => normalizeAddress(s))
+    .filter(Boolean);
+  for (let i = forwarded.length - 1; i >= 0; i--) {
+    if (!trusted.has(forwarded[i]!)) return forwarded[i]!;
+  }
+  return forwarded[0] ?? direct;
+}
+
+export function isSecureRequest(request: Request, peer: string, trusted: AddressSet): boolean {
+  if (new URL(request.url).protocol === "https:") return true;
+  if (!trusted.has(normalizeAddress(peer))) return false;
+  const proto = request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase();
+  return proto === "https";
+}
+
+/** Per-request facts computed once by the server wrapper. */
+export interface RequestInfo {
+  peer: string;
+  client: string;
+  secure: boolean;
+  /** Route template set by the router, for metrics. */
+  route?: string;
+}
+
+const infos = new WeakMap<Request, RequestInfo>();
+
+export function setRequestInfo(request: Request, info: RequestInfo) {
+  infos.set(request, info);
+}
+
+export function requestInfo(request: Request): RequestInfo {
+  return infos.get(request) ?? { peer: "", client: "", secure: false };
+}
+
+/** Absolute origin for links: base_url when set, else derived from the request. */
+export function publicOrigin(request: Request, baseUrl: string): string {
+  if (baseUrl) return baseUrl;
+  const url = new URL(request.url);
+  const info = requestInfo(request);
+  const host = request.headers.get("host") ?? url.host;
+  return `${info.secure ? "https" : url.protocol.replace(":", "")}://${host}`;
+}

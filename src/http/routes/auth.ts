@@ -1,0 +1,72 @@
+import { Elysia } from "elysia";
+import { z } from "zod";
+import type { AppContext } from "../../context";
+import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from "../../auth/passwords";
+import { SESSION_COOKIE, SESSION_DAYS } from "../../auth/sessions";
+import { audit } from "../../ops/audit";
+import type { UserRow } from "../../users/repo";
+import { parseBody } from "../body";
+import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
+import { authenticate, readCookie } from "../guard";
+import { requestInfo } from "../request-info";
+
+const loginBody = z.object({ name: z.string().min(1).max(256), password: z.string().min(1).max(1024) });
+const changePasswordBody = z.object({
+  old_password: z.string().max(1024),
+  new_password: z.string().min(MIN_PASSWORD_LENGTH).max(1024),
+});
+
+export function principal(app: AppContext, user: UserRow, sessionToken: string) {
+  return {
+    user: { id: user.id, name: user.name, role: user.role, must_change_password: !!user.must_change_password },
+    csrf_token: app.sessions.csrfFor(sessionToken),
+  };
+}
+
+function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): string {
+  return [`${SESSION_COOKIE}=${value}`, "Path=/", `Max-Age=${maxAgeSeconds}`, "HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])].join(
+    "; ",
+  );
+}
+
+export function authRoutes(app: AppContext) {
+  return new Elysia()
+    .post("/api/admin/auth/login", async ({ body, request, set }) => {
+      const input = parseBody(loginBody, body);
+      const info = requestInfo(request);
+      const wait = app.loginLimiter.take(`${info.client}\0${input.name}`);
+      if (wait > 0) throw new ApiError(429, "登录尝试过于频繁，请稍后再试", { "retry-after": String(wait) });
+      const user = app.users.byName(input.name);
+      if (!(await verifyPassword(input.password, user?.password_hash)) || !user) throw unauthorized("用户名或密码错误");
+      if (user.disabled) throw forbidden("该账号已被停用");
+      const session = app.sessions.create(user.id);
+      set.headers["set-cookie"] = sessionCookie(session.token, SESSION_DAYS * 86_400, info.secure);
+      set.headers["cache-control"] = "no-store";
+      audit(app.db, user, "auth.login", user.id, { client: info.client });
+      return principal(app, user, session.token);
+    })
+    .post("/api/admin/auth/logout", ({ request, set }) => {
+      // Idempotent: an absent or already-ended session still gets a cleared cookie.
+      const token = readCookie(request, SESSION_COOKIE);
+      if (token && app.sessions.lookup(token)) authenticate(app, request, { allowDefaultPassword: true });
+      if (token) app.sessions.delete(token);
+      set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
+      set.status = 204;
+    })
+    .get("/api/admin/me", ({ request, set }) => {
+      const p = authenticate(app, request, { allowDefaultPassword: true });
+      set.headers["cache-control"] = "no-store";
+      return principal(app, p.user, p.sessionToken);
+    })
+    .put("/api/admin/me/password", async ({ request, body, set }) => {
+      const p = authenticate(app, request, { allowDefaultPassword: true });
+      const input = parseBody(changePasswordBody, body);
+      if (!(await verifyPassword(input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
+      if (input.old_password === input.new_password) throw badRequest("新密码不能与原密码相同");
+      app.users.setPassword(p.user.id, await hashPassword(input.new_password), false);
+      app.sessions.deleteAllForUser(p.user.id);
+      audit(app.db, p.user, "user.password_change", p.user.id);
+      set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
+      set.status = 204;
+    });
+}

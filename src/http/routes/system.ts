@@ -1,0 +1,31 @@
+import { Elysia } from "elysia";
+import { ScalarRender } from "@elysiajs/openapi/scalar";
+import openapiText from "../../../openapi.yaml" with { type: "text" };
+import type { AppContext } from "../../context";
+import { BUILD } from "../../version";
+import { forbidden } from "../errors";
+import { requestInfo } from "../request-info";
+
+// The docs page renders the same embedded document that /api/openapi.yaml serves;
+// no second, generated spec exists.
+const docsPage = ScalarRender(
+  { title: "Kura API", version: BUILD.version },
+  { url: "/api/openapi.yaml", version: "latest", _integration: "elysiajs" } as never,
+);
+
+export function systemRoutes(app: AppContext) {
+  return new Elysia()
+    .get("/healthz", () => new Response("ok", { headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" } }))
+    .get("/metrics", async ({ request }) => {
+      if (!app.bootstrap.metricsAllow.has(requestInfo(request).client)) throw forbidden("不允许从该地址访问监控指标");
+      const body = await app.metrics.registry.metrics();
+      return new Response(body, { headers: { "content-type": app.metrics.registry.contentType, "cache-control": "no-store" } });
+    })
+    .get(
+      "/api/openapi.yaml",
+      () => new Response(openapiText, { headers: { "content-type": "application/yaml; charset=utf-8", "cache-control": "no-cache" } }),
+    )
+    .get("/api/docs", () => new Response(docsPage, { headers: { "content-type": "text/html; charset=utf-8" } }));
+}
+
+export { openapiText };

@@ -1,0 +1,102 @@
+import { Elysia } from "elysia";
+import { z } from "zod";
+import type { AppContext } from "../../context";
+import { hashPassword, MIN_PASSWORD_LENGTH } from "../../auth/passwords";
+import { audit } from "../../ops/audit";
+import { BUILTIN_ADMIN_ID, newUserId } from "../../users/repo";
+import { parseBody } from "../body";
+import { badRequest, conflict, forbidden, notFound } from "../errors";
+import { authenticate } from "../guard";
+
+const name = z.string().trim().min(1).max(64).regex(/^[^\s\u0000-\u001f/\\]+$/);
+const role = z.enum(["admin", "user"]);
+const quota = z.number().int().nullable();
+const ttlHours = z.number().int().min(0).max(876_000).nullable();
+const password = z.string().min(MIN_PASSWORD_LENGTH).max(1024);
+
+const createBody = z.strictObject({
+  name,
+  password,
+  role: role.optional(),
+  quota_bytes: quota.optional(),
+  default_ttl_hours: ttlHours.optional(),
+});
+const updateBody = z.strictObject({ name, role, quota_bytes: quota, default_ttl_hours: ttlHours, disabled: z.boolean() });
+const passwordBody = z.strictObject({ password });
+
+/** "0 or less means unlimited" — stored as NULL. */
+const normalizeQuota = (q: number | null | undefined) => (q === null || q === undefined || q <= 0 ? null : q);
+
+export function userRoutes(app: AppContext) {
+  const nameTaken = (n: string, exceptId?: string) => {
+    const other = app.users.byName(n);
+    return !!other && other.id !== exceptId;
+  };
+  const existing = (id: string) => app.users.byId(id) ?? (() => { throw notFound("用户不存在"); })();
+
+  return new Elysia()
+    .get("/api/admin/users", ({ request }) => {
+      authenticate(app, request, { admin: true });
+      const items = app.users.list();
+      return { items, total: items.length };
+    })
+    .post("/api/admin/users", async ({ request, body, set }) => {
+      const p = authenticate(app, request, { admin: true });
+      const input = parseBody(createBody, body);
+      if (nameTaken(input.name)) throw conflict("用户名已存在");
+      const id = newUserId();
+      app.users.insert({
+        id,
+        name: input.name,
+        role: input.role ?? "user",
+        password_hash: await hashPassword(input.password),
+        must_change_password: 0,
+        quota_bytes: normalizeQuota(input.quota_bytes),
+        default_ttl_hours: input.default_ttl_hours ?? null,
+        disabled: 0,
+      });
+      audit(app.db, p.user, "user.create", id, { name: input.name, role: input.role ?? "user" });
+      set.status = 201;
+      return app.users.item(id);
+    })
+    .put("/api/admin/users/:id", ({ request, body, params }) => {
+      const p = authenticate(app, request, { admin: true });
+      const user = existing(params.id);
+      const input = parseBody(updateBody, body);
+      if (user.id === BUILTIN_ADMIN_ID && (input.disabled || input.role !== "admin")) {
+        throw forbidden("内置管理员不能被停用或降级");
+      }
+      if (nameTaken(input.name, user.id)) throw conflict("用户名已存在");
+      app.db.transaction(() => {
+        app.users.update(user.id, {
+          name: input.name,
+          role: input.role,
+          quota_bytes: normalizeQuota(input.quota_bytes),
+          default_ttl_hours: input.default_ttl_hours,
+          disabled: input.disabled ? 1 : 0,
+        });
+        if (input.disabled) app.sessions.deleteAllForUser(user.id);
+      })();
+      audit(app.db, p.user, "user.update", user.id, { name: input.name, role: input.role, disabled: input.disabled });
+      return app.users.item(user.id);
+    })
+    .delete("/api/admin/users/:id", ({ request, params, set }) => {
+      const p = authenticate(app, request, { admin: true });
+      const user = existing(params.id);
+      if (user.id === BUILTIN_ADMIN_ID) throw forbidden("内置管理员不能被删除");
+      if (user.id === p.user.id) throw badRequest("不能删除当前登录的用户");
+      if (app.users.imageCount(user.id) > 0) throw conflict("该用户仍拥有图片，请先删除其图片");
+      app.users.delete(user.id);
+      audit(app.db, p.user, "user.delete", user.id, { name: user.name });
+      set.status = 204;
+    })
+    .post("/api/admin/users/:id/password", async ({ request, params, body, set }) => {
+      const p = authenticate(app, request, { admin: true });
+      const user = existing(params.id);
+      const input = parseBody(passwordBody, body);
+      app.users.setPassword(user.id, await hashPassword(input.password), false);
+      app.sessions.deleteAllForUser(user.id);
+      audit(app.db, p.user, "user.password_reset", user.id);
+      set.status = 204;
+    });
+}

@@ -1,0 +1,41 @@
+import client from "prom-client";
+
+/** One registry per process: prom-client defaults plus Kura's own metrics. */
+export function createMetrics() {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const httpRequests = new client.Counter({
+    name: "kura_http_requests_total",
+    help: "HTTP 请求数（按路由模板）",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [registry],
+  });
+  const httpDuration = new client.Histogram({
+    name: "kura_http_request_duration_seconds",
+    help: "HTTP 请求耗时（秒）",
+    labelNames: ["method", "route"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  return { registry, httpRequests, httpDuration };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** A gauge whose value is read at scrape time; a failing reader reports NaN. */
+export function scrapeGauge(registry: client.Registry, name: string, help: string, read: () => number) {
+  return new client.Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      let value: number;
+      try {
+        value = read();
+      } catch {
+        value = Number.NaN;
+      }
+      this.set(value);
+    },
+  });
+}

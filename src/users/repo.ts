@@ -1,0 +1,105 @@
+import type { Database } from "bun:sqlite";
+import { randomBytes } from "node:crypto";
+import { sqlTime } from "../db/time";
+
+export const BUILTIN_ADMIN_ID = "default";
+export const BUILTIN_ADMIN_NAME = "admin";
+
+export type Role = "admin" | "user";
+
+export interface UserRow {
+  id: string;
+  name: string;
+  role: Role;
+  password_hash: string;
+  must_change_password: number;
+  quota_bytes: number | null;
+  default_ttl_hours: number | null;
+  disabled: number;
+  created_at: string;
+}
+
+/** The list item of spec 2.3: no credential material. */
+export interface UserItem {
+  id: string;
+  name: string;
+  role: Role;
+  quota_bytes: number | null;
+  default_ttl_hours: number | null;
+  disabled: boolean;
+  created_at: string;
+  used_bytes: number;
+  image_count: number;
+}
+
+const ITEM_SQL = `
+  SELECT u.id, u.name, u.role, u.quota_bytes, u.default_ttl_hours, u.disabled, u.created_at,
+         COALESCE(SUM(b.size), 0) AS used_bytes, COUNT(i.id) AS image_count
+  FROM users u
+  LEFT JOIN images i ON i.user_id = u.id
+  LEFT JOIN blobs b ON b.id = i.blob_id`;
+
+type ItemRow = Omit<UserItem, "disabled"> & { disabled: number };
+const toItem = (r: ItemRow): UserItem => ({ ...r, disabled: !!r.disabled });
+
+export function newUserId(): string {
+  return "u" + randomBytes(6).toString("hex");
+}
+
+export class UserRepo {
+  constructor(private readonly db: Database) {}
+
+  byId(id: string): UserRow | undefined {
+    return this.db.query<UserRow, [string]>("SELECT * FROM users WHERE id = ?").get(id) ?? undefined;
+  }
+
+  byName(name: string): UserRow | undefined {
+    return this.db.query<UserRow, [string]>("SELECT * FROM users WHERE name = ?").get(name) ?? undefined;
+  }
+
+  list(): UserItem[] {
+    return this.db.query<ItemRow, []>(`${ITEM_SQL} GROUP BY u.id ORDER BY u.created_at, u.id`).all().map(toItem);
+  }
+
+  item(id: string): UserItem | undefined {
+    const row = this.db.query<ItemRow, [string]>(`${ITEM_SQL} WHERE u.id = ? GROUP BY u.id`).get(id);
+    return row ? toItem(row) : undefined;
+  }
+
+  insert(user: Omit<UserRow, "created_at">): void {
+    this.db
+      .query(
+        `INSERT INTO users (id, name, role, password_hash, must_change_password, quota_bytes, default_ttl_hours, disabled, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        user.id,
+        user.name,
+        user.role,
+        user.password_hash,
+        user.must_change_password,
+        user.quota_bytes,
+        user.default_ttl_hours,
+        user.disabled,
+        sqlTime(),
+      );
+  }
+
+  update(id: string, fields: Pick<UserRow, "name" | "role" | "quota_bytes" | "default_ttl_hours" | "disabled">): void {
+    this.db
+      .query("UPDATE users SET name = ?, role = ?, quota_bytes = ?, default_ttl_hours = ?, disabled = ? WHERE id = ?")
+      .run(fields.name, fields.role, fields.quota_bytes, fields.default_ttl_hours, fields.disabled, id);
+  }
+
+  setPassword(id: string, hash: string, mustChange: boolean): void {
+    this.db.query("UPDATE users SET password_hash = ?, must_change_password = ? WHERE id = ?").run(hash, mustChange ? 1 : 0, id);
+  }
+
+  delete(id: string): void {
+    this.db.query("DELETE FROM users WHERE id = ?").run(id);
+  }
+
+  imageCount(id: string): number {
+    return this.db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM images WHERE user_id = ?").get(id)!.n;
+  }
+}

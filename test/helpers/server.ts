@@ -1,0 +1,99 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dir, "../..");
+
+export interface StartOptions {
+  dataDir?: string;
+  env?: Record<string, string | undefined>;
+  /** Command after the entry point (default "serve"). */
+  args?: string[];
+}
+
+/** A real Kura process on a random loopback port with its own data directory. */
+export class KuraServer {
+  base = "";
+  logs = "";
+  exitCode: number | null = null;
+  private constructor(
+    readonly proc: ReturnType<typeof Bun.spawn>,
+    readonly dataDir: string,
+    private readonly ownsDataDir: boolean,
+  ) {}
+
+  static async start(opts: StartOptions = {}): Promise<KuraServer> {
+    const ownsDataDir = !opts.dataDir;
+    const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "kura-test-"));
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries({ ...process.env, KURA_LISTEN: "127.0.0.1:0", KURA_DATA_DIR: dataDir, ...opts.env })) {
+      if (v !== undefined) env[k] = v;
+    }
+    const proc = Bun.spawn(["bun", "run", join(ROOT, "src/main.ts"), ...(opts.args ?? ["serve"])], {
+      cwd: dataDir,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const server = new KuraServer(proc, dataDir, ownsDataDir);
+    server.pump();
+    const ok = await server.waitForLog(/msg="Kura 启动完成".*listen=(\S+)/, 20_000).catch(() => undefined);
+    if (!ok) {
+      await proc.exited;
+      throw new Error(`server did not start (exit ${proc.exitCode}):\n${server.logs}`);
+    }
+    server.base = `http://${ok[1]}`;
+    return server;
+  }
+
+  private async pump() {
+    const decoder = new TextDecoder();
+    const read = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const chunk of stream) this.logs += decoder.decode(chunk, { stream: true });
+    };
+    await Promise.all([read(this.proc.stderr as ReadableStream<Uint8Array>), read(this.proc.stdout as ReadableStream<Uint8Array>)]);
+  }
+
+  async waitForLog(pattern: RegExp, timeoutMs = 10_000): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const m = this.logs.match(pattern);
+      if (m) return m;
+      if (Date.now() > deadline || this.proc.exitCode !== null) throw new Error(`log line ${pattern} not seen:\n${this.logs}`);
+      await Bun.sleep(20);
+    }
+  }
+
+  /** The factory default password most recently logged for a user. */
+  defaultPassword(name = "admin"): string {
+    const all = [...this.logs.matchAll(new RegExp(`user=${name} password=(\\S+)`, "g"))];
+    if (!all.length) throw new Error(`no default password logged for ${name}`);
+    return all.at(-1)![1]!;
+  }
+
+  url(path: string): string {
+    return this.base + path;
+  }
+
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number> {
+    if (this.proc.exitCode === null) this.proc.kill(signal);
+    const code = await this.proc.exited;
+    return code;
+  }
+
+  async dispose() {
+    await this.stop();
+    if (this.ownsDataDir) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Runs the CLI to completion (reset-password, version) and returns exit code and output. */
+export async function runCli(args: string[], env: Record<string, string | undefined>) {
+  const proc = Bun.spawn(["bun", "run", join(ROOT, "src/main.ts"), ...args], {
+    env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)) as Record<string, string>,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code: await proc.exited, out, err };
+}
