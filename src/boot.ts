@@ -1,4 +1,4 @@
-import { Database } from "bun:sqlite";
+import { constants, Database } from "bun:sqlite";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { hashPassword } from "./auth/passwords";
@@ -19,7 +19,8 @@ export function databasePath(dataDir: string): string {
 /** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
 function storedFingerprint(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
-  const db = new Database(path, { readonly: true });
+  // immutable: a plain read-only open of a WAL database would still create -wal/-shm files.
+  const db = new Database(`file:${encodeURI(path)}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
   try {
     const hasMeta = db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").get();
     if (!hasMeta) return undefined;
@@ -58,8 +59,14 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     db.close();
     throw new StartupError((err as Error).message);
   }
-  if (fingerprint === undefined) {
-    db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
+  // Authoritative re-check on the real connection (it also sees a WAL left by a crash).
+  const recorded = db.query<{ value: string }, []>("SELECT value FROM meta WHERE key = 'master_key_fingerprint'").get()?.value;
+  if (recorded !== undefined && recorded !== key.fingerprint) {
+    db.close();
+    throw new StartupError("主密钥与数据库记录的指纹不匹配");
+  }
+  if (recorded === undefined) {
+    db.query("INSERT INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
   }
   return { db, key };
 }

@@ -1,4 +1,3 @@
-import "./native/sharp-addon";
 import { BootstrapError, readBootstrap } from "./config/bootstrap";
 import { log } from "./ops/log";
 import { BUILD } from "./version";

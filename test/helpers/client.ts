@@ -1,4 +1,5 @@
 import type { KuraServer } from "./server";
+import { assertMatchesSpec } from "./openapi";
 
 export interface Principal {
   user: { id: string; name: string; role: string; must_change_password: boolean };
@@ -44,7 +45,10 @@ export class Session {
     const res = await this.request(method, path, body);
     const text = await res.text();
     if (res.status !== expectStatus) throw new Error(`${method} ${path}: expected ${expectStatus}, got ${res.status}: ${text}`);
-    return (text ? JSON.parse(text) : undefined) as T;
+    const parsed = text ? JSON.parse(text) : undefined;
+    // Every JSON response a test reads is also checked against openapi.yaml.
+    assertMatchesSpec(method, path, res.status, parsed);
+    return parsed as T;
   }
 }
 

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { parse } from "yaml";
+import { adminSession, expectError } from "../helpers/client";
+import { KuraServer } from "../helpers/server";
+
+const metricLines = (text: string, name: string) => text.split("\n").filter((l) => l.startsWith(name));
+
+describe("system endpoints", () => {
+  let server: KuraServer;
+  beforeAll(async () => {
+    server = await KuraServer.start();
+  });
+  afterAll(() => server.dispose());
+
+  test("/healthz answers ok in plain text without authentication", async () => {
+    const res = await fetch(server.url("/healthz"));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    expect(await res.text()).toBe("ok");
+  });
+
+  test("/api/openapi.yaml serves the embedded OpenAPI 3.1 document; /api/docs renders that same file", async () => {
+    const res = await fetch(server.url("/api/openapi.yaml"));
+    expect(res.status).toBe(200);
+    const doc = parse(await res.text());
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.paths["/api/admin/auth/login"].post.summary).toMatch(/[\u4e00-\u9fff]/);
+    const docs = await (await fetch(server.url("/api/docs"))).text();
+    expect(docs).toContain("/api/openapi.yaml");
+  });
+
+  test("every response carries nosniff; unknown routes and bad JSON get the envelope", async () => {
+    const res = await fetch(server.url("/api/admin/nope"));
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    await expectError(res, 404);
+    const bad = await fetch(server.url("/api/admin/auth/login"), { method: "POST", headers: { "content-type": "application/json" }, body: "{{" });
+    await expectError(bad, 400);
+  });
+
+  test("metrics count requests by route template, never raw paths; /healthz and /metrics are not counted", async () => {
+    const admin = await adminSession(server);
+    await admin.request("PUT", "/api/admin/users/u-does-not-exist", {});
+    await admin.request("PUT", "/api/admin/users/u-also-missing", {});
+    await fetch(server.url("/healthz"));
+    await fetch(server.url("/metrics"));
+    const res = await fetch(server.url("/metrics"));
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const lines = metricLines(text, "kura_http_requests_total");
+    expect(lines).toContain('kura_http_requests_total{method="PUT",route="/api/admin/users/:id",status="404"} 2');
+    expect(text).not.toContain("u-does-not-exist");
+    expect(text).not.toContain('route="/healthz"');
+    expect(text).not.toContain('route="/metrics"');
+    expect(metricLines(text, "kura_http_request_duration_seconds_bucket").length).toBeGreaterThan(0);
+    // prom-client default metrics are exported too.
+    expect(text).toContain("process_cpu_user_seconds_total");
+  });
+});
+
+describe("metrics allowlist", () => {
+  const scrape = async (env: Record<string, string>, headers: Record<string, string> = {}) => {
+    const server = await KuraServer.start({ env });
+    try {
+      const res = await fetch(server.url("/metrics"), { headers });
+      return { status: res.status, body: await res.text() };
+    } finally {
+      await server.dispose();
+    }
+  };
+
+  test("unset allows loopback (default: loopback and private ranges)", async () => {
+    expect((await scrape({ KURA_METRICS_ALLOW: undefined as unknown as string })).status).toBe(200);
+  });
+
+  test("empty or whitespace closes /metrics to everyone", async () => {
+    for (const value of ["", "   "]) {
+      const r = await scrape({ KURA_METRICS_ALLOW: value });
+      expect(r.status).toBe(403);
+      expect(JSON.parse(r.body).error).toMatch(/[\u4e00-\u9fff]/);
+    }
+  });
+
+  test("a set value replaces the default list", async () => {
+    expect((await scrape({ KURA_METRICS_ALLOW: "10.0.0.0/8" })).status).toBe(403);
+    expect((await scrape({ KURA_METRICS_ALLOW: "10.0.0.0/8, 127.0.0.1" })).status).toBe(200);
+  });
+
+  test("the client address is resolved through trusted proxies only", async () => {
+    // Untrusted peer: X-Forwarded-For is ignored.
+    expect((await scrape({ KURA_METRICS_ALLOW: "10.0.0.0/8" }, { "x-forwarded-for": "10.1.2.3" })).status).toBe(403);
+    // Trusted loopback proxy: the forwarded client decides.
+    const trusted = { KURA_METRICS_ALLOW: "10.0.0.0/8", KURA_TRUSTED_PROXIES: "127.0.0.1" };
+    expect((await scrape(trusted, { "x-forwarded-for": "10.1.2.3" })).status).toBe(200);
+    expect((await scrape(trusted, { "x-forwarded-for": "203.0.113.7" })).status).toBe(403);
+    // A client cannot smuggle an allowed address in front of its real one.
+    expect((await scrape(trusted, { "x-forwarded-for": "10.1.2.3, 203.0.113.7" })).status).toBe(403);
+  });
+});

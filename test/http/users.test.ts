@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { adminSession, expectError, Session } from "../helpers/client";
+import { KuraServer } from "../helpers/server";
+
+describe("users", () => {
+  let server: KuraServer;
+  let admin: Session;
+  beforeAll(async () => {
+    server = await KuraServer.start();
+    admin = await adminSession(server);
+  });
+  afterAll(() => server.dispose());
+
+  test("create applies defaults, quota and ttl semantics", async () => {
+    const plain = await admin.json("POST", "/api/admin/users", { name: "u-plain", password: "password-1" }, 201);
+    expect(plain).toMatchObject({ name: "u-plain", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: false, used_bytes: 0, image_count: 0 });
+    expect(plain.created_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    const zero = await admin.json("POST", "/api/admin/users", { name: "u-zero", password: "password-1", quota_bytes: 0, default_ttl_hours: 0 }, 201);
+    expect(zero.quota_bytes).toBeNull(); // 0 or less means unlimited
+    expect(zero.default_ttl_hours).toBe(0); // 0 means permanent, distinct from null
+    const neg = await admin.json("POST", "/api/admin/users", { name: "u-neg", password: "password-1", quota_bytes: -5 }, 201);
+    expect(neg.quota_bytes).toBeNull();
+    const full = await admin.json(
+      "POST",
+      "/api/admin/users",
+      { name: "u-full", password: "password-1", role: "admin", quota_bytes: 1048576, default_ttl_hours: 24 },
+      201,
+    );
+    expect(full).toMatchObject({ role: "admin", quota_bytes: 1048576, default_ttl_hours: 24 });
+    const list = await admin.json("GET", "/api/admin/users");
+    expect(list.total).toBe(list.items.length);
+    expect(list.items.map((u: { name: string }) => u.name)).toEqual(expect.arrayContaining(["admin", "u-plain", "u-zero", "u-full"]));
+  });
+
+  test("create is strict and validates every field", async () => {
+    const bad = [
+      { name: "x1", password: "password-1", extra: true },
+      { name: "x2", password: "short" },
+      { name: "", password: "password-1" },
+      { name: "x".repeat(65), password: "password-1" },
+      { name: "x3", password: "password-1", role: "root" },
+      { name: "x4", password: "password-1", default_ttl_hours: 876001 },
+      { name: "x5", password: "password-1", quota_bytes: 1.5 },
+      { password: "password-1" },
+    ];
+    for (const body of bad) await expectError(await admin.request("POST", "/api/admin/users", body), 400);
+    const list = await admin.json("GET", "/api/admin/users");
+    expect(list.items.some((u: { name: string }) => /^x\d/.test(u.name))).toBe(false);
+    await expectError(await admin.request("POST", "/api/admin/users", { name: "admin", password: "password-1" }), 409);
+  });
+
+  test("update is a strict full replacement; built-in admin is protected", async () => {
+    const u = await admin.json("POST", "/api/admin/users", { name: "u-edit", password: "password-1" }, 201);
+    await expectError(await admin.request("PUT", `/api/admin/users/${u.id}`, { name: "u-edit2", role: "user" }), 400);
+    await expectError(
+      await admin.request("PUT", `/api/admin/users/${u.id}`, { name: "u-edit2", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: false, x: 1 }),
+      400,
+    );
+    await expectError(
+      await admin.request("PUT", `/api/admin/users/${u.id}`, { name: "admin", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: false }),
+      409,
+    );
+    const edited = await admin.json("PUT", `/api/admin/users/${u.id}`, { name: "u-edit2", role: "user", quota_bytes: 0, default_ttl_hours: 5, disabled: false });
+    expect(edited).toMatchObject({ name: "u-edit2", quota_bytes: null, default_ttl_hours: 5 });
+    for (const change of [{ disabled: true }, { role: "user" }]) {
+      const body = { name: "admin", role: "admin", quota_bytes: null, default_ttl_hours: null, disabled: false, ...change };
+      expect(await expectError(await admin.request("PUT", "/api/admin/users/default", body), 403)).toContain("内置管理员");
+    }
+    await expectError(
+      await admin.request("PUT", "/api/admin/users/nobody", { name: "n", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: false }),
+      404,
+    );
+  });
+
+  test("disabling a user ends their sessions and blocks login", async () => {
+    const u = await admin.json("POST", "/api/admin/users", { name: "u-dis", password: "password-1" }, 201);
+    const s = new Session(server);
+    await s.login("u-dis", "password-1");
+    await admin.json("PUT", `/api/admin/users/${u.id}`, { name: "u-dis", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: true });
+    await expectError(await s.request("GET", "/api/admin/me"), 401);
+    await expectError(await new Session(server).login("u-dis", "password-1"), 403);
+  });
+
+  test("delete: built-in admin 403, oneself 400, unknown 404, others 204", async () => {
+    await expectError(await admin.request("DELETE", "/api/admin/users/default"), 403);
+    const other = await admin.json("POST", "/api/admin/users", { name: "u-admin2", password: "password-1", role: "admin" }, 201);
+    const s = new Session(server);
+    await s.login("u-admin2", "password-1");
+    expect(await expectError(await s.request("DELETE", `/api/admin/users/${other.id}`), 400)).toContain("当前登录");
+    expect((await admin.request("DELETE", `/api/admin/users/${other.id}`)).status).toBe(204);
+    await expectError(await admin.request("DELETE", `/api/admin/users/${other.id}`), 404);
+    await expectError(await new Session(server).login("u-admin2", "password-1"), 401);
+  });
+});

@@ -1,0 +1,105 @@
+import { describe, expect, test } from "bun:test";
+import { TokenBucketLimiter } from "../../src/auth/rate-limit";
+import { safeEqual } from "../../src/auth/secrets";
+import { parseListen } from "../../src/config/bootstrap";
+import { MasterKey } from "../../src/config/master-key";
+import { isSecureRequest, resolveClientAddress } from "../../src/http/request-info";
+import { buildRouteTable } from "../../src/http/route-table";
+import { parseAddressSet } from "../../src/net/cidr";
+import { formatLine } from "../../src/ops/log";
+
+describe("logfmt", () => {
+  test("quotes values with spaces, quotes, equals and control characters", () => {
+    const line = formatLine("INFO", "启动 完成", { a: "plain", b: "has space", c: 'q"uote', d: "k=v", e: "line\nbreak", f: 3, g: "", h: undefined }, new Date(0));
+    expect(line).toBe(
+      'time=1970-01-01T00:00:00.000Z level=INFO msg="启动 完成" a=plain b="has space" c="q\\"uote" d="k=v" e="line\\nbreak" f=3 g=""',
+    );
+  });
+});
+
+describe("address sets and client address", () => {
+  test("CIDR v4/v6, single addresses and IPv4-mapped forms", () => {
+    const set = parseAddressSet("10.0.0.0/8, 192.168.1.5, fd00::/8");
+    expect(set.has("10.200.3.4")).toBe(true);
+    expect(set.has("11.0.0.1")).toBe(false);
+    expect(set.has("192.168.1.5")).toBe(true);
+    expect(set.has("192.168.1.6")).toBe(false);
+    expect(set.has("::ffff:10.1.1.1")).toBe(true);
+    expect(set.has("fd12::1")).toBe(true);
+    expect(set.has("garbage")).toBe(false);
+    expect(parseAddressSet("  ").entries).toEqual([]);
+    for (const bad of ["10.0.0.0/33", "fd00::/129", "x", "1.2.3.4/8/9", "10.0.0.0/a"]) expect(() => parseAddressSet(bad)).toThrow();
+  });
+
+  test("X-Forwarded-For is honoured only through trusted proxies, right to left", () => {
+    const trusted = parseAddressSet("127.0.0.1, 10.0.0.0/8");
+    const h = (xff?: string) => new Headers(xff ? { "x-forwarded-for": xff } : {});
+    expect(resolveClientAddress("203.0.113.1", h("1.1.1.1"), trusted)).toBe("203.0.113.1");
+    expect(resolveClientAddress("127.0.0.1", h(), trusted)).toBe("127.0.0.1");
+    expect(resolveClientAddress("127.0.0.1", h("198.51.100.7"), trusted)).toBe("198.51.100.7");
+    expect(resolveClientAddress("127.0.0.1", h("6.6.6.6, 198.51.100.7, 10.1.1.1"), trusted)).toBe("198.51.100.7");
+    expect(resolveClientAddress("::ffff:127.0.0.1", h("10.2.2.2, 10.1.1.1"), trusted)).toBe("10.2.2.2");
+  });
+
+  test("X-Forwarded-Proto only from a trusted peer", () => {
+    const trusted = parseAddressSet("127.0.0.1");
+    const req = new Request("http://x/", { headers: { "x-forwarded-proto": "https" } });
+    expect(isSecureRequest(req, "127.0.0.1", trusted)).toBe(true);
+    expect(isSecureRequest(req, "203.0.113.1", trusted)).toBe(false);
+    expect(isSecureRequest(new Request("https://x/"), "203.0.113.1", trusted)).toBe(true);
+  });
+});
+
+describe("small pieces", () => {
+  test("token bucket: burst, then one per refill period", () => {
+    let now = 0;
+    const limiter = new TokenBucketLimiter(3, 10, () => now);
+    expect([limiter.take("k"), limiter.take("k"), limiter.take("k")]).toEqual([0, 0, 0]);
+    expect(limiter.take("k")).toBe(10);
+    expect(limiter.take("other")).toBe(0);
+    now = 9_000;
+    expect(limiter.take("k")).toBeGreaterThan(0);
+    now = 10_500;
+    expect(limiter.take("k")).toBe(0);
+  });
+
+  test("constant-time equality", () => {
+    expect(safeEqual("abc", "abc")).toBe(true);
+    expect(safeEqual("abc", "abd")).toBe(false);
+    expect(safeEqual("abc", "abcd")).toBe(false);
+  });
+
+  test("master key seals and opens; fingerprint and derivations are stable", () => {
+    const { key, text } = MasterKey.generate();
+    const sealed = key.encrypt("秘密 secret");
+    expect(sealed).not.toContain("secret");
+    expect(key.decrypt(sealed)).toBe("秘密 secret");
+    expect(MasterKey.parse(text).fingerprint).toBe(key.fingerprint);
+    expect(MasterKey.parse(text).derive("s3", 1).equals(key.derive("s3", 1))).toBe(true);
+    expect(key.derive("s3", 1).equals(key.derive("s3", 2))).toBe(false);
+    expect(() => MasterKey.generate().key.decrypt(sealed)).toThrow();
+    expect(() => MasterKey.parse("short")).toThrow();
+  });
+
+  test("listen address parsing", () => {
+    expect(parseListen("0.0.0.0:8080")).toMatchObject({ hostname: "0.0.0.0", port: 8080 });
+    expect(parseListen("[::1]:9000")).toMatchObject({ hostname: "::1", port: 9000 });
+    expect(parseListen(":8080")).toMatchObject({ hostname: "0.0.0.0", port: 8080 });
+    expect(() => parseListen("8080")).toThrow();
+    expect(() => parseListen("host:99999")).toThrow();
+  });
+
+  test("route table maps raw paths to templates, static before params", () => {
+    const table = buildRouteTable([
+      { method: "GET", path: "/i/:id" },
+      { method: "GET", path: "/o/*" },
+      { method: "GET", path: "/api/admin/config/full" },
+      { method: "GET", path: "/api/admin/config/:x" },
+    ]);
+    expect(table.match("GET", "/i/abc")).toBe("/i/:id");
+    expect(table.match("HEAD", "/i/abc")).toBe("/i/:id");
+    expect(table.match("GET", "/o/u/a/b.png")).toBe("/o/*");
+    expect(table.match("GET", "/api/admin/config/full")).toBe("/api/admin/config/full");
+    expect(table.match("POST", "/i/abc")).toBeUndefined();
+  });
+});
