@@ -2,6 +2,8 @@
  * rclone crypt (keys, names, file data, ranged reads) against vectors written
  * by real rclone v1.60.1 in /work/shared/rclone/vectors.
  */
+import { SHARED_DIR } from "../helpers/shared";
+import { join } from "node:path";
 import { describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -17,7 +19,7 @@ import {
   encryptBuffer,
 } from "../../src/channels/rclone/crypt-data.ts";
 
-const VECTORS = "/work/shared/rclone/vectors";
+const VECTORS = join(SHARED_DIR, "rclone/vectors");
 const FILES = `${VECTORS}/crypt-files`;
 
 interface NameSet {

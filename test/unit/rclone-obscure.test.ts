@@ -2,11 +2,13 @@
  * rclone obscure/reveal against vectors made by real rclone v1.60.1
  * (/work/shared/rclone/vectors/obscure.json).
  */
+import { SHARED_DIR } from "../helpers/shared";
+import { join } from "node:path";
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { obscure, obscureWithIv, reveal } from "../../src/channels/rclone/obscure.ts";
 
-const VECTORS = "/work/shared/rclone/vectors";
+const VECTORS = join(SHARED_DIR, "rclone/vectors");
 
 interface ObscureVectors {
   same_plain_three_runs: { plain: string; obscured: string[] };
