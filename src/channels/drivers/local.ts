@@ -1,0 +1,227 @@
+import { randomBytes } from "node:crypto";
+import { constants } from "node:fs";
+import { access, lstat, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
+import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
+import type { DriverOptionSpec } from "./option-spec.ts";
+import { clampRange, sizedStream } from "./sized-body.ts";
+
+/** Same key names as rclone's `local` backend: its remote is just `path`. */
+export const localDriverOptions: readonly DriverOptionSpec[] = [
+  { key: "path", type: "text", required: true, sensitive: false },
+];
+
+/** `.<name>.kura-tmp-<rand>`: hidden, next to the target so rename() stays on one filesystem. */
+const TEMP_FILE = /^\..*\.kura-tmp-[0-9a-f]+$/;
+
+export function createLocalDriver(config: Record<string, string>): Driver {
+  const raw = (config.path ?? "").trim();
+  if (raw === "") throw new Error("本地存储缺少 path 配置");
+  if (!isAbsolute(raw)) throw new Error(`本地存储 path 必须是绝对路径: ${raw}`);
+  return new LocalDriver(resolve(raw));
+}
+
+class LocalDriver implements Driver {
+  readonly kind = "local";
+  constructor(private readonly base: string) {}
+
+  /** Maps a key to a file path, refusing anything that would land outside `base`. */
+  private pathOf(key: string): string {
+    assertSafeKey(key);
+    const name = key.slice(key.lastIndexOf("/") + 1);
+    if (TEMP_FILE.test(name)) throw new Error(`非法对象键 (与临时文件名冲突): ${JSON.stringify(key)}`);
+    const full = resolve(this.base, key);
+    if (!full.startsWith(this.base + sep)) throw new Error(`非法对象键 (越出存储目录): ${JSON.stringify(key)}`);
+    return full;
+  }
+
+  async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
+    const target = this.pathOf(key);
+    const dir = dirname(target);
+    const temp = join(dir, `.${target.slice(dir.length + 1)}.kura-tmp-${randomBytes(8).toString("hex")}`);
+    const source = sizedStream(body, size);
+    const handle = await mkdir(dir, { recursive: true })
+      .then(() => open(temp, "wx", 0o644))
+      .catch((err: unknown) => {
+        throw fsFailure("写入", key, err);
+      });
+    let renamed = false;
+    try {
+      for await (const chunk of source) {
+        let offset = 0;
+        while (offset < chunk.byteLength) {
+          const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset);
+          offset += bytesWritten;
+        }
+      }
+      // Data must be on disk before the rename publishes it, or a crash could leave
+      // a complete-looking name over empty blocks.
+      await handle.sync();
+      await handle.close();
+      await rename(temp, target);
+      renamed = true;
+      await syncDirectory(dir);
+    } catch (err) {
+      await handle.close().catch(() => {});
+      if (!renamed) await unlink(temp).catch(() => {});
+      throw fsFailure("写入", key, err);
+    }
+  }
+
+  async get(key: string, range?: ByteRange): Promise<GetResult> {
+    const path = this.pathOf(key);
+    const totalSize = await fileSize(path);
+    if (totalSize === null) throw new ObjectNotFoundError(key);
+    const file = Bun.file(path);
+    if (!range) return { stream: file.stream(), size: totalSize, totalSize };
+    const { start, end } = clampRange(range, totalSize);
+    return { stream: file.slice(start, end + 1).stream(), size: end + 1 - start, totalSize };
+  }
+
+  async head(key: string): Promise<ObjectInfo | null> {
+    const path = this.pathOf(key);
+    try {
+      const info = await stat(path);
+      return info.isFile() ? { key, size: info.size, modified: info.mtime } : null;
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const path = this.pathOf(key);
+    try {
+      await unlink(path);
+    } catch (err) {
+      if (!isMissing(err)) throw fsFailure("删除", key, err);
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+    assertSafePrefix(prefix);
+    // Walk only the deepest directory the prefix fully names; the rest is filtered.
+    const dirPart = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
+    for await (const info of walk(this.base, dirPart)) {
+      if (info.key.startsWith(prefix)) yield info;
+    }
+  }
+
+  async probe(deep: boolean): Promise<void> {
+    try {
+      await mkdir(this.base, { recursive: true });
+      const info = await stat(this.base);
+      if (!info.isDirectory()) throw new Error("不是目录");
+      await access(this.base, constants.R_OK | constants.W_OK | constants.X_OK);
+    } catch (err) {
+      throw new Error(`本地存储目录不可用: ${this.base}: ${describeFsError(err)}`);
+    }
+    if (!deep) return;
+    const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
+    const payload = randomBytes(64);
+    try {
+      await this.put(key, payload, payload.byteLength);
+      const got = await this.get(key);
+      const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
+      if (!payload.equals(back)) throw new Error("读回的数据与写入不一致");
+    } catch (err) {
+      throw new Error(`本地存储读写检查失败: ${this.base}: ${describeFsError(err)}`);
+    } finally {
+      await this.delete(key).catch(() => {});
+    }
+  }
+}
+
+/** Removes leftover temp files of interrupted writes under `base`; returns how many. */
+export async function cleanTempFiles(base: string, olderThanMs = 0): Promise<number> {
+  let removed = 0;
+  const cutoff = Date.now() - olderThanMs;
+  const visit = async (dir: string): Promise<void> => {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if (isMissing(err)) return;
+      throw err;
+    }
+    for (const entry of entries) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) await visit(full);
+      else if (entry.isFile() && TEMP_FILE.test(entry.name)) {
+        if (olderThanMs > 0 && (await lstat(full)).mtimeMs > cutoff) continue;
+        await rm(full, { force: true });
+        removed++;
+      }
+    }
+  };
+  await visit(resolve(base));
+  return removed;
+}
+
+async function* walk(base: string, relDir: string): AsyncGenerator<ObjectInfo> {
+  let entries;
+  try {
+    entries = await readdir(relDir ? join(base, relDir) : base, { withFileTypes: true });
+  } catch (err) {
+    if (isMissing(err) || (err as NodeJS.ErrnoException).code === "ENOTDIR") return;
+    throw err;
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const entry of entries) {
+    const key = relDir ? `${relDir}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) {
+      yield* walk(base, key);
+    } else if (entry.isFile() && !TEMP_FILE.test(entry.name)) {
+      // A file can vanish between readdir and stat (concurrent delete): skip it.
+      const info = await stat(join(base, key)).catch(() => null);
+      if (info) yield { key, size: info.size, modified: info.mtime };
+    }
+  }
+}
+
+async function fileSize(path: string): Promise<number | null> {
+  try {
+    const info = await stat(path);
+    return info.isFile() ? info.size : null;
+  } catch (err) {
+    if (isMissing(err)) return null;
+    throw err;
+  }
+}
+
+/** Makes a rename durable: the new directory entry itself must reach the disk. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  return code === "ENOENT" || code === "ENOTDIR";
+}
+
+/** File-system errors get a Chinese message; others (e.g. the upload source failing) pass through. */
+function fsFailure(action: string, key: string, err: unknown): unknown {
+  if (typeof (err as NodeJS.ErrnoException)?.code !== "string") return err;
+  return new Error(`本地存储${action}失败: ${key}: ${describeFsError(err)}`, { cause: err });
+}
+
+function describeFsError(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  const messages: Record<string, string> = {
+    EACCES: "没有权限",
+    EPERM: "没有权限",
+    EROFS: "文件系统只读",
+    ENOSPC: "磁盘空间不足",
+    ENOTDIR: "路径中有非目录项",
+    EEXIST: "路径已存在且不是目录",
+    EISDIR: "目标是一个目录",
+  };
+  if (code && messages[code]) return `${messages[code]} (${code})`;
+  return err instanceof Error ? err.message : String(err);
+}

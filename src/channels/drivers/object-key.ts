@@ -1,0 +1,27 @@
+/**
+ * Validation of the '/'-separated relative keys every driver receives. Rejecting
+ * odd shapes up front (rather than per backend) means a key that is valid on one
+ * channel is valid on all of them, and no key can climb out of a driver's base.
+ */
+export function assertSafeKey(key: string): void {
+  const reason = unsafeKeyReason(key);
+  if (reason) throw new Error(`非法对象键 (${reason}): ${JSON.stringify(key)}`);
+}
+
+function unsafeKeyReason(key: string): string | null {
+  if (key === "") return "为空";
+  if (key.includes("\0")) return "包含 NUL";
+  if (key.includes("\\")) return "包含反斜杠";
+  if (key.startsWith("/")) return "不能是绝对路径";
+  for (const segment of key.split("/")) {
+    if (segment === "") return "包含空路径段";
+    if (segment === "." || segment === "..") return "包含 . 或 .. 路径段";
+  }
+  return null;
+}
+
+/** Prefixes may be empty or end with '/', but otherwise follow key rules. */
+export function assertSafePrefix(prefix: string): void {
+  if (prefix === "") return;
+  assertSafeKey(prefix.endsWith("/") ? prefix.slice(0, -1) : prefix);
+}

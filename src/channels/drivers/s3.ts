@@ -1,0 +1,202 @@
+import { randomBytes } from "node:crypto";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
+import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
+import { S3Client, type FetchLike } from "./s3/client.ts";
+import { resolveS3Settings, type S3Settings } from "./s3/config.ts";
+import { S3RequestError } from "./s3/errors.ts";
+import { parseListPage } from "./s3/xml.ts";
+import { clampRange, sizedStream, sliceStream } from "./sized-body.ts";
+
+export { s3DriverOptions, S3_PROVIDERS } from "./s3/config.ts";
+
+export interface S3DriverOptions {
+  fetch?: FetchLike;
+  /** Time allowed until response headers arrive (uploads get extra time by size). */
+  timeoutMs?: number;
+}
+
+export interface S3Driver extends Driver {
+  /** Creates the configured bucket (for `auto_create_bucket`); succeeds if we already own it. */
+  createBucket(): Promise<void>;
+}
+
+export function createS3Driver(config: Record<string, string>, opts: S3DriverOptions = {}): S3Driver {
+  return new S3ObjectDriver(resolveS3Settings(config), opts);
+}
+
+class S3ObjectDriver implements S3Driver {
+  readonly kind = "s3";
+  private readonly client: S3Client;
+  private readonly timeoutMs: number;
+
+  constructor(
+    private readonly settings: S3Settings,
+    opts: S3DriverOptions,
+  ) {
+    this.client = new S3Client(settings, opts.fetch ?? fetch);
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+  }
+
+  private fullKey(key: string): string {
+    assertSafeKey(key);
+    return this.settings.prefix ? `${this.settings.prefix}/${key}` : key;
+  }
+
+  async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
+    const fullKey = this.fullKey(key);
+    const headers: Record<string, string> = { "Content-Length": String(size), "Content-Type": contentTypeOf(key) };
+    if (this.settings.acl) headers["x-amz-acl"] = this.settings.acl;
+    if (this.settings.storageClass) headers["x-amz-storage-class"] = this.settings.storageClass;
+    // A plain byte array (or empty body) can be retried and needs no size guard stream.
+    const payload = body instanceof Uint8Array || size === 0 ? await toBytes(body, size) : sizedStream(body, size);
+    const response = await this.client.send({
+      method: "PUT",
+      key: fullKey,
+      headers,
+      body: payload,
+      // A slow uplink must not fail a large upload: allow ~1 s per 64 KiB on top.
+      timeoutMs: this.timeoutMs + Math.ceil(size / 65536) * 1000,
+    });
+    await response.body?.cancel();
+  }
+
+  async get(key: string, range?: ByteRange): Promise<GetResult> {
+    const fullKey = this.fullKey(key);
+    const headers: Record<string, string> = {};
+    if (range) headers.Range = `bytes=${range.start}-${range.end ?? ""}`;
+    let response: Response;
+    try {
+      response = await this.client.send({ method: "GET", key: fullKey, headers, timeoutMs: this.timeoutMs });
+    } catch (err) {
+      if (err instanceof S3RequestError && err.status === 404 && err.code !== "NoSuchBucket") throw new ObjectNotFoundError(key);
+      throw err;
+    }
+    const stream = response.body ?? new Blob([]).stream();
+    const length = Number(response.headers.get("content-length") ?? "NaN");
+    if (response.status === 206 && range) {
+      // Trust but verify: some S3 clones mis-handle e.g. "bytes=0-0" and send more.
+      const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((response.headers.get("content-range") ?? "").trim());
+      const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
+      const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };
+      if (!m || gotStart !== start || gotEnd < end) {
+        await stream.cancel();
+        throw new Error("S3 返回的范围与请求不符 (Content-Range 无效)");
+      }
+      const size = end + 1 - start;
+      return { stream: gotEnd > end ? sliceStream(stream, 0, size) : stream, size, totalSize };
+    }
+    if (!Number.isSafeInteger(length)) {
+      await stream.cancel();
+      throw new Error("S3 响应缺少 Content-Length");
+    }
+    if (!range) return { stream, size: length, totalSize: length };
+    // The server ignored Range and sent everything: cut the range out ourselves.
+    const { start, end } = clampRange(range, length);
+    return { stream: sliceStream(stream, start, end + 1 - start), size: end + 1 - start, totalSize: length };
+  }
+
+  async head(key: string): Promise<ObjectInfo | null> {
+    const response = await this.client.send({ method: "HEAD", key: this.fullKey(key), accept: [404], timeoutMs: this.timeoutMs });
+    if (response.status === 404) return null;
+    const size = Number(response.headers.get("content-length") ?? "NaN");
+    if (!Number.isSafeInteger(size)) throw new Error("S3 响应缺少 Content-Length");
+    const modifiedHeader = response.headers.get("last-modified");
+    const modified = modifiedHeader ? new Date(modifiedHeader) : undefined;
+    return { key, size, modified: modified && !Number.isNaN(modified.getTime()) ? modified : undefined };
+  }
+
+  async delete(key: string): Promise<void> {
+    const response = await this.client.send({ method: "DELETE", key: this.fullKey(key), accept: [404], timeoutMs: this.timeoutMs });
+    await response.body?.cancel();
+  }
+
+  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+    assertSafePrefix(prefix);
+    const base = this.settings.prefix ? `${this.settings.prefix}/` : "";
+    for await (const object of this.listRaw(base + prefix, this.settings.listChunk)) {
+      if (!object.key.startsWith(base)) continue;
+      yield { ...object, key: object.key.slice(base.length) };
+    }
+  }
+
+  /**
+   * ListObjectsV2 paging. Some older S3 clones ignore `list-type=2`, answer in V1
+   * form and never send a continuation token; for them we continue with V1's
+   * `marker` (the last key seen) instead of looping or stopping early.
+   */
+  private async *listRaw(fullPrefix: string, pageSize: number): AsyncGenerator<ObjectInfo> {
+    let token: string | undefined;
+    let marker: string | undefined;
+    for (;;) {
+      const query: Record<string, string> =
+        marker === undefined ? { "list-type": "2", "encoding-type": "url" } : { marker, "encoding-type": "url" };
+      query["max-keys"] = String(pageSize);
+      query.prefix = fullPrefix;
+      if (token) query["continuation-token"] = token;
+      const response = await this.client.send({ method: "GET", query, timeoutMs: this.timeoutMs });
+      const page = parseListPage(await response.text());
+      yield* page.objects;
+      if (!page.truncated || pageSize === 1) return;
+      const last = page.objects.at(-1)?.key;
+      if (page.nextToken && marker === undefined) token = page.nextToken;
+      else if (last !== undefined) marker = last;
+      else throw new Error("S3 列表响应格式无效 (分页信息缺失)");
+    }
+  }
+
+  async probe(deep: boolean): Promise<void> {
+    // Listing one key checks endpoint, credentials, bucket and read permission at once.
+    for await (const _ of this.listRaw(this.settings.prefix ? `${this.settings.prefix}/` : "", 1)) break;
+    if (!deep) return;
+    const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
+    const payload = new Uint8Array(randomBytes(64));
+    try {
+      await this.put(key, payload, payload.byteLength);
+      const got = await this.get(key);
+      const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
+      if (Buffer.compare(back, payload) !== 0) throw new Error("S3 读写检查失败: 读回的数据与写入不一致");
+    } finally {
+      await this.delete(key).catch(() => {});
+    }
+  }
+
+  async createBucket(): Promise<void> {
+    const constraint = this.settings.locationConstraint;
+    const body = constraint
+      ? `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>${escapeXml(constraint)}</LocationConstraint></CreateBucketConfiguration>`
+      : undefined;
+    const headers: Record<string, string> = body ? { "Content-Type": "application/xml" } : {};
+    if (this.settings.acl) headers["x-amz-acl"] = this.settings.acl;
+    try {
+      const response = await this.client.send({ method: "PUT", headers, body, timeoutMs: this.timeoutMs });
+      await response.body?.cancel();
+    } catch (err) {
+      if (!(err instanceof S3RequestError)) throw err;
+      if (err.code === "BucketAlreadyOwnedByYou") return;
+      // Some servers answer BucketAlreadyExists even to the owner; if we can list
+      // the bucket it is usable and "create" has nothing left to do.
+      if (err.code === "BucketAlreadyExists") {
+        const usable = await this.probe(false).then(() => true, () => false);
+        if (usable) return;
+      }
+      throw err;
+    }
+  }
+}
+
+async function toBytes(body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<Uint8Array> {
+  if (body instanceof Uint8Array) {
+    if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
+    return body;
+  }
+  return new Uint8Array(await new Response(sizedStream(body, size)).arrayBuffer());
+}
+
+function escapeXml(value: string): string {
+  return value.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A sensible Content-Type lets direct (302) links to the bucket render in browsers. */
+function contentTypeOf(key: string): string {
+  return Bun.file(key).type.split(";")[0] || "application/octet-stream";
+}

@@ -1,0 +1,60 @@
+import type { ByteRange } from "../driver.ts";
+
+/**
+ * Upload bodies arrive as a stream with a size promised by the caller. Backends
+ * behave badly when the promise is broken (S3 hangs waiting for missing bytes, a
+ * local file would silently be short), so every driver streams through this guard
+ * which errors as soon as the byte count cannot match.
+ */
+export function sizedStream(
+  body: ReadableStream<Uint8Array> | Uint8Array,
+  size: number,
+): ReadableStream<Uint8Array> {
+  if (!Number.isSafeInteger(size) || size < 0) throw new Error(`对象大小无效: ${size}`);
+  if (body instanceof Uint8Array) {
+    if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
+    return new Blob([body as Uint8Array<ArrayBuffer>]).stream();
+  }
+  let seen = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > size) throw new Error(`对象大小不符: 声明 ${size}，数据更长`);
+        controller.enqueue(chunk);
+      },
+      flush() {
+        if (seen !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${seen}`);
+      },
+    }),
+  );
+}
+
+/** Passes through bytes [skip, skip+limit) of `source`; used when a server ignores Range. */
+export function sliceStream(
+  source: ReadableStream<Uint8Array>,
+  skip: number,
+  limit: number,
+): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return source.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const start = Math.max(0, skip - offset);
+        const end = Math.min(chunk.byteLength, skip + limit - offset);
+        offset += chunk.byteLength;
+        if (end > start) controller.enqueue(chunk.subarray(start, end));
+      },
+    }),
+  );
+}
+
+/** Inclusive range clamped like S3 does: an end past the object means "to the end". */
+export function clampRange(range: ByteRange, totalSize: number): { start: number; end: number } {
+  const last = totalSize - 1;
+  const end = range.end === undefined ? last : Math.min(range.end, last);
+  if (!Number.isSafeInteger(range.start) || range.start < 0 || range.start > end) {
+    throw new RangeError(`请求的范围无效: ${range.start}-${range.end ?? ""} (对象大小 ${totalSize})`);
+  }
+  return { start: range.start, end };
+}

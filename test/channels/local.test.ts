@@ -1,0 +1,185 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cleanTempFiles, createLocalDriver } from "../../src/channels/drivers/local.ts";
+import { chunkedStream, driverConformance, listKeys, readAll } from "./conformance.ts";
+
+const scratch = await mkdtemp(join(tmpdir(), "kura-local-test-"));
+afterAll(() => rm(scratch, { recursive: true, force: true }));
+
+let counter = 0;
+async function freshBase(): Promise<string> {
+  const dir = join(scratch, `base-${++counter}`);
+  await mkdir(dir, { recursive: true });
+  return dir;
+}
+
+/** Every file under `dir`, relative, including hidden ones (temp files are hidden). */
+async function allFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(dir.length + 1)).sort();
+}
+
+driverConformance("local", async () => {
+  // A base that does not exist yet: put and probe must create it.
+  const base = join(await freshBase(), "not", "yet", "there");
+  return { driver: createLocalDriver({ path: base }), cleanup: async () => {} };
+});
+
+describe("local driver: configuration and paths", () => {
+  test("path must be given and absolute", () => {
+    expect(() => createLocalDriver({})).toThrow("path");
+    expect(() => createLocalDriver({ path: "relative/dir" })).toThrow("绝对路径");
+  });
+
+  test("objects land under the base at their key path; escapes write nothing outside", async () => {
+    const outer = await freshBase();
+    const base = join(outer, "inner");
+    const driver = createLocalDriver({ path: base });
+    await driver.put("ab/cd/file.jpg", new Uint8Array([1, 2, 3]), 3);
+    expect(await Bun.file(join(base, "ab/cd/file.jpg")).bytes()).toEqual(new Uint8Array([1, 2, 3]));
+
+    for (const key of ["../escaped", "ab/../../escaped", "/etc/escaped", "..\\escaped"]) {
+      await expect(driver.put(key, new Uint8Array([1]), 1)).rejects.toThrow("非法对象键");
+      await expect(driver.delete(key)).rejects.toThrow("非法对象键");
+      await expect(driver.head(key)).rejects.toThrow("非法对象键");
+    }
+    await expect(driver.delete("../inner")).rejects.toThrow();
+    expect(await allFiles(outer)).toEqual(["inner/ab/cd/file.jpg"]);
+    await expect(listKeys(driver, "../")).rejects.toThrow("非法对象键");
+  });
+});
+
+describe("local driver: file-system errors", () => {
+  test("are reported in Chinese with the key, and leave no temp files", async () => {
+    const base = await freshBase();
+    const driver = createLocalDriver({ path: base });
+    await driver.put("dir/inside", new Uint8Array([1]), 1);
+    await driver.put("file", new Uint8Array([1]), 1);
+    // "dir" is a directory, so it cannot become a file; "file" cannot become a directory.
+    await expect(driver.put("dir", new Uint8Array([2]), 1)).rejects.toThrow("本地存储写入失败: dir: 目标是一个目录");
+    await expect(driver.put("file/below", new Uint8Array([2]), 1)).rejects.toThrow("本地存储写入失败: file/below");
+    expect(await allFiles(base)).toEqual(["dir/inside", "file"]);
+  });
+});
+
+describe("local driver: atomic writes", () => {
+  test("a source stream failing halfway leaves neither the object nor a temp file", async () => {
+    const base = await freshBase();
+    const driver = createLocalDriver({ path: base });
+    let sent = 0;
+    const failing = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 256 * 1024) return controller.error(new Error("client went away"));
+        controller.enqueue(new Uint8Array(64 * 1024).fill(7));
+        sent += 64 * 1024;
+      },
+    });
+    await expect(driver.put("x/y/obj.bin", failing, 1024 * 1024)).rejects.toThrow("client went away");
+    expect(await driver.head("x/y/obj.bin")).toBeNull();
+    expect(await allFiles(base)).toEqual([]);
+  });
+
+  test("a failed overwrite keeps the previous version intact", async () => {
+    const base = await freshBase();
+    const driver = createLocalDriver({ path: base });
+    const old = new Uint8Array(randomBytes(50_000));
+    await driver.put("keep/me", old, old.byteLength);
+    const bad = chunkedStream(new Uint8Array(10_000), 1000); // ends early: promised 20 000
+    await expect(driver.put("keep/me", bad, 20_000)).rejects.toThrow("大小不符");
+    expect(Buffer.compare(await readAll((await driver.get("keep/me")).stream), old)).toBe(0);
+    expect(await allFiles(base)).toEqual(["keep/me"]);
+  });
+
+  test("while a write is in flight readers see only the old complete version", async () => {
+    const base = await freshBase();
+    const driver = createLocalDriver({ path: base });
+    const old = new Uint8Array(randomBytes(30_000));
+    const next = new Uint8Array(randomBytes(200_000));
+    await driver.put("live/obj", old, old.byteLength);
+
+    // Hand over the first half, then hold the stream open until we have looked.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let step = 0;
+    const slow = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (step === 0) controller.enqueue(next.slice(0, 100_000));
+        else if (step === 1) {
+          await gate;
+          controller.enqueue(next.slice(100_000));
+        } else controller.close();
+        step++;
+      },
+    });
+    const writing = driver.put("live/obj", slow, next.byteLength);
+    while (!(await allFiles(base)).some((f) => f.includes(".kura-tmp-"))) await Bun.sleep(2);
+
+    expect((await driver.head("live/obj"))?.size).toBe(old.byteLength);
+    expect(Buffer.compare(await readAll((await driver.get("live/obj")).stream), old)).toBe(0);
+    expect(await listKeys(driver, "")).toEqual(["live/obj"]); // the temp file is not an object
+
+    release();
+    await writing;
+    expect(Buffer.compare(await readAll((await driver.get("live/obj")).stream), next)).toBe(0);
+    expect(await allFiles(base)).toEqual(["live/obj"]);
+  });
+});
+
+describe("local driver: temp file cleanup", () => {
+  test("cleanTempFiles removes stale temp files only, at any depth", async () => {
+    const base = await freshBase();
+    const driver = createLocalDriver({ path: base });
+    await driver.put("ab/cd/real.jpg", new Uint8Array([1]), 1);
+    await driver.put(".hidden-but-real", new Uint8Array([2]), 1);
+    await writeFile(join(base, "ab/cd/.real.jpg.kura-tmp-0123abcd"), "partial");
+    await writeFile(join(base, ".top.kura-tmp-ff00"), "partial");
+    await mkdir(join(base, "deep/er/still"), { recursive: true });
+    await writeFile(join(base, "deep/er/still/.x.kura-tmp-99"), "partial");
+
+    // Temp files are never listed as objects, even before cleanup.
+    expect(await listKeys(driver, "")).toEqual([".hidden-but-real", "ab/cd/real.jpg"]);
+
+    // Fresh ones survive when only stale ones are asked for (another writer may own them).
+    expect(await cleanTempFiles(base, 60_000)).toBe(0);
+    expect(await cleanTempFiles(base)).toBe(3);
+    expect(await allFiles(base)).toEqual([".hidden-but-real", "ab/cd/real.jpg"]);
+    expect(await cleanTempFiles(join(base, "missing-dir"))).toBe(0);
+  });
+
+  test("keys shaped like temp files are refused, so cleanup never deletes an object", async () => {
+    const driver = createLocalDriver({ path: await freshBase() });
+    await expect(driver.put("a/.b.kura-tmp-00ff", new Uint8Array([1]), 1)).rejects.toThrow("临时文件");
+  });
+});
+
+describe("local driver: probe", () => {
+  test("creates a missing base directory", async () => {
+    const base = join(await freshBase(), "made", "by", "probe");
+    await createLocalDriver({ path: base }).probe(false);
+    expect(existsSync(base)).toBe(true);
+  });
+
+  test("fails with a Chinese message when the base is a file", async () => {
+    const parent = await freshBase();
+    const base = join(parent, "occupied");
+    await writeFile(base, "i am a file");
+    const driver = createLocalDriver({ path: base });
+    await expect(driver.probe(false)).rejects.toThrow("本地存储目录不可用");
+    await expect(driver.probe(true)).rejects.toThrow("本地存储目录不可用");
+  });
+
+  test.skipIf(process.getuid?.() === 0)("fails when the base is not writable", async () => {
+    const base = await freshBase();
+    const { chmod } = await import("node:fs/promises");
+    await chmod(base, 0o555);
+    try {
+      await expect(createLocalDriver({ path: base }).probe(false)).rejects.toThrow("没有权限");
+    } finally {
+      await chmod(base, 0o755);
+    }
+  });
+});

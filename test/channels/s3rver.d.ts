@@ -1,0 +1,28 @@
+// Minimal typing for the parts of s3rver (untyped npm package) the tests use.
+declare module "s3rver" {
+  import type { Server } from "node:http";
+  interface S3rverOptions {
+    address?: string;
+    port?: number;
+    silent?: boolean;
+    directory?: string;
+    resetOnClose?: boolean;
+    allowMismatchedSignatures?: boolean;
+    vhostBuckets?: boolean;
+    configureBuckets?: { name: string; configs?: string[] }[];
+  }
+  class S3rver {
+    constructor(options?: S3rverOptions);
+    run(): Promise<{ address: string; port: number }>;
+    close(): Promise<void>;
+    middleware: ((ctx: any, next: () => Promise<void>) => Promise<void>)[];
+    httpServer?: Server;
+    store: {
+      putObject(object: any): Promise<{ size: number; md5: string }>;
+      listObjects(bucket: string, options: any): Promise<{ objects: { key: string }[]; commonPrefixes: string[]; isTruncated: boolean }>;
+      getResourcePath(bucket: string, key: string, resource: string): string;
+      putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+    };
+  }
+  export default S3rver;
+}
