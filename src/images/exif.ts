@@ -1,0 +1,373 @@
+// `exif_policy=strip`: remove EXIF (camera, GPS, thumbnails), XMP, IPTC and comments while
+// keeping what the viewer sees, including the displayed orientation.
+//
+// JPEG, PNG, WebP and GIF are handled LOSSLESSLY by walking the container and dropping
+// metadata segments/chunks/blocks; pixel data is copied byte for byte. When the original
+// EXIF said to rotate/flip (orientation 2..8), a minimal new EXIF block holding only the
+// Orientation tag is written back, so browsers keep displaying the picture the same way.
+//
+// AVIF (and any file whose structure we can't walk) is RE-ENCODED by sharp with the
+// orientation applied to the pixels and no metadata: lossy, but guaranteed clean.
+import sharp from "sharp";
+import { readFile, writeFile } from "node:fs/promises";
+import { crc32 } from "node:zlib";
+import { SNIFF_BYTES, sniffImageType } from "./sniff";
+
+/** The container doesn't have the structure its format requires. */
+export class MalformedImageError extends Error {}
+
+export interface StrippedImage {
+  bytes: Buffer;
+  /** EXIF orientation (1..8) found in the original; 1 when absent. */
+  orientation: number;
+}
+
+export async function stripMetadata(inputPath: string, outputPath: string, mime: string): Promise<void> {
+  if (mime === "image/avif") return reencodeWithoutMetadata(inputPath, outputPath, mime);
+  const src = await readFile(inputPath);
+  let stripped: StrippedImage;
+  try {
+    stripped = stripMetadataBytes(src, mime);
+  } catch (err) {
+    if (!(err instanceof MalformedImageError)) throw err;
+    // Decoders are more lenient than our walker; re-encoding still guarantees no metadata.
+    return reencodeWithoutMetadata(inputPath, outputPath, mime);
+  }
+  await writeFile(outputPath, stripped.bytes);
+}
+
+/** Lossless strip for JPEG, PNG, WebP and GIF. Throws MalformedImageError on broken structure. */
+export function stripMetadataBytes(src: Buffer, mime: string): StrippedImage {
+  switch (mime) {
+    case "image/jpeg":
+      return stripJpeg(src);
+    case "image/png":
+      return stripPng(src);
+    case "image/webp":
+      return stripWebp(src);
+    case "image/gif":
+      return { bytes: stripGif(src), orientation: 1 };
+    default:
+      throw new Error(`不支持去除该格式的元数据：${mime}`);
+  }
+}
+
+/** EXIF orientation (1..8) the viewer applies when displaying the file; 1 when none. */
+export async function readOrientation(path: string): Promise<number> {
+  const src = await readFile(path);
+  const mime = sniffImageType(src.subarray(0, SNIFF_BYTES))?.mime;
+  if (mime === "image/jpeg" || mime === "image/png" || mime === "image/webp") {
+    try {
+      return stripMetadataBytes(src, mime).orientation;
+    } catch (err) {
+      if (!(err instanceof MalformedImageError)) throw err;
+    }
+  }
+  return (await sharp(src).metadata()).orientation ?? 1;
+}
+
+const REENCODE_OPTIONS = { jpeg: { quality: 92 }, png: {}, webp: { quality: 90 }, gif: {}, avif: { quality: 70 } } as const;
+
+async function reencodeWithoutMetadata(inputPath: string, outputPath: string, mime: string): Promise<void> {
+  const format = mime.replace(/^image\//, "") as keyof typeof REENCODE_OPTIONS;
+  if (!(format in REENCODE_OPTIONS)) throw new Error(`不支持去除该格式的元数据：${mime}`);
+  const meta = await sharp(inputPath, { limitInputPixels: false }).metadata();
+  const animated = (meta.pages ?? 1) > 1;
+  let img = sharp(inputPath, { animated, limitInputPixels: false });
+  // Bake the orientation into the pixels, since no EXIF will be left to carry it. (AVIF's
+  // decoder already applies irot/imir, so this is a no-op there; animated frames carry no
+  // orientation.) sharp writes no metadata unless asked; the colour profile is not personal
+  // data and keeps colours right.
+  if (!animated) img = img.rotate();
+  await img.keepIccProfile().toFormat(format, REENCODE_OPTIONS[format]).toFile(outputPath);
+}
+
+// ---------------------------------------------------------------- EXIF (TIFF) orientation
+
+const EXIF_PREFIX = Buffer.from("Exif\0\0", "latin1");
+const ORIENTATION_TAG = 0x0112;
+
+/** Orientation from an EXIF payload (TIFF structure, optionally preceded by "Exif\0\0"). */
+function orientationFromExif(payload: Buffer): number {
+  const tiff = payload.subarray(0, 6).equals(EXIF_PREFIX) ? payload.subarray(6) : payload;
+  if (tiff.length < 8) return 1;
+  const order = tiff.toString("latin1", 0, 2);
+  if (order !== "II" && order !== "MM") return 1;
+  const le = order === "II";
+  const u16 = (o: number) => (le ? tiff.readUInt16LE(o) : tiff.readUInt16BE(o));
+  const u32 = (o: number) => (le ? tiff.readUInt32LE(o) : tiff.readUInt32BE(o));
+  if (u16(2) !== 42) return 1;
+  const ifd = u32(4);
+  if (ifd + 2 > tiff.length) return 1;
+  const count = u16(ifd);
+  for (let i = 0; i < count; i++) {
+    const entry = ifd + 2 + i * 12;
+    if (entry + 12 > tiff.length) break;
+    if (u16(entry) !== ORIENTATION_TAG) continue;
+    const type = u16(entry + 2);
+    const value = type === 3 ? u16(entry + 8) : type === 4 ? u32(entry + 8) : 1;
+    return value >= 1 && value <= 8 ? value : 1;
+  }
+  return 1;
+}
+
+/** A complete TIFF structure with one IFD holding only Orientation (SHORT). */
+function minimalExif(orientation: number, withPrefix: boolean): Buffer {
+  const tiff = Buffer.alloc(26);
+  tiff.write("MM", 0, "latin1");
+  tiff.writeUInt16BE(42, 2);
+  tiff.writeUInt32BE(8, 4); // IFD0 right after the header
+  tiff.writeUInt16BE(1, 8); // one entry
+  tiff.writeUInt16BE(ORIENTATION_TAG, 10);
+  tiff.writeUInt16BE(3, 12); // SHORT
+  tiff.writeUInt32BE(1, 14); // count
+  tiff.writeUInt16BE(orientation, 18); // value, left-justified in the 4-byte field
+  // bytes 22..25: offset of the next IFD = 0 (none)
+  return withPrefix ? Buffer.concat([EXIF_PREFIX, tiff]) : tiff;
+}
+
+// ---------------------------------------------------------------- JPEG
+
+// Kept APPn segments: JFIF (APP0), ICC profile (APP2) and Adobe (APP14, which tells the
+// decoder how to convert colours). Every other APPn (Exif/XMP APP1, MPF APP2, IPTC APP13,
+// vendor blocks) and COM is dropped. Non-APP markers (DQT, SOFn, DHT, DRI, SOS, ...) are
+// image data and kept as they are.
+function jpegAppAction(marker: number, payload: Buffer): "keep" | "drop" | Buffer {
+  if (marker === 0xe0 && payload.toString("latin1", 0, 5) === "JFIF\0") {
+    // A JFIF thumbnail could show an uncropped original: keep the header, drop the thumbnail.
+    if (payload.length <= 14 || (payload[12] === 0 && payload[13] === 0)) return "keep";
+    const header = Buffer.from(payload.subarray(0, 14));
+    header[12] = header[13] = 0;
+    return segment(0xe0, header);
+  }
+  if (marker === 0xe2 && payload.toString("latin1", 0, 12) === "ICC_PROFILE\0") return "keep";
+  if (marker === 0xee && payload.toString("latin1", 0, 5) === "Adobe") return "keep";
+  return "drop";
+}
+
+function segment(marker: number, payload: Buffer): Buffer {
+  const head = Buffer.from([0xff, marker, 0, 0]);
+  head.writeUInt16BE(payload.length + 2, 2);
+  return Buffer.concat([head, payload]);
+}
+
+function stripJpeg(src: Buffer): StrippedImage {
+  if (src.length < 4 || src[0] !== 0xff || src[1] !== 0xd8) throw new MalformedImageError("JPEG 文件头无效");
+  const kept: Buffer[] = [src.subarray(0, 2)];
+  let orientation = 1;
+  let sawExif = false;
+  let pos = 2;
+  while (pos < src.length) {
+    // Tolerate stray bytes and fill bytes before a marker, as decoders do.
+    while (pos < src.length && src[pos] !== 0xff) pos++;
+    while (pos + 1 < src.length && src[pos + 1] === 0xff) pos++;
+    if (pos + 1 >= src.length) break;
+    const marker = src[pos + 1];
+    if (marker === 0xd9) {
+      // EOI. Anything after it (MPF secondary images, vendor trailers) is dropped too.
+      kept.push(src.subarray(pos, pos + 2));
+      break;
+    }
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+      kept.push(src.subarray(pos, pos + 2)); // markers without a length field
+      pos += 2;
+      continue;
+    }
+    if (marker === 0xd8 || marker === 0x00 || pos + 4 > src.length) throw new MalformedImageError("JPEG 标记无效");
+    const end = pos + 2 + src.readUInt16BE(pos + 2);
+    if (end > src.length || end < pos + 4) throw new MalformedImageError("JPEG 段长度无效");
+    const payload = src.subarray(pos + 4, end);
+    const isApp = marker >= 0xe0 && marker <= 0xef;
+    if (isApp || marker === 0xfe) {
+      if (marker === 0xe1 && !sawExif && payload.subarray(0, 6).equals(EXIF_PREFIX)) {
+        sawExif = true;
+        orientation = orientationFromExif(payload);
+      }
+      const action = isApp ? jpegAppAction(marker, payload) : "drop";
+      if (action === "keep") kept.push(src.subarray(pos, end));
+      else if (action !== "drop") kept.push(action);
+      pos = end;
+      continue;
+    }
+    if (marker === 0xda) {
+      // SOS header, then entropy-coded data up to the next real marker.
+      const dataEnd = endOfEntropyData(src, end);
+      kept.push(src.subarray(pos, dataEnd));
+      pos = dataEnd;
+      continue;
+    }
+    kept.push(src.subarray(pos, end));
+    pos = end;
+  }
+  if (orientation !== 1) {
+    // Right after SOI and a leading JFIF APP0, where readers look for EXIF.
+    let at = 1;
+    while (at < kept.length && kept[at][1] === 0xe0) at++;
+    kept.splice(at, 0, segment(0xe1, minimalExif(orientation, true)));
+  }
+  return { bytes: Buffer.concat(kept), orientation };
+}
+
+/** In entropy-coded data 0xFF is followed by 0x00 (stuffing) or RSTn; anything else is a marker. */
+function endOfEntropyData(src: Buffer, from: number): number {
+  for (let i = src.indexOf(0xff, from); i !== -1 && i + 1 < src.length; i = src.indexOf(0xff, i + 1)) {
+    const next = src[i + 1];
+    if (next === 0x00 || (next >= 0xd0 && next <= 0xd7) || next === 0xff) continue;
+    return i;
+  }
+  return src.length; // truncated file without EOI: keep what there is
+}
+
+// ---------------------------------------------------------------- PNG
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+// Text chunks carry XMP, comments, author, software, creation time; eXIf carries EXIF;
+// tIME is the last-modified time. iDOT (Apple) holds byte offsets into the file that our
+// edits could invalidate, and it is only a decoding hint.
+const PNG_DROP = new Set(["eXIf", "tEXt", "zTXt", "iTXt", "tIME", "iDOT"]);
+
+function stripPng(src: Buffer): StrippedImage {
+  if (!src.subarray(0, 8).equals(PNG_SIGNATURE)) throw new MalformedImageError("PNG 文件头无效");
+  const kept: Buffer[] = [src.subarray(0, 8)];
+  let orientation = 1;
+  let exifPrefixed = false;
+  let pos = 8;
+  let ended = false;
+  while (!ended) {
+    if (pos + 12 > src.length) throw new MalformedImageError("PNG 缺少 IEND");
+    const type = src.toString("latin1", pos + 4, pos + 8);
+    const end = pos + 12 + src.readUInt32BE(pos);
+    if (end > src.length) throw new MalformedImageError("PNG 块长度无效");
+    if (type === "eXIf" && orientation === 1) {
+      const data = src.subarray(pos + 8, end - 4);
+      exifPrefixed = data.subarray(0, 6).equals(EXIF_PREFIX);
+      orientation = orientationFromExif(data);
+    }
+    if (!PNG_DROP.has(type)) kept.push(src.subarray(pos, end));
+    ended = type === "IEND"; // anything after IEND is dropped
+    pos = end;
+  }
+  if (kept[1]?.toString("latin1", 4, 8) !== "IHDR") throw new MalformedImageError("PNG 缺少 IHDR");
+  // eXIf must come before the image data; right after IHDR is always valid.
+  if (orientation !== 1) kept.splice(2, 0, pngChunk("eXIf", minimalExif(orientation, exifPrefixed)));
+  return { bytes: Buffer.concat(kept), orientation };
+}
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const chunk = Buffer.alloc(12 + data.length);
+  chunk.writeUInt32BE(data.length, 0);
+  chunk.write(type, 4, "latin1");
+  data.copy(chunk, 8);
+  chunk.writeUInt32BE(crc32(chunk.subarray(4, 8 + data.length)), 8 + data.length);
+  return chunk;
+}
+
+// ---------------------------------------------------------------- WebP
+
+const VP8X_EXIF = 0x08;
+const VP8X_XMP = 0x04;
+
+function stripWebp(src: Buffer): StrippedImage {
+  if (src.length < 20 || src.toString("latin1", 0, 4) !== "RIFF" || src.toString("latin1", 8, 12) !== "WEBP") {
+    throw new MalformedImageError("WebP 文件头无效");
+  }
+  const riffEnd = 8 + src.readUInt32LE(4);
+  if (riffEnd > src.length) throw new MalformedImageError("WebP 文件不完整");
+  // Simple (lossy/lossless without VP8X) files have no place for metadata: only trim
+  // whatever trails the RIFF container.
+  if (src.toString("latin1", 12, 16) !== "VP8X") return { bytes: src.subarray(0, riffEnd), orientation: 1 };
+
+  const kept: Buffer[] = [];
+  let orientation = 1;
+  let exifPrefixed = false;
+  for (let pos = 12; pos < riffEnd; ) {
+    if (pos + 8 > riffEnd) throw new MalformedImageError("WebP 块头不完整");
+    const fourcc = src.toString("latin1", pos, pos + 4);
+    const size = src.readUInt32LE(pos + 4);
+    const dataEnd = pos + 8 + size;
+    if (dataEnd > riffEnd) throw new MalformedImageError("WebP 块长度无效");
+    // Chunks are padded to even length; tolerate a missing pad byte on the last chunk.
+    const end = Math.min(dataEnd + (size & 1), riffEnd);
+    if (fourcc === "EXIF") {
+      const data = src.subarray(pos + 8, dataEnd);
+      exifPrefixed = data.subarray(0, 6).equals(EXIF_PREFIX);
+      orientation = orientationFromExif(data);
+    } else if (fourcc !== "XMP ") {
+      const chunk = src.subarray(pos, end);
+      const padMissing = end - pos < 8 + size + (size & 1);
+      kept.push(padMissing ? Buffer.concat([chunk, Buffer.alloc(1)]) : chunk);
+    }
+    pos = end;
+  }
+  const vp8x = Buffer.from(kept[0]); // copy: we change its flags
+  vp8x[8] &= ~(VP8X_EXIF | VP8X_XMP);
+  kept[0] = vp8x;
+  if (orientation !== 1) {
+    vp8x[8] |= VP8X_EXIF;
+    kept.push(riffChunk("EXIF", minimalExif(orientation, exifPrefixed))); // EXIF goes after the image data
+  }
+  const body = Buffer.concat(kept);
+  const header = Buffer.alloc(12);
+  header.write("RIFF", 0, "latin1");
+  header.writeUInt32LE(body.length + 4, 4);
+  header.write("WEBP", 8, "latin1");
+  return { bytes: Buffer.concat([header, body]), orientation };
+}
+
+function riffChunk(fourcc: string, data: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.write(fourcc, 0, "latin1");
+  head.writeUInt32LE(data.length, 4);
+  return Buffer.concat([head, data, Buffer.alloc(data.length & 1)]);
+}
+
+// ---------------------------------------------------------------- GIF
+
+// Application extensions that affect display: looping (NETSCAPE/ANIMEXTS) and the colour
+// profile. Others (XMP, Photoshop/IPTC from ImageMagick, ...) are metadata and dropped,
+// as are comment extensions. GIF has no EXIF, so there is no orientation to keep.
+const GIF_KEEP_APPS = new Set(["NETSCAPE2.0", "ANIMEXTS1.0", "ICCRGBG1012"]);
+
+function stripGif(src: Buffer): Buffer {
+  const version = src.toString("latin1", 0, 6);
+  if ((version !== "GIF87a" && version !== "GIF89a") || src.length < 13) throw new MalformedImageError("GIF 文件头无效");
+  let pos = 13 + colourTableSize(src[10]);
+  const kept: Buffer[] = [src.subarray(0, pos)];
+  for (;;) {
+    // A file that just stops between blocks is displayed by browsers; close it properly.
+    if (pos >= src.length) return Buffer.concat([...kept, Buffer.from([0x3b])]);
+    const introducer = src[pos];
+    if (introducer === 0x3b) return Buffer.concat([...kept, src.subarray(pos, pos + 1)]); // trailer; drop what follows
+    if (introducer === 0x2c) {
+      // Image descriptor (10 bytes), local colour table, LZW code size, data sub-blocks.
+      if (pos + 11 > src.length) throw new MalformedImageError("GIF 图像块不完整");
+      const end = skipSubBlocks(src, pos + 10 + colourTableSize(src[pos + 9]) + 1);
+      kept.push(src.subarray(pos, end));
+      pos = end;
+    } else if (introducer === 0x21) {
+      const label = src[pos + 1];
+      const end = skipSubBlocks(src, pos + 2);
+      const keep =
+        label === 0xf9 || // graphic control: frame delay, disposal, transparency
+        label === 0x01 || // plain text: rendered content
+        (label === 0xff && src[pos + 2] === 11 && GIF_KEEP_APPS.has(src.toString("latin1", pos + 3, pos + 14)));
+      if (keep) kept.push(src.subarray(pos, end));
+      pos = end;
+    } else {
+      throw new MalformedImageError("GIF 块类型无效");
+    }
+  }
+}
+
+function colourTableSize(flags: number): number {
+  return flags & 0x80 ? 3 * (2 << (flags & 7)) : 0;
+}
+
+function skipSubBlocks(src: Buffer, pos: number): number {
+  for (;;) {
+    if (pos >= src.length) throw new MalformedImageError("GIF 数据子块不完整");
+    const size = src[pos];
+    pos += 1 + size;
+    if (size === 0) return pos;
+  }
+}
