@@ -1,0 +1,216 @@
+import type { Database } from "bun:sqlite";
+import { randomBytes } from "node:crypto";
+import type { AppContext } from "../context";
+import type { MasterKey } from "../config/master-key";
+import { sqlTime } from "../db/time";
+import { ApiError } from "../http/errors";
+import type { UserRow } from "../users/repo";
+import { randomToken, safeEqual, sha256Hex } from "./secrets";
+
+/**
+ * Upload tokens (spec 2.4, 2.5, 3.1, 5).
+ *
+ * Plaintext: `kura_<id12>_<secret43>`. `kura_<id12>` is the prefix: unique, listed,
+ * and equal to the S3 access key id. Only sha256(plaintext) is stored; a lookup
+ * goes by prefix, then compares hashes in constant time.
+ */
+export interface TokenRow {
+  id: number;
+  user_id: string;
+  name: string;
+  prefix: string;
+  secret_hash: string;
+  scopes: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+/** The list item of spec 2.4: no hash, no plaintext, no owner. */
+export type TokenItem = Omit<TokenRow, "user_id" | "secret_hash">;
+
+/** What issue and rotate return; the only moment the plaintext exists outside the client. */
+export interface IssuedToken {
+  id: number;
+  name: string;
+  prefix: string;
+  token: string;
+}
+
+export type TokenState = "active" | "expired" | "revoked";
+
+export const TOKEN_TEXT_PREFIX = "kura_";
+const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
+const PLAINTEXT = /^(kura_[a-z2-7]{12})_[A-Za-z0-9_-]{43}$/;
+/** Usage is recorded at most this often per token, so uploads do not each cost a write. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** Deps the token functions need; a subset of AppContext so a unit test can build it from a bare database. */
+export type TokenDeps = Pick<AppContext, "db" | "key" | "users">;
+
+export function newTokenPlaintext(): { prefix: string; plaintext: string } {
+  // 256 is a multiple of 32, so masking a byte to 5 bits is unbiased.
+  const id = [...randomBytes(12)].map((b) => BASE32[b & 31]).join("");
+  const prefix = TOKEN_TEXT_PREFIX + id;
+  return { prefix, plaintext: `${prefix}_${randomToken(32)}` };
+}
+
+/** The prefix of a well-formed plaintext, else undefined. */
+export function tokenPrefixOf(plaintext: string): string | undefined {
+  return PLAINTEXT.exec(plaintext)?.[1];
+}
+
+export function tokenState(row: TokenRow, now = Date.now()): TokenState {
+  if (row.revoked_at) return "revoked";
+  if (row.expires_at && row.expires_at <= sqlTime(now)) return "expired";
+  return "active";
+}
+
+export function hasUploadScope(row: TokenRow): boolean {
+  return row.scopes.split(/[\s,]+/).includes("upload");
+}
+
+export function toTokenItem(row: TokenRow): TokenItem {
+  const { user_id: _owner, secret_hash: _hash, ...item } = row;
+  return item;
+}
+
+/**
+ * The S3 secret access key of a token: derived from the master key, never stored.
+ * It is bound to the prefix too, so rotation (new prefix, same id) changes it.
+ */
+export function s3SecretFor(key: MasterKey, row: Pick<TokenRow, "id" | "prefix">): string {
+  return key.derive("s3-secret", row.id, row.prefix).toString("base64url").slice(0, 40);
+}
+
+export class TokenNameTakenError extends Error {}
+
+function isNameConflict(err: unknown): boolean {
+  return err instanceof Error && /UNIQUE constraint failed: tokens\.user_id, tokens\.name/.test(err.message);
+}
+
+export class TokenRepo {
+  constructor(private readonly db: Database) {}
+
+  byId(id: number): TokenRow | undefined {
+    return this.db.query<TokenRow, [number]>("SELECT * FROM tokens WHERE id = ?").get(id) ?? undefined;
+  }
+
+  byPrefix(prefix: string): TokenRow | undefined {
+    return this.db.query<TokenRow, [string]>("SELECT * FROM tokens WHERE prefix = ?").get(prefix) ?? undefined;
+  }
+
+  /** Newest first; a rotated token counts as new. */
+  listForUser(userId: string, limit: number, offset: number): { items: TokenItem[]; total: number } {
+    const rows = this.db
+      .query<TokenRow, [string, number, number]>("SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?")
+      .all(userId, limit, offset);
+    const total = this.db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM tokens WHERE user_id = ?").get(userId)!.n;
+    return { items: rows.map(toTokenItem), total };
+  }
+
+  /** Throws TokenNameTakenError when the owner already has a token of that name (any state). */
+  issue(userId: string, name: string, expiresInHours: number, now = Date.now()): IssuedToken {
+    const expiresAt = expiresInHours > 0 ? sqlTime(now + expiresInHours * 3_600_000) : null;
+    const { prefix, plaintext } = this.freshPlaintext();
+    try {
+      const row = this.db
+        .query<{ id: number }, [string, string, string, string, string | null, string]>(
+          "INSERT INTO tokens (user_id, name, prefix, secret_hash, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, 'upload', ?, ?) RETURNING id",
+        )
+        .get(userId, name, prefix, sha256Hex(plaintext), expiresAt, sqlTime(now))!;
+      return { id: row.id, name, prefix, token: plaintext };
+    } catch (err) {
+      if (isNameConflict(err)) throw new TokenNameTakenError(name);
+      throw err;
+    }
+  }
+
+  /**
+   * Replaces prefix and secret of an active token in place (same id, name, owner,
+   * expiry), in one statement: the old plaintext and S3 key stop working the
+   * moment the new ones exist. Undefined when the token is not active.
+   */
+  rotate(id: number, now = Date.now()): IssuedToken | undefined {
+    const { prefix, plaintext } = this.freshPlaintext();
+    const t = sqlTime(now);
+    const row = this.db
+      .query<{ name: string }, [string, string, string, number, string]>(
+        `UPDATE tokens SET prefix = ?, secret_hash = ?, created_at = ?, last_used_at = NULL
+         WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) RETURNING name`,
+      )
+      .get(prefix, sha256Hex(plaintext), t, id, t);
+    return row ? { id, name: row.name, prefix, token: plaintext } : undefined;
+  }
+
+  /** True when this call revoked it; a second revoke keeps the first revoked_at. */
+  revoke(id: number, now = Date.now()): boolean {
+    return this.db.query("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(sqlTime(now), id).changes > 0;
+  }
+
+  delete(id: number): void {
+    this.db.query("DELETE FROM tokens WHERE id = ?").run(id);
+  }
+
+  /** Records use, but only when the stored time is older than the resolution. */
+  touch(row: TokenRow, now = Date.now()): void {
+    if (row.last_used_at && row.last_used_at > sqlTime(now - LAST_USED_RESOLUTION_MS)) return;
+    this.db.query("UPDATE tokens SET last_used_at = ? WHERE id = ?").run(sqlTime(now), row.id);
+  }
+
+  private freshPlaintext() {
+    // 60 random bits make a collision practically impossible; checking costs one indexed read.
+    for (;;) {
+      const candidate = newTokenPlaintext();
+      if (!this.byPrefix(candidate.prefix)) return candidate;
+    }
+  }
+}
+
+export interface TokenPrincipal {
+  token: TokenRow;
+  user: UserRow;
+}
+
+/** The token and its owner when the token is active and the owner enabled. */
+function usableToken(deps: TokenDeps, prefix: string, now: number): TokenPrincipal | undefined {
+  const token = new TokenRepo(deps.db).byPrefix(prefix);
+  if (!token || tokenState(token, now) !== "active") return undefined;
+  const user = deps.users.byId(token.user_id);
+  if (!user || user.disabled) return undefined;
+  return { token, user };
+}
+
+const INVALID_TOKEN = "上传令牌无效、已过期或已吊销";
+
+/**
+ * Data-plane authentication (`Authorization: Bearer <token>`): 401 for a missing,
+ * malformed, unknown, expired or revoked token or a disabled owner; 403 when the
+ * token lacks the upload scope. Admin endpoints never call this.
+ */
+export function authenticateUploadToken(deps: TokenDeps, request: Request, now = Date.now()): TokenPrincipal {
+  const challenge = { "www-authenticate": 'Bearer realm="kura"' };
+  const header = request.headers.get("authorization") ?? "";
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  const plaintext = match?.[1] ?? "";
+  const prefix = tokenPrefixOf(plaintext);
+  const found = prefix ? usableToken(deps, prefix, now) : undefined;
+  if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new ApiError(401, INVALID_TOKEN, challenge);
+  if (!hasUploadScope(found.token)) {
+    throw new ApiError(403, "上传令牌没有上传权限", { "www-authenticate": 'Bearer realm="kura", error="insufficient_scope"' });
+  }
+  new TokenRepo(deps.db).touch(found.token, now);
+  return found;
+}
+
+/**
+ * For the /s3/ surface: the token, owner and expected secret for an access key id,
+ * or undefined when the token is unknown, revoked, expired or its owner disabled.
+ * The caller verifies the signature, checks hasUploadScope, then calls TokenRepo.touch.
+ */
+export function resolveS3Credential(deps: TokenDeps, accessKeyId: string, now = Date.now()): (TokenPrincipal & { secret: string }) | undefined {
+  if (!/^kura_[a-z2-7]{12}$/.test(accessKeyId)) return undefined;
+  const found = usableToken(deps, accessKeyId, now);
+  return found && { ...found, secret: s3SecretFor(deps.key, found.token) };
+}
