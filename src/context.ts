@@ -1,21 +1,37 @@
 import type { Database } from "bun:sqlite";
 import type { TokenBucketLimiter } from "./auth/rate-limit";
 import type { SessionStore } from "./auth/sessions";
+import type { ChannelRegistry } from "./channels/registry";
 import type { Bootstrap } from "./config/bootstrap";
 import type { MasterKey } from "./config/master-key";
 import type { SettingsStore } from "./config/settings";
+import type { ImageRepo } from "./images/repo";
+import type { JobQueue } from "./jobs/queue";
 import type { Logger } from "./ops/log";
 import type { Metrics } from "./ops/metrics";
 import type { UserRepo } from "./users/repo";
 
-/** Everything a request handler or background loop may need, built once in main. */
+export interface DataPaths {
+  /** Upload staging; emptied at every start. */
+  tmp: string;
+  /** Generated variants (LRU cache). */
+  variants: string;
+  /** Default local channel. */
+  storage: string;
+}
+
+/** Everything a request handler or background loop may need, built once in serve(). */
 export interface AppContext {
   bootstrap: Bootstrap;
+  paths: DataPaths;
   db: Database;
   key: MasterKey;
   settings: SettingsStore;
   sessions: SessionStore;
   users: UserRepo;
+  images: ImageRepo;
+  channels: ChannelRegistry;
+  jobs: JobQueue;
   loginLimiter: TokenBucketLimiter;
   metrics: Metrics;
   log: Logger;

@@ -1,20 +1,48 @@
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { ensureBuiltinAdmin, openDataDir, StartupError } from "./boot";
 import { TokenBucketLimiter } from "./auth/rate-limit";
 import { SessionStore } from "./auth/sessions";
+import { healthRound, startLoop } from "./channels/health";
+import { cryptWrapper } from "./channels/crypt-layer";
+import { cleanTempFiles } from "./channels/drivers/local";
+import { ChannelRegistry } from "./channels/registry";
+import { seedDefaultChannel } from "./channels/seed";
 import type { Bootstrap } from "./config/bootstrap";
 import { SettingsStore } from "./config/settings";
 import { LOGIN_BURST, LOGIN_REFILL_SECONDS } from "./config/settings-schema";
 import { cdnPurgeEnabled } from "./config/views";
-import type { AppContext } from "./context";
+import type { AppContext, DataPaths } from "./context";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
+import { registerImageJobs } from "./images/jobs";
+import { ImageRepo } from "./images/repo";
+import { resolveUploadIntents } from "./images/store";
+import { JobQueue } from "./jobs/queue";
 import { log } from "./ops/log";
-import { createMetrics } from "./ops/metrics";
+import { createMetrics, scrapeGauge } from "./ops/metrics";
 import { UserRepo } from "./users/repo";
 import { BUILD } from "./version";
 
 /** Largest body Bun will hand us; upload routes enforce max_upload_mb themselves while streaming. */
 const MAX_REQUEST_BODY = 64 * 1024 * 1024 * 1024;
+
+function prepareDataPaths(dataDir: string): DataPaths {
+  const paths = { tmp: join(dataDir, "tmp"), variants: join(dataDir, "variants"), storage: join(dataDir, "storage") };
+  // Staged uploads of a previous run are garbage by definition.
+  rmSync(paths.tmp, { recursive: true, force: true });
+  for (const dir of Object.values(paths)) mkdirSync(dir, { recursive: true });
+  return paths;
+}
+
+/** Temp files of writes a crash interrupted, on local-disk channels (nobody else can be writing yet). */
+async function cleanLocalChannels(app: AppContext) {
+  for (const channel of app.channels.list()) {
+    if (channel.row.driver !== "local" || !channel.driver) continue;
+    const path = app.channels.repo.secrets(channel.row).config.path;
+    if (path) await cleanTempFiles(path).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
+  }
+}
 
 export async function serve(boot: Bootstrap): Promise<number> {
   let opened;
@@ -31,19 +59,32 @@ export async function serve(boot: Bootstrap): Promise<number> {
   await ensureBuiltinAdmin(db, log);
 
   let stopping: Promise<void> | undefined;
+  const metrics = createMetrics();
   const app: AppContext = {
     bootstrap: boot,
+    paths: prepareDataPaths(boot.dataDir),
     db,
     key,
     settings: new SettingsStore(db, key),
     sessions: new SessionStore(db, key),
     users: new UserRepo(db),
+    images: new ImageRepo(db),
+    channels: new ChannelRegistry(db, key, log, metrics),
+    jobs: new JobQueue(db, { log: (level, msg, fields) => log[level](msg, fields) }),
     loginLimiter: new TokenBucketLimiter(LOGIN_BURST, LOGIN_REFILL_SECONDS),
-    metrics: createMetrics(),
+    metrics,
     log,
     shutdown: (reason) => void (stopping ??= shutdown(reason)),
   };
   app.sessions.pruneExpired();
+  app.channels.wrap = cryptWrapper(key);
+  await seedDefaultChannel(app);
+  app.channels.reload();
+  await cleanLocalChannels(app);
+  await resolveUploadIntents(app);
+  registerImageJobs(app);
+  scrapeGauge(metrics.registry, "kura_queue_jobs_waiting", "等待执行的任务数", () => app.jobs.counts().waiting);
+  scrapeGauge(metrics.registry, "kura_queue_jobs_running", "正在执行的任务数", () => app.jobs.counts().running);
 
   const router = createRouter(app);
   const fetch = createFetchHandler(app, router);
@@ -62,6 +103,9 @@ export async function serve(boot: Bootstrap): Promise<number> {
     db.close();
     return 1;
   }
+  app.jobs.start();
+  const loops = [startLoop("health", app, () => app.settings.get().health_check_seconds * 1000, () => healthRound(app))];
+
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
   log.info(cdnPurgeEnabled(app.settings.get()) ? "CDN 缓存刷新已启用" : "CDN 缓存刷新未启用（需要 zone id、API token 和 base_url）");
   log.info("Kura 启动完成", {
@@ -74,6 +118,8 @@ export async function serve(boot: Bootstrap): Promise<number> {
   async function shutdown(reason: string) {
     log.info("正在优雅关闭", { reason });
     await server.stop(false);
+    await Promise.all(loops.map((l) => l.stop()));
+    await app.jobs.stop({ deadlineMs: 30_000 });
     db.close();
     log.info("已关闭");
     process.exit(0);

@@ -1,13 +1,9 @@
-// Text imports embedded by Bun (migrations, OpenAPI document, console page).
+// Text imports embedded by Bun (migrations, OpenAPI document).
 declare module "*.sql" {
   const text: string;
   export default text;
 }
 declare module "*.yaml" {
-  const text: string;
-  export default text;
-}
-declare module "*.html" {
   const text: string;
   export default text;
 }

@@ -2,6 +2,7 @@
 // that this list matches the files in migrations/.
 import m0001 from "../../migrations/0001_init.sql" with { type: "text" };
 import m0002 from "../../migrations/0002_jobs.sql" with { type: "text" };
+import m0003 from "../../migrations/0003_upload_intents.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -12,4 +13,5 @@ export interface Migration {
 export const MIGRATIONS: Migration[] = [
   { version: 1, name: "0001_init.sql", sql: m0001 },
   { version: 2, name: "0002_jobs.sql", sql: m0002 },
+  { version: 3, name: "0003_upload_intents.sql", sql: m0003 },
 ];

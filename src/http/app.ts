@@ -8,7 +8,10 @@ import { authRoutes } from "./routes/auth";
 import { configRoutes } from "./routes/config";
 import { consoleRoutes } from "./routes/console";
 import { systemRoutes } from "./routes/system";
+import { tokenRoutes } from "./routes/tokens";
 import { userRoutes } from "./routes/users";
+import { uploadRoutes } from "./routes/uploads";
+import { imageRoutes } from "./routes/images";
 
 /** Paths left out of HTTP metrics (spec 4.12). */
 const UNMETERED = new Set(["/healthz", "/metrics"]);
@@ -27,7 +30,10 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(consoleRoutes())
     .use(authRoutes(app))
     .use(userRoutes(app))
-    .use(configRoutes(app));
+    .use(configRoutes(app))
+    .use(tokenRoutes(app))
+    .use(uploadRoutes(app))
+    .use(imageRoutes(app));
   for (const plugin of extra) router = router.use(plugin);
   return router;
 }

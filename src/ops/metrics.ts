@@ -17,7 +17,26 @@ export function createMetrics() {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration };
+  const uploadDuration = new client.Histogram({
+    name: "kura_upload_duration_seconds",
+    help: "上传处理耗时（秒）：ok 成功，rejected 输入无效或超额，failed 基础设施故障",
+    labelNames: ["outcome"] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const channelPuts = new client.Counter({
+    name: "kura_channel_puts_total",
+    help: "写入存储渠道的次数（同步与异步）",
+    labelNames: ["channel", "result"] as const,
+    registers: [registry],
+  });
+  const variantLookups = new client.Counter({
+    name: "kura_variant_lookups_total",
+    help: "变体缓存查找次数",
+    labelNames: ["result"] as const,
+    registers: [registry],
+  });
+  return { registry, httpRequests, httpDuration, uploadDuration, channelPuts, variantLookups };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

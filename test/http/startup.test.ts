@@ -5,8 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KuraServer, runCli } from "../helpers/server";
 
-const snapshot = (dir: string) =>
-  Object.fromEntries(readdirSync(dir).map((f) => [f, new Bun.CryptoHasher("sha256").update(readFileSync(join(dir, f))).digest("hex")]));
+/** Every file and directory under `dir` with a content hash, to prove nothing was written. */
+const snapshot = (dir: string): Record<string, string> =>
+  Object.fromEntries(
+    readdirSync(dir, { recursive: true, withFileTypes: true }).map((e) => {
+      const full = join(e.parentPath, e.name);
+      return [full, e.isDirectory() ? "dir" : new Bun.CryptoHasher("sha256").update(readFileSync(full)).digest("hex")];
+    }),
+  );
 
 describe("startup", () => {
   test("a new database generates master.key (0600), logs it and stores only its fingerprint", async () => {

@@ -1,5 +1,8 @@
 import { Elysia } from "elysia";
-import consoleHtml from "../../console/index.html" with { type: "text" };
+import consoleBundle from "../../console/index.html" with { type: "text" };
+
+// A text import yields the file's contents; Bun's types describe the HTML-bundle form.
+const consoleHtml = consoleBundle as unknown as string;
 
 const headers = {
   "content-type": "text/html; charset=utf-8",

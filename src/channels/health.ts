@@ -1,0 +1,47 @@
+import type { AppContext } from "../context";
+
+/** A loop that runs `round` now and then every `intervalMs()` (re-read each round, so settings apply hot). */
+export function startLoop(name: string, app: AppContext, intervalMs: () => number, round: () => Promise<void>) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  const tick = () => {
+    running = round()
+      .catch((err) => app.log.error("后台任务执行失败", { loop: name, err: (err as Error).message }))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, intervalMs());
+      });
+  };
+  tick();
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/** Probes every channel (retrying failed loads) and records healthy / last_error / last_checked_at. */
+export async function healthRound(app: AppContext) {
+  for (const channel of app.channels.list()) {
+    if (channel.row.deleting) continue;
+    const wasHealthy = channel.healthy;
+    const after = await app.channels.probe(channel.row.id);
+    if (after && after.healthy !== wasHealthy) {
+      if (after.healthy) app.log.info("存储渠道恢复健康", { channel: after.row.name });
+      else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
+    }
+    if (after?.healthy && !wasHealthy) requeueFailedReplicas(app, channel.row.id);
+  }
+}
+
+/** Failed replicas on a channel that is healthy again get a fresh replication job. */
+export function requeueFailedReplicas(app: AppContext, channelId: number) {
+  const rows = app.db
+    .query<{ blob_id: number }, [number]>("SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('failed', 'pending')")
+    .all(channelId);
+  for (const row of rows) {
+    app.jobs.enqueue("blob.replicate", { blob_id: row.blob_id, channel_id: channelId }, { uniqueKey: `${row.blob_id}:${channelId}` });
+  }
+}

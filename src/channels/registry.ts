@@ -1,0 +1,114 @@
+import type { Database } from "bun:sqlite";
+import type { MasterKey } from "../config/master-key";
+import type { Logger } from "../ops/log";
+import type { Metrics } from "../ops/metrics";
+import type { Driver } from "./driver";
+import { createDriver } from "./factory";
+import { ChannelRepo, type ChannelRow } from "./repo";
+
+/** `last_error` of a channel whose driver could not be constructed starts with this. */
+export const LOAD_FAILURE_MARKER = "加载失败：";
+
+export interface LoadedChannel {
+  row: ChannelRow;
+  /** Absent when loading failed; see `loadError`. */
+  driver?: Driver;
+  loadError?: string;
+  healthy: boolean;
+}
+
+/** Optional layer applied to every driver (the crypt wrapper for encrypted channels). */
+export type DriverWrapper = (row: ChannelRow, driver: Driver) => Driver;
+
+/**
+ * The live set of channels: drivers built from their sealed configs, health as last
+ * probed, and the orders used for writes (priority) and reads (priority, healthy first).
+ */
+export class ChannelRegistry {
+  readonly repo: ChannelRepo;
+  private channels = new Map<number, LoadedChannel>();
+  wrap: DriverWrapper = (_row, driver) => driver;
+
+  constructor(
+    private readonly db: Database,
+    key: MasterKey,
+    private readonly log: Logger,
+    private readonly metrics: Metrics,
+  ) {
+    this.repo = new ChannelRepo(db, key);
+  }
+
+  /** (Re)builds drivers for every row; a failing config marks the channel unhealthy and is retried later. */
+  reload(): void {
+    const next = new Map<number, LoadedChannel>();
+    for (const row of this.repo.all()) {
+      const previous = this.channels.get(row.id);
+      if (previous?.driver && previous.row.config_sealed === row.config_sealed && previous.row.encrypted === row.encrypted) {
+        next.set(row.id, { ...previous, row });
+        continue;
+      }
+      next.set(row.id, this.load(row));
+    }
+    this.channels = next;
+  }
+
+  private load(row: ChannelRow): LoadedChannel {
+    try {
+      const driver = this.wrap(row, createDriver(row.driver, this.repo.secrets(row).config));
+      return { row, driver, healthy: !!row.healthy };
+    } catch (err) {
+      const reason = LOAD_FAILURE_MARKER + (err as Error).message;
+      this.log.warn("存储渠道加载失败，已跳过，将在健康检查时重试", { channel: row.name, err: reason });
+      this.repo.recordProbe(row.id, reason);
+      return { row: { ...row, healthy: 0, last_error: reason }, loadError: reason, healthy: false };
+    }
+  }
+
+  /** Every channel, priority descending. */
+  list(): LoadedChannel[] {
+    return [...this.channels.values()].sort((a, b) => b.row.priority - a.row.priority || a.row.id - b.row.id);
+  }
+
+  get(id: number): LoadedChannel | undefined {
+    return this.channels.get(id);
+  }
+
+  /** Healthy, loaded, not draining: where new bytes may go, best first. */
+  writable(): (LoadedChannel & { driver: Driver })[] {
+    return this.list().filter((c): c is LoadedChannel & { driver: Driver } => !!c.driver && c.healthy && !c.row.deleting);
+  }
+
+  /** Probes one channel (retrying a failed load first) and records the result. */
+  async probe(id: number, deep = false): Promise<LoadedChannel | undefined> {
+    let channel = this.channels.get(id);
+    if (!channel) return undefined;
+    if (!channel.driver) {
+      const row = this.repo.byId(id);
+      if (!row) return undefined;
+      channel = this.load(row);
+      this.channels.set(id, channel);
+      if (!channel.driver) return channel;
+    }
+    let error: string | null = null;
+    try {
+      await channel.driver!.probe(deep);
+    } catch (err) {
+      error = (err as Error).message || "探测失败";
+    }
+    this.repo.recordProbe(id, error);
+    channel.healthy = error === null;
+    channel.row = this.repo.byId(id) ?? channel.row;
+    return channel;
+  }
+
+  /** Writes bytes to one channel, counting the outcome in kura_channel_puts_total. */
+  async put(channel: LoadedChannel & { driver: Driver }, key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number) {
+    try {
+      await channel.driver.put(key, body, size);
+      this.metrics.channelPuts.inc({ channel: channel.row.name, result: "ok" });
+    } catch (err) {
+      this.metrics.channelPuts.inc({ channel: channel.row.name, result: "error" });
+      throw err;
+    }
+  }
+}

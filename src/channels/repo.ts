@@ -1,0 +1,83 @@
+import type { Database } from "bun:sqlite";
+import type { MasterKey } from "../config/master-key";
+import { sqlTime } from "../db/time";
+
+export interface ChannelRow {
+  id: number;
+  name: string;
+  driver: string;
+  template: string;
+  config_sealed: string;
+  priority: number;
+  encrypted: number;
+  allow_direct_link: number;
+  healthy: number;
+  last_checked_at: string;
+  last_error: string;
+  deleting: number;
+  bound_at: string;
+  created_at: string;
+}
+
+/** What is sealed with the master key: backend parameters and template form values. */
+export interface ChannelSecrets {
+  config: Record<string, string>;
+  inputs?: Record<string, string>;
+}
+
+export class ChannelRepo {
+  constructor(
+    private readonly db: Database,
+    private readonly key: MasterKey,
+  ) {}
+
+  all(): ChannelRow[] {
+    return this.db.query<ChannelRow, []>("SELECT * FROM channels ORDER BY priority DESC, id").all();
+  }
+
+  byId(id: number): ChannelRow | undefined {
+    return this.db.query<ChannelRow, [number]>("SELECT * FROM channels WHERE id = ?").get(id) ?? undefined;
+  }
+
+  secrets(row: ChannelRow): ChannelSecrets {
+    return JSON.parse(this.key.decrypt(row.config_sealed)) as ChannelSecrets;
+  }
+
+  insert(fields: {
+    name: string;
+    driver: string;
+    template?: string;
+    secrets: ChannelSecrets;
+    priority?: number;
+    encrypted?: boolean;
+    allowDirectLink?: boolean;
+    healthy?: boolean;
+  }): number {
+    const now = sqlTime();
+    const result = this.db
+      .query(
+        `INSERT INTO channels (name, driver, template, config_sealed, priority, encrypted, allow_direct_link, healthy, last_checked_at, bound_at, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        fields.name,
+        fields.driver,
+        fields.template ?? "",
+        this.key.encrypt(JSON.stringify(fields.secrets)),
+        fields.priority ?? 0,
+        fields.encrypted ? 1 : 0,
+        fields.allowDirectLink ? 1 : 0,
+        fields.healthy ? 1 : 0,
+        fields.healthy ? now : "",
+        now,
+        now,
+      );
+    return Number(result.lastInsertRowid);
+  }
+
+  recordProbe(id: number, error: string | null) {
+    this.db
+      .query("UPDATE channels SET healthy = ?, last_error = ?, last_checked_at = ? WHERE id = ?")
+      .run(error === null ? 1 : 0, error ?? "", sqlTime(), id);
+  }
+}

@@ -1,0 +1,118 @@
+import { Elysia } from "elysia";
+import { z } from "zod";
+import type { AppContext } from "../../context";
+import { sqlTime, SQL_TIME_PATTERN } from "../../db/time";
+import { deleteReference } from "../../images/delete";
+import { IMAGE_VIEW_SQL, type ImageView } from "../../images/repo";
+import { imageDetail, imageItem } from "../../images/views";
+import { audit } from "../../ops/audit";
+import { pagination, parseBody } from "../body";
+import { badRequest, forbidden, notFound } from "../errors";
+import { authenticate, type Principal } from "../guard";
+
+const patchBody = z
+  .strictObject({ ttl_hours: z.number().int().min(0).max(876_000).optional(), cleanup_exempt: z.boolean().optional() })
+  .refine((b) => b.ttl_hours !== undefined || b.cleanup_exempt !== undefined, "至少需要一个字段");
+const batchBody = z.strictObject({ ids: z.array(z.string().max(64)).min(1).max(100) });
+
+const isAdmin = (p: Principal) => p.user.role === "admin";
+
+function timestampParam(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!SQL_TIME_PATTERN.test(value)) throw badRequest(`参数 ${name} 必须是 YYYY-MM-DD HH:MM:SS 格式`);
+  return value;
+}
+
+export function imageRoutes(app: AppContext) {
+  /** The image when the caller may see it: own, or any for an admin. */
+  const visible = (p: Principal, id: string): ImageView | undefined => {
+    const v = app.images.view(id);
+    return v && (isAdmin(p) || v.user_id === p.user.id) ? v : undefined;
+  };
+
+  return new Elysia()
+    .get("/api/admin/images", ({ request, query }) => {
+      const p = authenticate(app, request);
+      const { pageSize, offset } = pagination(query);
+      const where: string[] = [];
+      const args: (string | number)[] = [];
+      if (!isAdmin(p)) {
+        if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
+        where.push("i.user_id = ?");
+        args.push(p.user.id);
+      } else if (query.user_id) {
+        where.push("i.user_id = ?");
+        args.push(query.user_id);
+      }
+      if (query.search) {
+        where.push("i.file_name LIKE ? ESCAPE '\\'");
+        args.push(`%${query.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
+      }
+      if (query.token_id !== undefined && query.token_id !== "") {
+        if (!/^\d+$/.test(query.token_id)) throw badRequest("参数 token_id 必须是整数");
+        where.push("i.token_id = ?");
+        args.push(Number(query.token_id));
+      }
+      const since = timestampParam(query.since, "since");
+      const until = timestampParam(query.until, "until");
+      if (since) where.push("i.created_at >= ?"), args.push(since);
+      if (until) where.push("i.created_at < ?"), args.push(until);
+      if (query.exempt !== undefined && query.exempt !== "") {
+        if (query.exempt !== "1") throw badRequest("参数 exempt 只能是 1");
+        where.push("i.cleanup_exempt = 1");
+      }
+      const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+      const total = app.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${clause}`).get(...args)!.n;
+      const rows = app.db
+        .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${clause} ORDER BY i.created_at DESC, i.rowid DESC LIMIT ? OFFSET ?`)
+        .all(...args, pageSize, offset);
+      return { items: rows.map(imageItem), total };
+    })
+    .post("/api/admin/images/batch-delete", ({ request, body }) => {
+      const p = authenticate(app, request);
+      const { ids } = parseBody(batchBody, body);
+      let deleted = 0;
+      const failed: { id: string; error: string }[] = [];
+      for (const id of ids) {
+        if (visible(p, id) && deleteReference(app, id)) {
+          deleted++;
+          audit(app.db, p.user, "image.delete", id);
+        } else failed.push({ id, error: "图片不存在" });
+      }
+      return { deleted, failed };
+    })
+    .get("/api/admin/images/:id", ({ request, params }) => {
+      const p = authenticate(app, request);
+      const v = visible(p, params.id);
+      if (!v) throw notFound("图片不存在");
+      return imageDetail(app, v);
+    })
+    .patch("/api/admin/images/:id", ({ request, params, body }) => {
+      const p = authenticate(app, request);
+      const v = visible(p, params.id);
+      if (!v) throw notFound("图片不存在");
+      const input = parseBody(patchBody, body);
+      if (input.cleanup_exempt !== undefined && !isAdmin(p)) throw forbidden("只有管理员可以设置清理豁免");
+      if (input.ttl_hours !== undefined && v.user_id !== p.user.id) throw forbidden("只有图片所有者可以修改有效期");
+      app.db.transaction(() => {
+        if (input.ttl_hours !== undefined) {
+          const seconds = input.ttl_hours * 3600;
+          app.db
+            .query("UPDATE images SET expire_at = ?, ttl_seconds = ? WHERE id = ?")
+            .run(seconds ? sqlTime(Date.now() + seconds * 1000) : null, seconds || null, v.id);
+        }
+        if (input.cleanup_exempt !== undefined) {
+          // Exempting takes the image off the cleanup list; un-exempting lets the next scan judge it again.
+          app.db.query("UPDATE images SET cleanup_exempt = ?, pending_cleanup = 0 WHERE id = ?").run(input.cleanup_exempt ? 1 : 0, v.id);
+        }
+      })();
+      audit(app.db, p.user, "image.update", v.id, input);
+      return imageDetail(app, app.images.view(v.id)!);
+    })
+    .delete("/api/admin/images/:id", ({ request, params, set }) => {
+      const p = authenticate(app, request);
+      if (!visible(p, params.id) || !deleteReference(app, params.id)) throw notFound("图片不存在");
+      audit(app.db, p.user, "image.delete", params.id);
+      set.status = 204;
+    });
+}

@@ -1,0 +1,112 @@
+import { Elysia } from "elysia";
+import { z } from "zod";
+import { authenticateUploadToken } from "../../auth/tokens";
+import type { AppContext } from "../../context";
+import { UploadGate } from "../../images/upload/limits";
+import { receiveMultipart, tempPath } from "../../images/upload/receive";
+import { runUpload, type UploadRequest } from "../../images/upload/service";
+import { fetchToFile, UrlImportError } from "../../net/safe-fetch";
+import { parseBody } from "../body";
+import { ApiError, badRequest } from "../errors";
+import { authenticate } from "../guard";
+import { publicOrigin } from "../request-info";
+
+/** Object keys become /o/<user>/<key> aliases: relative, no dot segments, no control characters. */
+const objectKey = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((k) => !k.startsWith("/") && !k.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(k), "无效的 object_key");
+
+const urlImportBody = z.object({
+  url: z.string().min(1).max(4096),
+  file_name: z.string().min(1).max(255).optional(),
+  exif_policy: z.string().optional(),
+  ttl: z.union([z.number(), z.string()]).optional(),
+});
+const tokenUrlImportBody = urlImportBody.extend({ object_key: objectKey.optional() });
+
+const FORM_FIELDS = ["exif_policy", "ttl"] as const;
+const TOKEN_FORM_FIELDS = [...FORM_FIELDS, "object_key"] as const;
+
+export function uploadRoutes(app: AppContext) {
+  // Created on first use: building the router (e.g. to list its routes) must not need live settings.
+  let gate: UploadGate | undefined;
+  const maxBytes = () => app.settings.get().max_upload_mb * 1024 * 1024;
+
+  const respond = async (request: Request, req: UploadRequest) => {
+    gate ??= new UploadGate(app.settings);
+    const result = await runUpload(app, gate, req);
+    return { id: result.id, url: `${publicOrigin(request, app.settings.get().base_url)}/i/${result.id}` };
+  };
+
+  const fileUpload = (request: Request, owner: { userId: string; tokenId: number | null }, fields: readonly string[]) => {
+    let form: Record<string, string> = {};
+    return respond(request, {
+      ...owner,
+      idempotencyKey: request.headers.get("idempotency-key"),
+      receive: async () => {
+        const received = await receiveMultipart(request, app.paths.tmp, maxBytes(), fields);
+        form = received.fields;
+        return received.file;
+      },
+      get exifPolicy() {
+        return form.exif_policy;
+      },
+      get ttl() {
+        return form.ttl;
+      },
+      get objectKey() {
+        if (form.object_key === undefined) return null;
+        const parsed = objectKey.safeParse(form.object_key);
+        if (!parsed.success) throw badRequest("无效的 object_key");
+        return parsed.data;
+      },
+    });
+  };
+
+  const urlUpload = (request: Request, owner: { userId: string; tokenId: number | null }, input: z.infer<typeof tokenUrlImportBody>) =>
+    respond(request, {
+      ...owner,
+      idempotencyKey: request.headers.get("idempotency-key"),
+      exifPolicy: input.exif_policy,
+      ttl: input.ttl,
+      objectKey: input.object_key ?? null,
+      receive: async () => {
+        const path = tempPath(app.paths.tmp, "import");
+        try {
+          const result = await fetchToFile(input.url, path, { maxBytes: maxBytes(), allow: app.bootstrap.importAllow, fileName: input.file_name });
+          return { path, size: result.bytes, fileName: result.suggestedName };
+        } catch (err) {
+          if (err instanceof UrlImportError) throw new ApiError(err.status, err.message);
+          throw err;
+        }
+      },
+    });
+
+  return new Elysia()
+    .post(
+      "/api/admin/upload",
+      ({ request }) => {
+        const p = authenticate(app, request);
+        return fileUpload(request, { userId: p.user.id, tokenId: null }, FORM_FIELDS);
+      },
+      { parse: "none" },
+    )
+    .post("/api/admin/upload/url", ({ request, body }) => {
+      const p = authenticate(app, request);
+      return urlUpload(request, { userId: p.user.id, tokenId: null }, parseBody(urlImportBody, body));
+    })
+    .post(
+      "/api/upload",
+      ({ request }) => {
+        const t = authenticateUploadToken(app, request);
+        return fileUpload(request, { userId: t.user.id, tokenId: t.token.id }, TOKEN_FORM_FIELDS);
+      },
+      { parse: "none" },
+    )
+    .post("/api/upload/url", ({ request, body }) => {
+      const t = authenticateUploadToken(app, request);
+      return urlUpload(request, { userId: t.user.id, tokenId: t.token.id }, parseBody(tokenUrlImportBody, body));
+    });
+}

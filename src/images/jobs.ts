@@ -1,0 +1,69 @@
+import type { AppContext } from "../context";
+import { sqlTime } from "../db/time";
+import { PermanentJobError } from "../jobs/queue";
+import { openBlob } from "./read";
+import { REPLICATE_JOB } from "./store";
+
+export const BLOB_DELETE_JOB = "blob.delete";
+
+interface ReplicatePayload {
+  blob_id: number;
+  channel_id: number;
+}
+
+/** Copies a blob to one more channel; failures are recorded on the replica and retried with backoff. */
+async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayload) {
+  const blob = app.images.blob(blob_id);
+  const target = app.channels.get(channel_id);
+  if (!blob || blob.pending_delete || !target || target.row.deleting) return;
+  if (app.images.replicas(blob_id).some((r) => r.channel_id === channel_id && r.state === "done")) return;
+  if (!target.driver || !target.healthy) {
+    const reason = target.row.last_error || "存储渠道不健康";
+    app.images.setReplica(blob_id, channel_id, "failed", reason, true);
+    throw new Error(reason);
+  }
+  try {
+    const source = await openBlob(app, blob);
+    if (source.channelId === channel_id) return;
+    await app.channels.put({ ...target, driver: target.driver }, blob.storage_key, source.stream, blob.size);
+    app.images.setReplica(blob_id, channel_id, "done", "", true);
+  } catch (err) {
+    app.images.setReplica(blob_id, channel_id, "failed", (err as Error).message, true);
+    throw err;
+  }
+}
+
+/**
+ * Physically removes a blob whose reference count stayed zero through the grace period.
+ * The row goes first (in a transaction that re-checks the count), then the objects, so an
+ * upload of the same content afterwards creates a fresh blob with a fresh key.
+ */
+async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
+  const claimed = app.db.transaction(() => {
+    const blob = app.images.blob(blob_id);
+    if (!blob || blob.ref_count > 0 || !blob.pending_delete) return undefined;
+    if (blob.delete_after && blob.delete_after > sqlTime()) throw new Error("宽限期未到");
+    const replicas = app.images.replicas(blob_id);
+    app.db.query("DELETE FROM blobs WHERE id = ?").run(blob_id);
+    return { blob, channels: replicas.map((r) => r.channel_id) };
+  })();
+  if (!claimed) return;
+  const failures: string[] = [];
+  for (const channelId of claimed.channels) {
+    const channel = app.channels.get(channelId);
+    try {
+      await channel?.driver?.delete(claimed.blob.storage_key);
+    } catch (err) {
+      failures.push(`${channel?.row.name}: ${(err as Error).message}`);
+    }
+  }
+  // Left-over objects are orphans now; daily reconciliation removes them.
+  if (failures.length) app.log.warn("删除图片对象失败，将由对账清理", { blob: blob_id, err: failures.join("; ") });
+}
+
+export function registerImageJobs(app: AppContext) {
+  app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload as ReplicatePayload), { concurrency: 4 });
+  app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload as { blob_id: number }), { concurrency: 2 });
+}
+
+export { PermanentJobError };

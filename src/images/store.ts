@@ -1,0 +1,174 @@
+import type { AppContext } from "../context";
+import { sqlTime } from "../db/time";
+import { ApiError } from "../http/errors";
+import type { Driver } from "../channels/driver";
+import type { LoadedChannel } from "../channels/registry";
+import { storageKeyFor, type BlobRow } from "./repo";
+import { newShortId } from "./short-id";
+import type { PreparedImage } from "./upload/prepare";
+
+export const REPLICATE_JOB = "blob.replicate";
+
+export interface NewReference {
+  userId: string;
+  tokenId: number | null;
+  fileName: string;
+  objectKey: string | null;
+  ttlSeconds: number | null;
+  idempotencyKey?: string;
+}
+
+const noChannel = () => new ApiError(503, "没有可写入的健康存储渠道，请稍后重试");
+export const quotaFull = () => new ApiError(403, "存储配额已满");
+
+function checkQuota(app: AppContext, userId: string, size: number) {
+  const quota = app.users.byId(userId)?.quota_bytes;
+  if (quota !== null && quota !== undefined && app.images.usedBytes(userId) + size > quota) throw quotaFull();
+}
+
+type Writable = LoadedChannel & { driver: Driver };
+
+/**
+ * Writes the bytes synchronously to the `min_success` best healthy channels, trying the
+ * next ones when a write fails. Each write is preceded by an intent row so a crash
+ * between the write and the commit cannot leave an untracked object.
+ */
+async function writeSynchronously(app: AppContext, prepared: PreparedImage, key: string): Promise<{ written: Writable[]; intents: number[] }> {
+  const candidates = app.channels.writable();
+  const need = Math.min(app.settings.get().min_success, Math.max(candidates.length, 1));
+  if (candidates.length === 0) throw noChannel();
+  const written: Writable[] = [];
+  const intents: number[] = [];
+  for (const channel of candidates) {
+    if (written.length >= need) break;
+    const intent = app.db
+      .query("INSERT INTO upload_intents (channel_id, storage_key, created_at) VALUES (?, ?, ?)")
+      .run(channel.row.id, key, sqlTime());
+    intents.push(Number(intent.lastInsertRowid));
+    try {
+      await app.channels.put(channel, key, Bun.file(prepared.path).stream(), prepared.size);
+      written.push(channel);
+    } catch (err) {
+      app.log.warn("同步写入存储渠道失败，尝试下一个", { channel: channel.row.name, err: (err as Error).message });
+    }
+  }
+  if (written.length < app.settings.get().min_success) {
+    await undoWrites(app, key, written, intents);
+    throw new ApiError(503, "成功写入的存储渠道数量不足，请稍后重试");
+  }
+  return { written, intents };
+}
+
+/** Removes objects written for an upload that did not commit, unless a committed blob now owns them. */
+async function undoWrites(app: AppContext, key: string, written: Writable[], intents: number[]) {
+  const owner = app.db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(key);
+  for (const channel of written) {
+    const done = owner && app.images.replicas(owner.id).some((r) => r.channel_id === channel.row.id && r.state === "done");
+    if (!done) await channel.driver.delete(key).catch(() => {});
+  }
+  dropIntents(app, intents);
+}
+
+function dropIntents(app: AppContext, intents: number[]) {
+  const drop = app.db.query("DELETE FROM upload_intents WHERE id = ?");
+  for (const id of intents) drop.run(id);
+}
+
+/**
+ * Stores a prepared image as a new reference: dedups into an existing blob by sha256
+ * or writes a new one, then records blob, replicas, jobs, image and alias in one
+ * transaction. On any failure nothing is left behind.
+ */
+export async function storeReference(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
+  checkQuota(app, ref.userId, prepared.size);
+  const existing = app.images.blobBySha(prepared.sha256);
+  const needsBytes = !existing || app.images.doneReplicaCount(existing.id) === 0;
+  const key = existing?.storage_key ?? storageKeyFor(prepared.sha256, prepared.ext);
+  const { written, intents } = needsBytes ? await writeSynchronously(app, prepared, key) : { written: [], intents: [] };
+
+  try {
+    return app.db.transaction(() => {
+      checkQuota(app, ref.userId, prepared.size);
+      const blob = upsertBlob(app, prepared, key, written);
+      const id = insertImage(app, blob.id, ref);
+      dropIntents(app, intents);
+      return id;
+    })();
+  } catch (err) {
+    if (written.length) await undoWrites(app, key, written, intents);
+    throw err;
+  }
+}
+
+function upsertBlob(app: AppContext, prepared: PreparedImage, key: string, written: Writable[]): BlobRow {
+  const now = sqlTime();
+  let blob = app.images.blobBySha(prepared.sha256);
+  if (blob) {
+    app.db.query("UPDATE blobs SET ref_count = ref_count + 1, pending_delete = 0, delete_after = NULL WHERE id = ?").run(blob.id);
+  } else {
+    const res = app.db
+      .query(
+        `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+      )
+      .run(prepared.sha256, prepared.phash, key, prepared.mime, prepared.size, prepared.width, prepared.height, now);
+    blob = app.images.blob(Number(res.lastInsertRowid))!;
+  }
+  for (const channel of written) app.images.setReplica(blob.id, channel.row.id, "done");
+  scheduleReplication(app, blob.id);
+  return blob;
+}
+
+/** Every loaded, non-draining channel without a done replica gets a pending replica and a job. */
+export function scheduleReplication(app: AppContext, blobId: number) {
+  const have = new Map(app.images.replicas(blobId).map((r) => [r.channel_id, r.state]));
+  for (const channel of app.channels.list()) {
+    if (channel.row.deleting || have.get(channel.row.id) === "done") continue;
+    if (!have.has(channel.row.id)) app.images.setReplica(blobId, channel.row.id, "pending");
+    app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channel.row.id }, { uniqueKey: `${blobId}:${channel.row.id}` });
+  }
+}
+
+function insertImage(app: AppContext, blobId: number, ref: NewReference): string {
+  const now = Date.now();
+  if (ref.objectKey) {
+    // Re-uploading a key re-points the alias to the new image.
+    app.db.query("UPDATE images SET object_key = NULL WHERE user_id = ? AND object_key = ?").run(ref.userId, ref.objectKey);
+  }
+  const expireAt = ref.ttlSeconds ? sqlTime(now + ref.ttlSeconds * 1000) : null;
+  for (;;) {
+    const id = newShortId();
+    if (app.images.view(id)) continue;
+    app.db
+      .query(
+        `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(id, blobId, ref.userId, ref.tokenId, ref.fileName, ref.objectKey, expireAt, ref.ttlSeconds || null, sqlTime(now));
+    if (ref.idempotencyKey) {
+      app.db
+        .query("INSERT OR REPLACE INTO idempotency_keys (user_id, key, image_id, created_at) VALUES (?, ?, ?, ?)")
+        .run(ref.userId, ref.idempotencyKey, id, sqlTime(now));
+    }
+    return id;
+  }
+}
+
+/** Startup: objects written for uploads that never committed are deleted (crash safety). */
+export async function resolveUploadIntents(app: AppContext) {
+  const rows = app.db.query<{ id: number; channel_id: number; storage_key: string }, []>("SELECT * FROM upload_intents").all();
+  for (const row of rows) {
+    const channel = app.channels.get(row.channel_id);
+    const owner = app.db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(row.storage_key);
+    const owned = owner && app.images.replicas(owner.id).some((r) => r.channel_id === row.channel_id && r.state === "done");
+    if (!owned) {
+      if (!channel?.driver) continue; // keep the intent until the channel loads again
+      try {
+        await channel.driver.delete(row.storage_key);
+      } catch {
+        continue;
+      }
+    }
+    app.db.query("DELETE FROM upload_intents WHERE id = ?").run(row.id);
+  }
+}

@@ -1,0 +1,129 @@
+import busboy from "busboy";
+import { createWriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { randomBytes } from "node:crypto";
+import { ApiError, badRequest } from "../../http/errors";
+
+export const FIELD_LIMIT_BYTES = 1024;
+/** Room for multipart boundaries and small fields on top of the file itself. */
+const MULTIPART_OVERHEAD = 64 * 1024;
+
+export const tooLarge = (maxBytes: number) => new ApiError(413, `图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`);
+
+export function tempPath(tmpDir: string, label: string): string {
+  return join(tmpDir, `${label}-${Date.now()}-${randomBytes(6).toString("hex")}`);
+}
+
+export interface ReceivedFile {
+  path: string;
+  size: number;
+  fileName: string;
+}
+
+/** Rejects by Content-Length before reading a byte when the declared body cannot fit. */
+function checkDeclaredLength(request: Request, limit: number, maxBytes: number) {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(maxBytes);
+}
+
+/**
+ * Streams a multipart/form-data upload to a temp file: the part named `file` goes to
+ * disk with a hard cap (413 as soon as it is crossed, nothing more is read), every
+ * other field is text of at most 1 KiB. Only the fields in `allowedFields` are kept.
+ */
+export async function receiveMultipart(
+  request: Request,
+  tmpDir: string,
+  maxBytes: number,
+  allowedFields: readonly string[],
+): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!type.toLowerCase().startsWith("multipart/form-data")) throw badRequest("请求必须是 multipart/form-data，文件字段名为 file");
+  if (!request.body) throw badRequest("缺少请求体");
+  checkDeclaredLength(request, maxBytes + MULTIPART_OVERHEAD, maxBytes);
+
+  const path = tempPath(tmpDir, "upload");
+  const fields: Record<string, string> = {};
+  let file: ReceivedFile | undefined;
+  const source = Readable.fromWeb(request.body as never);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let parser: busboy.Busboy;
+      try {
+        parser = busboy({
+          headers: { "content-type": type },
+          limits: { fileSize: maxBytes, fieldSize: FIELD_LIMIT_BYTES, files: 1, fields: 20, parts: 32 },
+          defParamCharset: "utf8",
+        });
+      } catch {
+        reject(badRequest("multipart 请求格式无效"));
+        return;
+      }
+      let pendingWrite: Promise<void> = Promise.resolve();
+      const fail = (err: Error) => {
+        source.unpipe(parser);
+        source.destroy();
+        reject(err);
+      };
+      parser.on("file", (name, stream, info) => {
+        if (name !== "file" || file) {
+          stream.resume();
+          return;
+        }
+        let size = 0;
+        const out = createWriteStream(path, { mode: 0o600 });
+        file = { path, size: 0, fileName: info.filename || "image" };
+        stream.on("data", (chunk: Buffer) => (size += chunk.length));
+        stream.on("limit", () => fail(tooLarge(maxBytes)));
+        pendingWrite = new Promise((done, broke) => {
+          out.on("finish", () => {
+            file!.size = size;
+            done();
+          });
+          out.on("error", broke);
+        });
+        stream.pipe(out);
+      });
+      parser.on("field", (name, value, info) => {
+        if (info.valueTruncated || info.nameTruncated) return fail(badRequest(`表单字段 ${name} 超过 1 KiB`));
+        if (allowedFields.includes(name)) fields[name] = value;
+      });
+      parser.on("partsLimit", () => fail(badRequest("表单字段过多")));
+      parser.on("fieldsLimit", () => fail(badRequest("表单字段过多")));
+      parser.on("error", () => fail(badRequest("multipart 请求格式无效")));
+      parser.on("close", () => pendingWrite.then(resolve, reject));
+      source.on("error", () => fail(badRequest("上传中断")));
+      source.pipe(parser);
+    });
+  } catch (err) {
+    await rm(path, { force: true });
+    throw err;
+  }
+  if (!file) throw badRequest("缺少文件字段 file");
+  return { file, fields };
+}
+
+/** Streams a raw body (S3 PutObject) to a temp file with the same hard cap. */
+export async function receiveRaw(body: ReadableStream<Uint8Array> | null, tmpDir: string, maxBytes: number): Promise<ReceivedFile> {
+  const path = tempPath(tmpDir, "upload");
+  const sink = Bun.file(path).writer();
+  let size = 0;
+  try {
+    if (body) {
+      for await (const chunk of body) {
+        size += chunk.length;
+        if (size > maxBytes) throw tooLarge(maxBytes);
+        sink.write(chunk);
+        await sink.flush();
+      }
+    }
+    await sink.end();
+  } catch (err) {
+    await Promise.resolve(sink.end()).catch(() => {});
+    await rm(path, { force: true });
+    throw err;
+  }
+  return { path, size, fileName: "image" };
+}

@@ -1,0 +1,107 @@
+import { rm } from "node:fs/promises";
+import type { AppContext } from "../../context";
+import { parseSqlTime } from "../../db/time";
+import { ApiError, badRequest } from "../../http/errors";
+import { storeReference } from "../store";
+import { prepareImage, type ExifPolicy } from "./prepare";
+import type { ReceivedFile } from "./receive";
+
+export const MAX_TTL_SECONDS = 3_153_600_000;
+
+export interface UploadRequest {
+  userId: string;
+  tokenId: number | null;
+  /** Receives the body into a temp file (multipart, URL import, raw). */
+  receive: () => Promise<ReceivedFile>;
+  exifPolicy?: string;
+  /** Raw `ttl` input: seconds, numeric string, or "never". */
+  ttl?: unknown;
+  objectKey?: string | null;
+  fileName?: string;
+  idempotencyKey?: string | null;
+}
+
+/** `ttl` form/JSON value → seconds (0 = permanent), or undefined when absent. */
+export function parseTtl(value: unknown): number | undefined {
+  if (value === undefined || value === null || value === "") return undefined;
+  if (value === "never") return 0;
+  const n = typeof value === "number" ? value : typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
+  if (!Number.isInteger(n) || n < 0 || n > MAX_TTL_SECONDS) throw badRequest("ttl 必须是 0 到 3153600000 之间的整数秒，或 never");
+  return n;
+}
+
+function parseExifPolicy(value: string | undefined, fallback: ExifPolicy): ExifPolicy {
+  if (value === undefined || value === "") return fallback;
+  if (value !== "strip" && value !== "passthrough") throw badRequest("exif_policy 只能是 strip 或 passthrough");
+  return value;
+}
+
+/** Fallback order: the request, the user's default, the global default (hours; 0 = permanent). */
+function effectiveTtlSeconds(app: AppContext, userId: string, requested: number | undefined): number {
+  if (requested !== undefined) return requested;
+  const userDefault = app.users.byId(userId)?.default_ttl_hours;
+  const hours = userDefault ?? app.settings.get().default_ttl_hours;
+  return hours * 3600;
+}
+
+/** An earlier upload by the same user with the same Idempotency-Key, within retention. */
+function replayed(app: AppContext, userId: string, key: string): string | undefined {
+  const row = app.db
+    .query<{ image_id: string; created_at: string }, [string, string]>("SELECT image_id, created_at FROM idempotency_keys WHERE user_id = ? AND key = ?")
+    .get(userId, key);
+  if (!row) return undefined;
+  const retentionMs = app.settings.get().idempotency_key_ttl_hours * 3_600_000;
+  if (parseSqlTime(row.created_at).getTime() + retentionMs < Date.now()) return undefined;
+  return app.images.view(row.image_id) ? row.image_id : undefined;
+}
+
+export interface UploadOutcome {
+  id: string;
+  replayed: boolean;
+}
+
+/** The one upload pipeline behind every upload endpoint. */
+export async function runUpload(app: AppContext, gate: { admit(userId: string): () => void }, req: UploadRequest): Promise<UploadOutcome> {
+  const started = performance.now();
+  let outcome: "ok" | "rejected" | "failed" = "failed";
+  let received: ReceivedFile | undefined;
+  let preparedPath: string | undefined;
+  let release: (() => void) | undefined;
+  try {
+    const key = req.idempotencyKey?.trim();
+    if (key && key.length > 255) throw badRequest("Idempotency-Key 过长");
+    if (key) {
+      const previous = replayed(app, req.userId, key);
+      if (previous) {
+        outcome = "ok";
+        return { id: previous, replayed: true };
+      }
+    }
+    const settings = app.settings.get();
+    release = gate.admit(req.userId);
+    received = await req.receive();
+    // Multipart fields are known only once the body has been read.
+    const exifPolicy = parseExifPolicy(req.exifPolicy, settings.exif_policy);
+    const ttl = effectiveTtlSeconds(app, req.userId, parseTtl(req.ttl));
+    const prepared = await prepareImage(received.path, { exifPolicy, maxPixels: settings.max_pixels_mp * 1_000_000, tmpDir: app.paths.tmp });
+    preparedPath = prepared.path;
+    const id = await storeReference(app, prepared, {
+      userId: req.userId,
+      tokenId: req.tokenId,
+      fileName: (req.fileName || received.fileName || "image").slice(0, 255),
+      objectKey: req.objectKey || null,
+      ttlSeconds: ttl || null,
+      idempotencyKey: key || undefined,
+    });
+    outcome = "ok";
+    return { id, replayed: false };
+  } catch (err) {
+    outcome = err instanceof ApiError && err.status < 500 ? "rejected" : "failed";
+    throw err;
+  } finally {
+    release?.();
+    if (received) await rm(received.path, { force: true });
+    if (preparedPath) await rm(preparedPath, { force: true });
+    app.metrics.uploadDuration.observe({ outcome }, (performance.now() - started) / 1000);
+  }
+}

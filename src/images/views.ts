@@ -1,0 +1,47 @@
+import type { AppContext } from "../context";
+import type { ImageView } from "./repo";
+
+/** The list item of spec 2.6. */
+export function imageItem(v: ImageView) {
+  return {
+    id: v.id,
+    url: `/i/${v.id}`,
+    user_id: v.user_id,
+    token_id: v.token_id,
+    token_name: v.token_id === null ? null : v.token_name,
+    file_name: v.file_name,
+    mime: v.mime,
+    size: v.size,
+    width: v.width,
+    height: v.height,
+    sha256: v.sha256,
+    expire_at: v.expire_at,
+    ttl_seconds: v.ttl_seconds,
+    last_access_at: v.last_public_access_at,
+    access_count: v.access_count,
+    pending_cleanup: !!v.pending_cleanup,
+    cleanup_exempt: !!v.cleanup_exempt,
+    created_at: v.created_at,
+    ref_count: v.ref_count,
+  };
+}
+
+/** Detail adds replicas, ordered by channel priority descending. */
+export function imageDetail(app: AppContext, v: ImageView) {
+  const channels = app.channels.list();
+  const rank = new Map(channels.map((c, i) => [c.row.id, i]));
+  const names = new Map(channels.map((c) => [c.row.id, c.row.name]));
+  const replicas = app.images
+    .replicas(v.blob_id)
+    .filter((r) => names.has(r.channel_id))
+    .sort((a, b) => rank.get(a.channel_id)! - rank.get(b.channel_id)!)
+    .map((r) => ({
+      channel_id: r.channel_id,
+      channel_name: names.get(r.channel_id)!,
+      state: r.state,
+      attempts: r.attempts,
+      last_error: r.last_error,
+      updated_at: r.updated_at,
+    }));
+  return { ...imageItem(v), replicas };
+}

@@ -1,0 +1,38 @@
+import sharp from "sharp";
+
+/** Real encoded images made with sharp for the tests; `seed` varies the pixels so hashes differ. */
+export async function makeJpeg(width = 64, height = 48, seed = 1, opts: { exif?: Record<string, Record<string, string>>; orientation?: number } = {}) {
+  let img = sharp({ create: { width, height, channels: 3, background: { r: (seed * 53) % 256, g: (seed * 97) % 256, b: (seed * 31) % 256 } } })
+    .composite([{ input: Buffer.from(`<svg width="${width}" height="${height}"><rect x="0" y="0" width="${Math.max(1, width >> 1)}" height="${Math.max(1, height >> 2)}" fill="#fff"/></svg>`) }])
+    .jpeg({ quality: 90 });
+  if (opts.exif) img = img.withExif(opts.exif);
+  if (opts.orientation) img = img.withMetadata({ orientation: opts.orientation });
+  return img.toBuffer();
+}
+
+export async function makePng(width = 64, height = 48, seed = 1) {
+  return sharp({ create: { width, height, channels: 4, background: { r: seed % 256, g: 128, b: 200, alpha: 1 } } }).png().toBuffer();
+}
+
+/** An animated image (`gif` or `webp`) with `frames` distinct frames. */
+export async function makeAnimated(format: "gif" | "webp" = "gif", width = 32, height = 32, frames = 3) {
+  const pages = await Promise.all(
+    Array.from({ length: frames }, (_, i) => sharp({ create: { width, height, channels: 3, background: { r: i * 80, g: 50, b: 100 } } }).png().toBuffer()),
+  );
+  const joined = sharp(pages, { join: { animated: true } });
+  return format === "gif" ? joined.gif().toBuffer() : joined.webp().toBuffer();
+}
+
+export const svgBytes = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>');
+export const htmlBytes = Buffer.from("<!doctype html><html><body><script>alert(1)</script></body></html>");
+
+export function sha256(bytes: Uint8Array | ArrayBuffer): string {
+  return new Bun.CryptoHasher("sha256").update(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes).digest("hex");
+}
+
+export function form(bytes: Uint8Array, fileName = "photo.jpg", fields: Record<string, string> = {}): FormData {
+  const fd = new FormData();
+  for (const [k, v] of Object.entries(fields)) fd.append(k, v);
+  fd.append("file", new Blob([new Uint8Array(bytes)]), fileName);
+  return fd;
+}
