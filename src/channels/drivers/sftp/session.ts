@@ -1,0 +1,170 @@
+/**
+ * One SSH connection with one SFTP channel per driver, opened on first use and
+ * reopened after it drops. SFTP requests carry ids, so concurrent operations
+ * share the channel (pipelined) instead of being serialized or pooled.
+ */
+import { readFile } from "node:fs/promises";
+import { Client, type ConnectConfig, type SFTPWrapper } from "ssh2";
+import type { SftpSettings } from "./config.ts";
+import { checkKey } from "./config.ts";
+import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors.ts";
+import { parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts.ts";
+
+interface Live {
+  client: Client;
+  sftp: SFTPWrapper;
+}
+
+export class SftpSession {
+  private current: Promise<Live> | null = null;
+
+  constructor(
+    private readonly settings: SftpSettings,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Runs `op` on the channel. Idempotent ops are retried once on a fresh connection if the old one died. */
+  async run<T>(op: (sftp: SFTPWrapper) => Promise<T>, idempotent: boolean): Promise<T> {
+    const live = await this.live();
+    try {
+      return await op(live.sftp);
+    } catch (err) {
+      if (!isConnectionLoss(err)) throw err;
+      this.drop(live);
+      if (!idempotent) throw err;
+      return op((await this.live()).sftp);
+    }
+  }
+
+  private live(): Promise<Live> {
+    if (!this.current) {
+      const attempt = this.connect();
+      this.current = attempt;
+      attempt.catch(() => {
+        if (this.current === attempt) this.current = null;
+      });
+    }
+    return this.current;
+  }
+
+  private drop(live: Live): void {
+    void this.current?.then((l) => {
+      if (l === live) this.current = null;
+    }, () => {});
+    live.client.end();
+  }
+
+  private async connect(): Promise<Live> {
+    const s = this.settings;
+    let hostKeyProblem: HostKeyProblem | null = null;
+    const config: ConnectConfig = {
+      host: s.host,
+      port: s.port,
+      username: s.user,
+      readyTimeout: this.timeoutMs,
+      // Detects a silently dead peer (NAT timeout, server gone) within ~90 s.
+      keepaliveInterval: 30_000,
+      keepaliveCountMax: 3,
+    };
+    if (s.password !== undefined) {
+      config.password = s.password;
+      // Servers that only offer keyboard-interactive get the same password for each prompt.
+      config.tryKeyboard = true;
+    }
+    if (s.privateKey) config.privateKey = s.privateKey;
+    else if (s.keyFile) config.privateKey = await readKeyFile(s.keyFile, s.passphrase);
+    if (s.passphrase !== undefined) config.passphrase = s.passphrase;
+    if (s.agent) config.agent = s.agent;
+    if (s.knownHostsFile !== null) {
+      let lines;
+      try {
+        lines = parseKnownHosts(await readFile(s.knownHostsFile, "utf8"));
+      } catch (err) {
+        throw connectError(s.display, err, "unreadable");
+      }
+      const algorithms = preferredHostKeyAlgorithms(lines, s.host, s.port);
+      if (algorithms.length > 0) config.algorithms = { serverHostKey: algorithms as never };
+      config.hostVerifier = (key: Buffer) => {
+        const verdict = verifyHostKey(lines, s.host, s.port, key);
+        if (verdict !== "ok") hostKeyProblem = verdict;
+        return verdict === "ok";
+      };
+    }
+    // Without known_hosts_file every host key is accepted, as rclone does by default.
+
+    const client = new Client();
+    const live = await new Promise<Live>((resolve, reject) => {
+      let settled = false;
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        client.end();
+        reject(connectError(s.display, err, hostKeyProblem));
+      };
+      client.once("ready", () => {
+        client.sftp((err, sftp) => {
+          if (err) return fail(err);
+          settled = true;
+          resolve({ client, sftp });
+        });
+      });
+      if (s.password !== undefined) {
+        client.on("keyboard-interactive", (_name, _instructions, _lang, prompts, finish) => finish(prompts.map(() => s.password!)));
+      }
+      client.on("error", fail);
+      client.once("close", () => fail(new Error("Not connected")));
+      client.connect(config);
+    });
+    // From now on a drop only means "reconnect next time"; errors must not go unhandled.
+    const forget = () => {
+      void this.current?.then((l) => {
+        if (l === live) this.current = null;
+      }, () => {});
+    };
+    client.on("close", forget);
+    client.on("error", forget);
+    live.sftp.on("close", () => {
+      forget();
+      client.end();
+    });
+    return live;
+  }
+
+  async close(): Promise<void> {
+    const current = this.current;
+    this.current = null;
+    const live = await current?.catch(() => null);
+    if (!live) return;
+    await new Promise<void>((resolve) => {
+      live.client.once("close", () => resolve());
+      live.client.end();
+      setTimeout(resolve, 2_000).unref?.();
+    });
+  }
+}
+
+/** ssh2's ways of saying the connection or channel is gone (a status reply means the server is fine). */
+function isConnectionLoss(err: unknown): boolean {
+  if (isSftpStatus(err) || err instanceof SftpError) return false;
+  const e = err as { message?: string; code?: unknown; level?: unknown };
+  if (typeof e?.level === "string") return true;
+  if (typeof e?.code === "string" && /^E[A-Z]+$/.test(e.code)) return true;
+  return /No response from server|Not connected|Channel (is )?not open|Keepalive timeout|write after end/i.test(e?.message ?? "");
+}
+
+async function readKeyFile(path: string, passphrase: string | undefined): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "";
+    throw new SftpError(`SFTP key_file 无法读取: ${path}${code ? ` (${code})` : ""}`);
+  }
+  try {
+    checkKey(text, passphrase, "key_file");
+  } catch (err) {
+    // A config problem, not a transport one: keep checkKey's message as is.
+    throw new SftpError((err as Error).message);
+  }
+  return text;
+}
