@@ -1,0 +1,121 @@
+// Concurrency control for variant generation: a semaphore whose size follows the hot-reloaded
+// `process_workers`, and single-flight so N requests for the same uncached variant render once.
+
+type Release = () => void;
+
+export class WorkLimiter {
+  #limit: number;
+  #active = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(limit: number) {
+    this.#limit = WorkLimiter.#check(limit);
+  }
+
+  get limit(): number {
+    return this.#limit;
+  }
+  /** Slots in use (running tasks plus work they asked to hold). */
+  get active(): number {
+    return this.#active;
+  }
+  /** Tasks waiting for a slot. */
+  get pending(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * Takes effect at once: a larger limit starts waiting tasks now; a smaller one lets running
+   * tasks finish and starts new ones only when below the new limit.
+   */
+  setLimit(limit: number): void {
+    this.#limit = WorkLimiter.#check(limit);
+    this.#drain();
+  }
+
+  /**
+   * Runs `fn` when a slot is free. The slot is released when `fn` settles and every promise
+   * passed to `hold` has settled; that lets a task give up waiting (timeout) and answer its
+   * caller while the slot stays taken by work that cannot be interrupted.
+   */
+  async run<T>(fn: (hold: (work: Promise<unknown>) => void) => Promise<T> | T): Promise<T> {
+    await this.#acquire();
+    const release = once(() => {
+      this.#active--;
+      this.#drain();
+    });
+    const held: Promise<unknown>[] = [];
+    const hold = (work: Promise<unknown>) => {
+      held.push(work.then(noop, noop));
+    };
+    try {
+      return await fn(hold);
+    } finally {
+      if (held.length === 0) release();
+      else void Promise.all(held).then(release);
+    }
+  }
+
+  #acquire(): Promise<void> {
+    if (this.#active < this.#limit && this.#waiting.length === 0) {
+      this.#active++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      this.#waiting.push(() => {
+        this.#active++;
+        resolve();
+      });
+    });
+  }
+
+  #drain(): void {
+    while (this.#active < this.#limit && this.#waiting.length > 0) this.#waiting.shift()!();
+  }
+
+  static #check(limit: number): number {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`并发上限必须是正整数：${limit}`);
+    return limit;
+  }
+}
+
+/** Concurrent callers with the same key share one promise; nothing is kept after it settles. */
+export class SingleFlight<K, V> {
+  readonly #inflight = new Map<K, Promise<V>>();
+
+  get size(): number {
+    return this.#inflight.size;
+  }
+
+  has(key: K): boolean {
+    return this.#inflight.has(key);
+  }
+
+  do(key: K, fn: () => Promise<V> | V): Promise<V> {
+    const existing = this.#inflight.get(key);
+    if (existing) return existing;
+    let promise: Promise<V>;
+    try {
+      promise = Promise.resolve(fn());
+    } catch (err) {
+      promise = Promise.reject(err);
+    }
+    // Errors are not cached: the entry goes away on either outcome, so the next request retries.
+    const entry = promise.finally(() => {
+      if (this.#inflight.get(key) === entry) this.#inflight.delete(key);
+    });
+    this.#inflight.set(key, entry);
+    return entry;
+  }
+}
+
+function once(fn: () => void): Release {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+}
+
+function noop(): void {}

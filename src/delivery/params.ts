@@ -1,0 +1,60 @@
+// Query parameters of the image delivery endpoints (`/i/{id}`, `/o/...`, thumb), spec 4.5.
+// Only `w` and `format` mean anything; every other parameter is ignored so that cache-busting
+// or tracking parameters added by third parties never turn into a 400.
+import { ApiError } from "../http/errors.ts";
+
+/** 400 with a JSON envelope (spec 7: the one image-access error that is not plain text). */
+export class InvalidParamsError extends ApiError {
+  constructor(message: string) {
+    super(400, message);
+    this.name = "InvalidParamsError";
+  }
+}
+
+export interface DeliveryParams {
+  /** Requested width in pixels, always one of `process_widths`; null = no resizing. */
+  width: number | null;
+  /** Explicit output format (lower case, one of `process_formats`); null = absent or `auto`. */
+  format: string | null;
+}
+
+export interface DeliveryParamSettings {
+  process_widths: readonly number[] | null;
+  process_formats: readonly string[];
+}
+
+// Plain decimal digits only: "1e3", "+640", "640.0" or " 640" are not widths a client can
+// have meant as a canonical variant URL, and accepting them would multiply cache keys.
+const DIGITS = /^[0-9]{1,6}$/;
+
+/**
+ * Validates `w` and `format`. With repeated parameters the first value wins
+ * (URLSearchParams.get), matching how the CDN purge list writes URLs.
+ */
+export function parseDeliveryParams(query: URLSearchParams, s: DeliveryParamSettings): DeliveryParams {
+  return { width: parseWidth(query.get("w"), s.process_widths), format: parseFormat(query.get("format"), s.process_formats) };
+}
+
+function parseWidth(raw: string | null, allowed: readonly number[] | null): number | null {
+  if (raw === null) return null;
+  if (!allowed || allowed.length === 0) throw new InvalidParamsError("当前未开放缩放，不支持参数 w");
+  if (!DIGITS.test(raw)) throw new InvalidParamsError("参数 w 必须是整数像素宽度");
+  const width = Number(raw);
+  if (!allowed.includes(width)) {
+    throw new InvalidParamsError(`参数 w 不在允许的宽度内（可用：${[...allowed].sort((a, b) => a - b).join(", ")}）`);
+  }
+  return width;
+}
+
+function parseFormat(raw: string | null, allowed: readonly string[]): string | null {
+  if (raw === null) return null;
+  // Case-insensitive: `format=WEBP` is an obvious intent; the result is always lower case so
+  // cache keys and ETags stay canonical.
+  const format = raw.trim().toLowerCase();
+  if (format === "auto") return null;
+  if (!allowed.includes(format)) {
+    const list = allowed.length ? [...allowed, "auto"].join(", ") : "auto";
+    throw new InvalidParamsError(`参数 format 无效（可用：${list}）`);
+  }
+  return format;
+}

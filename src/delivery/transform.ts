@@ -1,0 +1,104 @@
+// Renders one variant (resize and/or re-encode) with sharp. Pure: bytes or a file in,
+// encoded bytes out; caching, single-flight and worker limits live elsewhere.
+import sharp, { type Sharp } from "sharp";
+import type { DeliveryFormat } from "./negotiate.ts";
+
+export class ProcessingTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`图片处理超时（${timeoutMs} 毫秒）`);
+    this.name = "ProcessingTimeoutError";
+  }
+}
+
+export class ProcessingAbortedError extends Error {
+  constructor() {
+    super("图片处理已取消");
+    this.name = "ProcessingAbortedError";
+  }
+}
+
+export interface RenderOptions {
+  /** Target width in pixels; 0 keeps the size. Never enlarges past the original width. */
+  width: number;
+  format: DeliveryFormat;
+  quality: { webp: number; jpeg: number };
+  /** `process_webp_method` (0..6), libwebp's speed/size trade-off. */
+  webpMethod: number;
+  /** `process_timeout_ms`; 0 or absent = no limit. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /**
+   * Receives a promise (never rejecting) that settles when the sharp work really ends. On timeout/abort we reject at once, but libvips
+   * cannot be interrupted mid-operation and keeps using a CPU until its own (whole-second)
+   * timeout or the end; a worker limiter can keep the slot busy until this settles.
+   */
+  hold?: (work: Promise<void>) => void;
+}
+
+// AVIF has no quality setting of its own; 50 is libaom's usual sweet spot (about the
+// visual quality of WebP 80) and effort 4 is sharp's default speed.
+const AVIF = { quality: 50, effort: 4 } as const;
+// zlib level 6: close to 9 in size for photos at a fraction of the CPU.
+const PNG_COMPRESSION = 6;
+const FORMATS_WITH_ANIMATION: ReadonlySet<DeliveryFormat> = new Set(["gif", "webp"]);
+
+export function renderVariant(input: string | Buffer, opts: RenderOptions): Promise<Buffer> {
+  if (opts.signal?.aborted) return Promise.reject(new ProcessingAbortedError());
+  const work = buildPipeline(input, opts).toBuffer();
+  opts.hold?.(work.then(
+    () => undefined,
+    () => undefined,
+  ));
+  return withDeadline(work, opts);
+}
+
+function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
+  // Animated input keeps all frames only when the output can animate; otherwise we take the
+  // first frame (loading all frames would encode them stacked into one tall still image).
+  let img = sharp(input, { animated: FORMATS_WITH_ANIMATION.has(opts.format), failOn: "error" });
+  if (opts.timeoutMs && opts.timeoutMs > 0) {
+    // libvips' own kill switch, whole seconds only; the JS timer below gives ms precision.
+    img = img.timeout({ seconds: Math.min(3600, Math.ceil(opts.timeoutMs / 1000)) });
+  }
+  // Apply EXIF orientation to the pixels: the output carries no metadata (privacy), so the
+  // Orientation tag that made the original display upright would be lost otherwise.
+  img = img.autoOrient();
+  if (opts.width > 0) img = img.resize({ width: opts.width, withoutEnlargement: true });
+  switch (opts.format) {
+    case "webp":
+      return img.webp({ quality: opts.quality.webp, effort: opts.webpMethod });
+    case "jpeg":
+      // JPEG has no alpha: composite on white instead of sharp's default black.
+      return img.flatten({ background: "#ffffff" }).jpeg({ quality: opts.quality.jpeg, mozjpeg: true });
+    case "png":
+      return img.png({ compressionLevel: PNG_COMPRESSION });
+    case "avif":
+      return img.avif(AVIF);
+    case "gif":
+      return img.gif();
+  }
+}
+
+function withDeadline(work: Promise<Buffer>, opts: RenderOptions): Promise<Buffer> {
+  const { timeoutMs, signal } = opts;
+  if (!(timeoutMs && timeoutMs > 0) && !signal) return work;
+  return new Promise<Buffer>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => finish(() => reject(new ProcessingAbortedError()));
+    const finish = (settle: () => void) => {
+      if (timer) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      settle();
+    };
+    if (timeoutMs && timeoutMs > 0) timer = setTimeout(() => finish(() => reject(new ProcessingTimeoutError(timeoutMs))), timeoutMs);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (buf) => finish(() => resolve(buf)),
+      (err) => finish(() => reject(isSharpTimeout(err) ? new ProcessingTimeoutError(timeoutMs ?? 0) : err)),
+    );
+  });
+}
+
+function isSharpTimeout(err: unknown): boolean {
+  return err instanceof Error && /timeout/i.test(err.message);
+}

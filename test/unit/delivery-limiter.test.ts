@@ -1,0 +1,144 @@
+import { describe, expect, test } from "bun:test";
+import { SingleFlight, WorkLimiter } from "../../src/delivery/limiter.ts";
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Runs `n` tasks through the limiter and records the highest number running at once. */
+function observe(limiter: WorkLimiter, n: number, ms: number) {
+  let running = 0;
+  let peak = 0;
+  const done = Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      limiter.run(async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await sleep(ms);
+        running--;
+        return i;
+      }),
+    ),
+  );
+  return { done, peak: () => peak, running: () => running };
+}
+
+describe("WorkLimiter", () => {
+  test("never runs more than the limit at once, and runs everything", async () => {
+    const limiter = new WorkLimiter(3);
+    const o = observe(limiter, 20, 5);
+    expect(await o.done).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(o.peak()).toBe(3);
+    expect(limiter.active).toBe(0);
+    expect(limiter.pending).toBe(0);
+  });
+
+  test("raising the limit at runtime starts waiting tasks at once", async () => {
+    const limiter = new WorkLimiter(1);
+    const o = observe(limiter, 6, 30);
+    await sleep(5);
+    expect(o.running()).toBe(1);
+    expect(limiter.pending).toBe(5);
+    limiter.setLimit(4);
+    await sleep(5);
+    expect(o.running()).toBe(4);
+    await o.done;
+    expect(o.peak()).toBe(4);
+  });
+
+  test("lowering the limit lets running tasks finish and then holds to the new bound", async () => {
+    const limiter = new WorkLimiter(4);
+    let running = 0;
+    const peaks: number[] = [];
+    const task = () =>
+      limiter.run(async () => {
+        running++;
+        peaks.push(running);
+        await sleep(15);
+        running--;
+      });
+    const first = Array.from({ length: 4 }, task);
+    await sleep(2);
+    limiter.setLimit(2);
+    const later = Array.from({ length: 6 }, task);
+    await Promise.all([...first, ...later]);
+    expect(Math.max(...peaks.slice(0, 4))).toBe(4);
+    expect(Math.max(...peaks.slice(4))).toBeLessThanOrEqual(2);
+  });
+
+  test("errors release the slot and reach the caller", async () => {
+    const limiter = new WorkLimiter(1);
+    await expect(limiter.run(async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect(await limiter.run(() => 7)).toBe(7);
+    expect(limiter.active).toBe(0);
+  });
+
+  test("held work keeps the slot after the task has answered", async () => {
+    const limiter = new WorkLimiter(1);
+    let finishWork!: () => void;
+    const work = new Promise<void>((r) => (finishWork = r));
+    expect(await limiter.run(async (hold) => (hold(work), "answered early"))).toBe("answered early");
+    expect(limiter.active).toBe(1);
+    let secondStarted = false;
+    const second = limiter.run(() => {
+      secondStarted = true;
+    });
+    await sleep(5);
+    expect(secondStarted).toBe(false);
+    finishWork();
+    await second;
+    expect(secondStarted).toBe(true);
+  });
+
+  test("rejects nonsense limits", () => {
+    expect(() => new WorkLimiter(0)).toThrow(RangeError);
+    expect(() => new WorkLimiter(1).setLimit(1.5)).toThrow(RangeError);
+  });
+});
+
+describe("SingleFlight", () => {
+  test("100 concurrent callers for one key share a single run", async () => {
+    const sf = new SingleFlight<string, number>();
+    let calls = 0;
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        sf.do("k", async () => {
+          calls++;
+          await sleep(10);
+          return 42;
+        }),
+      ),
+    );
+    expect(calls).toBe(1);
+    expect(results.every((r) => r === 42)).toBe(true);
+    expect(sf.size).toBe(0); // removed once settled
+  });
+
+  test("different keys run independently", async () => {
+    const sf = new SingleFlight<string, string>();
+    let calls = 0;
+    const r = await Promise.all(["a", "b", "a", "c", "b"].map((k) => sf.do(k, async () => (calls++, await sleep(5), k.toUpperCase()))));
+    expect(r).toEqual(["A", "B", "A", "C", "B"]);
+    expect(calls).toBe(3);
+  });
+
+  test("errors are shared by concurrent callers but not cached", async () => {
+    const sf = new SingleFlight<string, number>();
+    let calls = 0;
+    const failing = () => sf.do("k", async () => (calls++, await sleep(5), Promise.reject(new Error("render failed"))));
+    const settled = await Promise.allSettled([failing(), failing(), failing()]);
+    expect(settled.every((s) => s.status === "rejected")).toBe(true);
+    expect(calls).toBe(1);
+    expect(sf.has("k")).toBe(false);
+    expect(await sf.do("k", async () => (calls++, 5))).toBe(5);
+    expect(calls).toBe(2);
+  });
+
+  test("a synchronous throw becomes a rejection and is not kept", async () => {
+    const sf = new SingleFlight<string, number>();
+    await expect(
+      sf.do("k", () => {
+        throw new Error("sync");
+      }),
+    ).rejects.toThrow("sync");
+    expect(sf.size).toBe(0);
+  });
+});
