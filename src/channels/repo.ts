@@ -75,6 +75,21 @@ export class ChannelRepo {
     return Number(result.lastInsertRowid);
   }
 
+  /** Full replacement from PUT; `secrets` only when they changed (re-sealing alone makes the registry rebuild the driver). */
+  update(id: number, fields: { name: string; priority: number; allowDirectLink: boolean; driver: string; template: string; secrets?: ChannelSecrets }) {
+    this.db
+      .query("UPDATE channels SET name = ?, priority = ?, allow_direct_link = ?, driver = ?, template = ? WHERE id = ?")
+      .run(fields.name, fields.priority, fields.allowDirectLink ? 1 : 0, fields.driver, fields.template, id);
+    if (fields.secrets) {
+      this.db.query("UPDATE channels SET config_sealed = ? WHERE id = ?").run(this.key.encrypt(JSON.stringify(fields.secrets)), id);
+    }
+  }
+
+  /** Purge delete: from now on the channel takes no writes and a drain job empties it. */
+  markDeleting(id: number) {
+    this.db.query("UPDATE channels SET deleting = 1 WHERE id = ?").run(id);
+  }
+
   recordProbe(id: number, error: string | null) {
     this.db
       .query("UPDATE channels SET healthy = ?, last_error = ?, last_checked_at = ? WHERE id = ?")

@@ -1,0 +1,52 @@
+/**
+ * A new channel must receive every existing image (spec 3.2). The pending
+ * replica rows are written in one statement at creation, so the counters are
+ * right at once; the per-blob replication jobs are enqueued by a background job
+ * in batches, so a large library never holds up the create request.
+ */
+import type { AppContext } from "../context";
+import { sqlTime } from "../db/time";
+import { REPLICATE_JOB } from "../images/store";
+import type { JobContext } from "../jobs/queue";
+
+export const BACKFILL_JOB = "channel.backfill";
+const BATCH = 500;
+
+/** Marks every live blob pending on the channel and wakes the backfill job. */
+export function startBackfill(app: AppContext, channelId: number) {
+  app.db.transaction(() => {
+    app.db
+      .query(
+        `INSERT INTO blob_channels (blob_id, channel_id, state, attempts, last_error, updated_at)
+         SELECT id, ?1, 'pending', 0, '', ?2 FROM blobs WHERE pending_delete = 0
+         ON CONFLICT (blob_id, channel_id) DO NOTHING`,
+      )
+      .run(channelId, sqlTime());
+    app.jobs.enqueue(BACKFILL_JOB, { channel_id: channelId }, { uniqueKey: String(channelId) });
+  })();
+}
+
+/** Enqueues a replication job for each replica of the channel that is not done yet, in id order. */
+export async function runBackfill(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {
+  let after = 0;
+  for (;;) {
+    const channel = app.channels.get(channel_id);
+    if (!channel || channel.row.deleting) return;
+    const ids = app.db
+      .query<{ blob_id: number }, [number, number, number]>(
+        "SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('pending', 'failed') AND blob_id > ? ORDER BY blob_id LIMIT ?",
+      )
+      .all(channel_id, after, BATCH)
+      .map((r) => r.blob_id);
+    if (ids.length === 0) return;
+    app.db.transaction(() => {
+      for (const blobId of ids) {
+        app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id }, { uniqueKey: `${blobId}:${channel_id}` });
+      }
+    })();
+    after = ids.at(-1)!;
+    ctx.heartbeat();
+    // Let requests run between batches.
+    await Bun.sleep(0);
+  }
+}

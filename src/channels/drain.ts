@@ -1,0 +1,194 @@
+/**
+ * Deleting a channel (spec 3.2). Without purge the row goes at once and the
+ * remote objects stay. With purge the channel is marked `deleting` (no new
+ * writes) and a drain job removes exactly what this service wrote there —
+ * image objects of known blobs or upload intents, and system objects under
+ * `_kura/` (snapshots included) — never foreign objects. When the channel is
+ * empty of ours, the row goes. Deletion failures open `drain_failed` and the
+ * job retries with backoff.
+ */
+import type { AppContext } from "../context";
+import { sqlTime } from "../db/time";
+import { badRequest, conflict, notFound } from "../http/errors";
+import { STORAGE_KEY_PATTERN } from "../images/repo";
+import { REPLICATE_JOB } from "../images/store";
+import { JobInterruptedError, type JobContext } from "../jobs/queue";
+import { audit, type AuditActor } from "../ops/audit";
+import { openAlert, resolveAlert } from "../ops/alerts";
+import { BACKFILL_JOB, runBackfill } from "./backfill";
+import type { Driver } from "./driver";
+
+export const DRAIN_JOB = "channel.drain";
+const SYSTEM_PREFIX = "_kura/";
+
+/** `purge` query value: absent means true (spec 4.7). */
+export function parsePurge(value: string | undefined): boolean {
+  if (value === undefined || value === "" || value === "true" || value === "1") return true;
+  if (value === "false" || value === "0") return false;
+  throw badRequest("参数 purge 必须是 true 或 false");
+}
+
+/** A live image whose only completed replica (among channels staying in service) is on this channel. */
+function holdsSoleCopy(app: AppContext, channelId: number): boolean {
+  return !!app.db
+    .query(
+      `SELECT 1 FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id
+       WHERE bc.channel_id = ?1 AND bc.state = 'done' AND b.pending_delete = 0
+         AND NOT EXISTS (
+           SELECT 1 FROM blob_channels o JOIN channels c ON c.id = o.channel_id
+           WHERE o.blob_id = bc.blob_id AND o.channel_id != ?1 AND o.state = 'done' AND c.deleting = 0)
+       LIMIT 1`,
+    )
+    .get(channelId);
+}
+
+/** Removes the row and everything recorded about the channel (replica rows cascade). */
+function removeRow(app: AppContext, channelId: number) {
+  app.db.query("DELETE FROM upload_intents WHERE channel_id = ?").run(channelId);
+  app.db.query("DELETE FROM blob_channels WHERE channel_id = ?").run(channelId);
+  app.db.query("DELETE FROM meta WHERE key = ?").run(progressKey(channelId));
+  app.db.query("DELETE FROM channels WHERE id = ?").run(channelId);
+}
+
+/** DELETE /api/admin/channels/{id}: 204 removed at once, 202 drain started. */
+export function deleteChannel(app: AppContext, actor: AuditActor, id: number | undefined, purge: boolean): 202 | 204 {
+  const row = id === undefined ? undefined : app.channels.repo.byId(id);
+  if (!row) throw notFound("存储渠道不存在");
+  // Checked and applied in one transaction, so no replica can become the sole copy in between.
+  app.db.transaction(() => {
+    if (holdsSoleCopy(app, row.id)) throw conflict("该渠道持有部分图片的唯一副本，请先等待复制到其他渠道");
+    if (purge) {
+      app.channels.repo.markDeleting(row.id);
+      app.jobs.enqueue(DRAIN_JOB, { channel_id: row.id }, { uniqueKey: String(row.id) });
+    } else {
+      removeRow(app, row.id);
+    }
+  })();
+  app.channels.reload();
+  audit(app.db, actor, "channel.delete", row.id, { name: row.name, purge });
+  if (!purge) app.log.info("已移除存储渠道（远端对象保留）", { channel: row.name });
+  return purge ? 202 : 204;
+}
+
+const progressKey = (channelId: number) => `channel_drain:${channelId}`;
+
+interface Progress {
+  objects: number;
+  system_objects: number;
+}
+
+/** Counts survive retries and restarts, so the final log line reports the whole drain. */
+function loadProgress(app: AppContext, channelId: number): Progress {
+  const row = app.db.query<{ value: string }, [string]>("SELECT value FROM meta WHERE key = ?").get(progressKey(channelId));
+  return row ? (JSON.parse(row.value) as Progress) : { objects: 0, system_objects: 0 };
+}
+
+function saveProgress(app: AppContext, channelId: number, progress: Progress) {
+  app.db.query("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(progressKey(channelId), JSON.stringify(progress));
+}
+
+/** Retry later without an alert: writes that started before the channel was marked are still landing. */
+class DrainBusyError extends Error {}
+
+/** An intent older than this is a leftover of a crash whose channel could not be cleaned at startup, not a live upload. */
+const LIVE_INTENT_MS = 60 * 60_000;
+
+function writesInFlight(app: AppContext, channelId: number): boolean {
+  const replicating = app.db
+    .query("SELECT 1 FROM jobs WHERE kind = ? AND state = 'running' AND json_extract(payload, '$.channel_id') = ? LIMIT 1")
+    .get(REPLICATE_JOB, channelId);
+  const uploading = app.db
+    .query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND created_at > ? LIMIT 1")
+    .get(channelId, sqlTime(Date.now() - LIVE_INTENT_MS));
+  return !!replicating || !!uploading;
+}
+
+/** An image object is ours when its key is in our format and names a blob we know (or an upload intent on this channel). */
+function isOurImageObject(app: AppContext, channelId: number, key: string): boolean {
+  if (!STORAGE_KEY_PATTERN.test(key)) return false;
+  const sha256 = key.slice("img/ab/cd/".length, "img/ab/cd/".length + 64);
+  const blob = app.db.query<{ storage_key: string }, [string]>("SELECT storage_key FROM blobs WHERE sha256 = ?").get(sha256);
+  if (blob?.storage_key === key) return true;
+  return !!app.db.query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND storage_key = ? LIMIT 1").get(channelId, key);
+}
+
+async function runDrain(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {
+  const loaded = app.channels.get(channel_id);
+  const row = app.channels.repo.byId(channel_id);
+  if (!row || !row.deleting) return;
+  if (writesInFlight(app, channel_id)) throw new DrainBusyError("存储渠道仍有进行中的写入，稍后继续清空");
+
+  let driver: Driver | undefined = loaded?.driver;
+  if (!driver) driver = (await app.channels.probe(channel_id))?.driver;
+  const fail = (reason: string) => {
+    openAlert(app, "drain_failed", row.name, `存储渠道 ${row.name} 清空失败：${reason}`);
+  };
+  if (!driver) {
+    const reason = app.channels.repo.byId(channel_id)?.last_error || "渠道无法加载";
+    fail(reason);
+    throw new Error(reason);
+  }
+
+  const progress = loadProgress(app, channel_id);
+  let failures = 0;
+  let firstError = "";
+  const remove = async (key: string, counter: keyof Progress) => {
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? new JobInterruptedError("shutdown");
+    try {
+      await driver!.delete(key);
+      progress[counter]++;
+    } catch (err) {
+      if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
+      failures++;
+      firstError ||= `删除对象失败：${(err as Error).message}`;
+      if (failures === 1) fail(firstError);
+    }
+    if ((progress.objects + progress.system_objects + failures) % 100 === 0) {
+      ctx.heartbeat();
+      saveProgress(app, channel_id, progress);
+    }
+  };
+
+  try {
+    for (const [prefix, counter] of [["img/", "objects"], [SYSTEM_PREFIX, "system_objects"]] as const) {
+      // Collect first: deleting while a backend pages through a listing can skip entries.
+      const keys: string[] = [];
+      for await (const info of driver.list(prefix)) {
+        if (prefix === SYSTEM_PREFIX || isOurImageObject(app, channel_id, info.key)) keys.push(info.key);
+      }
+      for (const key of keys) await remove(key, counter);
+    }
+  } catch (err) {
+    saveProgress(app, channel_id, progress);
+    if (err instanceof JobInterruptedError || ctx.signal.aborted) throw err;
+    // A listing that fails means nothing can be deleted: a drain failure like any other.
+    const reason = `列出对象失败：${(err as Error).message}`;
+    fail(reason);
+    throw new Error(reason);
+  }
+  saveProgress(app, channel_id, progress);
+  if (failures > 0) throw new Error(`${failures} 个对象删除失败，稍后重试：${firstError}`);
+
+  const removed = app.db.transaction(() => {
+    if (writesInFlight(app, channel_id)) return false;
+    removeRow(app, channel_id);
+    return true;
+  })();
+  if (!removed) throw new DrainBusyError("存储渠道仍有进行中的写入，稍后继续清空");
+  app.channels.reload();
+  resolveAlert(app, "drain_failed", row.name);
+  await driver.close?.().catch(() => {});
+  app.log.info("存储渠道已清空并移除", { channel: row.name, objects: progress.objects, system_objects: progress.system_objects });
+}
+
+/** The background jobs of channel administration: backfill of a new channel and drain of a deleted one. */
+export function registerChannelJobs(app: AppContext) {
+  app.jobs.register(BACKFILL_JOB, (payload, ctx) => runBackfill(app, payload as { channel_id: number }, ctx), { concurrency: 1 });
+  app.jobs.register(DRAIN_JOB, (payload, ctx) => runDrain(app, payload as { channel_id: number }, ctx), {
+    concurrency: 1,
+    // Draining retries until the channel is empty; the backoff keeps a dead backend from being hammered.
+    maxAttempts: 100_000,
+    backoff: { baseMs: 2_000, capMs: 10 * 60_000 },
+    leaseMs: 5 * 60_000,
+  });
+}

@@ -1,0 +1,100 @@
+/**
+ * Secrets never leave the server: reading a channel's config replaces every
+ * sensitive value with a sentinel, and sending the sentinel back means "keep
+ * what is stored" (spec 4.7 rules 5–7). The sentinel is accepted only where it
+ * could have come from a read, so it can never smuggle in a value of a key
+ * that was not masked, nor silently blank a credential.
+ */
+import { driverOptionSpecs } from "./factory";
+import { reveal } from "./rclone/obscure";
+import { findTemplate, isSensitiveInput } from "./templates";
+
+export const SECRET_SENTINEL = "__kura_secret_keep__";
+
+/**
+ * Keys a backend does not declare are judged by name, so a custom config with
+ * e.g. an OAuth `client_secret` for a backend without specs is still masked.
+ */
+const SENSITIVE_NAME = /(pass|secret|token|credential|client_id|access_key|private_key|key_pem|account)/i;
+
+export function isSensitiveConfigKey(driver: string, key: string): boolean {
+  const spec = driverOptionSpecs(driver).find((o) => o.key === key);
+  if (spec) return spec.sensitive || spec.type === "password";
+  return SENSITIVE_NAME.test(key);
+}
+
+export function isSensitiveTemplateInput(templateId: string, key: string): boolean {
+  const template = findTemplate(templateId);
+  return template ? isSensitiveInput(template, key) : SENSITIVE_NAME.test(key);
+}
+
+/** A copy with every non-empty sensitive value replaced by the sentinel. */
+export function maskValues(values: Record<string, string>, isSensitive: (key: string) => boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(values)) out[k] = v !== "" && isSensitive(k) ? SECRET_SENTINEL : v;
+  return out;
+}
+
+/** Which keys a read would have masked: the only keys where the sentinel is accepted. */
+export function maskedKeys(values: Record<string, string> | undefined, isSensitive: (key: string) => boolean): Set<string> {
+  return new Set(Object.entries(values ?? {}).filter(([k, v]) => v !== "" && isSensitive(k)).map(([k]) => k));
+}
+
+export class SentinelMisuseError extends Error {
+  constructor(readonly key: string) {
+    super(`字段 ${key} 没有已保存的凭据可保留，不能使用占位值 ${SECRET_SENTINEL}`);
+  }
+}
+
+/** Replaces sentinels with the stored values; throws SentinelMisuseError on a key that was not masked. */
+export function restoreSentinels(
+  submitted: Record<string, string>,
+  stored: Record<string, string> | undefined,
+  isSensitive: (key: string) => boolean,
+): Record<string, string> {
+  const allowed = maskedKeys(stored, isSensitive);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(submitted)) {
+    if (v !== SECRET_SENTINEL) out[k] = v;
+    else if (allowed.has(k)) out[k] = stored![k]!;
+    else throw new SentinelMisuseError(k);
+  }
+  return out;
+}
+
+/**
+ * For audit details (spec 2.9): non-sensitive values as they are, sensitive
+ * ones only as "set" / "empty".
+ */
+export function auditMarkers(values: Record<string, string>, isSensitive: (key: string) => boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(values)) out[k] = isSensitive(k) ? (v === "" ? "empty" : "set") : v;
+  return out;
+}
+
+/**
+ * Backend error messages are built to be credential-free, but a probe error is
+ * shown to the admin and stored as last_error, so any sensitive value that
+ * still appears in it is cut out as a last line of defence.
+ */
+export function scrubSecrets(message: string, secrets: readonly string[]): string {
+  let out = message;
+  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join("***");
+  return out;
+}
+
+/** Every sensitive value of a config and its template inputs (the plain form of obscured passwords included). */
+export function secretValues(driver: string, config: Record<string, string>, templateId = "", inputs: Record<string, string> = {}): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(config)) {
+    if (!isSensitiveConfigKey(driver, k) || v === "") continue;
+    out.push(v);
+    try {
+      out.push(reveal(v));
+    } catch {
+      // Not an obscured value.
+    }
+  }
+  for (const [k, v] of Object.entries(inputs)) if (v !== "" && isSensitiveTemplateInput(templateId, k)) out.push(v);
+  return out;
+}

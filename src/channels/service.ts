@@ -1,0 +1,224 @@
+/**
+ * Channel administration (spec 4.7) as plain functions over the app context:
+ * create, test, update, check and export. Every config that would be saved is
+ * deep-probed first, so a saved channel has proven it can write, read back and
+ * delete; nothing is saved when the probe fails.
+ */
+import { randomBytes } from "node:crypto";
+import type { AppContext } from "../context";
+import { parseBody } from "../http/body";
+import { badRequest, conflict, notFound } from "../http/errors";
+import { audit, type AuditActor } from "../ops/audit";
+import { evaluateChannelAlerts } from "../ops/alerts";
+import { startBackfill } from "./backfill";
+import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-layer";
+import type { Driver } from "./driver";
+import { createDriver, driverOptionSpecs } from "./factory";
+import { requeueFailedReplicas } from "./health";
+import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubSecrets, secretValues } from "./masking";
+import { renderRcloneConfig } from "./rclone-export";
+import type { ChannelRow } from "./repo";
+import { createBody, resolveSource, sameValues, testBody, updateBody, type ResolvedSource } from "./source";
+import { channelDescription } from "./views";
+
+interface ProbeOptions {
+  encrypted: boolean;
+  autoCreateBucket: boolean;
+  /** The channel's own crypt passwords when it exists; otherwise throwaway ones still prove the crypt round trip. */
+  crypt?: CryptPasswords;
+}
+
+/**
+ * Builds a throwaway driver for the config and deep-probes it (creating the
+ * bucket first when asked). Returns null on success, else a Chinese reason
+ * with every credential value cut out.
+ */
+export async function probeSource(source: ResolvedSource, opts: ProbeOptions): Promise<string | null> {
+  const secrets = secretValues(source.driver, source.config, source.template, source.inputs);
+  let driver: Driver | undefined;
+  try {
+    driver = createDriver(source.driver, source.config);
+    if (opts.autoCreateBucket) {
+      const creator = driver as Driver & { createBucket?: () => Promise<void> };
+      if (typeof creator.createBucket !== "function") throw new Error("该存储驱动不支持自动创建存储桶");
+      await creator.createBucket();
+    }
+    const crypt = opts.crypt ?? { password: randomBytes(24).toString("base64url"), password2: randomBytes(24).toString("base64url") };
+    await (opts.encrypted ? wrapEncrypted(driver, crypt) : driver).probe(true);
+    return null;
+  } catch (err) {
+    return scrubSecrets((err as Error).message || "探测失败", secrets);
+  } finally {
+    await driver?.close?.().catch(() => {});
+  }
+}
+
+function checkAutoCreate(source: ResolvedSource, autoCreate: boolean | undefined) {
+  if (autoCreate && source.driver !== "s3") throw badRequest("只有 S3 渠道支持 auto_create_bucket");
+}
+
+function nameTaken(app: AppContext, name: string, exceptId = 0): boolean {
+  return !!app.db.query("SELECT 1 FROM channels WHERE name = ? AND id != ?").get(name, exceptId);
+}
+
+const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test((err as Error)?.message ?? "");
+
+function sourceAudit(source: ResolvedSource) {
+  return {
+    template: source.template,
+    driver: source.driver,
+    config: auditMarkers(source.config, (k) => isSensitiveConfigKey(source.driver, k)),
+    ...(source.inputs ? { inputs: auditMarkers(source.inputs, (k) => isSensitiveTemplateInput(source.template, k)) } : {}),
+  };
+}
+
+function existing(app: AppContext, id: number | undefined): ChannelRow {
+  const row = id === undefined ? undefined : app.channels.repo.byId(id);
+  if (!row) throw notFound("存储渠道不存在");
+  return row;
+}
+
+export function describeChannel(app: AppContext, id: number) {
+  return channelDescription(app, existing(app, id));
+}
+
+export async function createChannel(app: AppContext, actor: AuditActor, body: unknown) {
+  const input = parseBody(createBody, body);
+  const encrypted = input.encrypted ?? app.settings.get().encrypt_new_channels;
+  const allowDirectLink = input.allow_direct_link ?? false;
+  if (encrypted && allowDirectLink) throw badRequest("加密渠道不能开启直链 (allow_direct_link)");
+  const source = resolveSource(input);
+  checkAutoCreate(source, input.auto_create_bucket);
+  if (nameTaken(app, input.name)) throw conflict("已存在同名存储渠道");
+
+  const failure = await probeSource(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false });
+  if (failure !== null) throw badRequest(`存储渠道探测失败：${failure}`);
+
+  let id: number;
+  try {
+    id = app.channels.repo.insert({
+      name: input.name,
+      driver: source.driver,
+      template: source.template,
+      secrets: { config: source.config, ...(source.inputs ? { inputs: source.inputs } : {}) },
+      priority: input.priority ?? 0,
+      encrypted,
+      allowDirectLink,
+      healthy: true,
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict("已存在同名存储渠道");
+    throw err;
+  }
+  app.channels.reload();
+  startBackfill(app, id);
+  audit(app.db, actor, "channel.create", id, {
+    name: input.name,
+    priority: input.priority ?? 0,
+    encrypted,
+    allow_direct_link: allowDirectLink,
+    ...sourceAudit(source),
+  });
+  app.log.info("已创建存储渠道", { channel: input.name, id, driver: source.driver });
+  return describeChannel(app, id);
+}
+
+/**
+ * Probe without saving. With `channel_id` the stored credentials stand in for
+ * sentinels. (OAuth backends will refresh an expired token here and return it
+ * as `token` when it was newly submitted; no OAuth driver exists yet.)
+ */
+export async function testChannel(app: AppContext, body: unknown): Promise<{ ok: boolean; error?: string }> {
+  const input = parseBody(testBody, body);
+  const row = input.channel_id ? existing(app, input.channel_id) : undefined;
+  const source = resolveSource(input, row && { row, secrets: app.channels.repo.secrets(row) });
+  checkAutoCreate(source, input.auto_create_bucket);
+  const encrypted = row ? !!row.encrypted : (input.encrypted ?? app.settings.get().encrypt_new_channels);
+  const failure = await probeSource(source, {
+    encrypted,
+    autoCreateBucket: input.auto_create_bucket ?? false,
+    crypt: row?.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
+  });
+  return failure === null ? { ok: true } : { ok: false, error: `存储渠道探测失败：${failure}` };
+}
+
+/** PUT: full replacement; a changed config is deep-probed before it is saved. */
+export async function updateChannel(app: AppContext, actor: AuditActor, id: number | undefined, body: unknown) {
+  const row = existing(app, id);
+  const input = parseBody(updateBody, body);
+  if (row.deleting) throw conflict("存储渠道正在删除，不能修改");
+  if (input.encrypted !== undefined && input.encrypted !== !!row.encrypted) throw conflict("渠道的加密设置在创建后不能修改");
+  if (input.allow_direct_link && row.encrypted) throw badRequest("加密渠道不能开启直链 (allow_direct_link)");
+  if (nameTaken(app, input.name, row.id)) throw conflict("已存在同名存储渠道");
+
+  const stored = app.channels.repo.secrets(row);
+  const source = resolveSource(input, { row, secrets: stored });
+  checkAutoCreate(source, input.auto_create_bucket);
+  const configChanged = source.driver !== row.driver || !sameValues(source.config, stored.config);
+  const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);
+  if (configChanged || input.auto_create_bucket) {
+    const failure = await probeSource(source, {
+      encrypted: !!row.encrypted,
+      autoCreateBucket: input.auto_create_bucket ?? false,
+      crypt: row.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
+    });
+    if (failure !== null) throw badRequest(`存储渠道探测失败：${failure}`);
+  }
+
+  try {
+    app.db.transaction(() => {
+      app.channels.repo.update(row.id, {
+        name: input.name,
+        priority: input.priority,
+        allowDirectLink: input.allow_direct_link,
+        driver: source.driver,
+        template: source.template,
+        secrets: secretsChanged ? { config: source.config, ...(source.inputs ? { inputs: source.inputs } : {}) } : undefined,
+      });
+      if (configChanged) app.channels.repo.recordProbe(row.id, null);
+    })();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict("已存在同名存储渠道");
+    throw err;
+  }
+  app.channels.reload();
+  if (configChanged) requeueFailedReplicas(app, row.id);
+  audit(app.db, actor, "channel.update", row.id, {
+    name: input.name,
+    priority: input.priority,
+    allow_direct_link: input.allow_direct_link,
+    config_changed: configChanged,
+    ...sourceAudit(source),
+  });
+  return describeChannel(app, row.id);
+}
+
+/** POST .../check: deep probe now (a failed load is retried first); on success failed replicas are retried. */
+export async function checkChannel(app: AppContext, id: number | undefined) {
+  const row = existing(app, id);
+  if (!app.channels.get(row.id)) app.channels.reload();
+  const wasHealthy = app.channels.get(row.id)?.healthy ?? false;
+  const after = await app.channels.probe(row.id, true);
+  if (after && after.healthy !== wasHealthy) {
+    if (after.healthy) app.log.info("存储渠道恢复健康", { channel: after.row.name });
+    else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
+  }
+  if (after?.healthy && !after.row.deleting) requeueFailedReplicas(app, row.id);
+  evaluateChannelAlerts(app);
+  return describeChannel(app, row.id);
+}
+
+/** The rclone config file of one channel (credentials in clear, passwords obscured as rclone stores them). */
+export function exportChannel(app: AppContext, actor: AuditActor, id: number | undefined): { fileName: string; text: string } {
+  const row = existing(app, id);
+  const config = app.channels.repo.secrets(row).config;
+  let text: string;
+  try {
+    text = renderRcloneConfig(row, config, driverOptionSpecs(row.driver), app.key);
+  } catch (err) {
+    // The renderer's messages name keys, never values.
+    throw badRequest((err as Error).message);
+  }
+  audit(app.db, actor, "channel.export", row.id, { name: row.name });
+  return { fileName: `kura-${row.id}.conf`, text };
+}
