@@ -16,6 +16,12 @@ import type { AppContext, DataPaths } from "./context";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
 import { registerImageJobs } from "./images/jobs";
+import { registerChannelJobs } from "./channels/drain";
+import { registerChannelMetrics } from "./channels/metrics";
+import { evaluateChannelAlerts } from "./ops/alerts";
+import { AccessBuffer } from "./delivery/access-log";
+import { RefererRules } from "./delivery/referer-rules";
+import { VariantService } from "./delivery/variants";
 import { ImageRepo } from "./images/repo";
 import { resolveUploadIntents } from "./images/store";
 import { JobQueue } from "./jobs/queue";
@@ -33,6 +39,20 @@ function prepareDataPaths(dataDir: string): DataPaths {
   rmSync(paths.tmp, { recursive: true, force: true });
   for (const dir of Object.values(paths)) mkdirSync(dir, { recursive: true });
   return paths;
+}
+
+type SecondsSetting = "health_check_seconds" | "activity_flush_seconds";
+
+/** One background loop per interval setting; changing the setting reschedules its loop at once. */
+function startLoops(app: AppContext, rounds: Record<SecondsSetting, () => Promise<void>>) {
+  const loops = (Object.keys(rounds) as SecondsSetting[]).map((key) => ({
+    key,
+    loop: startLoop(key, app, () => app.settings.get()[key] * 1000, rounds[key]),
+  }));
+  app.settings.onChange((changed) => {
+    for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();
+  });
+  return loops.map((l) => l.loop);
 }
 
 /** Temp files of writes a crash interrupted, on local-disk channels (nobody else can be writing yet). */
@@ -71,11 +91,17 @@ export async function serve(boot: Bootstrap): Promise<number> {
     images: new ImageRepo(db),
     channels: new ChannelRegistry(db, key, log, metrics),
     jobs: new JobQueue(db, { log: (level, msg, fields) => log[level](msg, fields) }),
+    referers: new RefererRules(db),
+    access: undefined as unknown as AccessBuffer,
+    variants: undefined as unknown as VariantService,
     loginLimiter: new TokenBucketLimiter(LOGIN_BURST, LOGIN_REFILL_SECONDS),
     metrics,
     log,
     shutdown: (reason) => void (stopping ??= shutdown(reason)),
   };
+  // These two read settings and paths from the finished context.
+  app.access = new AccessBuffer(db, () => app.settings.get().ttl_renew_on_access);
+  app.variants = new VariantService(app);
   app.sessions.pruneExpired();
   app.channels.wrap = cryptWrapper(key);
   await seedDefaultChannel(app);
@@ -83,6 +109,8 @@ export async function serve(boot: Bootstrap): Promise<number> {
   await cleanLocalChannels(app);
   await resolveUploadIntents(app);
   registerImageJobs(app);
+  registerChannelJobs(app);
+  registerChannelMetrics(app);
   scrapeGauge(metrics.registry, "kura_queue_jobs_waiting", "等待执行的任务数", () => app.jobs.counts().waiting);
   scrapeGauge(metrics.registry, "kura_queue_jobs_running", "正在执行的任务数", () => app.jobs.counts().running);
 
@@ -104,7 +132,10 @@ export async function serve(boot: Bootstrap): Promise<number> {
     return 1;
   }
   app.jobs.start();
-  const loops = [startLoop("health", app, () => app.settings.get().health_check_seconds * 1000, () => healthRound(app))];
+  const loops = startLoops(app, {
+    health_check_seconds: () => healthRound(app).then(() => evaluateChannelAlerts(app)),
+    activity_flush_seconds: async () => app.access.flush(),
+  });
 
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
   log.info(cdnPurgeEnabled(app.settings.get()) ? "CDN 缓存刷新已启用" : "CDN 缓存刷新未启用（需要 zone id、API token 和 base_url）");
@@ -120,6 +151,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     await server.stop(false);
     await Promise.all(loops.map((l) => l.stop()));
     await app.jobs.stop({ deadlineMs: 30_000 });
+    app.access.flush();
     db.close();
     log.info("已关闭");
     process.exit(0);

@@ -1,19 +1,31 @@
 import type { AppContext } from "../context";
 
-/** A loop that runs `round` now and then every `intervalMs()` (re-read each round, so settings apply hot). */
+/**
+ * A loop that runs `round` now and then every `intervalMs()`. The interval is re-read each
+ * round, and `reschedule()` (called when its setting changes) restarts the wait at once,
+ * so a shorter interval applies without waiting out the old one.
+ */
 export function startLoop(name: string, app: AppContext, intervalMs: () => number, round: () => Promise<void>) {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
+  let busy = false;
   let running: Promise<void> = Promise.resolve();
+  const schedule = () => {
+    if (timer) clearTimeout(timer);
+    if (!stopped && !busy) timer = setTimeout(tick, intervalMs());
+  };
   const tick = () => {
+    busy = true;
     running = round()
       .catch((err) => app.log.error("后台任务执行失败", { loop: name, err: (err as Error).message }))
       .finally(() => {
-        if (!stopped) timer = setTimeout(tick, intervalMs());
+        busy = false;
+        schedule();
       });
   };
   tick();
   return {
+    reschedule: schedule,
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Server } from "bun";
 import type { AppContext } from "../context";
+import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
@@ -12,6 +13,9 @@ import { tokenRoutes } from "./routes/tokens";
 import { userRoutes } from "./routes/users";
 import { uploadRoutes } from "./routes/uploads";
 import { imageRoutes } from "./routes/images";
+import { channelRoutes } from "./routes/channels";
+import { publicRoutes } from "./routes/public";
+import { refererRoutes } from "./routes/referers";
 
 /** Paths left out of HTTP metrics (spec 4.12). */
 const UNMETERED = new Set(["/healthz", "/metrics"]);
@@ -33,7 +37,10 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(configRoutes(app))
     .use(tokenRoutes(app))
     .use(uploadRoutes(app))
-    .use(imageRoutes(app));
+    .use(imageRoutes(app))
+    .use(channelRoutes(app))
+    .use(publicRoutes(app))
+    .use(refererRoutes(app));
   for (const plugin of extra) router = router.use(plugin);
   return router;
 }
@@ -67,6 +74,11 @@ export function createFetchHandler(app: AppContext, router: Router) {
       response = jsonError(500, "服务器内部错误");
     }
     response.headers.set("x-content-type-options", "nosniff");
+    const headLength = response.headers.get(HEAD_LENGTH_HEADER);
+    if (headLength !== null) {
+      response.headers.delete(HEAD_LENGTH_HEADER);
+      if (request.method === "HEAD") response.headers.set("content-length", headLength);
+    }
     const path = new URL(request.url).pathname;
     if (!UNMETERED.has(path)) {
       const route = requestInfo(request).route ?? routes.match(request.method, path) ?? "unmatched";

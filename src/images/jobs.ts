@@ -48,6 +48,7 @@ async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
     return { blob, channels: replicas.map((r) => r.channel_id) };
   })();
   if (!claimed) return;
+  await app.variants.dropBlob(claimed.blob.sha256);
   const failures: string[] = [];
   for (const channelId of claimed.channels) {
     const channel = app.channels.get(channelId);

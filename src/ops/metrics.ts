@@ -36,7 +36,13 @@ export function createMetrics() {
     labelNames: ["result"] as const,
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration, uploadDuration, channelPuts, variantLookups };
+  const variantRenders = new client.Counter({
+    name: "kura_variant_renders_total",
+    help: "实际执行的变体生成（编码）次数",
+    labelNames: ["format", "result"] as const,
+    registers: [registry],
+  });
+  return { registry, httpRequests, httpDuration, uploadDuration, channelPuts, variantLookups, variantRenders };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,48 @@
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context";
+import { serveImage } from "../../delivery/serve-image";
+import { authenticate } from "../guard";
+
+/** `/o/<user_id>/<object_key…>` → the two parts, percent-decoded per segment. */
+function splitAlias(rest: string): { userId: string; key: string } | undefined {
+  const slash = rest.indexOf("/");
+  if (slash <= 0 || slash === rest.length - 1) return undefined;
+  try {
+    return { userId: decodeURIComponent(rest.slice(0, slash)), key: rest.slice(slash + 1).split("/").map(decodeURIComponent).join("/") };
+  } catch {
+    return undefined;
+  }
+}
+
+export function publicRoutes(app: AppContext) {
+  const byId = (request: Request, id: string) =>
+    serveImage(app, { area: "i", request, isPublic: true, lookup: () => app.images.view(id) });
+  const byAlias = (request: Request, rest: string) =>
+    serveImage(app, {
+      area: "o",
+      request,
+      isPublic: true,
+      lookup: () => {
+        const alias = splitAlias(rest);
+        return alias ? app.images.byObjectKey(alias.userId, alias.key) : undefined;
+      },
+    });
+
+  // Elysia routes HEAD to these GET handlers; serveImage answers HEAD without a body.
+  return new Elysia()
+    .get("/i/:id", ({ request, params }) => byId(request, params.id))
+    .get("/o/*", ({ request, params }) => byAlias(request, params["*"]))
+    .get("/api/admin/images/:id/thumb", ({ request, params }) => {
+      // Authentication errors stay JSON; image errors from here on are plain text.
+      const p = authenticate(app, request);
+      return serveImage(app, {
+        area: "thumb",
+        request,
+        isPublic: false,
+        lookup: () => {
+          const v = app.images.view(params.id);
+          return v && (p.user.role === "admin" || v.user_id === p.user.id) ? v : undefined;
+        },
+      });
+    });
+}

@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import sharp from "sharp";
+import { adminSession, expectError, Session } from "../helpers/client";
+import { listFiles } from "../helpers/files";
+import { form, makeAnimated, makeJpeg, makePng } from "../helpers/images";
+import { metricValue } from "../helpers/metrics";
+import { KuraServer } from "../helpers/server";
+
+const IMMUTABLE = "public, max-age=31536000, immutable";
+
+describe("public delivery", () => {
+  let server: KuraServer;
+  let admin: Session;
+  let jpeg: { id: string; sha: string; size: number };
+  let gif: { id: string; sha: string };
+  const get = (path: string, headers: Record<string, string> = {}, method = "GET") => fetch(server.url(path), { method, headers, redirect: "manual" });
+
+  beforeAll(async () => {
+    server = await KuraServer.start();
+    admin = await adminSession(server);
+    await admin.json("PUT", "/api/admin/config", { process_widths: [16, 320, 1920], process_formats: ["webp", "jpeg", "png", "avif", "gif"] });
+    const bytes = await makeJpeg(800, 600, 21);
+    const token = (await admin.json("POST", "/api/admin/tokens", { name: "delivery" }, 201)).token;
+    const upload = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, "photo.jpg", { object_key: "x" }) });
+    const up = await upload.json();
+    const d = await admin.json("GET", `/api/admin/images/${up.id}`);
+    jpeg = { id: up.id, sha: d.sha256, size: d.size };
+    const g = await admin.json("POST", "/api/admin/upload", form(await makeAnimated("gif", 32, 32, 3), "anim.gif"));
+    gif = { id: g.id, sha: (await admin.json("GET", `/api/admin/images/${g.id}`)).sha256 };
+  });
+  afterAll(async () => {
+    if (process.env.KURA_TEST_VERBOSE) console.log(server.logs);
+    await server.dispose();
+  });
+
+  test("original under /i/: immutable, strong ETag, Last-Modified, nosniff, Vary when negotiable", async () => {
+    const res = await get(`/i/${jpeg.id}`, { accept: "image/png,image/*" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/jpeg");
+    expect(res.headers.get("cache-control")).toBe(IMMUTABLE);
+    expect(res.headers.get("etag")).toBe(`"${jpeg.sha}"`);
+    expect(res.headers.get("vary")).toBe("Accept");
+    expect(Date.parse(res.headers.get("last-modified")!)).toBeGreaterThan(Date.now() - 600_000);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect((await res.arrayBuffer()).byteLength).toBe(jpeg.size);
+    // A GIF is never negotiated: no Vary.
+    const g = await get(`/i/${gif.id}`, { accept: "image/webp" });
+    expect(g.headers.get("content-type")).toBe("image/gif");
+    expect(g.headers.get("etag")).toBe(`"${gif.sha}"`);
+    expect(g.headers.get("vary")).toBeNull();
+  });
+
+  test("WebP negotiation for JPEG/PNG with Accept: image/webp, and its 304 keeps Vary", async () => {
+    const res = await get(`/i/${jpeg.id}`, { accept: "image/avif,image/webp,*/*" });
+    expect(res.headers.get("content-type")).toBe("image/webp");
+    expect(res.headers.get("etag")).toBe(`"${jpeg.sha}-0-webp"`);
+    expect(res.headers.get("vary")).toBe("Accept");
+    expect(res.headers.get("cache-control")).toBe(IMMUTABLE);
+    const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+    expect([meta.format, meta.width]).toEqual(["webp", 800]);
+    const cached = await get(`/i/${jpeg.id}`, { accept: "image/webp", "if-none-match": `"${jpeg.sha}-0-webp"` });
+    expect(cached.status).toBe(304);
+    expect(cached.headers.get("vary")).toBe("Accept");
+    expect(cached.headers.get("etag")).toBe(`"${jpeg.sha}-0-webp"`);
+    expect(cached.headers.get("cache-control")).toBe(IMMUTABLE);
+    expect(await cached.text()).toBe("");
+    // webp not allowed → original.
+    await admin.json("PUT", "/api/admin/config", { process_formats: ["jpeg", "png", "avif", "gif"] });
+    const plain = await get(`/i/${jpeg.id}`, { accept: "image/webp" });
+    expect(plain.headers.get("content-type")).toBe("image/jpeg");
+    expect(plain.headers.get("vary")).toBeNull();
+    await admin.json("PUT", "/api/admin/config", { process_formats: ["webp", "jpeg", "png", "avif", "gif"] });
+  });
+
+  test("variants: resize, explicit format, no upscaling, ETag with width and format", async () => {
+    const small = await get(`/i/${jpeg.id}?w=320`);
+    expect(small.headers.get("etag")).toBe(`"${jpeg.sha}-320-jpeg"`);
+    expect(small.headers.get("vary")).toBe("Accept");
+    expect((await sharp(Buffer.from(await small.arrayBuffer())).metadata()).width).toBe(320);
+    const avif = await get(`/i/${jpeg.id}?w=320&format=avif&unknown=1`, { accept: "image/webp" });
+    expect(avif.headers.get("content-type")).toBe("image/avif");
+    expect(avif.headers.get("etag")).toBe(`"${jpeg.sha}-320-avif"`);
+    expect(avif.headers.get("vary")).toBeNull();
+    const big = await get(`/i/${jpeg.id}?w=1920&format=png`);
+    const meta = await sharp(Buffer.from(await big.arrayBuffer())).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(["png", 800, 600]);
+    const again = await get(`/i/${jpeg.id}?w=320`, { "if-none-match": `W/"${jpeg.sha}-320-jpeg"` });
+    expect(again.status).toBe(304);
+  });
+
+  test("an animated GIF keeps its frames when resized", async () => {
+    const res = await get(`/i/${gif.id}?w=16`);
+    const meta = await sharp(Buffer.from(await res.arrayBuffer()), { animated: true }).metadata();
+    expect([meta.format, meta.width, meta.pages]).toEqual(["gif", 16, 3]);
+  });
+
+  test("invalid w or format is 400 JSON; other errors are plain text without cache headers", async () => {
+    for (const q of ["w=321", "w=abc", "format=bmp", "w=-1"]) {
+      const res = await get(`/i/${jpeg.id}?${q}`);
+      expect(res.headers.get("cache-control")).toBeNull();
+      await expectError(res, 400);
+    }
+    const missing = await get("/i/doesnotexist");
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("content-type")).toContain("text/plain");
+    expect(missing.headers.get("cache-control")).toBeNull();
+    expect(missing.headers.get("etag")).toBeNull();
+    expect(await missing.text()).toMatch(/[\u4e00-\u9fff]/);
+  });
+
+  test("/o/ aliases resolve to the image with public, no-cache", async () => {
+    const res = await get(`/o/default/x`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("public, no-cache");
+    expect(res.headers.get("etag")).toBe(`"${jpeg.sha}"`);
+    const variant = await get(`/o/default/x?w=320`, { accept: "image/webp" });
+    expect(variant.headers.get("cache-control")).toBe("public, no-cache");
+    expect(variant.headers.get("etag")).toBe(`"${jpeg.sha}-320-webp"`);
+    const cached = await get(`/o/default/x`, { "if-none-match": `"${jpeg.sha}"` });
+    expect([cached.status, cached.headers.get("cache-control")]).toEqual([304, "public, no-cache"]);
+    expect((await get(`/o/default/nope`)).status).toBe(404);
+    expect((await get(`/o/someone/x`)).status).toBe(404);
+  });
+
+  test("byte ranges on originals", async () => {
+    const res = await get(`/i/${jpeg.id}`, { range: "bytes=2-5" });
+    expect(res.status).toBe(206);
+    expect(res.headers.get("content-range")).toBe(`bytes 2-5/${jpeg.size}`);
+    expect((await res.arrayBuffer()).byteLength).toBe(4);
+    expect((await get(`/i/${jpeg.id}`, { range: `bytes=${jpeg.size}-` })).status).toBe(416);
+  });
+
+  test("100 concurrent requests for a new variant produce exactly one encode", async () => {
+    const sample = 'kura_variant_renders_total{format="webp",result="ok"}';
+    const before = await metricValue(server.base, sample);
+    const responses = await Promise.all(Array.from({ length: 100 }, () => get(`/i/${jpeg.id}?w=16&format=webp`)));
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    const bodies = await Promise.all(responses.map((r) => r.arrayBuffer()));
+    expect(new Set(bodies.map((b) => b.byteLength)).size).toBe(1);
+    expect(await metricValue(server.base, sample)).toBe(before + 1);
+    // A later request is a cache hit and renders nothing.
+    const hits = await metricValue(server.base, 'kura_variant_lookups_total{result="hit"}');
+    await get(`/i/${jpeg.id}?w=16&format=webp`);
+    expect(await metricValue(server.base, 'kura_variant_lookups_total{result="hit"}')).toBe(hits + 1);
+    expect(await metricValue(server.base, sample)).toBe(before + 1);
+  });
+
+  test("access counts: GET counts (not 400), HEAD and the thumb endpoint do not", async () => {
+    await admin.json("PUT", "/api/admin/config", { activity_flush_seconds: 1 });
+    const up = await admin.json("POST", "/api/admin/upload", form(await makePng(40, 40, 9), "count.png"));
+    await get(`/i/${up.id}`);
+    await get(`/i/${up.id}?w=16`);
+    await get(`/i/${up.id}?w=17`); // 400: not counted
+    await get(`/i/${up.id}`, {}, "HEAD");
+    await admin.request("GET", `/api/admin/images/${up.id}/thumb?w=16`);
+    const deadline = Date.now() + 5000;
+    let d = await admin.json("GET", `/api/admin/images/${up.id}`);
+    while (d.access_count < 2 && Date.now() < deadline) {
+      await Bun.sleep(200);
+      d = await admin.json("GET", `/api/admin/images/${up.id}`);
+    }
+    await Bun.sleep(1200);
+    d = await admin.json("GET", `/api/admin/images/${up.id}`);
+    expect(d.access_count).toBe(2);
+    expect(d.last_access_at).toMatch(/^\d{4}-/);
+  });
+
+  test("thumb endpoint: session required (JSON), own images only, private caching", async () => {
+    await expectError(await fetch(server.url(`/api/admin/images/${jpeg.id}/thumb`)), 401);
+    const res = await admin.request("GET", `/api/admin/images/${jpeg.id}/thumb?w=320`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("private, max-age=31536000, immutable");
+    await admin.json("POST", "/api/admin/users", { name: "thumbuser", password: "password-1" }, 201);
+    const other = new Session(server);
+    await other.login("thumbuser", "password-1");
+    const hidden = await other.request("GET", `/api/admin/images/${jpeg.id}/thumb`);
+    expect(hidden.status).toBe(404);
+    expect(hidden.headers.get("content-type")).toContain("text/plain");
+  });
+
+  test("an image that has expired is 404 at once, before any sweep", async () => {
+    const up = await admin.json("POST", "/api/admin/upload", form(await makePng(10, 10, 44), "ttl.png", { ttl: "1" }));
+    expect((await get(`/i/${up.id}`)).status).toBe(200);
+    await Bun.sleep(2100);
+    const gone = await get(`/i/${up.id}`);
+    expect(gone.status).toBe(404);
+    expect(gone.headers.get("cache-control")).toBeNull();
+  });
+
+  test("processing failure serves the original with no-store and no ETag", async () => {
+    // Valid headers, truncated pixel data: accepted at upload, fails to decode fully.
+    const whole = await makeJpeg(300, 200, 71);
+    const truncated = whole.subarray(0, Math.floor(whole.length * 0.6));
+    const up = await admin.json("POST", "/api/admin/upload", form(truncated, "broken.jpg", { exif_policy: "passthrough" }));
+    const res = await get(`/i/${up.id}?w=16`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/jpeg");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("etag")).toBeNull();
+    expect(res.headers.get("vary")).toBeNull();
+    expect((await res.arrayBuffer()).byteLength).toBe(truncated.length);
+  });
+
+  test("HEAD of an original never opens the channel object; GET without any readable copy is 503", async () => {
+    const up = await admin.json("POST", "/api/admin/upload", form(await makePng(33, 33, 88), "gone.png"));
+    const d = await admin.json("GET", `/api/admin/images/${up.id}`);
+    const file = listFiles(join(server.dataDir, "storage")).find((f) => f.includes(d.sha256))!;
+    rmSync(join(server.dataDir, "storage", file));
+    const head = await get(`/i/${up.id}`, {}, "HEAD");
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-length")).toBe(String(d.size));
+    expect(head.headers.get("etag")).toBe(`"${d.sha256}"`);
+    expect(await head.text()).toBe("");
+    const res = await get(`/i/${up.id}`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+  });
+});
