@@ -5,7 +5,7 @@ import type { AppContext } from "../context";
  * round, and `reschedule()` (called when its setting changes) restarts the wait at once,
  * so a shorter interval applies without waiting out the old one.
  */
-export function startLoop(name: string, app: AppContext, intervalMs: () => number, round: () => Promise<void>) {
+export function startLoop(name: string, app: AppContext, intervalMs: () => number, round: () => Promise<void>, opts: { runAtStart?: boolean } = {}) {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
   let busy = false;
@@ -23,7 +23,8 @@ export function startLoop(name: string, app: AppContext, intervalMs: () => numbe
         schedule();
       });
   };
-  tick();
+  if (opts.runAtStart === false) schedule();
+  else tick();
   return {
     reschedule: schedule,
     async stop() {

@@ -1,0 +1,90 @@
+import type { Database } from "bun:sqlite";
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { TokenBucketLimiter } from "./auth/rate-limit";
+import { SessionStore } from "./auth/sessions";
+import { cryptWrapper } from "./channels/crypt-layer";
+import { registerChannelJobs } from "./channels/drain";
+import { cleanTempFiles } from "./channels/drivers/local";
+import { registerChannelMetrics } from "./channels/metrics";
+import { ChannelRegistry } from "./channels/registry";
+import { seedDefaultChannel } from "./channels/seed";
+import type { Bootstrap } from "./config/bootstrap";
+import type { MasterKey } from "./config/master-key";
+import { SettingsStore } from "./config/settings";
+import { LOGIN_BURST, LOGIN_REFILL_SECONDS } from "./config/settings-schema";
+import type { AppContext, DataPaths } from "./context";
+import { AccessBuffer } from "./delivery/access-log";
+import { RefererRules } from "./delivery/referer-rules";
+import { VariantService } from "./delivery/variants";
+import { registerImageJobs } from "./images/jobs";
+import { ImageRepo } from "./images/repo";
+import { resolveUploadIntents } from "./images/store";
+import { JobQueue } from "./jobs/queue";
+import type { Logger } from "./ops/log";
+import { createMetrics, scrapeGauge } from "./ops/metrics";
+import { UserRepo } from "./users/repo";
+
+function prepareDataPaths(dataDir: string): DataPaths {
+  const paths = { tmp: join(dataDir, "tmp"), variants: join(dataDir, "variants"), storage: join(dataDir, "storage") };
+  // Staged uploads of a previous run are garbage by definition.
+  rmSync(paths.tmp, { recursive: true, force: true });
+  for (const dir of Object.values(paths)) mkdirSync(dir, { recursive: true });
+  return paths;
+}
+
+/** Temp files of writes a crash interrupted, on local-disk channels (nobody else can be writing yet). */
+async function cleanLocalChannels(app: AppContext) {
+  for (const channel of app.channels.list()) {
+    if (channel.row.driver !== "local" || !channel.driver) continue;
+    const path = app.channels.repo.secrets(channel.row).config.path;
+    if (path) await cleanTempFiles(path).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
+  }
+}
+
+/**
+ * Builds the whole application context over an opened database: repositories, channels
+ * (seeded, loaded, crash leftovers undone), job kinds and metrics. Nothing listens yet.
+ */
+export async function createAppContext(
+  boot: Bootstrap,
+  db: Database,
+  key: MasterKey,
+  log: Logger,
+  shutdown: (reason: string) => void,
+): Promise<AppContext> {
+  const metrics = createMetrics();
+  const settings = new SettingsStore(db, key);
+  const app = {
+    bootstrap: boot,
+    paths: prepareDataPaths(boot.dataDir),
+    db,
+    key,
+    settings,
+    sessions: new SessionStore(db, key),
+    users: new UserRepo(db),
+    images: new ImageRepo(db),
+    channels: new ChannelRegistry(db, key, log, metrics),
+    jobs: new JobQueue(db, { log: (level, msg, fields) => log[level](msg, fields) }),
+    referers: new RefererRules(db),
+    access: new AccessBuffer(db, () => settings.get().ttl_renew_on_access),
+    loginLimiter: new TokenBucketLimiter(LOGIN_BURST, LOGIN_REFILL_SECONDS),
+    metrics,
+    log,
+    shutdown,
+  } as Omit<AppContext, "variants"> as AppContext;
+  // The variant service reads settings and paths from the finished context.
+  app.variants = new VariantService(app);
+  app.sessions.pruneExpired();
+  app.channels.wrap = cryptWrapper(key);
+  await seedDefaultChannel(app);
+  app.channels.reload();
+  await cleanLocalChannels(app);
+  await resolveUploadIntents(app);
+  registerImageJobs(app);
+  registerChannelJobs(app);
+  registerChannelMetrics(app);
+  scrapeGauge(metrics.registry, "kura_queue_jobs_waiting", "等待执行的任务数", () => app.jobs.counts().waiting);
+  scrapeGauge(metrics.registry, "kura_queue_jobs_running", "正在执行的任务数", () => app.jobs.counts().running);
+  return app;
+}

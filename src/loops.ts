@@ -1,0 +1,29 @@
+import { healthRound, startLoop } from "./channels/health";
+import { reconcileRound } from "./channels/reconcile";
+import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
+import type { AppContext } from "./context";
+import { evaluateChannelAlerts } from "./ops/alerts";
+
+type SecondsSetting = "health_check_seconds" | "activity_flush_seconds";
+
+/**
+ * The periodic work of a running server. Each loop re-reads its interval setting every
+ * round, and a change of that setting reschedules it at once.
+ */
+export function startBackgroundLoops(app: AppContext) {
+  const rounds: Record<SecondsSetting, () => Promise<void>> = {
+    // Alerts are evaluated right after each health round (spec 6.2: same interval).
+    health_check_seconds: () => healthRound(app).then(() => evaluateChannelAlerts(app)),
+    activity_flush_seconds: async () => app.access.flush(),
+  };
+  const loops = (Object.keys(rounds) as SecondsSetting[]).map((key) => ({
+    key,
+    loop: startLoop(key, app, () => app.settings.get()[key] * 1000, rounds[key]),
+  }));
+  app.settings.onChange((changed) => {
+    for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();
+  });
+  // Reconciliation lists whole channels: first run a day after start, not at boot.
+  const reconcile = startLoop("reconcile", app, () => RECONCILE_INTERVAL_SECONDS * 1000, () => reconcileRound(app), { runAtStart: false });
+  return [...loops.map((l) => l.loop), reconcile];
+}
