@@ -1,3 +1,4 @@
+import { REPLICATE_JOB } from "../images/store";
 import type { AppContext } from "../context";
 
 /**
@@ -55,6 +56,6 @@ export function requeueFailedReplicas(app: AppContext, channelId: number) {
     .query<{ blob_id: number }, [number]>("SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('failed', 'pending')")
     .all(channelId);
   for (const row of rows) {
-    app.jobs.enqueue("blob.replicate", { blob_id: row.blob_id, channel_id: channelId }, { uniqueKey: `${row.blob_id}:${channelId}` });
+    app.jobs.enqueue(REPLICATE_JOB, { blob_id: row.blob_id, channel_id: channelId }, { uniqueKey: `${row.blob_id}:${channelId}`, expedite: true });
   }
 }

@@ -124,7 +124,14 @@ export class JobQueue {
     const uniqueKey = opts.uniqueKey ?? null;
     if (uniqueKey !== null) {
       const existing = this.store.findUnfinished(kind, uniqueKey);
-      if (existing !== null) return existing;
+      if (existing !== null) {
+        // The cause of a back-off may be gone (a channel healthy again): run the waiting job now.
+        if (opts.expedite && runAt <= now) {
+          this.store.expedite(existing, now);
+          this.wake();
+        }
+        return existing;
+      }
     }
     let id: number;
     try {

@@ -64,6 +64,16 @@ export class JobStore {
     return row?.id ?? null;
   }
 
+  /** Makes a waiting (scheduled or backing-off) job due now. */
+  expedite(id: number, now: number): void {
+    this.db
+      .query(
+        `UPDATE jobs SET run_at = ?1, updated_at = ?1, state = CASE WHEN state = 'scheduled' THEN 'available' ELSE state END
+         WHERE id = ?2 AND state IN ('scheduled', 'retryable') AND run_at > ?1`,
+      )
+      .run(now, id);
+  }
+
   insert(job: NewJob): number {
     const result = this.db
       .query(

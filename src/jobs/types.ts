@@ -30,6 +30,8 @@ export interface EnqueueOptions {
   delayMs?: number;
   maxAttempts?: number;
   uniqueKey?: string;
+  /** With uniqueKey: an existing job that is scheduled or backing off becomes due now. */
+  expedite?: boolean;
 }
 
 export interface QueueOptions {

@@ -13,7 +13,7 @@ test("a 1 GiB streamed upload is refused with 413 without growing the server's m
   const server = await KuraServer.start();
   try {
     const admin = await adminSession(server);
-    const capMb = 32;
+    const capMb = 64;
     await admin.json("PUT", "/api/admin/config", { max_upload_mb: capMb });
     // Warm up the upload path once so lazily loaded code does not count as growth.
     await admin.request("POST", "/api/admin/upload", new FormData());

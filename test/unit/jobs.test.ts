@@ -473,3 +473,24 @@ test("finished jobs are pruned after their retention", async () => {
   expect(q.get(bad)).toBeNull();
   expect(q.get(pending)!.state).toBe("scheduled");
 });
+
+test("expedite makes a backing-off job with the same uniqueKey due at once", async () => {
+  const q = queue(opened[0]!, { backoff: { baseMs: 60_000, capMs: 3_600_000 } });
+  let calls = 0;
+  q.register("flaky", () => {
+    calls++;
+    if (calls === 1) throw new Error("first try fails");
+  });
+  const id = q.enqueue("flaky", {}, { uniqueKey: "k" });
+  await q.processDue();
+  expect(q.get(id)!.state).toBe("retryable");
+  expect(q.get(id)!.run_at).toBeGreaterThan(clock);
+  // Without expedite the same key is a no-op and nothing runs yet.
+  expect(q.enqueue("flaky", {}, { uniqueKey: "k" })).toBe(id);
+  await q.processDue();
+  expect(calls).toBe(1);
+  expect(q.enqueue("flaky", {}, { uniqueKey: "k", expedite: true })).toBe(id);
+  await q.processDue();
+  expect(calls).toBe(2);
+  expect(q.get(id)!.state).toBe("completed");
+});

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { adminSession, expectError, Session } from "../helpers/client";
+import { listFiles } from "../helpers/files";
+import { form, makeJpeg } from "../helpers/images";
+import { KuraServer } from "../helpers/server";
+import { queryDb, waitReplicaState } from "./channels.helpers";
+
+/** Removes an image's object from a local channel directory; returns the removed path. */
+function removeObject(dir: string, sha: string): string {
+  const file = listFiles(dir).find((f) => f.includes(sha));
+  if (!file) throw new Error(`no object for ${sha} under ${dir}`);
+  rmSync(join(dir, file));
+  return file;
+}
+
+describe("several channels: replication, failover reads and redirect mode", () => {
+  let server: KuraServer;
+  let admin: Session;
+  const dirs: Record<string, string> = {};
+  const ids: Record<string, number> = {};
+
+  const createLocal = async (name: string, priority: number, extra: Record<string, unknown> = {}, config: Record<string, string> = {}) => {
+    dirs[name] = mkdtempSync(join(tmpdir(), `kura-ch-${name}-`));
+    const ch = await admin.json("POST", "/api/admin/channels", { name, driver: "local", config: { path: dirs[name], ...config }, priority, ...extra }, 201);
+    ids[name] = ch.id;
+    return ch;
+  };
+
+  beforeAll(async () => {
+    server = await KuraServer.start();
+    admin = await adminSession(server);
+    dirs.local = join(server.dataDir, "storage");
+    ids.local = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
+    await createLocal("primary", 10);
+    await createLocal("spare", 5);
+  });
+  afterAll(async () => {
+    await server.dispose();
+    for (const [name, dir] of Object.entries(dirs)) if (name !== "local") rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("uploads go to the best channel synchronously and replicate to the rest; detail lists replicas by priority", async () => {
+    const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(40, 40, 1), "r.jpg"));
+    await waitReplicaState(admin, id, ids.spare!, "done");
+    await waitReplicaState(admin, id, ids.local!, "done");
+    const detail = await admin.json("GET", `/api/admin/images/${id}`);
+    expect(detail.replicas.map((r: { channel_name: string }) => r.channel_name)).toEqual(["primary", "spare", "local"]);
+    expect(detail.replicas.every((r: { state: string }) => r.state === "done")).toBe(true);
+  });
+
+  test("reads fail over to the next channel when the best one lost the object; 503 when none has it", async () => {
+    const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(41, 41, 2), "f.jpg"));
+    for (const name of ["spare", "local"]) await waitReplicaState(admin, id, ids[name]!, "done");
+    const sha = (await admin.json("GET", `/api/admin/images/${id}`)).sha256;
+    const expected = await (await fetch(server.url(`/i/${id}`))).arrayBuffer();
+    removeObject(dirs.primary!, sha);
+    const first = await fetch(server.url(`/i/${id}`));
+    expect(first.status).toBe(200);
+    expect(Buffer.from(await first.arrayBuffer()).equals(Buffer.from(expected))).toBe(true);
+    removeObject(dirs.spare!, sha);
+    expect((await fetch(server.url(`/i/${id}`))).status).toBe(200);
+    removeObject(dirs.local!, sha);
+    const none = await fetch(server.url(`/i/${id}`));
+    expect(none.status).toBe(503);
+    expect(await none.text()).toMatch(/[\u4e00-\u9fff]/);
+  });
+
+  test("a failing channel gets failed replicas, which are retried when it is healthy again", async () => {
+    await createLocal("flaky", 1);
+    const dir = dirs.flaky!;
+    // Break it after creation: its directory becomes a plain file.
+    renameSync(dir, `${dir}.away`);
+    writeFileSync(dir, "not a directory");
+    const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(42, 42, 3), "x.jpg"));
+    const failed = await waitReplicaState(admin, id, ids.flaky!, "failed");
+    expect(failed!.last_error).toMatch(/[\u4e00-\u9fff]/);
+    const checked = await admin.json("POST", `/api/admin/channels/${ids.flaky}/check`);
+    expect(checked.healthy).toBe(false);
+    expect(checked.last_error).not.toBe("");
+    const attempts = queryDb<{ attempts: number }>(server, "SELECT attempts FROM blob_channels WHERE channel_id = ? ", ids.flaky!);
+    expect(attempts.every((a) => a.attempts >= 1)).toBe(true);
+    // Repair and check: the failed replica is written without waiting out its back-off.
+    rmSync(dir);
+    renameSync(`${dir}.away`, dir);
+    const healthy = await admin.json("POST", `/api/admin/channels/${ids.flaky}/check`);
+    expect(healthy.healthy).toBe(true);
+    await waitReplicaState(admin, id, ids.flaky!, "done", 10_000);
+    const sha = (await admin.json("GET", `/api/admin/images/${id}`)).sha256;
+    expect(listFiles(dir).some((f) => f.includes(sha))).toBe(true);
+  });
+
+  test("an encrypted channel stores only ciphertext and still serves reads", async () => {
+    const vault = await createLocal("vault", 30, { encrypted: true });
+    expect(vault.encrypted).toBe(true);
+    const bytes = await makeJpeg(50, 50, 9);
+    const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "secret.jpg", { exif_policy: "passthrough" }));
+    const sha = (await admin.json("GET", `/api/admin/images/${id}`)).sha256;
+    const stored = listFiles(dirs.vault!);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.some((f) => f.includes(sha) || f.startsWith("img/"))).toBe(false);
+    for (const f of stored) expect(Buffer.from(await Bun.file(join(dirs.vault!, f)).bytes()).subarray(0, 8).toString("latin1")).toBe("RCLONE\0\0");
+    // Only the vault keeps a copy: every other channel loses it.
+    for (const name of ["primary", "spare", "local"]) {
+      await waitReplicaState(admin, id, ids[name]!, "done");
+      removeObject(dirs[name]!, sha);
+    }
+    const res = await fetch(server.url(`/i/${id}`));
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  test("redirect mode: originals 302 to a direct-link channel, variants are served by us", async () => {
+    await expectError(await admin.request("POST", "/api/admin/channels", {
+      name: "enc-direct", driver: "local", config: { path: mkdtempSync(join(tmpdir(), "kura-enc-")) }, encrypted: true, allow_direct_link: true,
+    }), 400);
+    await createLocal("cdn", 20, { allow_direct_link: true }, { public_base_url: "https://cdn.example.com/kura/" });
+    const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(60, 60, 4), "d.jpg"));
+    await waitReplicaState(admin, id, ids.cdn!, "done");
+    const detail = await admin.json("GET", `/api/admin/images/${id}`);
+    const key = listFiles(dirs.cdn!).find((f) => f.startsWith(`img/`) && f.includes(detail.sha256))!;
+    // Proxy mode (default) serves bytes.
+    expect((await fetch(server.url(`/i/${id}`), { redirect: "manual" })).status).toBe(200);
+    await admin.json("PUT", "/api/admin/config", { access_mode: "redirect" });
+    const res = await fetch(server.url(`/i/${id}`), { redirect: "manual" });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe(`https://cdn.example.com/kura/${key}`);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("etag")).toBeNull();
+    const variant = await fetch(server.url(`/i/${id}?w=320`), { redirect: "manual", headers: { accept: "image/webp" } });
+    expect(variant.status).toBe(200);
+    expect(variant.headers.get("content-type")).toBe("image/webp");
+    // The admin thumb endpoint is never redirected.
+    expect((await admin.request("GET", `/api/admin/images/${id}/thumb`)).status).toBe(200);
+    await admin.json("PUT", "/api/admin/config", { access_mode: "proxy" });
+  });
+});
