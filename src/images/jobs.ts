@@ -2,7 +2,8 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { PermanentJobError } from "../jobs/queue";
 import { openBlob } from "./read";
-import { REPLICATE_JOB } from "./store";
+import { perceptualHash, phashToHex } from "./phash";
+import { PHASH_JOB, REPLICATE_JOB } from "./store";
 
 export const BLOB_DELETE_JOB = "blob.delete";
 
@@ -62,9 +63,25 @@ async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
   if (failures.length) app.log.warn("删除图片对象失败，将由对账清理", { blob: blob_id, err: failures.join("; ") });
 }
 
+/** The 64-bit perceptual hash for similar-image detection, off the upload's critical path. */
+export async function computePhash(app: AppContext, { blob_id }: { blob_id: number }) {
+  const blob = app.images.blob(blob_id);
+  if (!blob || blob.phash) return;
+  const source = await openBlob(app, blob);
+  const bytes = Buffer.from(await new Response(source.stream).arrayBuffer());
+  let hash: string;
+  try {
+    hash = phashToHex(await perceptualHash(bytes));
+  } catch (err) {
+    // Undecodable pixels (e.g. a truncated file) can never be hashed: do not retry.
+    throw new PermanentJobError(`无法计算感知哈希: ${(err as Error).message}`);
+  }
+  app.db.query("UPDATE blobs SET phash = ? WHERE id = ?").run(hash, blob_id);
+}
+
 export function registerImageJobs(app: AppContext) {
+  app.jobs.register(PHASH_JOB, (payload) => computePhash(app, payload as { blob_id: number }), { concurrency: 1 });
   app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload as ReplicatePayload), { concurrency: 4 });
   app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload as { blob_id: number }), { concurrency: 2 });
 }
 
-export { PermanentJobError };

@@ -8,6 +8,9 @@ import { newShortId } from "./short-id";
 import type { PreparedImage } from "./upload/prepare";
 
 export const REPLICATE_JOB = "blob.replicate";
+export const PHASH_JOB = "blob.phash";
+/** Delay before the perceptual hash (a full decode) of a new blob is computed. */
+export const PHASH_DELAY_MS = 30_000;
 
 export interface NewReference {
   userId: string;
@@ -109,10 +112,12 @@ function upsertBlob(app: AppContext, prepared: PreparedImage, key: string, writt
     const res = app.db
       .query(
         `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+         VALUES (?, '', ?, ?, ?, ?, ?, 1, ?)`,
       )
-      .run(prepared.sha256, prepared.phash, key, prepared.mime, prepared.size, prepared.width, prepared.height, now);
+      .run(prepared.sha256, key, prepared.mime, prepared.size, prepared.width, prepared.height, now);
     blob = app.images.blob(Number(res.lastInsertRowid))!;
+    // Similarity detection is not latency-critical: hashing waits until an upload burst is over.
+    app.jobs.enqueue(PHASH_JOB, { blob_id: blob.id }, { uniqueKey: `phash:${blob.id}`, delayMs: PHASH_DELAY_MS });
   }
   for (const channel of written) app.images.setReplica(blob.id, channel.row.id, "done");
   scheduleReplication(app, blob.id);

@@ -7,6 +7,8 @@ import { adminSession, expectError, Session } from "../helpers/client";
 import { form, htmlBytes, makeAnimated, makeJpeg, makePng, sha256, svgBytes } from "../helpers/images";
 import { listFiles } from "../helpers/files";
 import { KuraServer } from "../helpers/server";
+import { openContext } from "../helpers/context";
+import { computePhash } from "../../src/images/jobs";
 
 /** Image objects on the default local channel. */
 const storedFiles = (server: KuraServer) => listFiles(join(server.dataDir, "storage")).filter((f) => f.startsWith("img/"));
@@ -292,5 +294,27 @@ describe("size, pixel and rate limits", () => {
       db.close();
     }
     expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
+  });
+});
+
+describe("perceptual hash", () => {
+  test("is left to a deferred job after the upload, which stores 16 hex digits", async () => {
+    const server = await KuraServer.start();
+    const admin = await adminSession(server);
+    const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(64, 64, 321), "p.jpg"));
+    const sha = (await admin.json("GET", `/api/admin/images/${id}`)).sha256;
+    await server.stop();
+    const { app, close } = await openContext(server.dataDir);
+    try {
+      const blob = app.images.blobBySha(sha)!;
+      expect(blob.phash).toBe("");
+      const job = app.db.query<{ run_at: number }, [string]>("SELECT run_at FROM jobs WHERE kind = 'blob.phash' AND unique_key = ?").get(`phash:${blob.id}`);
+      expect(job!.run_at).toBeGreaterThan(Date.now());
+      await computePhash(app, { blob_id: blob.id });
+      expect(app.images.blob(blob.id)!.phash).toMatch(/^[0-9a-f]{16}$/);
+    } finally {
+      close();
+      await server.dispose();
+    }
   });
 });

@@ -2,7 +2,6 @@ import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { ApiError } from "../../http/errors";
 import { stripMetadata } from "../exif";
-import { perceptualHash, phashToHex } from "../phash";
 import { SNIFF_BYTES, sniffImageType } from "../sniff";
 import { tempPath } from "./receive";
 
@@ -10,7 +9,6 @@ export interface PreparedImage {
   path: string;
   size: number;
   sha256: string;
-  phash: string;
   mime: string;
   ext: string;
   width: number;
@@ -30,9 +28,13 @@ export async function sha256File(path: string): Promise<string> {
 /**
  * Turns a received temp file into a storable image: type judged by content (415),
  * pixel budget checked from the header before any full decode (422), metadata
- * stripped per policy, then hashed. Consumes `path` (replaced when stripping).
+ * stripped per policy, then hashed (reusing the hash taken while receiving when the
+ * bytes are unchanged). Consumes `path` (replaced when stripping).
  */
-export async function prepareImage(path: string, opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string }): Promise<PreparedImage> {
+export async function prepareImage(
+  path: string,
+  opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string; sha256?: string },
+): Promise<PreparedImage> {
   const head = new Uint8Array(await Bun.file(path).slice(0, SNIFF_BYTES).arrayBuffer());
   const type = sniffImageType(head);
   if (!type) throw unsupported();
@@ -64,12 +66,12 @@ export async function prepareImage(path: string, opts: { exifPolicy: ExifPolicy;
     await rm(path, { force: true });
     current = stripped;
   }
-  const [sha256, phash] = await Promise.all([sha256File(current), perceptualHash(current).catch(() => 0n)]);
+  // The perceptual hash decodes pixels, so it is computed later by a job (see images/jobs.ts).
+  const sha256 = current === path && opts.sha256 ? opts.sha256 : await sha256File(current);
   return {
     path: current,
     size: Bun.file(current).size,
     sha256,
-    phash: phashToHex(phash),
     mime: type.mime,
     ext: type.ext,
     width: swap ? frameHeight : width,

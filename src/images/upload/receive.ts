@@ -20,6 +20,8 @@ export interface ReceivedFile {
   path: string;
   size: number;
   fileName: string;
+  /** sha256 of the received bytes when it was computed while streaming. */
+  sha256?: string;
 }
 
 /** Rejects by Content-Length before reading a byte when the declared body cannot fit. */
@@ -73,13 +75,19 @@ export async function receiveMultipart(
           return;
         }
         let size = 0;
+        // Hashed as it streams, so passthrough uploads never read the file back for it.
+        const hasher = new Bun.CryptoHasher("sha256");
         const out = createWriteStream(path, { mode: 0o600 });
         file = { path, size: 0, fileName: info.filename || "image" };
-        stream.on("data", (chunk: Buffer) => (size += chunk.length));
+        stream.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          hasher.update(chunk);
+        });
         stream.on("limit", () => fail(tooLarge(maxBytes)));
         pendingWrite = new Promise((done, broke) => {
           out.on("finish", () => {
             file!.size = size;
+            file!.sha256 = hasher.digest("hex");
             done();
           });
           out.on("error", broke);

@@ -83,7 +83,12 @@ export async function runUpload(app: AppContext, gate: { admit(userId: string): 
     // Multipart fields are known only once the body has been read.
     const exifPolicy = parseExifPolicy(req.exifPolicy, settings.exif_policy);
     const ttl = effectiveTtlSeconds(app, req.userId, parseTtl(req.ttl));
-    const prepared = await prepareImage(received.path, { exifPolicy, maxPixels: settings.max_pixels_mp * 1_000_000, tmpDir: app.paths.tmp });
+    const prepared = await prepareImage(received.path, {
+      exifPolicy,
+      maxPixels: settings.max_pixels_mp * 1_000_000,
+      tmpDir: app.paths.tmp,
+      sha256: received.sha256,
+    });
     preparedPath = prepared.path;
     const id = await storeReference(app, prepared, {
       userId: req.userId,

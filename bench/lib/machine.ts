@@ -1,0 +1,53 @@
+// What else the machine was doing: a bench on a shared box (CI runner, dev VM with other
+// jobs) measures the neighbours too, so we report their CPU next to our numbers.
+import { readFileSync } from "node:fs";
+import { cpus } from "node:os";
+
+const CLK_TCK = 100;
+
+/** Busy CPU time of the whole machine so far (all cores, everything except idle/iowait), ms. */
+export function systemBusyMs(): number {
+  const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!;
+  // cpu user nice system idle iowait irq softirq steal guest guest_nice
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  return ((user! + nice! + system! + irq! + softirq! + steal!) * 1000) / CLK_TCK;
+}
+
+/** CPU time of this process so far (user + system), ms. */
+export function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+export function machineSummary(): string {
+  const list = cpus();
+  return `${list.length} x ${list[0]?.model ?? "?"}, Bun ${Bun.version}`;
+}
+
+/**
+ * Tracks CPU used by processes other than the ones we account for, as an average number
+ * of busy cores over the interval. Near 0 means the numbers are clean.
+ */
+export class BackgroundLoad {
+  private readonly wall0 = performance.now();
+  private readonly busy0 = systemBusyMs();
+  private readonly known0: number;
+
+  constructor(private readonly knownCpuMs: () => number) {
+    this.known0 = knownCpuMs();
+  }
+
+  cores(): number {
+    const wall = performance.now() - this.wall0;
+    const other = systemBusyMs() - this.busy0 - (this.knownCpuMs() - this.known0);
+    return Math.max(0, other) / wall;
+  }
+}
+
+/** utime + stime of a process (all threads) from /proc/<pid>/stat, ms. */
+export function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Field 2 (comm) may contain spaces; everything after its closing parenthesis is fixed.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}

@@ -1,0 +1,160 @@
+// Upload throughput: POST /api/admin/upload of ~200 KB distinct JPEGs at concurrency 8,
+// next to an in-process baseline (sharp metadata + sha256 + fsync'd write) measured in
+// the same run. Target: upload rate >= 0.5 x baseline rate.
+//
+//   bun run bench/upload.ts [--n 200] [--concurrency 8] [--warmup 8] [--baseline-ms 1000]
+//                           [--policies strip,passthrough] [--entry other/src/main.ts]
+//                           [--profile-dir DIR] [--json]
+import { flagValue, hasFlag, intFlag } from "./lib/args";
+import { makeJpegs, PHOTO_200KB } from "./lib/jpegs";
+import { BackgroundLoad, machineSummary, ownCpuMs } from "./lib/machine";
+import { multipartFile, type MultipartBody } from "./lib/multipart";
+import { BenchServer } from "./lib/server";
+import { adminSession, type BenchSession } from "./lib/session";
+import { fmtMiB, fmtMs, fmtRate, runPool, summarize, table, type RunResult, type Summary } from "./lib/stats";
+import { runBaseline, type BaselineResult } from "./lib/upload-baseline";
+
+const TARGET_RATIO = 0.5;
+type Policy = "strip" | "passthrough";
+
+const argv = process.argv.slice(2);
+const n = intFlag(argv, "n", 200);
+const concurrency = intFlag(argv, "concurrency", 8);
+const warmup = intFlag(argv, "warmup", 8);
+const baselineMs = intFlag(argv, "baseline-ms", 1000);
+const entry = flagValue(argv, "entry");
+const profileDir = flagValue(argv, "profile-dir");
+const asJson = hasFlag(argv, "json");
+const policies = (flagValue(argv, "policies") ?? "strip,passthrough").split(",") as Policy[];
+for (const p of policies) if (p !== "strip" && p !== "passthrough") throw new Error(`--policies 只能包含 strip、passthrough，收到 ${p}`);
+
+const log = (msg: string) => console.error(msg);
+
+interface UploadRow {
+  policy: Policy;
+  summary: Summary;
+  /** Server process CPU (all threads) per upload, ms. */
+  serverCpuMs: number;
+  /** This (client) process's CPU per upload, ms: on a small machine it competes with the server. */
+  clientCpuMs: number;
+  peakRssBytes: number;
+  /** Average cores busy with other processes during the run. */
+  otherCores: number;
+  /** Baseline rate measured right before and right after this run, averaged. */
+  baselinePerSecond: number;
+}
+
+/** One fresh server per policy: a fresh database means no blob dedup across runs. */
+async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[]) {
+  const bunArgs = profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=upload-${policy}`] : [];
+  const server = await BenchServer.start({ entry, bunArgs });
+  try {
+    const admin = await adminSession(server);
+    // Admission limits would turn a throughput test into a 429 test.
+    await admin.setConfig({ upload_rate_per_min: 1_000_000, max_concurrent_uploads: 10_000, exif_policy: policy });
+    await runPool(warm, concurrency, (b) => upload(admin, b));
+    const server0 = server.cpuMs();
+    const client0 = ownCpuMs();
+    const load = new BackgroundLoad(() => server.cpuMs() + ownCpuMs());
+    const run = await runPool(bodies, concurrency, (b) => upload(admin, b));
+    return {
+      run,
+      serverCpuMs: (server.cpuMs() - server0) / run.count,
+      clientCpuMs: (ownCpuMs() - client0) / run.count,
+      otherCores: load.cores(),
+      peakRssBytes: server.peakRssBytes(),
+    };
+  } finally {
+    await server.dispose();
+  }
+}
+
+async function upload(admin: BenchSession, b: MultipartBody): Promise<void> {
+  const res = await fetch(admin.server.url("/api/admin/upload"), {
+    method: "POST",
+    headers: { ...admin.authHeaders(), "content-type": b.contentType },
+    body: b.body,
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`上传失败：HTTP ${res.status}：${text}`);
+  if (typeof (JSON.parse(text) as { id?: unknown }).id !== "string") throw new Error(`上传响应缺少 id：${text}`);
+}
+
+/** Baseline segment; its background load is measured the same way as for uploads. */
+async function baselineSegment(images: Uint8Array[]): Promise<BaselineResult & { otherCores: number }> {
+  const load = new BackgroundLoad(ownCpuMs);
+  const result = await runBaseline(images, concurrency, baselineMs);
+  return { ...result, otherCores: load.cores() };
+}
+
+const rate = (r: RunResult) => r.count / (r.wallMs / 1000);
+
+async function main() {
+  const started = performance.now();
+  log(`生成 ${n + warmup} 张不同的 JPEG（${PHOTO_200KB.width}x${PHOTO_200KB.height}，约 200 KB）…`);
+  const images = await makeJpegs(PHOTO_200KB, n + warmup);
+  const distinct = new Set(images.map((b) => new Bun.CryptoHasher("sha256").update(b).digest("hex")));
+  if (distinct.size !== images.length) throw new Error("生成的图片有重复，去重会让结果失真");
+  const measured = images.slice(0, n);
+  const warmImages = images.slice(n);
+  const avgKb = measured.reduce((s, b) => s + b.byteLength, 0) / measured.length / 1024;
+  const toBody = (b: Uint8Array, i: number) => multipartFile(b, `bench-${i}.jpg`, "image/jpeg");
+
+  // The machine's speed drifts (other jobs, disk cache state), so baseline segments are
+  // interleaved with the upload runs and each run is compared with its neighbours.
+  log("基准预热 …");
+  await runBaseline(warmImages, concurrency);
+  const baselines = [await baselineSegment(measured)];
+  const uploads: UploadRow[] = [];
+  for (const policy of policies) {
+    log(`上传：exif_policy=${policy} …`);
+    const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody));
+    baselines.push(await baselineSegment(measured));
+    const around = (rate(baselines.at(-2)!) + rate(baselines.at(-1)!)) / 2;
+    uploads.push({ policy, summary: summarize(r.run), ...r, baselinePerSecond: around });
+  }
+
+  const all: RunResult = {
+    count: baselines.reduce((s, b) => s + b.count, 0),
+    wallMs: baselines.reduce((s, b) => s + b.wallMs, 0),
+    latenciesMs: baselines.flatMap((b) => b.latenciesMs),
+  };
+  const baseCpu = baselines.reduce((s, b) => s + b.cpuMsPerOp * b.count, 0) / all.count;
+  const baseOther = baselines.reduce((s, b) => s + b.otherCores, 0) / baselines.length;
+  const base = summarize(all);
+  const ratio = (u: UploadRow) => u.summary.perSecond / u.baselinePerSecond;
+
+  console.log(`\nKura upload bench — ${new Date().toISOString()} — ${machineSummary()}`);
+  console.log(`${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run\n`);
+  console.log(
+    table(
+      ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "peak RSS MiB", "other load"],
+      [
+        ["baseline: sharp.metadata + sha256 + write+fsync", fmtRate(base.perSecond), fmtMs(base.p50Ms), fmtMs(base.p99Ms), "1.00", baseCpu.toFixed(2), "-", baseOther.toFixed(2)],
+        ...uploads.map((u) => [
+          `POST /api/admin/upload exif_policy=${u.policy}`,
+          fmtRate(u.summary.perSecond),
+          fmtMs(u.summary.p50Ms),
+          fmtMs(u.summary.p99Ms),
+          ratio(u).toFixed(2),
+          u.serverCpuMs.toFixed(2),
+          fmtMiB(u.peakRssBytes),
+          u.otherCores.toFixed(2),
+        ]),
+      ],
+    ),
+  );
+  console.log(
+    `\nbaseline segments (per s): ${baselines.map((b) => fmtRate(rate(b))).join(", ")}; each ratio uses the two segments around its run.` +
+      `\nCPU ms/op: server process, all threads (uploads) / this process (baseline). bench client CPU per upload: ${uploads.map((u) => u.clientCpuMs.toFixed(2)).join(" / ")} ms.` +
+      `\nother load: average cores used by other processes during the run; well above 0 means the numbers are disturbed.`,
+  );
+  const worst = Math.min(...uploads.map(ratio));
+  console.log(`\ntarget ratio >= ${TARGET_RATIO}: ${worst >= TARGET_RATIO ? "PASS" : "FAIL"} (worst ${worst.toFixed(2)}); total ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  if (asJson) {
+    const rows = uploads.map((u) => ({ ...u, ratio: ratio(u) }));
+    console.log(JSON.stringify({ date: new Date().toISOString(), n, concurrency, avg_kb: avgKb, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }));
+  }
+}
+
+await main();
