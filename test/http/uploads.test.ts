@@ -318,3 +318,19 @@ describe("perceptual hash", () => {
     }
   });
 });
+
+describe("synchronous replicas", () => {
+  test("fewer healthy channels than min_success is 503 and leaves no image and no object", async () => {
+    const server = await KuraServer.start();
+    try {
+      const admin = await adminSession(server);
+      await admin.json("PUT", "/api/admin/config", { min_success: 2 });
+      const before = storedFiles(server);
+      await expectError(await admin.request("POST", "/api/admin/upload", form(await makeJpeg(30, 30, 909), "two.jpg")), 503);
+      expect(storedFiles(server)).toEqual(before);
+      expect((await admin.json("GET", "/api/admin/images")).total).toBe(0);
+    } finally {
+      await server.dispose();
+    }
+  });
+});

@@ -103,3 +103,20 @@ describe("small pieces", () => {
     expect(table.match("POST", "/i/abc")).toBeUndefined();
   });
 });
+
+describe("scrape-time gauges", () => {
+  test("report the reader's value, and NaN when the reader throws", async () => {
+    const { Registry } = await import("prom-client");
+    const { scrapeGauge } = await import("../../src/ops/metrics");
+    const registry = new Registry();
+    let fail = false;
+    scrapeGauge(registry, "kura_test_gauge", "test", () => {
+      if (fail) throw new Error("db gone");
+      return 7;
+    });
+    expect(await registry.metrics()).toContain("kura_test_gauge 7");
+    fail = true;
+    // prom-client prints "Nan"; Prometheus parses NaN case-insensitively.
+    expect(await registry.metrics()).toMatch(/kura_test_gauge nan$/im);
+  });
+});
