@@ -3,6 +3,7 @@ import type { Server } from "bun";
 import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
+import { boundJsonBody } from "./json-limit";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
 import { authRoutes } from "./routes/auth";
@@ -61,14 +62,16 @@ export function createFetchHandler(app: AppContext, router: Router) {
     const started = performance.now();
     const peer = server.requestIP(request)?.address ?? "";
     const trusted = app.bootstrap.trustedProxies;
-    setRequestInfo(request, {
-      peer,
-      client: resolveClientAddress(peer, request.headers, trusted),
-      secure: isSecureRequest(request, peer, trusted),
-    });
+    const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };
+    setRequestInfo(request, info);
     let response: Response;
     try {
-      response = await router.handle(request);
+      const bounded = await boundJsonBody(request);
+      if (bounded instanceof Response) response = bounded;
+      else {
+        if (bounded !== request) setRequestInfo(bounded, info);
+        response = await router.handle(bounded);
+      }
     } catch (err) {
       app.log.error("请求处理失败", { err: errorText(err) });
       response = jsonError(500, "服务器内部错误");

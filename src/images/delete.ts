@@ -2,13 +2,6 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { BLOB_DELETE_JOB } from "./jobs";
 
-/** Listeners told about every deleted reference (CDN purge, variant cache). */
-export type ReferenceDeletedListener = (imageId: string, blobId: number) => void;
-const listeners: ReferenceDeletedListener[] = [];
-export function onReferenceDeleted(listener: ReferenceDeletedListener) {
-  listeners.push(listener);
-}
-
 /**
  * Deletes one image reference at once; when the blob's count drops to zero its physical
  * delete is scheduled after `delete_grace_minutes`. Returns false when the image is absent.
@@ -28,7 +21,5 @@ export function deleteReference(app: AppContext, imageId: string): boolean {
     }
     return image.blob_id;
   })();
-  if (deleted === undefined) return false;
-  for (const listener of listeners) listener(imageId, deleted);
-  return true;
+  return deleted !== undefined;
 }

@@ -96,3 +96,40 @@ describe("metrics allowlist", () => {
     expect((await scrape(trusted, { "x-forwarded-for": "10.1.2.3, 203.0.113.7" })).status).toBe(403);
   });
 });
+
+describe("JSON body bound", () => {
+  test("JSON bodies over 1 MiB are 413, declared or chunked, and nothing is parsed", async () => {
+    const server = await KuraServer.start();
+    try {
+      const admin = await adminSession(server);
+      const big = JSON.stringify({ name: "x".repeat(2 * 1024 * 1024), password: "password-1" });
+      await expectError(await admin.request("POST", "/api/admin/users", big, { "content-type": "application/json" }), 413);
+      let sent = 0;
+      const chunked = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent > 4 * 1024 * 1024) return controller.close();
+          sent += 65536;
+          controller.enqueue(new Uint8Array(65536).fill(0x20));
+        },
+      });
+      const res = await fetch(server.url("/api/admin/users"), {
+        method: "POST",
+        headers: { cookie: admin.cookie, "x-csrf-token": admin.csrf, "content-type": "application/json" },
+        body: chunked,
+        duplex: "half",
+      } as RequestInit);
+      await expectError(res, 413);
+      // Small chunked JSON still works.
+      const small = new TextEncoder().encode(JSON.stringify({ name: "chunky", password: "password-1" }));
+      const ok = await fetch(server.url("/api/admin/users"), {
+        method: "POST",
+        headers: { cookie: admin.cookie, "x-csrf-token": admin.csrf, "content-type": "application/json" },
+        body: new ReadableStream({ start: (c) => (c.enqueue(small), c.close()) }),
+        duplex: "half",
+      } as RequestInit);
+      expect(ok.status).toBe(201);
+    } finally {
+      await server.dispose();
+    }
+  });
+});
