@@ -1,3 +1,5 @@
+import { reveal } from "../rclone/obscure.ts";
+
 /**
  * Static description of one driver config key, used to build channel templates
  * and to mask secrets on read. Keys are named exactly like rclone's backend
@@ -20,4 +22,14 @@ export function parseBool(value: string | undefined, fallback: boolean): boolean
   if (["true", "1", "yes", "on", "t", "y"].includes(v)) return true;
   if (["false", "0", "no", "off", "f", "n"].includes(v)) return false;
   throw new Error(`配置值不是布尔值: ${value}`);
+}
+
+/** An rclone-obscured value (`password`-type keys), revealed; a bad one is a config error naming `label` and `name`. */
+export function revealOption(label: string, name: string, obscured: string): string {
+  try {
+    return reveal(obscured);
+  } catch (err) {
+    // reveal() never echoes its input; its message says what kind of problem it was.
+    throw new Error(`${label} ${name} 配置无效 (应为 rclone obscure 之后的值): ${(err as Error).message}`);
+  }
 }

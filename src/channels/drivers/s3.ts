@@ -1,19 +1,18 @@
-import { randomBytes } from "node:crypto";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
+import { contentTypeOf } from "./content-type.ts";
+import { partialResult, rangeHeader, wholeResult } from "./http-range.ts";
+import type { HttpDriverOptions } from "./http-transport.ts";
 import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
-import { S3Client, type FetchLike } from "./s3/client.ts";
+import { roundTripProbe } from "./round-trip-probe.ts";
+import { S3Client } from "./s3/client.ts";
 import { resolveS3Settings, type S3Settings } from "./s3/config.ts";
 import { S3RequestError } from "./s3/errors.ts";
 import { parseListPage } from "./s3/xml.ts";
-import { clampRange, sizedStream, sliceStream } from "./sized-body.ts";
+import { uploadPayload } from "./sized-body.ts";
 
 export { s3DriverOptions, S3_PROVIDERS } from "./s3/config.ts";
 
-export interface S3DriverOptions {
-  fetch?: FetchLike;
-  /** Time allowed until response headers arrive (uploads get extra time by size). */
-  timeoutMs?: number;
-}
+export type S3DriverOptions = HttpDriverOptions;
 
 export interface S3Driver extends Driver {
   /** Creates the configured bucket (for `auto_create_bucket`); succeeds if we already own it. */
@@ -48,7 +47,7 @@ class S3ObjectDriver implements S3Driver {
     if (this.settings.acl) headers["x-amz-acl"] = this.settings.acl;
     if (this.settings.storageClass) headers["x-amz-storage-class"] = this.settings.storageClass;
     // A plain byte array (or empty body) can be retried and needs no size guard stream.
-    const payload = body instanceof Uint8Array || size === 0 ? await toBytes(body, size) : sizedStream(body, size);
+    const payload = await uploadPayload(body, size);
     const response = await this.client.send({
       method: "PUT",
       key: fullKey,
@@ -63,7 +62,7 @@ class S3ObjectDriver implements S3Driver {
   async get(key: string, range?: ByteRange): Promise<GetResult> {
     const fullKey = this.fullKey(key);
     const headers: Record<string, string> = {};
-    if (range) headers.Range = `bytes=${range.start}-${range.end ?? ""}`;
+    if (range) headers.Range = rangeHeader(range);
     let response: Response;
     try {
       response = await this.client.send({ method: "GET", key: fullKey, headers, timeoutMs: this.timeoutMs });
@@ -72,27 +71,14 @@ class S3ObjectDriver implements S3Driver {
       throw err;
     }
     const stream = response.body ?? new Blob([]).stream();
+    // Some S3 clones mis-handle e.g. "bytes=0-0" and send more: the 206 is checked.
+    if (response.status === 206 && range) return partialResult(stream, response.headers.get("content-range"), range, "S3");
     const length = Number(response.headers.get("content-length") ?? "NaN");
-    if (response.status === 206 && range) {
-      // Trust but verify: some S3 clones mis-handle e.g. "bytes=0-0" and send more.
-      const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((response.headers.get("content-range") ?? "").trim());
-      const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
-      const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };
-      if (!m || gotStart !== start || gotEnd < end) {
-        await stream.cancel();
-        throw new Error("S3 返回的范围与请求不符 (Content-Range 无效)");
-      }
-      const size = end + 1 - start;
-      return { stream: gotEnd > end ? sliceStream(stream, 0, size) : stream, size, totalSize };
-    }
     if (!Number.isSafeInteger(length)) {
       await stream.cancel();
       throw new Error("S3 响应缺少 Content-Length");
     }
-    if (!range) return { stream, size: length, totalSize: length };
-    // The server ignored Range and sent everything: cut the range out ourselves.
-    const { start, end } = clampRange(range, length);
-    return { stream: sliceStream(stream, start, end + 1 - start), size: end + 1 - start, totalSize: length };
+    return wholeResult(stream, length, range);
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
@@ -147,17 +133,7 @@ class S3ObjectDriver implements S3Driver {
   async probe(deep: boolean): Promise<void> {
     // Listing one key checks endpoint, credentials, bucket and read permission at once.
     for await (const _ of this.listRaw(this.settings.prefix ? `${this.settings.prefix}/` : "", 1)) break;
-    if (!deep) return;
-    const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
-    const payload = new Uint8Array(randomBytes(64));
-    try {
-      await this.put(key, payload, payload.byteLength);
-      const got = await this.get(key);
-      const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
-      if (Buffer.compare(back, payload) !== 0) throw new Error("S3 读写检查失败: 读回的数据与写入不一致");
-    } finally {
-      await this.delete(key).catch(() => {});
-    }
+    if (deep) await roundTripProbe(this, "S3");
   }
 
   async createBucket(): Promise<void> {
@@ -184,19 +160,6 @@ class S3ObjectDriver implements S3Driver {
   }
 }
 
-async function toBytes(body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<Uint8Array> {
-  if (body instanceof Uint8Array) {
-    if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
-    return body;
-  }
-  return new Uint8Array(await new Response(sizedStream(body, size)).arrayBuffer());
-}
-
 function escapeXml(value: string): string {
   return value.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-/** A sensible Content-Type lets direct (302) links to the bucket render in browsers. */
-function contentTypeOf(key: string): string {
-  return Bun.file(key).type.split(";")[0] || "application/octet-stream";
 }

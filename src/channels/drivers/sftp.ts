@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { SFTPWrapper } from "ssh2";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
 import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
+import { roundTripProbe } from "./round-trip-probe.ts";
 import { clampRange, sizedStream } from "./sized-body.ts";
 import { resolveSftpSettings, type SftpSettings } from "./sftp/config.ts";
 import { hasStatus, operationError, SFTP_STATUS, SftpError } from "./sftp/errors.ts";
@@ -229,17 +230,7 @@ class SftpDriver implements Driver {
       if (!info) await this.ensureDir(sftp, this.settings.root);
       else if (!info.isDirectory()) throw new SftpError(`SFTP path 不是目录: ${base}`);
     }, true).catch(failed("访问目录", this.settings.root || "."));
-    if (!deep) return;
-    const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
-    const payload = new Uint8Array(randomBytes(64));
-    try {
-      await this.put(key, payload, payload.byteLength);
-      const got = await this.get(key);
-      const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
-      if (Buffer.compare(back, payload) !== 0) throw new SftpError("SFTP 读写检查失败: 读回的数据与写入不一致");
-    } finally {
-      await this.delete(key).catch(() => {});
-    }
+    if (deep) await roundTripProbe(this, "SFTP", SftpError);
   }
 
   async close(): Promise<void> {

@@ -30,6 +30,23 @@ export function sizedStream(
   );
 }
 
+/**
+ * The body to send for an upload: a byte array (or an empty body) as bytes,
+ * which can be sent again after a connection failure; a non-empty stream as a
+ * size-guarded stream, which can be sent only once.
+ */
+export async function uploadPayload(
+  body: ReadableStream<Uint8Array> | Uint8Array,
+  size: number,
+): Promise<ReadableStream<Uint8Array> | Uint8Array> {
+  if (!(body instanceof Uint8Array) && size !== 0) return sizedStream(body, size);
+  if (body instanceof Uint8Array) {
+    if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
+    return body;
+  }
+  return new Uint8Array(await new Response(sizedStream(body, size)).arrayBuffer());
+}
+
 /** Passes through bytes [skip, skip+limit) of `source`; used when a server ignores Range. */
 export function sliceStream(
   source: ReadableStream<Uint8Array>,

@@ -1,8 +1,12 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
+import { contentTypeOf } from "./content-type.ts";
+import { partialResult, rangeHeader, wholeResult } from "./http-range.ts";
+import type { HttpDriverOptions } from "./http-transport.ts";
 import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
-import { clampRange, sizedStream, sliceStream } from "./sized-body.ts";
-import { DavClient, type FetchLike } from "./webdav/client.ts";
+import { roundTripProbe } from "./round-trip-probe.ts";
+import { uploadPayload } from "./sized-body.ts";
+import { DavClient } from "./webdav/client.ts";
 import { resolveWebdavSettings, usesOwncloudExtensions, type WebdavSettings } from "./webdav/config.ts";
 import { WebdavRequestError } from "./webdav/errors.ts";
 import { OWNCLOUD_PROPFIND, parseMultistatus, STANDARD_PROPFIND, type DavEntry } from "./webdav/multistatus.ts";
@@ -10,11 +14,7 @@ import { parentOf, relativeFromHref, urlOf } from "./webdav/paths.ts";
 
 export { webdavDriverOptions, WEBDAV_VENDORS } from "./webdav/config.ts";
 
-export interface WebdavDriverOptions {
-  fetch?: FetchLike;
-  /** Time allowed until response headers arrive (uploads get extra time by size). */
-  timeoutMs?: number;
-}
+export type WebdavDriverOptions = HttpDriverOptions;
 
 /** MKCOL answers that mean "already there" (RFC leaves it open; rclone's list). */
 const MKCOL_EXISTS = new Set([405, 406, 423]);
@@ -60,7 +60,7 @@ class WebdavDriver implements Driver {
   async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
     const rel = this.relOf(key);
     // Replayable bodies may be sent twice (after a vanished parent or a stale connection).
-    const payload = body instanceof Uint8Array || size === 0 ? await toBytes(body, size) : sizedStream(body, size);
+    const payload = await uploadPayload(body, size);
     const headers: Record<string, string> = { "Content-Length": String(size), "Content-Type": contentTypeOf(key) };
     if (usesOwncloudExtensions(this.settings.vendor)) {
       headers["X-OC-Mtime"] = String(Math.floor(Date.now() / 1000));
@@ -155,7 +155,7 @@ class WebdavDriver implements Driver {
   async get(key: string, range?: ByteRange): Promise<GetResult> {
     const rel = this.relOf(key);
     const headers: Record<string, string> = {};
-    if (range) headers.Range = `bytes=${range.start}-${range.end ?? ""}`;
+    if (range) headers.Range = rangeHeader(range);
     const response = await this.client.send({
       method: "GET",
       url: this.url(rel),
@@ -173,17 +173,7 @@ class WebdavDriver implements Driver {
       await stream.cancel();
       throw new RangeError(`请求的范围无效: ${range?.start}-${range?.end ?? ""}`);
     }
-    if (response.status === 206 && range) {
-      const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((response.headers.get("content-range") ?? "").trim());
-      const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
-      const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };
-      if (!m || gotStart !== start || gotEnd < end) {
-        await stream.cancel();
-        throw new Error("WebDAV 返回的范围与请求不符 (Content-Range 无效)");
-      }
-      const size = end + 1 - start;
-      return { stream: gotEnd > end ? sliceStream(stream, 0, size) : stream, size, totalSize };
-    }
+    if (response.status === 206 && range) return partialResult(stream, response.headers.get("content-range"), range, "WebDAV");
     let total = Number(response.headers.get("content-length") ?? "NaN");
     if (!Number.isSafeInteger(total)) {
       // Chunked answer without a length: the size has to come from PROPFIND.
@@ -194,10 +184,7 @@ class WebdavDriver implements Driver {
       }
       total = info.size;
     }
-    if (!range) return { stream, size: total, totalSize: total };
-    // The server ignored Range and sent everything: cut the range out ourselves.
-    const { start, end } = clampRange(range, total);
-    return { stream: sliceStream(stream, start, end + 1 - start), size: end + 1 - start, totalSize: total };
+    return wholeResult(stream, total, range);
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
@@ -285,29 +272,6 @@ class WebdavDriver implements Driver {
     } else if (root !== "") {
       this.knownDirs.add(root);
     }
-    if (!deep) return;
-    const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
-    const payload = new Uint8Array(randomBytes(64));
-    try {
-      await this.put(key, payload, payload.byteLength);
-      const got = await this.get(key);
-      const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
-      if (Buffer.compare(back, payload) !== 0) throw new Error("WebDAV 读写检查失败: 读回的数据与写入不一致");
-    } finally {
-      await this.delete(key).catch(() => {});
-    }
+    if (deep) await roundTripProbe(this, "WebDAV");
   }
-}
-
-async function toBytes(body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<Uint8Array> {
-  if (body instanceof Uint8Array) {
-    if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
-    return body;
-  }
-  return new Uint8Array(await new Response(sizedStream(body, size)).arrayBuffer());
-}
-
-/** A sensible Content-Type makes the server hand the file out correctly if it is ever served directly. */
-function contentTypeOf(key: string): string {
-  return Bun.file(key).type.split(";")[0] || "application/octet-stream";
 }

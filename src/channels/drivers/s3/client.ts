@@ -1,6 +1,8 @@
 import aws4 from "aws4";
+import { networkError } from "../driver-errors.ts";
+import { fetchWithTimeout, sendWithRetry, type FetchLike, type HttpBody } from "../http-transport.ts";
 import type { S3Settings } from "./config.ts";
-import { errorFromResponse, networkError } from "./errors.ts";
+import { errorFromResponse } from "./errors.ts";
 
 export interface S3Call {
   method: "GET" | "PUT" | "HEAD" | "DELETE";
@@ -12,15 +14,12 @@ export interface S3Call {
    * A stream is sent as-is with `UNSIGNED-PAYLOAD` (the caller sets Content-Length),
    * so uploads never have to be buffered to be hashed. Small fixed bodies are hashed.
    */
-  body?: ReadableStream<Uint8Array> | Uint8Array | string;
+  body?: HttpBody;
   /** Statuses that are not errors for this call (e.g. 404 on HEAD). */
   accept?: number[];
   /** Time allowed until response headers arrive. */
   timeoutMs?: number;
 }
-
-/** `fetch` or anything call-compatible (e.g. an SSRF-guarded fetch). */
-export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** RFC 3986 encoding of one path segment, as S3's canonical request wants it ('+' → %2B). */
 export function encodeSegment(segment: string): string {
@@ -45,25 +44,9 @@ export class S3Client {
   }
 
   async send(call: S3Call): Promise<Response> {
-    // A stream can be read only once; anything else is safe to send again after a
-    // connection failure (e.g. a pooled keep-alive socket the server has closed).
-    const attempts = call.body instanceof ReadableStream ? 1 : 2;
-    // When the upload's own source fails (client went away, size mismatch), fetch
-    // rejects with that error; report it as such, not as a connection problem.
-    const tap = call.body instanceof ReadableStream ? tapErrors(call.body) : null;
-    if (tap) call = { ...call, body: tap.stream };
-    for (let attempt = 1; ; attempt++) {
-      let response: Response;
-      try {
-        response = await this.sendOnce(call);
-      } catch (err) {
-        if (tap?.failure) throw tap.failure.error;
-        if (attempt < attempts) continue;
-        throw networkError(err, this.settings.origin);
-      }
-      if (response.ok || call.accept?.includes(response.status)) return response;
-      throw await errorFromResponse(response);
-    }
+    const response = await sendWithRetry(call, (c) => this.sendOnce(c), (err) => networkError(err, "S3", this.settings.origin));
+    if (response.ok || call.accept?.includes(response.status)) return response;
+    throw await errorFromResponse(response);
   }
 
   private async sendOnce(call: S3Call): Promise<Response> {
@@ -102,47 +85,11 @@ export class S3Client {
       if (name.toLowerCase() !== "host" && value !== undefined) sendHeaders.set(name, String(value));
     }
 
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new DOMException("timeout", "TimeoutError")), call.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    try {
-      return await this.fetchFn(`${endpoint.protocol}//${host}${signed.path}`, {
-        method: call.method,
-        headers: sendHeaders,
-        body: body as BodyInit | undefined,
-        signal: controller.signal,
-        redirect: "manual",
-        duplex: "half",
-        decompress: false,
-      } as RequestInit);
-    } finally {
-      clearTimeout(timer);
-    }
+    return fetchWithTimeout(
+      this.fetchFn,
+      `${endpoint.protocol}//${host}${signed.path}`,
+      { method: call.method, headers: sendHeaders, body },
+      call.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    );
   }
-}
-
-/** Passes a stream through unchanged, remembering the error it fails with, if any. */
-function tapErrors(source: ReadableStream<Uint8Array>): {
-  stream: ReadableStream<Uint8Array>;
-  failure: { error: unknown } | null;
-} {
-  const reader = source.getReader();
-  const tap = {
-    failure: null as { error: unknown } | null,
-    stream: new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) controller.close();
-          else controller.enqueue(value);
-        } catch (error) {
-          tap.failure = { error };
-          controller.error(error);
-        }
-      },
-      cancel(reason) {
-        return reader.cancel(reason);
-      },
-    }),
-  };
-  return tap;
 }

@@ -44,16 +44,3 @@ export async function errorFromResponse(response: Response): Promise<S3RequestEr
   if (!/^[A-Za-z0-9.]{1,64}$/.test(code)) code = "";
   return new S3RequestError(response.status, code);
 }
-
-/** A transport failure (refused, reset, DNS, TLS, timeout) described without the URL's secrets. */
-export function networkError(err: unknown, origin: string): Error {
-  const e = err as { name?: string; code?: string };
-  let reason = "网络错误";
-  if (e?.name === "TimeoutError" || e?.name === "AbortError") reason = "请求超时";
-  else if (e?.code === "ConnectionRefused" || e?.code === "ECONNREFUSED") reason = "连接被拒绝";
-  else if (e?.code === "ECONNRESET" || e?.code === "ConnectionClosed") reason = "连接被重置";
-  else if (e?.code === "ENOTFOUND" || e?.code === "DNSException") reason = "域名解析失败";
-  else if (typeof e?.code === "string" && /CERT|TLS|SSL/i.test(e.code)) reason = `TLS 错误 ${e.code}`;
-  else if (typeof e?.code === "string" && /^[A-Za-z_]{1,40}$/.test(e.code)) reason = `网络错误 ${e.code}`;
-  return new Error(`S3 连接失败: ${origin}: ${reason}`);
-}

@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { utils } from "ssh2";
-import { reveal } from "../../rclone/obscure.ts";
-import type { DriverOptionSpec } from "../option-spec.ts";
+import { revealOption, type DriverOptionSpec } from "../option-spec.ts";
 
 /**
  * Keys named exactly like rclone's sftp backend options, plus Kura's `path`.
@@ -57,8 +56,8 @@ export function resolveSftpSettings(config: Record<string, string>): SftpSetting
     root: normalizeRoot(config.path ?? ""),
     display: `${host}:${port}`,
   };
-  if (config.pass) settings.password = revealOption("pass", config.pass);
-  if (config.key_file_pass) settings.passphrase = revealOption("key_file_pass", config.key_file_pass);
+  if (config.pass) settings.password = revealOption("SFTP", "pass", config.pass);
+  if (config.key_file_pass) settings.passphrase = revealOption("SFTP", "key_file_pass", config.key_file_pass);
   const pem = config.key_pem ?? "";
   if (pem.trim() !== "") {
     settings.privateKey = pemText(pem);
@@ -94,15 +93,6 @@ export function currentUser(): string {
     // No passwd file (e.g. a minimal container): fall through.
   }
   return userInfo().username;
-}
-
-function revealOption(name: string, obscured: string): string {
-  try {
-    return reveal(obscured);
-  } catch (err) {
-    // reveal() never echoes its input.
-    throw new Error(`SFTP ${name} 配置无效 (应为 rclone obscure 之后的值): ${(err as Error).message}`);
-  }
 }
 
 /** rclone reads key_pem with "\n" escapes for line breaks; accept that form as well as real newlines. */

@@ -1,6 +1,5 @@
-import { reveal } from "../../rclone/obscure.ts";
 import { assertSafeKey } from "../object-key.ts";
-import type { DriverOptionSpec } from "../option-spec.ts";
+import { revealOption, type DriverOptionSpec } from "../option-spec.ts";
 
 /**
  * Vendors Kura can talk to. rclone 1.60 also knows `sharepoint` (Microsoft
@@ -79,15 +78,7 @@ function authorizationOf(config: Record<string, string>): string | null {
   const user = config.user ?? "";
   const obscured = config.pass ?? "";
   if (user !== "" || obscured !== "") {
-    let pass = "";
-    if (obscured !== "") {
-      try {
-        pass = reveal(obscured);
-      } catch (err) {
-        // reveal() never echoes its input; its message says what kind of problem it was.
-        throw new Error(`WebDAV pass 配置无效 (应为 rclone obscure 之后的值): ${(err as Error).message}`);
-      }
-    }
+    const pass = obscured !== "" ? revealOption("WebDAV", "pass", obscured) : "";
     return `Basic ${Buffer.from(`${user}:${pass}`, "utf8").toString("base64")}`;
   }
   const token = (config.bearer_token ?? "").trim();

@@ -34,16 +34,3 @@ const HINTS: Record<number, string> = {
   501: "服务器不支持该方法，url 可能不是 WebDAV 地址",
   507: "服务器存储空间不足",
 };
-
-/** A transport failure (refused, reset, DNS, TLS, timeout) described without credentials. */
-export function networkError(err: unknown, display: string): Error {
-  const e = err as { name?: string; code?: string };
-  let reason = "网络错误";
-  if (e?.name === "TimeoutError" || e?.name === "AbortError") reason = "请求超时";
-  else if (e?.code === "ConnectionRefused" || e?.code === "ECONNREFUSED") reason = "连接被拒绝";
-  else if (e?.code === "ECONNRESET" || e?.code === "ConnectionClosed") reason = "连接被重置";
-  else if (e?.code === "ENOTFOUND" || e?.code === "DNSException") reason = "域名解析失败";
-  else if (typeof e?.code === "string" && /CERT|TLS|SSL/i.test(e.code)) reason = `TLS 错误 ${e.code}`;
-  else if (typeof e?.code === "string" && /^[A-Za-z_]{1,40}$/.test(e.code)) reason = `网络错误 ${e.code}`;
-  return new Error(`WebDAV 连接失败: ${display}: ${reason}`);
-}

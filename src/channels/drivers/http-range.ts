@@ -1,0 +1,42 @@
+import type { ByteRange, GetResult } from "../driver.ts";
+import { clampRange, sliceStream } from "./sized-body.ts";
+
+/**
+ * Turning an HTTP GET answer into a GetResult, for drivers that send `Range`.
+ * Servers differ: most answer 206 with the part asked for, some send more than
+ * asked, some ignore Range and send the whole object with 200.
+ */
+
+/** The `Range` request header for `range`. */
+export function rangeHeader(range: ByteRange): string {
+  return `bytes=${range.start}-${range.end ?? ""}`;
+}
+
+/**
+ * A 206 answer, checked against the range asked for. Trust but verify: some
+ * servers mis-handle e.g. "bytes=0-0" and send more (cut down here) or send
+ * another part altogether (refused with an error naming `label`).
+ */
+export async function partialResult(
+  stream: ReadableStream<Uint8Array>,
+  contentRange: string | null,
+  range: ByteRange,
+  label: string,
+): Promise<GetResult> {
+  const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((contentRange ?? "").trim());
+  const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
+  const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };
+  if (!m || gotStart !== start || gotEnd < end) {
+    await stream.cancel();
+    throw new Error(`${label} 返回的范围与请求不符 (Content-Range 无效)`);
+  }
+  const size = end + 1 - start;
+  return { stream: gotEnd > end ? sliceStream(stream, 0, size) : stream, size, totalSize };
+}
+
+/** An answer carrying the whole object of `total` bytes; a range the server ignored is cut out here. */
+export function wholeResult(stream: ReadableStream<Uint8Array>, total: number, range?: ByteRange): GetResult {
+  if (!range) return { stream, size: total, totalSize: total };
+  const { start, end } = clampRange(range, total);
+  return { stream: sliceStream(stream, start, end + 1 - start), size: end + 1 - start, totalSize: total };
+}

@@ -1,0 +1,101 @@
+/**
+ * The request plumbing the HTTP drivers (S3, WebDAV) share: one fetch with a
+ * header timeout, and a send loop that retries a connection failure once when
+ * the body can be sent again. What a status means stays with each driver.
+ */
+
+/** `fetch` or anything call-compatible (e.g. an SSRF-guarded fetch). */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+export type HttpBody = ReadableStream<Uint8Array> | Uint8Array | string;
+
+/** Options every HTTP driver takes. */
+export interface HttpDriverOptions {
+  fetch?: FetchLike;
+  /** Time allowed until response headers arrive (uploads get extra time by size). */
+  timeoutMs?: number;
+}
+
+/**
+ * Sends `call` with `sendOnce` and returns the response, whatever its status.
+ * A transport failure is retried once unless the body is a stream, then turned
+ * into a safe error by `networkFailure`.
+ */
+export async function sendWithRetry<C extends { body?: HttpBody }>(
+  call: C,
+  sendOnce: (call: C) => Promise<Response>,
+  networkFailure: (err: unknown) => Error,
+): Promise<Response> {
+  // A stream can be read only once; anything else is safe to send again after a
+  // connection failure (e.g. a pooled keep-alive socket the server has closed).
+  const attempts = call.body instanceof ReadableStream ? 1 : 2;
+  // When the upload's own source fails (client went away, size mismatch), fetch
+  // rejects with that error; report it as such, not as a connection problem.
+  const tap = call.body instanceof ReadableStream ? tapErrors(call.body) : null;
+  if (tap) call = { ...call, body: tap.stream };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await sendOnce(call);
+    } catch (err) {
+      if (tap?.failure) throw tap.failure.error;
+      if (attempt < attempts) continue;
+      throw networkFailure(err);
+    }
+  }
+}
+
+/**
+ * One fetch whose timeout covers only the wait for response headers (a large
+ * download may then stream for as long as it takes).
+ */
+export async function fetchWithTimeout(
+  fetchFn: FetchLike,
+  url: string,
+  request: { method: string; headers: Headers; body?: HttpBody },
+  timeoutMs: number,
+): Promise<Response> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException("timeout", "TimeoutError")), timeoutMs);
+  try {
+    return await fetchFn(url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body as BodyInit | undefined,
+      signal: controller.signal,
+      // Following a redirect could hand our credentials to another host: report it instead.
+      redirect: "manual",
+      duplex: "half",
+      // Ranged reads must see raw bytes; a transparently decompressed body would not match the range.
+      decompress: false,
+    } as RequestInit);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Passes a stream through unchanged, remembering the error it fails with, if any. */
+function tapErrors(source: ReadableStream<Uint8Array>): {
+  stream: ReadableStream<Uint8Array>;
+  failure: { error: unknown } | null;
+} {
+  const reader = source.getReader();
+  const tap = {
+    failure: null as { error: unknown } | null,
+    stream: new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (error) {
+          tap.failure = { error };
+          controller.error(error);
+        }
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    }),
+  };
+  return tap;
+}
