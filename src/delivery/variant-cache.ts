@@ -150,12 +150,9 @@ export class VariantCache {
 
   async #evictOverflow(keep?: string): Promise<void> {
     const victims = this.#selectVictims(keep);
-    await Promise.all(
-      victims.map(async (v) => {
-        await unlink(this.pathOf(v.key)).catch(() => {});
-        this.#onEvict?.(v.key, v.size);
-      }),
-    );
+    // Reported in eviction order (least recently used first), not in unlink completion order.
+    for (const v of victims) this.#onEvict?.(v.key, v.size);
+    await Promise.all(victims.map((v) => unlink(this.pathOf(v.key)).catch(() => {})));
   }
 
   #removeFileSync(v: { key: string; size: number }): void {
