@@ -18,6 +18,13 @@ const objectKey = z
   .max(1024)
   .refine((k) => !k.startsWith("/") && !k.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(k), "无效的 object_key");
 
+function parseObjectKey(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  const parsed = objectKey.safeParse(value);
+  if (!parsed.success) throw badRequest("无效的 object_key");
+  return parsed.data;
+}
+
 const urlImportBody = z.object({
   url: z.string().min(1).max(4096),
   file_name: z.string().min(1).max(255).optional(),
@@ -40,43 +47,28 @@ export function uploadRoutes(app: AppContext) {
     return { id: result.id, url: `${publicOrigin(request, app.settings.get().base_url)}/i/${result.id}` };
   };
 
-  const fileUpload = (request: Request, owner: { userId: string; tokenId: number | null }, fields: readonly string[]) => {
-    let form: Record<string, string> = {};
-    return respond(request, {
+  const fileUpload = (request: Request, owner: { userId: string; tokenId: number | null }, fields: readonly string[]) =>
+    respond(request, {
       ...owner,
       idempotencyKey: request.headers.get("idempotency-key"),
       receive: async () => {
-        const received = await receiveMultipart(request, app.paths.tmp, maxBytes(), fields);
-        form = received.fields;
-        return received.file;
-      },
-      get exifPolicy() {
-        return form.exif_policy;
-      },
-      get ttl() {
-        return form.ttl;
-      },
-      get objectKey() {
-        if (form.object_key === undefined) return null;
-        const parsed = objectKey.safeParse(form.object_key);
-        if (!parsed.success) throw badRequest("无效的 object_key");
-        return parsed.data;
+        const { file, fields: form } = await receiveMultipart(request, app.paths.tmp, maxBytes(), fields);
+        return { file, options: { exifPolicy: form.exif_policy, ttl: form.ttl, objectKey: parseObjectKey(form.object_key) } };
       },
     });
-  };
 
   const urlUpload = (request: Request, owner: { userId: string; tokenId: number | null }, input: z.infer<typeof tokenUrlImportBody>) =>
     respond(request, {
       ...owner,
       idempotencyKey: request.headers.get("idempotency-key"),
-      exifPolicy: input.exif_policy,
-      ttl: input.ttl,
-      objectKey: input.object_key ?? null,
       receive: async () => {
         const path = tempPath(app.paths.tmp, "import");
         try {
           const result = await fetchToFile(input.url, path, { maxBytes: maxBytes(), allow: app.bootstrap.importAllow, fileName: input.file_name });
-          return { path, size: result.bytes, fileName: result.suggestedName };
+          return {
+            file: { path, size: result.bytes, fileName: result.suggestedName },
+            options: { exifPolicy: input.exif_policy, ttl: input.ttl, objectKey: input.object_key ?? null },
+          };
         } catch (err) {
           if (err instanceof UrlImportError) throw new ApiError(err.status, err.message);
           throw err;

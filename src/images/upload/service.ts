@@ -8,17 +8,20 @@ import type { ReceivedFile } from "./receive";
 
 export const MAX_TTL_SECONDS = 3_153_600_000;
 
-export interface UploadRequest {
-  userId: string;
-  tokenId: number | null;
-  /** Receives the body into a temp file (multipart, URL import, raw). */
-  receive: () => Promise<ReceivedFile>;
+/** Per-upload choices; for multipart uploads they arrive with the body. */
+export interface UploadOptions {
   exifPolicy?: string;
   /** Raw `ttl` input: seconds, numeric string, or "never". */
   ttl?: unknown;
   objectKey?: string | null;
-  fileName?: string;
+}
+
+export interface UploadRequest {
+  userId: string;
+  tokenId: number | null;
   idempotencyKey?: string | null;
+  /** Receives the body into a temp file (multipart, URL import, raw) together with its options. */
+  receive: () => Promise<{ file: ReceivedFile; options: UploadOptions }>;
 }
 
 /** `ttl` form/JSON value → seconds (0 = permanent), or undefined when absent. */
@@ -79,10 +82,10 @@ export async function runUpload(app: AppContext, gate: { admit(userId: string): 
     }
     const settings = app.settings.get();
     release = gate.admit(req.userId);
-    received = await req.receive();
-    // Multipart fields are known only once the body has been read.
-    const exifPolicy = parseExifPolicy(req.exifPolicy, settings.exif_policy);
-    const ttl = effectiveTtlSeconds(app, req.userId, parseTtl(req.ttl));
+    const { file, options } = await req.receive();
+    received = file;
+    const exifPolicy = parseExifPolicy(options.exifPolicy, settings.exif_policy);
+    const ttl = effectiveTtlSeconds(app, req.userId, parseTtl(options.ttl));
     const prepared = await prepareImage(received.path, {
       exifPolicy,
       maxPixels: settings.max_pixels_mp * 1_000_000,
@@ -93,8 +96,8 @@ export async function runUpload(app: AppContext, gate: { admit(userId: string): 
     const id = await storeReference(app, prepared, {
       userId: req.userId,
       tokenId: req.tokenId,
-      fileName: (req.fileName || received.fileName || "image").slice(0, 255),
-      objectKey: req.objectKey || null,
+      fileName: (received.fileName || "image").slice(0, 255),
+      objectKey: options.objectKey || null,
       ttlSeconds: ttl || null,
       idempotencyKey: key || undefined,
     });
