@@ -4,8 +4,18 @@ import type { DriverOptionSpec } from "./drivers/option-spec";
 import { createS3Driver, s3DriverOptions } from "./drivers/s3";
 import { createSftpDriver, sftpDriverOptions } from "./drivers/sftp";
 import { createWebdavDriver, webdavDriverOptions } from "./drivers/webdav";
+import { createOnedriveDriver, onedriveDriverOptions } from "./drivers/onedrive";
+import { createDriveDriver, driveDriverOptions } from "./drivers/drive";
+import { createDropboxDriver, dropboxDriverOptions } from "./drivers/dropbox";
+import { apiBaseOverride } from "./oauth/providers";
 
-type DriverFactory = (config: Record<string, string>) => Driver;
+/** What the owner of a driver wants to hear about (OAuth backends only). */
+export interface DriverHooks {
+  /** The driver refreshed its OAuth token; the new `token` value (rclone JSON) should be stored. */
+  onTokenRefreshed?: (tokenJson: string) => void;
+}
+
+type DriverFactory = (config: Record<string, string>, hooks: DriverHooks) => Driver;
 
 /** Backends by rclone type name. */
 const FACTORIES: Record<string, DriverFactory> = {
@@ -13,6 +23,9 @@ const FACTORIES: Record<string, DriverFactory> = {
   s3: (config) => createS3Driver(config),
   webdav: (config) => createWebdavDriver(config),
   sftp: (config) => createSftpDriver(config),
+  onedrive: (config, hooks) => createOnedriveDriver(config, { ...hooks, apiBase: apiBaseOverride("onedrive") }),
+  drive: (config, hooks) => createDriveDriver(config, { ...hooks, apiBase: apiBaseOverride("drive") }),
+  dropbox: (config, hooks) => createDropboxDriver(config, { ...hooks, apiBase: apiBaseOverride("dropbox") }),
 };
 
 /** Each backend's declared options (rclone names): masking on read and the rclone export use them. */
@@ -21,6 +34,9 @@ const OPTION_SPECS: Record<string, readonly DriverOptionSpec[]> = {
   s3: s3DriverOptions,
   webdav: webdavDriverOptions,
   sftp: sftpDriverOptions,
+  onedrive: onedriveDriverOptions,
+  drive: driveDriverOptions,
+  dropbox: dropboxDriverOptions,
 };
 
 export function knownDriver(kind: string): boolean {
@@ -32,8 +48,8 @@ export function driverOptionSpecs(kind: string): readonly DriverOptionSpec[] {
   return Object.hasOwn(OPTION_SPECS, kind) ? OPTION_SPECS[kind]! : [];
 }
 
-export function createDriver(kind: string, config: Record<string, string>): Driver {
+export function createDriver(kind: string, config: Record<string, string>, hooks: DriverHooks = {}): Driver {
   const factory = Object.hasOwn(FACTORIES, kind) ? FACTORIES[kind] : undefined;
   if (!factory) throw new Error(`不支持的存储驱动: ${kind}`);
-  return factory(config);
+  return factory(config, hooks);
 }

@@ -84,11 +84,22 @@ export function scrubSecrets(message: string, secrets: readonly string[]): strin
 }
 
 /** Every sensitive value of a config and its template inputs (the plain form of obscured passwords included). */
+/** The access and refresh tokens inside an OAuth token JSON value, which could leak on their own. */
+function tokenParts(value: string): string[] {
+  if (!value.trimStart().startsWith("{")) return [];
+  try {
+    const parsed = JSON.parse(value) as Record<string, unknown>;
+    return ["access_token", "refresh_token"].map((k) => parsed[k]).filter((t): t is string => typeof t === "string" && t.length >= 8);
+  } catch {
+    return [];
+  }
+}
+
 export function secretValues(driver: string, config: Record<string, string>, templateId = "", inputs: Record<string, string> = {}): string[] {
   const out: string[] = [];
   for (const [k, v] of Object.entries(config)) {
     if (!isSensitiveConfigKey(driver, k) || v === "") continue;
-    out.push(v);
+    out.push(v, ...tokenParts(v));
     try {
       out.push(reveal(v));
     } catch {

@@ -54,7 +54,8 @@ export class ChannelRegistry {
 
   private load(row: ChannelRow): LoadedChannel {
     try {
-      const driver = this.wrap(row, createDriver(row.driver, this.repo.secrets(row).config));
+      const hooks = { onTokenRefreshed: (token: string) => this.storeRefreshedToken(row.id, token, { rebuild: false }) };
+      const driver = this.wrap(row, createDriver(row.driver, this.repo.secrets(row).config, hooks));
       return { row, driver, healthy: !!row.healthy };
     } catch (err) {
       const reason = LOAD_FAILURE_MARKER + (err as Error).message;
@@ -62,6 +63,25 @@ export class ChannelRegistry {
       this.repo.recordProbe(row.id, reason);
       return { row: { ...row, healthy: 0, last_error: reason }, loadError: reason, healthy: false };
     }
+  }
+
+  /**
+   * Seals a refreshed OAuth token into the channel (config, and template inputs
+   * when the token came from the form), so restarts and the rclone export use
+   * it: providers may rotate refresh tokens. When the channel's own driver
+   * refreshed, its row is patched in place so reload() keeps that driver; a
+   * token refreshed elsewhere (channel test) rebuilds the driver on reload().
+   */
+  storeRefreshedToken(id: number, token: string, opts: { rebuild: boolean }): void {
+    const row = this.repo.byId(id);
+    if (!row) return;
+    const secrets = this.repo.secrets(row);
+    secrets.config.token = token;
+    if (secrets.inputs && Object.hasOwn(secrets.inputs, "token")) secrets.inputs.token = token;
+    const sealed = this.repo.replaceSecrets(id, secrets);
+    const loaded = this.channels.get(id);
+    if (loaded && !opts.rebuild) loaded.row = { ...loaded.row, config_sealed: sealed };
+    this.log.info("存储渠道的 OAuth 令牌已刷新并保存", { channel: row.name });
   }
 
   /** Every channel, priority descending. */

@@ -85,6 +85,13 @@ export class ChannelRepo {
     }
   }
 
+  /** Re-seals the secrets alone (an OAuth token refreshed by the driver); returns the new sealed value. */
+  replaceSecrets(id: number, secrets: ChannelSecrets): string {
+    const sealed = this.key.encrypt(JSON.stringify(secrets));
+    this.db.query("UPDATE channels SET config_sealed = ? WHERE id = ?").run(sealed, id);
+    return sealed;
+  }
+
   /** Purge delete: from now on the channel takes no writes and a drain job empties it. */
   markDeleting(id: number) {
     this.db.query("UPDATE channels SET deleting = 1 WHERE id = ?").run(id);

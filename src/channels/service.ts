@@ -15,7 +15,9 @@ import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-laye
 import type { Driver } from "./driver";
 import { createDriver, driverOptionSpecs } from "./factory";
 import { requeueFailedReplicas } from "./health";
-import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubSecrets, secretValues } from "./masking";
+import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubSecrets, SECRET_SENTINEL, secretValues } from "./masking";
+import { completeFromProvider, withToken } from "./oauth/complete";
+import { isOAuthDriver } from "./oauth/providers";
 import { renderRcloneConfig } from "./rclone-export";
 import type { ChannelRow } from "./repo";
 import { createBody, resolveSource, sameValues, testBody, updateBody, type ResolvedSource } from "./source";
@@ -28,16 +30,20 @@ interface ProbeOptions {
   crypt?: CryptPasswords;
 }
 
-/**
- * Builds a throwaway driver for the config and deep-probes it (creating the
- * bucket first when asked). Returns null on success, else a Chinese reason
- * with every credential value cut out.
- */
-export async function probeSource(source: ResolvedSource, opts: ProbeOptions): Promise<string | null> {
+interface ProbeOutcome {
+  /** null on success, else a Chinese reason with every credential value cut out. */
+  failure: string | null;
+  /** OAuth backends: the token JSON the probe refreshed on the way (also when it then failed). */
+  refreshedToken?: string;
+}
+
+/** Builds a throwaway driver for the config and deep-probes it (creating the bucket first when asked). */
+export async function probeSource(source: ResolvedSource, opts: ProbeOptions): Promise<ProbeOutcome> {
+  const outcome: ProbeOutcome = { failure: null };
   const secrets = secretValues(source.driver, source.config, source.template, source.inputs);
   let driver: Driver | undefined;
   try {
-    driver = createDriver(source.driver, source.config);
+    driver = createDriver(source.driver, source.config, { onTokenRefreshed: (token) => (outcome.refreshedToken = token) });
     if (opts.autoCreateBucket) {
       const creator = driver as Driver & { createBucket?: () => Promise<void> };
       if (typeof creator.createBucket !== "function") throw new Error("该存储驱动不支持自动创建存储桶");
@@ -45,12 +51,35 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
     }
     const crypt = opts.crypt ?? { password: randomBytes(24).toString("base64url"), password2: randomBytes(24).toString("base64url") };
     await (opts.encrypted ? wrapEncrypted(driver, crypt) : driver).probe(true);
-    return null;
   } catch (err) {
-    return scrubSecrets((err as Error).message || "探测失败", secrets);
+    outcome.failure = scrubSecrets((err as Error).message || "探测失败", secrets);
   } finally {
     await driver?.close?.().catch(() => {});
   }
+  return outcome;
+}
+
+/**
+ * Deep-probes a config that is about to be saved, after completing what the
+ * authorization brings (spec 4.7 rule 2). Returns the source to save: a token
+ * refreshed on the way replaces the submitted one. Throws 400 on failure.
+ */
+async function probeForSave(source: ResolvedSource, opts: ProbeOptions): Promise<ResolvedSource> {
+  let refreshed: string | undefined;
+  if (isOAuthDriver(source.driver)) {
+    source = await completeFromProvider(source, (token) => (refreshed = token));
+    if (refreshed) source = withToken(source, refreshed);
+  }
+  const outcome = await probeSource(source, opts);
+  if (outcome.refreshedToken) source = withToken(source, outcome.refreshedToken);
+  if (outcome.failure !== null) throw badRequest(`存储渠道探测失败：${outcome.failure}`);
+  return source;
+}
+
+/** Whether the submitted token is the sentinel, i.e. the channel's stored token is reused (spec 4.7 rule 8). */
+function reusesStoredToken(input: { template?: string; inputs?: Record<string, string>; config?: Record<string, string> }): boolean {
+  const values = input.template && input.template !== "custom" ? input.inputs : input.config;
+  return values?.token === SECRET_SENTINEL;
 }
 
 function checkAutoCreate(source: ResolvedSource, autoCreate: boolean | undefined) {
@@ -87,12 +116,11 @@ export async function createChannel(app: AppContext, actor: AuditActor, body: un
   const encrypted = input.encrypted ?? app.settings.get().encrypt_new_channels;
   const allowDirectLink = input.allow_direct_link ?? false;
   if (encrypted && allowDirectLink) throw badRequest("加密渠道不能开启直链 (allow_direct_link)");
-  const source = resolveSource(input);
+  let source = resolveSource(input);
   checkAutoCreate(source, input.auto_create_bucket);
   if (nameTaken(app, input.name)) throw conflict("已存在同名存储渠道");
 
-  const failure = await probeSource(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false });
-  if (failure !== null) throw badRequest(`存储渠道探测失败：${failure}`);
+  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false });
 
   let id: number;
   try {
@@ -125,21 +153,32 @@ export async function createChannel(app: AppContext, actor: AuditActor, body: un
 
 /**
  * Probe without saving. With `channel_id` the stored credentials stand in for
- * sentinels. (OAuth backends will refresh an expired token here and return it
- * as `token` when it was newly submitted; no OAuth driver exists yet.)
+ * sentinels. An OAuth token refreshed by the probe (spec 4.7 rule 8) is
+ * returned as `token` when it was newly submitted — even when the probe then
+ * failed — and written straight back to the channel when it was the stored one.
  */
-export async function testChannel(app: AppContext, body: unknown): Promise<{ ok: boolean; error?: string }> {
+export async function testChannel(app: AppContext, body: unknown): Promise<{ ok: boolean; error?: string; token?: string }> {
   const input = parseBody(testBody, body);
   const row = input.channel_id ? existing(app, input.channel_id) : undefined;
   const source = resolveSource(input, row && { row, secrets: app.channels.repo.secrets(row) });
   checkAutoCreate(source, input.auto_create_bucket);
   const encrypted = row ? !!row.encrypted : (input.encrypted ?? app.settings.get().encrypt_new_channels);
-  const failure = await probeSource(source, {
+  const outcome = await probeSource(source, {
     encrypted,
     autoCreateBucket: input.auto_create_bucket ?? false,
     crypt: row?.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
   });
-  return failure === null ? { ok: true } : { ok: false, error: `存储渠道探测失败：${failure}` };
+  const result: { ok: boolean; error?: string; token?: string } =
+    outcome.failure === null ? { ok: true } : { ok: false, error: `存储渠道探测失败：${outcome.failure}` };
+  if (outcome.refreshedToken) {
+    if (row && reusesStoredToken(input)) {
+      app.channels.storeRefreshedToken(row.id, outcome.refreshedToken, { rebuild: true });
+      app.channels.reload();
+    } else {
+      result.token = outcome.refreshedToken;
+    }
+  }
+  return result;
 }
 
 /** PUT: full replacement; a changed config is deep-probed before it is saved. */
@@ -152,18 +191,17 @@ export async function updateChannel(app: AppContext, actor: AuditActor, id: numb
   if (nameTaken(app, input.name, row.id)) throw conflict("已存在同名存储渠道");
 
   const stored = app.channels.repo.secrets(row);
-  const source = resolveSource(input, { row, secrets: stored });
+  let source = resolveSource(input, { row, secrets: stored });
   checkAutoCreate(source, input.auto_create_bucket);
   const configChanged = source.driver !== row.driver || !sameValues(source.config, stored.config);
-  const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);
   if (configChanged || input.auto_create_bucket) {
-    const failure = await probeSource(source, {
+    source = await probeForSave(source, {
       encrypted: !!row.encrypted,
       autoCreateBucket: input.auto_create_bucket ?? false,
       crypt: row.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
     });
-    if (failure !== null) throw badRequest(`存储渠道探测失败：${failure}`);
   }
+  const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);
 
   try {
     app.db.transaction(() => {

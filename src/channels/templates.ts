@@ -5,6 +5,8 @@
  * and labels belong to the client (spec 2.7).
  */
 import { parseBool } from "./drivers/option-spec";
+import { ONEDRIVE_DRIVE_TYPES } from "./drivers/onedrive/config";
+import { DRIVE_SCOPES, ONEDRIVE_REGIONS } from "./oauth/providers";
 import { obscure } from "./rclone/obscure";
 
 export type FieldType = "text" | "password" | "bool" | "select" | "int";
@@ -139,13 +141,20 @@ const OAUTH_APP: readonly TemplateField[] = [
   { key: "token", type: "password", required: true, sensitive: true },
 ];
 
+/** rclone's advanced OAuth endpoint options; empty means the provider's real endpoints. */
+const OAUTH_ENDPOINTS: readonly TemplateField[] = [
+  { key: "auth_url", type: "text", required: false },
+  { key: "token_url", type: "text", required: false },
+];
+
+/** Inputs are rclone option names already (the token is rclone's JSON), so they pass through unchanged. */
 function oauth(id: string, extra: readonly TemplateField[]): ChannelTemplate {
   return {
     id,
     driver: id,
     category: "cloud_drive",
     requiresOauth: true,
-    fields: [...OAUTH_APP, ...extra, OPTIONAL_PATH, PUBLIC_BASE],
+    fields: [...OAUTH_APP, ...extra, ...OAUTH_ENDPOINTS, OPTIONAL_PATH, PUBLIC_BASE],
     build: (inputs) => pick(Object.fromEntries(Object.entries(inputs).filter(([k]) => k !== "path" && k !== "public_base_url")), inputs),
   };
 }
@@ -215,11 +224,16 @@ export const TEMPLATES: readonly ChannelTemplate[] = [
       );
     },
   },
+  // drive_id / drive_type and root_folder_id may stay empty: creation fills them in from the provider (spec 4.7 rule 2).
   oauth("onedrive", [
+    { key: "region", type: "select", required: false, options: ONEDRIVE_REGIONS },
     { key: "drive_id", type: "text", required: false },
-    { key: "drive_type", type: "select", required: false, options: ["personal", "business", "documentLibrary"] },
+    { key: "drive_type", type: "select", required: false, options: ONEDRIVE_DRIVE_TYPES },
   ]),
-  oauth("drive", [{ key: "root_folder_id", type: "text", required: false }]),
+  oauth("drive", [
+    { key: "scope", type: "select", required: false, options: DRIVE_SCOPES },
+    { key: "root_folder_id", type: "text", required: false },
+  ]),
   oauth("dropbox", []),
 ];
 

@@ -15,6 +15,7 @@ import { userRoutes } from "./routes/users";
 import { uploadRoutes } from "./routes/uploads";
 import { imageRoutes } from "./routes/images";
 import { channelRoutes } from "./routes/channels";
+import { channelOAuthRoutes } from "./routes/channel-oauth";
 import { publicRoutes } from "./routes/public";
 import { refererRoutes } from "./routes/referers";
 
@@ -40,6 +41,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(uploadRoutes(app))
     .use(imageRoutes(app))
     .use(channelRoutes(app))
+    .use(channelOAuthRoutes(app))
     .use(publicRoutes(app))
     .use(refererRoutes(app));
   for (const plugin of extra) router = router.use(plugin);

@@ -1,0 +1,83 @@
+import type { OAuthApiClient } from "../../oauth/api-client.ts";
+import { baseName, parentOf } from "../../oauth/driver-kit.ts";
+import { FILE_FIELDS, FOLDER_MIME, queryString, type DriveFile, type DriveSettings } from "./config.ts";
+
+/**
+ * Google Drive addresses files by id, not path: a path is resolved one folder
+ * at a time with files.list, and folder ids are cached (rclone's dircache).
+ * Folder creation is single-flight per path, because Drive happily keeps two
+ * folders of the same name and concurrent uploads would otherwise make both.
+ */
+export class DriveFolders {
+  private readonly ids = new Map<string, string>();
+  private readonly creating = new Map<string, Promise<string>>();
+
+  constructor(
+    private readonly api: OAuthApiClient,
+    private readonly settings: DriveSettings,
+  ) {
+    this.ids.set("", settings.rootFolderId);
+  }
+
+  /** Forget cached ids (a folder was deleted behind our back). */
+  reset(): void {
+    this.ids.clear();
+    this.ids.set("", this.settings.rootFolderId);
+  }
+
+  /** Children of a folder named `name` (not trashed), files and folders alike. */
+  async lookup(parentId: string, name: string, target: string): Promise<DriveFile[]> {
+    const q = `name = ${queryString(name)} and ${queryString(parentId)} in parents and trashed = false`;
+    return (await this.listPage(q, target)).files;
+  }
+
+  /** One page of files.list. */
+  async listPage(q: string, target: string, pageToken?: string): Promise<{ files: DriveFile[]; nextPageToken?: string }> {
+    const params = new URLSearchParams({ q, fields: `nextPageToken,files(${FILE_FIELDS})`, pageSize: "1000" });
+    if (pageToken) params.set("pageToken", pageToken);
+    const page = await this.api.json<{ files?: DriveFile[]; nextPageToken?: string }>({
+      method: "GET",
+      url: `${this.settings.filesUrl}?${params}`,
+      target,
+    });
+    return { files: page.files ?? [], nextPageToken: page.nextPageToken };
+  }
+
+  /** Id of the folder at `dir` (relative to the drive root, "" = root), or null when it does not exist. */
+  async find(dir: string): Promise<string | null> {
+    const cached = this.ids.get(dir);
+    if (cached) return cached;
+    const parentId = await this.find(parentOf(dir));
+    if (!parentId) return null;
+    const folder = (await this.lookup(parentId, baseName(dir), `${dir}/`)).find((f) => f.mimeType === FOLDER_MIME);
+    if (!folder) return null;
+    this.ids.set(dir, folder.id);
+    return folder.id;
+  }
+
+  /** Id of the folder at `dir`, creating it and any missing ancestors. */
+  async ensure(dir: string): Promise<string> {
+    const cached = this.ids.get(dir);
+    if (cached) return cached;
+    let pending = this.creating.get(dir);
+    if (!pending) {
+      pending = this.create(dir).finally(() => this.creating.delete(dir));
+      this.creating.set(dir, pending);
+    }
+    return pending;
+  }
+
+  private async create(dir: string): Promise<string> {
+    const existing = await this.find(dir);
+    if (existing) return existing;
+    const parentId = await this.ensure(parentOf(dir));
+    const folder = await this.api.json<DriveFile>({
+      method: "POST",
+      url: `${this.settings.filesUrl}?fields=${FILE_FIELDS}`,
+      target: `${dir}/`,
+      body: { name: baseName(dir), mimeType: FOLDER_MIME, parents: [parentId] },
+    });
+    this.ids.set(dir, folder.id);
+    return folder.id;
+  }
+}

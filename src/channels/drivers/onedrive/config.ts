@@ -1,0 +1,61 @@
+import { OAuthError, safeCode } from "../../oauth/errors.ts";
+import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit.ts";
+import { defaultApiOrigin, ONEDRIVE_REGIONS } from "../../oauth/providers.ts";
+import type { DriverOptionSpec } from "../option-spec.ts";
+
+export const ONEDRIVE_DRIVE_TYPES = ["personal", "business", "documentLibrary"] as const;
+
+/** Keys named exactly like rclone's onedrive options, plus Kura's reserved `path`. */
+export const onedriveDriverOptions: readonly DriverOptionSpec[] = [
+  ...OAUTH_OPTION_SPECS,
+  { key: "region", type: "select", required: false, sensitive: false, options: [...ONEDRIVE_REGIONS] },
+  { key: "drive_id", type: "text", required: false, sensitive: false },
+  { key: "drive_type", type: "select", required: false, sensitive: false, options: [...ONEDRIVE_DRIVE_TYPES] },
+  { key: "chunk_size", type: "text", required: false, sensitive: false },
+  PATH_OPTION,
+];
+
+/** rclone's defaults: 10 MiB upload-session chunks, which must be multiples of 320 KiB. */
+const DEFAULT_CHUNK = 10 * 1024 * 1024;
+export const CHUNK_MULTIPLE = 320 * 1024;
+/** Graph's limit for a single-request upload (PUT …/content); larger files use an upload session. */
+export const SIMPLE_UPLOAD_LIMIT = 4 * 1024 * 1024;
+
+export interface OnedriveSettings {
+  /** Graph API root, e.g. https://graph.microsoft.com/v1.0. */
+  apiRoot: string;
+  driveId: string;
+  root: string;
+  chunkSize: number;
+}
+
+export function resolveOnedriveSettings(config: Record<string, string>, apiBase?: string | null): OnedriveSettings {
+  const driveType = config.drive_type?.trim() ?? "";
+  if (driveType && !(ONEDRIVE_DRIVE_TYPES as readonly string[]).includes(driveType)) {
+    throw new OAuthError(`OneDrive drive_type 无效，可选 ${ONEDRIVE_DRIVE_TYPES.join("/")}`);
+  }
+  const chunkSize = parseSize(config.chunk_size, "chunk_size", DEFAULT_CHUNK);
+  if (chunkSize <= 0 || chunkSize % CHUNK_MULTIPLE !== 0) throw new OAuthError("OneDrive chunk_size 必须是 320k 的整数倍");
+  const origin = apiBase ?? defaultApiOrigin("onedrive", config);
+  return { apiRoot: `${origin}/v1.0`, driveId: config.drive_id?.trim() ?? "", root: rootOf(config, "OneDrive"), chunkSize };
+}
+
+/** Graph errors: {"error":{"code":"itemNotFound","message":…}}; only the code is kept. */
+export function graphErrorCode(body: unknown): string {
+  return safeCode((body as { error?: { code?: unknown } } | undefined)?.error?.code);
+}
+
+/** A driveItem as far as Kura reads it. */
+export interface GraphItem {
+  id?: string;
+  name: string;
+  size?: number;
+  file?: object;
+  folder?: object;
+  lastModifiedDateTime?: string;
+}
+
+export interface GraphDrive {
+  id: string;
+  driveType?: string;
+}

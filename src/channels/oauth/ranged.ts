@@ -1,0 +1,33 @@
+import type { ByteRange, GetResult } from "../driver.ts";
+import { clampRange, sliceStream } from "../drivers/sized-body.ts";
+import { OAuthError } from "./errors.ts";
+
+/**
+ * Turns a download answer (200 or 206) into a GetResult for `range`. A server
+ * that ignored Range gets the range cut out locally; a 206 whose Content-Range
+ * does not cover what was asked is refused rather than served wrong.
+ * `totalHint` is the object size when known from metadata (Dropbox sends it in a header).
+ */
+export function rangedResult(response: Response, range: ByteRange | undefined, label: string, totalHint?: number): GetResult {
+  const stream = response.body ?? new Blob([]).stream();
+  if (response.status === 206 && range) {
+    const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((response.headers.get("content-range") ?? "").trim());
+    const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
+    const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };
+    if (!m || gotStart !== start || gotEnd < end) {
+      void stream.cancel().catch(() => {});
+      throw new OAuthError(`${label} 返回的范围与请求不符 (Content-Range 无效)`);
+    }
+    const size = end + 1 - start;
+    return { stream: gotEnd > end ? sliceStream(stream, 0, size) : stream, size, totalSize };
+  }
+  const length = Number(response.headers.get("content-length") ?? "NaN");
+  const total = Number.isSafeInteger(length) ? length : totalHint;
+  if (total === undefined || !Number.isSafeInteger(total)) {
+    void stream.cancel().catch(() => {});
+    throw new OAuthError(`${label} 下载响应缺少 Content-Length`);
+  }
+  if (!range) return { stream, size: total, totalSize: total };
+  const { start, end } = clampRange(range, total);
+  return { stream: sliceStream(stream, start, end + 1 - start), size: end + 1 - start, totalSize: total };
+}
