@@ -1,9 +1,9 @@
+import { roundTripProbe as sharedRoundTripProbe } from "../drivers/round-trip-probe.ts";
 /**
  * What the three OAuth drivers share: options every one of them takes, the
  * rclone options they all have (client_id, client_secret, token, auth_url,
  * token_url), the `path` root, rclone's size syntax, and the prefix walk.
  */
-import { randomBytes } from "node:crypto";
 import type { Driver, ObjectInfo } from "../driver.ts";
 import { assertSafeKey } from "../drivers/object-key.ts";
 import type { DriverOptionSpec } from "../drivers/option-spec.ts";
@@ -94,18 +94,9 @@ export function baseName(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }
 
-/** The shared deep probe: write, read back and delete a random object under `_kura/probe/`. */
-export async function roundTripProbe(driver: Driver, label: string): Promise<void> {
-  const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
-  const payload = new Uint8Array(randomBytes(64));
-  try {
-    await driver.put(key, payload, payload.byteLength);
-    const got = await driver.get(key);
-    const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
-    if (Buffer.compare(back, payload) !== 0) throw new OAuthError(`${label} 读写检查失败: 读回的数据与写入不一致`);
-  } finally {
-    await driver.delete(key).catch(() => {});
-  }
+/** The shared deep probe, failing with an OAuthError. */
+export function roundTripProbe(driver: Driver, label: string): Promise<void> {
+  return sharedRoundTripProbe(driver, label, OAuthError);
 }
 
 /** Keys sorted like the other drivers' walks, so listings are stable. */
