@@ -23,17 +23,19 @@ export interface StrippedImage {
 }
 
 export async function stripMetadata(inputPath: string, outputPath: string, mime: string): Promise<void> {
-  if (mime === "image/avif") return reencodeWithoutMetadata(inputPath, outputPath, mime);
-  const src = await readFile(inputPath);
-  let stripped: StrippedImage;
+  await writeFile(outputPath, await stripMetadataToBuffer(await readFile(inputPath), mime));
+}
+
+/** `stripMetadata` on bytes in memory (small uploads never touch a temp file). */
+export async function stripMetadataToBuffer(src: Buffer, mime: string): Promise<Buffer> {
+  if (mime === "image/avif") return reencodeWithoutMetadata(src, mime);
   try {
-    stripped = stripMetadataBytes(src, mime);
+    return stripMetadataBytes(src, mime).bytes;
   } catch (err) {
     if (!(err instanceof MalformedImageError)) throw err;
     // Decoders are more lenient than our walker; re-encoding still guarantees no metadata.
-    return reencodeWithoutMetadata(inputPath, outputPath, mime);
+    return reencodeWithoutMetadata(src, mime);
   }
-  await writeFile(outputPath, stripped.bytes);
 }
 
 /** Lossless strip for JPEG, PNG, WebP and GIF. Throws MalformedImageError on broken structure. */
@@ -68,18 +70,18 @@ export async function readOrientation(path: string): Promise<number> {
 
 const REENCODE_OPTIONS = { jpeg: { quality: 92 }, png: {}, webp: { quality: 90 }, gif: {}, avif: { quality: 70 } } as const;
 
-async function reencodeWithoutMetadata(inputPath: string, outputPath: string, mime: string): Promise<void> {
+async function reencodeWithoutMetadata(input: Buffer, mime: string): Promise<Buffer> {
   const format = mime.replace(/^image\//, "") as keyof typeof REENCODE_OPTIONS;
   if (!(format in REENCODE_OPTIONS)) throw new Error(`不支持去除该格式的元数据：${mime}`);
-  const meta = await sharp(inputPath, { limitInputPixels: false }).metadata();
+  const meta = await sharp(input, { limitInputPixels: false }).metadata();
   const animated = (meta.pages ?? 1) > 1;
-  let img = sharp(inputPath, { animated, limitInputPixels: false });
+  let img = sharp(input, { animated, limitInputPixels: false });
   // Bake the orientation into the pixels, since no EXIF will be left to carry it. (AVIF's
   // decoder already applies irot/imir, so this is a no-op there; animated frames carry no
   // orientation.) sharp writes no metadata unless asked; the colour profile is not personal
   // data and keeps colours right.
   if (!animated) img = img.rotate();
-  await img.keepIccProfile().toFormat(format, REENCODE_OPTIONS[format]).toFile(outputPath);
+  return img.keepIccProfile().toFormat(format, REENCODE_OPTIONS[format]).toBuffer();
 }
 
 // ---------------------------------------------------------------- EXIF (TIFF) orientation

@@ -49,7 +49,8 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
       .run(channel.row.id, key, sqlTime());
     intents.push(Number(intent.lastInsertRowid));
     try {
-      await app.channels.put(channel, key, Bun.file(prepared.path).stream(), prepared.size);
+      const body = prepared.bytes ?? Bun.file(prepared.path!).stream();
+      await app.channels.put(channel, key, body, prepared.size);
       written.push(channel);
     } catch (err) {
       app.log.warn("同步写入存储渠道失败，尝试下一个", { channel: channel.row.name, err: (err as Error).message });

@@ -334,3 +334,32 @@ describe("synchronous replicas", () => {
     }
   });
 });
+
+describe("large uploads stream through a temp file", () => {
+  test("a body over the in-memory limit gives the same results as a small one (strip and passthrough)", async () => {
+    const server = await KuraServer.start();
+    try {
+      const admin = await adminSession(server);
+      const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(2600 * 2000 * 3)));
+      const big = await sharp(noise, { raw: { width: 2600, height: 2000, channels: 3 } })
+        .jpeg({ quality: 95 })
+        .withExif({ IFD0: { Make: "BigCam" } })
+        .withMetadata({ orientation: 6 })
+        .toBuffer();
+      expect(big.length).toBeGreaterThan(4 * 1024 * 1024);
+      const kept = await admin.json("POST", "/api/admin/upload", form(big, "big.jpg", { exif_policy: "passthrough" }));
+      expect((await admin.json("GET", `/api/admin/images/${kept.id}`)).sha256).toBe(sha256(big));
+      const stripped = await admin.json("POST", "/api/admin/upload", form(big, "big.jpg", { exif_policy: "strip" }));
+      const d = await admin.json("GET", `/api/admin/images/${stripped.id}`);
+      expect([d.width, d.height]).toEqual([2000, 2600]);
+      const file = storedFiles(server).find((f) => f.includes(d.sha256))!;
+      const bytes = await Bun.file(join(server.dataDir, "storage", file)).bytes();
+      const meta = await sharp(bytes).metadata();
+      expect(meta.orientation).toBe(6);
+      expect(meta.exif ? Buffer.from(meta.exif).toString("latin1") : "").not.toContain("BigCam");
+      expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
+    } finally {
+      await server.dispose();
+    }
+  });
+});

@@ -1,19 +1,19 @@
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { ApiError } from "../../http/errors";
-import { stripMetadata } from "../exif";
+import { stripMetadata, stripMetadataToBuffer } from "../exif";
 import { SNIFF_BYTES, sniffImageType } from "../sniff";
-import { tempPath } from "./receive";
+import { tempPath, type ReceivedFile } from "./receive";
 
-export interface PreparedImage {
-  path: string;
+/** A storable image; its bytes are in memory or in a temp file, like the upload they came from. */
+export type PreparedImage = Pick<ReceivedFile, "path" | "bytes"> & {
   size: number;
   sha256: string;
   mime: string;
   ext: string;
   width: number;
   height: number;
-}
+};
 
 export type ExifPolicy = "strip" | "passthrough";
 
@@ -26,22 +26,23 @@ export async function sha256File(path: string): Promise<string> {
 }
 
 /**
- * Turns a received temp file into a storable image: type judged by content (415),
- * pixel budget checked from the header before any full decode (422), metadata
- * stripped per policy, then hashed (reusing the hash taken while receiving when the
- * bytes are unchanged). Consumes `path` (replaced when stripping).
+ * Turns a received upload into a storable image: type judged by content (415), pixel
+ * budget checked from the header before any full decode (422), metadata stripped per
+ * policy, then hashed (reusing the hash taken while receiving when the bytes are
+ * unchanged). A stripped file upload gets a new temp file; the caller removes both.
  */
 export async function prepareImage(
-  path: string,
-  opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string; sha256?: string },
+  received: ReceivedFile,
+  opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string },
 ): Promise<PreparedImage> {
-  const head = new Uint8Array(await Bun.file(path).slice(0, SNIFF_BYTES).arrayBuffer());
+  const input = received.bytes ?? received.path;
+  const head = received.bytes ? received.bytes.subarray(0, SNIFF_BYTES) : new Uint8Array(await Bun.file(received.path).slice(0, SNIFF_BYTES).arrayBuffer());
   const type = sniffImageType(head);
   if (!type) throw unsupported();
 
   let meta: Metadata;
   try {
-    meta = await sharp(path, { animated: true, limitInputPixels: false }).metadata();
+    meta = await sharp(input, { animated: true, limitInputPixels: false }).metadata();
   } catch {
     throw unsupported();
   }
@@ -53,28 +54,28 @@ export async function prepareImage(
   if (pixels > opts.maxPixels) throw new ApiError(422, `图片分辨率超过上限（${Math.round(opts.maxPixels / 1e6)} 百万像素）`);
   // Displayed size: orientations 5–8 swap width and height.
   const swap = (meta.orientation ?? 1) >= 5;
+  const described = { mime: type.mime, ext: type.ext, width: swap ? frameHeight : width, height: swap ? width : frameHeight };
 
-  let current = path;
-  if (opts.exifPolicy === "strip") {
-    const stripped = tempPath(opts.tmpDir, "strip");
-    try {
-      await stripMetadata(path, stripped, type.mime);
-    } catch {
-      await rm(stripped, { force: true });
-      throw unsupported();
-    }
-    await rm(path, { force: true });
-    current = stripped;
+  if (opts.exifPolicy !== "strip") {
+    const sha256 = received.sha256 ?? (received.bytes ? sha256Bytes(received.bytes) : await sha256File(received.path));
+    return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...described } as PreparedImage;
   }
-  // The perceptual hash decodes pixels, so it is computed later by a job (see images/jobs.ts).
-  const sha256 = current === path && opts.sha256 ? opts.sha256 : await sha256File(current);
-  return {
-    path: current,
-    size: Bun.file(current).size,
-    sha256,
-    mime: type.mime,
-    ext: type.ext,
-    width: swap ? frameHeight : width,
-    height: swap ? width : frameHeight,
-  };
+  if (received.bytes) {
+    const bytes = await stripMetadataToBuffer(received.bytes, type.mime).catch(() => {
+      throw unsupported();
+    });
+    return { bytes, size: bytes.length, sha256: sha256Bytes(bytes), ...described };
+  }
+  const stripped = tempPath(opts.tmpDir, "strip");
+  try {
+    await stripMetadata(received.path, stripped, type.mime);
+  } catch {
+    await rm(stripped, { force: true });
+    throw unsupported();
+  }
+  return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...described };
+}
+
+function sha256Bytes(bytes: Uint8Array): string {
+  return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 }

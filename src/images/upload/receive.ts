@@ -16,13 +16,23 @@ export function tempPath(tmpDir: string, label: string): string {
   return join(tmpDir, `${label}-${Date.now()}-${randomBytes(6).toString("hex")}`);
 }
 
-export interface ReceivedFile {
-  path: string;
+/** An upload's bytes: in memory for small bodies, else in a temp file. */
+export type ReceivedFile = (
+  | { path: string; bytes?: undefined }
+  | { bytes: Buffer; path?: undefined }
+) & {
   size: number;
   fileName: string;
-  /** sha256 of the received bytes when it was computed while streaming. */
+  /** sha256 of the received bytes when it was computed while receiving. */
   sha256?: string;
-}
+};
+
+/**
+ * Bodies up to this size, with a declared Content-Length, are parsed natively in memory:
+ * no temp file, no stream emulation. Memory stays bounded by this size times
+ * max_concurrent_uploads; anything larger or chunked streams to disk.
+ */
+export const IN_MEMORY_UPLOAD_BYTES = 4 * 1024 * 1024;
 
 /** Rejects by Content-Length before reading a byte when the declared body cannot fit. */
 function checkDeclaredLength(request: Request, limit: number, maxBytes: number) {
@@ -45,6 +55,8 @@ export async function receiveMultipart(
   if (!type.toLowerCase().startsWith("multipart/form-data")) throw badRequest("请求必须是 multipart/form-data，文件字段名为 file");
   if (!request.body) throw badRequest("缺少请求体");
   checkDeclaredLength(request, maxBytes + MULTIPART_OVERHEAD, maxBytes);
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared <= IN_MEMORY_UPLOAD_BYTES) return receiveSmallMultipart(request, maxBytes, allowedFields);
 
   const path = tempPath(tmpDir, "upload");
   const fields: Record<string, string> = {};
@@ -111,6 +123,37 @@ export async function receiveMultipart(
   }
   if (!file) throw badRequest("缺少文件字段 file");
   return { file, fields };
+}
+
+/** A small multipart body with a declared length, parsed natively into memory. */
+async function receiveSmallMultipart(
+  request: Request,
+  maxBytes: number,
+  allowedFields: readonly string[],
+): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
+  let form: FormData;
+  try {
+    form = await request.formData();
+  } catch {
+    throw badRequest("multipart 请求格式无效");
+  }
+  const fields: Record<string, string> = {};
+  let upload: File | undefined;
+  for (const [name, value] of form.entries()) {
+    if (typeof value !== "string") {
+      if (name === "file" && !upload) upload = value;
+      continue;
+    }
+    if (Buffer.byteLength(value) > FIELD_LIMIT_BYTES) throw badRequest(`表单字段 ${name} 超过 1 KiB`);
+    if (allowedFields.includes(name)) fields[name] = value;
+  }
+  if (!upload) throw badRequest("缺少文件字段 file");
+  if (upload.size > maxBytes) throw tooLarge(maxBytes);
+  const bytes = Buffer.from(await upload.arrayBuffer());
+  return {
+    file: { bytes, size: bytes.length, fileName: upload.name || "image", sha256: new Bun.CryptoHasher("sha256").update(bytes).digest("hex") },
+    fields,
+  };
 }
 
 /** Streams a raw body (S3 PutObject) to a temp file with the same hard cap. */

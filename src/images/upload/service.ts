@@ -86,11 +86,10 @@ export async function runUpload(app: AppContext, gate: { admit(userId: string): 
     received = file;
     const exifPolicy = parseExifPolicy(options.exifPolicy, settings.exif_policy);
     const ttl = effectiveTtlSeconds(app, req.userId, parseTtl(options.ttl));
-    const prepared = await prepareImage(received.path, {
+    const prepared = await prepareImage(received, {
       exifPolicy,
       maxPixels: settings.max_pixels_mp * 1_000_000,
       tmpDir: app.paths.tmp,
-      sha256: received.sha256,
     });
     preparedPath = prepared.path;
     const id = await storeReference(app, prepared, {
@@ -108,7 +107,7 @@ export async function runUpload(app: AppContext, gate: { admit(userId: string): 
     throw err;
   } finally {
     release?.();
-    if (received) await rm(received.path, { force: true });
+    if (received?.path) await rm(received.path, { force: true });
     if (preparedPath) await rm(preparedPath, { force: true });
     app.metrics.uploadDuration.observe({ outcome }, (performance.now() - started) / 1000);
   }
