@@ -15,6 +15,7 @@ import { SettingsStore } from "./config/settings";
 import { LOGIN_BURST, LOGIN_REFILL_SECONDS } from "./config/settings-schema";
 import type { AppContext, DataPaths } from "./context";
 import { AccessBuffer } from "./delivery/access-log";
+import { DeliveryLookups } from "./delivery/lookups";
 import { RefererRules } from "./delivery/referer-rules";
 import { VariantService } from "./delivery/variants";
 import { registerImageJobs } from "./images/jobs";
@@ -55,6 +56,7 @@ export async function createAppContext(
 ): Promise<AppContext> {
   const metrics = createMetrics();
   const settings = new SettingsStore(db, key);
+  const images = new ImageRepo(db);
   const app = {
     bootstrap: boot,
     paths: prepareDataPaths(boot.dataDir),
@@ -63,7 +65,8 @@ export async function createAppContext(
     settings,
     sessions: new SessionStore(db, key),
     users: new UserRepo(db),
-    images: new ImageRepo(db),
+    images,
+    lookups: new DeliveryLookups(images),
     channels: new ChannelRegistry(db, key, log, metrics),
     jobs: new JobQueue(db, { log: (level, msg, fields) => log[level](msg, fields) }),
     referers: new RefererRules(db),

@@ -6,6 +6,7 @@ import type { Bootstrap } from "./config/bootstrap";
 import type { MasterKey } from "./config/master-key";
 import type { SettingsStore } from "./config/settings";
 import type { AccessBuffer } from "./delivery/access-log";
+import type { DeliveryLookups } from "./delivery/lookups";
 import type { RefererRules } from "./delivery/referer-rules";
 import type { VariantService } from "./delivery/variants";
 import type { ImageRepo } from "./images/repo";
@@ -37,6 +38,7 @@ export interface AppContext {
   jobs: JobQueue;
   referers: RefererRules;
   access: AccessBuffer;
+  lookups: DeliveryLookups;
   variants: VariantService;
   loginLimiter: TokenBucketLimiter;
   metrics: Metrics;

@@ -6,6 +6,7 @@ import { cacheHeaders, type DeliveryArea } from "./cache-headers";
 import { ifNoneMatchMatches, originalEtag, variantEtag } from "./etag";
 import { chooseRepresentation, formatToMime, type DeliveryFormat } from "./negotiate";
 import { parseDeliveryParams } from "./params";
+import { HOT_ITEM_MAX } from "./variants";
 import { refererAllowed } from "./referer";
 
 export interface DeliveryRequest {
@@ -47,15 +48,14 @@ export async function serveImage(app: AppContext, req: DeliveryRequest): Promise
   if (req.isPublic && isGet) app.access.record(image.id);
 
   const rep = chooseRepresentation(image.mime, params, request.headers.get("accept"), settings.process_formats);
-  const blob = app.images.blob(image.blob_id)!;
   if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept);
 
   const etag = variantEtag(image.sha256, rep.width, rep.format);
   const headers = cacheHeaders({ area, kind: "variant", etag, varyAccept: rep.varyAccept });
   if (ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers });
   try {
-    const variant = await app.variants.get(blob, rep.width, rep.format as DeliveryFormat);
-    const body = variant.path ? Bun.file(variant.path) : new Uint8Array(variant.bytes!);
+    const variant = await app.variants.get(blobOf(image), rep.width, rep.format as DeliveryFormat);
+    const body = variant.path ? Bun.file(variant.path) : asBody(variant.bytes!);
     headers["Content-Type"] = formatToMime(rep.format as DeliveryFormat);
     headers[isGet ? "Content-Length" : HEAD_LENGTH_HEADER] = String(variant.size);
     return new Response(isGet ? body : null, { status: 200, headers });
@@ -88,19 +88,38 @@ async function serveOriginal(app: AppContext, req: DeliveryRequest, image: Image
   }
   const range = parseRange(request.headers.get("range"), image.size);
   if (range === "invalid") return plain(416, "请求的范围无效", { "Content-Range": `bytes */${image.size}` });
+  const hot = app.variants.hot.get(image.sha256);
   try {
-    const blob = app.images.blob(image.blob_id)!;
-    const result = await openBlob(app, blob, range);
-    headers["Content-Length"] = String(result.size);
     if (range) {
-      headers["Content-Range"] = `bytes ${range.start}-${range.start + result.size - 1}/${image.size}`;
-      return new Response(result.stream, { status: 206, headers });
+      const part = hot
+        ? { stream: hot.subarray(range.start, range.end + 1), size: range.end + 1 - range.start }
+        : await openBlob(app, blobOf(image), range);
+      headers["Content-Length"] = String(part.size);
+      headers["Content-Range"] = `bytes ${range.start}-${range.start + part.size - 1}/${image.size}`;
+      return new Response(part.stream instanceof Uint8Array ? asBody(part.stream) : part.stream, { status: 206, headers });
     }
-    return new Response(result.stream, { status: 200, headers });
+    if (hot) return new Response(asBody(hot), { status: 200, headers: { ...headers, "Content-Length": String(hot.byteLength) } });
+    const result = await openBlob(app, blobOf(image));
+    headers["Content-Length"] = String(result.size);
+    if (result.size > HOT_ITEM_MAX) return new Response(result.stream, { status: 200, headers });
+    // Small originals are read whole and kept hot: the next request costs no storage read.
+    const bytes = new Uint8Array(await new Response(result.stream).arrayBuffer());
+    app.variants.hot.set(image.sha256, bytes);
+    return new Response(asBody(bytes), { status: 200, headers });
   } catch (err) {
     if (err instanceof NoReadableChannelError) return plain(503, err.message);
     throw err;
   }
+}
+
+/** Bytes as a response body (Bun sends any Uint8Array; the DOM typings want an ArrayBuffer-backed one). */
+function asBody(bytes: Uint8Array): BodyInit {
+  return bytes as unknown as BodyInit;
+}
+
+/** The blob fields delivery needs, straight from the image view (no second query). */
+function blobOf(image: ImageView) {
+  return { id: image.blob_id, sha256: image.sha256, storage_key: image.storage_key };
 }
 
 /** 302 target: a channel holding a done replica that allows direct links, is unencrypted and has a public address. */

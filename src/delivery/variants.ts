@@ -1,6 +1,7 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import type { BlobRow } from "../images/repo";
+import { HotBytes } from "./hot-bytes";
 import { openBlob } from "../images/read";
 import { SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
@@ -8,11 +9,18 @@ import { renderVariant } from "./transform";
 import { VariantCache } from "./variant-cache";
 
 export interface VariantBytes {
-  /** A cached file to stream, or the bytes when the cache did not keep them. */
+  /** A cached file to stream, or the bytes (in memory when hot or not kept on disk). */
   path?: string;
-  bytes?: Buffer;
+  bytes?: Uint8Array;
   size: number;
 }
+
+/** What a variant needs to know about its blob. */
+export type VariantSource = Pick<BlobRow, "id" | "sha256" | "storage_key">;
+
+/** In-memory budget for hot image bytes, and the largest single item kept there. */
+export const HOT_BYTES_BUDGET = 64 * 1024 * 1024;
+export const HOT_ITEM_MAX = 2 * 1024 * 1024;
 
 /**
  * Produces resized/converted variants: disk cache first (LRU under variants_cache_mb),
@@ -21,6 +29,8 @@ export interface VariantBytes {
  */
 export class VariantService {
   readonly cache: VariantCache;
+  /** Hot originals and variants in memory, shared with the original-serving path. */
+  readonly hot = new HotBytes(HOT_BYTES_BUDGET, HOT_ITEM_MAX);
   private readonly limiter: WorkLimiter;
   private readonly flights = new SingleFlight<string, VariantBytes>();
 
@@ -42,19 +52,28 @@ export class VariantService {
     return `${sha256}-${width}-${format}`;
   }
 
-  async get(blob: BlobRow, width: number, format: DeliveryFormat): Promise<VariantBytes> {
+  async get(blob: VariantSource, width: number, format: DeliveryFormat): Promise<VariantBytes> {
     const key = VariantService.key(blob.sha256, width, format);
-    const hit = this.cache.get(key);
-    if (hit && (await Bun.file(hit.path).exists())) {
+    const hot = this.hot.get(key);
+    if (hot) {
       this.app.metrics.variantLookups.inc({ result: "hit" });
-      return { path: hit.path, size: hit.size };
+      return { bytes: hot, size: hot.byteLength };
+    }
+    const hit = this.cache.get(key);
+    const file = hit && Bun.file(hit.path);
+    if (hit && file && (await file.exists())) {
+      this.app.metrics.variantLookups.inc({ result: "hit" });
+      if (hit.size > HOT_ITEM_MAX) return { path: hit.path, size: hit.size };
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      this.hot.set(key, bytes);
+      return { bytes, size: bytes.byteLength };
     }
     if (hit) await this.cache.delete(key);
     this.app.metrics.variantLookups.inc({ result: "miss" });
     return this.flights.do(key, () => this.generate(blob, width, format, key));
   }
 
-  private async generate(blob: BlobRow, width: number, format: DeliveryFormat, key: string): Promise<VariantBytes> {
+  private async generate(blob: VariantSource, width: number, format: DeliveryFormat, key: string): Promise<VariantBytes> {
     const source = await openBlob(this.app, blob);
     const original = Buffer.from(await new Response(source.stream).arrayBuffer());
     const s = this.app.settings.get();
@@ -80,7 +99,8 @@ export class VariantService {
     this.app.db
       .query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)")
       .run(blob.id, width, format, bytes.length, sqlTime());
-    return path ? { path, size: bytes.length } : { bytes, size: bytes.length };
+    this.hot.set(key, bytes);
+    return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes, size: bytes.length };
   }
 
   private forget(key: string) {
@@ -93,6 +113,7 @@ export class VariantService {
 
   /** Drops every cached variant of a blob (physical delete). */
   async dropBlob(sha256: string) {
+    this.hot.deletePrefix(sha256);
     await this.cache.deletePrefix(sha256);
   }
 }

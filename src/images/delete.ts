@@ -21,5 +21,7 @@ export function deleteReference(app: AppContext, imageId: string): boolean {
     }
     return image.blob_id;
   })();
-  return deleted !== undefined;
+  if (deleted === undefined) return false;
+  app.lookups.forget(imageId);
+  return true;
 }

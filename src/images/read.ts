@@ -10,13 +10,13 @@ export class NoReadableChannelError extends Error {
 
 /** Channels holding a completed replica: healthy ones first, each group by priority. */
 export function readCandidates(app: AppContext, blobId: number) {
-  const done = new Set(app.images.replicas(blobId).filter((r) => r.state === "done").map((r) => r.channel_id));
+  const done = new Set(app.images.doneChannelIds(blobId));
   const holders = app.channels.list().filter((c) => c.driver && done.has(c.row.id));
   return [...holders.filter((c) => c.healthy), ...holders.filter((c) => !c.healthy)];
 }
 
 /** Opens the blob's bytes from the best channel, failing over to the next on any error. */
-export async function openBlob(app: AppContext, blob: BlobRow, range?: ByteRange): Promise<GetResult & { channelId: number }> {
+export async function openBlob(app: AppContext, blob: Pick<BlobRow, "id" | "storage_key">, range?: ByteRange): Promise<GetResult & { channelId: number }> {
   for (const channel of readCandidates(app, blob.id)) {
     try {
       const result = await channel.driver!.get(blob.storage_key, range);

@@ -69,8 +69,30 @@ export function storageKeyFor(sha256: string, ext: string): string {
 
 export const STORAGE_KEY_PATTERN = /^img\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}-[0-9a-f]{8}\.[a-z0-9]+$/;
 
+/** How long the set of channels holding a blob may be reused on the read path. */
+const DONE_CHANNELS_TTL_MS = 2_000;
+
 export class ImageRepo {
+  private readonly doneCache = new Map<number, { ids: number[]; at: number }>();
+
   constructor(private readonly db: Database) {}
+
+  /**
+   * Channels holding a completed replica of a blob, memoized briefly for the delivery
+   * hot path; replica changes made here forget the entry, and a stale list only costs a
+   * failover read.
+   */
+  doneChannelIds(blobId: number): number[] {
+    const hit = this.doneCache.get(blobId);
+    if (hit && Date.now() - hit.at < DONE_CHANNELS_TTL_MS) return hit.ids;
+    const ids = this.db
+      .query<{ channel_id: number }, [number]>("SELECT channel_id FROM blob_channels WHERE blob_id = ? AND state = 'done'")
+      .all(blobId)
+      .map((r) => r.channel_id);
+    this.doneCache.set(blobId, { ids, at: Date.now() });
+    if (this.doneCache.size > 20_000) this.doneCache.delete(this.doneCache.keys().next().value!);
+    return ids;
+  }
 
   blobBySha(sha256: string): BlobRow | undefined {
     return this.db.query<BlobRow, [string]>("SELECT * FROM blobs WHERE sha256 = ?").get(sha256) ?? undefined;
@@ -97,6 +119,7 @@ export class ImageRepo {
   }
 
   setReplica(blobId: number, channelId: number, state: string, error = "", countAttempt = false) {
+    this.doneCache.delete(blobId);
     this.db
       .query(
         `INSERT INTO blob_channels (blob_id, channel_id, state, attempts, last_error, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)

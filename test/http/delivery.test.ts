@@ -124,6 +124,23 @@ describe("public delivery", () => {
     expect((await get(`/o/someone/x`)).status).toBe(404);
   });
 
+  test("a deleted image is 404 at once, even right after it was served; a re-pointed alias follows at once", async () => {
+    const up = await admin.json("POST", "/api/admin/upload", form(await makePng(20, 20, 61), "gone-soon.png"));
+    expect((await get(`/i/${up.id}`)).status).toBe(200);
+    await admin.json("DELETE", `/api/admin/images/${up.id}`, undefined, 204);
+    expect((await get(`/i/${up.id}`)).status).toBe(404);
+
+    const token = (await admin.json("POST", "/api/admin/tokens", { name: "repoint" }, 201)).token;
+    const put = async (seed: number) =>
+      (await (await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(await makePng(21, 21, seed), "a.png", { object_key: "moving/a.png" }) })).json()).id;
+    const firstId = await put(62);
+    const firstSha = (await admin.json("GET", `/api/admin/images/${firstId}`)).sha256;
+    expect((await get("/o/default/moving/a.png")).headers.get("etag")).toBe(`"${firstSha}"`);
+    const secondId = await put(63);
+    const secondSha = (await admin.json("GET", `/api/admin/images/${secondId}`)).sha256;
+    expect((await get("/o/default/moving/a.png")).headers.get("etag")).toBe(`"${secondSha}"`);
+  });
+
   test("byte ranges on originals", async () => {
     const res = await get(`/i/${jpeg.id}`, { range: "bytes=2-5" });
     expect(res.status).toBe(206);

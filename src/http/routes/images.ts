@@ -106,6 +106,7 @@ export function imageRoutes(app: AppContext) {
           app.db.query("UPDATE images SET cleanup_exempt = ?, pending_cleanup = 0 WHERE id = ?").run(input.cleanup_exempt ? 1 : 0, v.id);
         }
       })();
+      app.lookups.forget(v.id);
       audit(app.db, p.user, "image.update", v.id, input);
       return imageDetail(app, app.images.view(v.id)!);
     })

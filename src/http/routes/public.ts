@@ -16,7 +16,7 @@ function splitAlias(rest: string): { userId: string; key: string } | undefined {
 
 export function publicRoutes(app: AppContext) {
   const byId = (request: Request, id: string) =>
-    serveImage(app, { area: "i", request, isPublic: true, lookup: () => app.images.view(id) });
+    serveImage(app, { area: "i", request, isPublic: true, lookup: () => app.lookups.byId(id) });
   const byAlias = (request: Request, rest: string) =>
     serveImage(app, {
       area: "o",
@@ -24,7 +24,7 @@ export function publicRoutes(app: AppContext) {
       isPublic: true,
       lookup: () => {
         const alias = splitAlias(rest);
-        return alias ? app.images.byObjectKey(alias.userId, alias.key) : undefined;
+        return alias ? app.lookups.byAlias(alias.userId, alias.key) : undefined;
       },
     });
 
