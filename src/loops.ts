@@ -2,9 +2,10 @@ import { healthRound, startLoop } from "./channels/health";
 import { reconcileRound } from "./channels/reconcile";
 import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
+import { sweepRound } from "./images/sweep";
 import { evaluateChannelAlerts } from "./ops/alerts";
 
-type SecondsSetting = "health_check_seconds" | "activity_flush_seconds";
+type SecondsSetting = "health_check_seconds" | "activity_flush_seconds" | "cleanup_sweep_seconds";
 
 /**
  * The periodic work of a running server. Each loop re-reads its interval setting every
@@ -15,6 +16,7 @@ export function startBackgroundLoops(app: AppContext) {
     // Alerts are evaluated right after each health round (spec 6.2: same interval).
     health_check_seconds: () => healthRound(app).then(() => evaluateChannelAlerts(app)),
     activity_flush_seconds: async () => app.access.flush(),
+    cleanup_sweep_seconds: async () => void (await sweepRound(app)),
   };
   const loops = (Object.keys(rounds) as SecondsSetting[]).map((key) => ({
     key,
