@@ -3,7 +3,7 @@ import type { Server } from "bun";
 import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
-import { boundJsonBody } from "./json-limit";
+import { boundSmallBody } from "./body-limit";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
 import { authRoutes } from "./routes/auth";
@@ -89,13 +89,14 @@ export function createFetchHandler(app: AppContext, router: Router) {
   const meters = requestMeters(app);
   return async (request: Request, server: Server<undefined>): Promise<Response> => {
     const started = performance.now();
+    const path = pathOf(request.url);
     const peer = server.requestIP(request)?.address ?? "";
     const trusted = app.bootstrap.trustedProxies;
     const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };
     setRequestInfo(request, info);
     let response: Response;
     try {
-      const bounded = await boundJsonBody(request);
+      const bounded = await boundSmallBody(request, path);
       if (bounded instanceof Response) response = bounded;
       else {
         if (bounded !== request) setRequestInfo(bounded, info);
@@ -111,7 +112,6 @@ export function createFetchHandler(app: AppContext, router: Router) {
       response.headers.delete(HEAD_LENGTH_HEADER);
       if (request.method === "HEAD") response.headers.set("content-length", headLength);
     }
-    const path = pathOf(request.url);
     if (!UNMETERED.has(path)) {
       const route = requestInfo(request).route ?? routes.match(request.method, path) ?? "unmatched";
       meters.observe(request.method, route, response.status, (performance.now() - started) / 1000);
