@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { constants, statSync } from "node:fs";
-import { access, lstat, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { access, lstat, mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
 import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
@@ -40,20 +40,20 @@ class LocalDriver implements Driver {
     const target = this.pathOf(key);
     const dir = dirname(target);
     const temp = join(dir, `.${target.slice(dir.length + 1)}.kura-tmp-${randomBytes(8).toString("hex")}`);
-    const source = sizedStream(body, size);
-    const handle = await mkdir(dir, { recursive: true })
-      .then(() => open(temp, "wx", 0o644))
+    // The fan-out directory usually exists already: create it only when the open says so.
+    const openTemp = () => open(temp, "wx", 0o644);
+    const handle = await openTemp()
+      .catch((err: unknown) => (isMissing(err) ? mkdir(dir, { recursive: true }).then(openTemp) : Promise.reject(err)))
       .catch((err: unknown) => {
         throw fsFailure("写入", key, err);
       });
     let renamed = false;
     try {
-      for await (const chunk of source) {
-        let offset = 0;
-        while (offset < chunk.byteLength) {
-          const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset);
-          offset += bytesWritten;
-        }
+      if (body instanceof Uint8Array) {
+        if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
+        await writeAll(handle, body);
+      } else {
+        for await (const chunk of sizedStream(body, size)) await writeAll(handle, chunk);
       }
       // Data must be on disk before the rename publishes it, or a crash could leave
       // a complete-looking name over empty blocks.
@@ -131,6 +131,14 @@ class LocalDriver implements Driver {
     } finally {
       await this.delete(key).catch(() => {});
     }
+  }
+}
+
+async function writeAll(handle: FileHandle, chunk: Uint8Array) {
+  let offset = 0;
+  while (offset < chunk.byteLength) {
+    const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset);
+    offset += bytesWritten;
   }
 }
 
