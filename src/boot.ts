@@ -67,6 +67,8 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
   }
   if (recorded === undefined) {
     db.query("INSERT INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
+    // Into the main file at once: the read-only pre-check of a later start reads only that file.
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
   return { db, key };
 }

@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { adminSession } from "../helpers/client";
 import { KuraServer, runCli } from "../helpers/server";
 
 /** Every file and directory under `dir` with a content hash, to prove nothing was written. */
@@ -63,6 +64,20 @@ describe("startup", () => {
     const ok = await KuraServer.start({ dataDir: dir, env: { KURA_MASTER_KEY: keyText.trim() } });
     await ok.dispose();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("after a crash left a WAL behind, a wrong key is still refused without touching any file", async () => {
+    const server = await KuraServer.start();
+    const admin = await adminSession(server);
+    await admin.json("POST", "/api/admin/users", { name: "walwriter", password: "password-1" }, 201);
+    await server.stop("SIGKILL");
+    const before = snapshot(server.dataDir);
+    expect(Object.keys(before).some((f) => f.endsWith("kura.db-wal"))).toBe(true);
+    const wrong = await runCli(["serve"], { KURA_DATA_DIR: server.dataDir, KURA_LISTEN: "127.0.0.1:0", KURA_MASTER_KEY: "cd".repeat(32) });
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.err).toContain("主密钥与数据库记录的指纹不匹配");
+    expect(snapshot(server.dataDir)).toEqual(before);
+    await server.dispose();
   });
 
   test("a database newer than the binary refuses to start with a clear message", async () => {
