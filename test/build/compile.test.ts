@@ -159,6 +159,12 @@ describe("compiled executable (dist/kura)", () => {
       }
       expect(body.trim()).toBe("ok");
       expect(existsSync(dataDir)).toBe(true);
+      // The embedded OpenAPI document and console page are served from inside the binary.
+      const spec = await (await fetch(`http://127.0.0.1:${port}/api/openapi.yaml`)).text();
+      expect(spec).toContain("openapi: 3.1.0");
+      const consolePage = await (await fetch(`http://127.0.0.1:${port}/`)).text();
+      expect(consolePage).toContain('id="app"');
+      expect(/<script type="module">[\s\S]{1000,}<\/script>/.test(consolePage)).toBe(true);
       proc.kill("SIGTERM");
       const code = await proc.exited;
       if (code !== 0) console.error(await stderr);

@@ -1,15 +1,46 @@
+import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import consoleBundle from "../../console/index.html" with { type: "text" };
+// Runs at bundle time (see src/console/bundle.ts): the finished browser script becomes a
+// string literal here, so the compiled executable needs no console source files.
+import { consoleScript } from "../../console/bundle.ts" with { type: "macro" };
 
 // A text import yields the file's contents; Bun's types describe the HTML-bundle form.
-const consoleHtml = consoleBundle as unknown as string;
+const template = consoleBundle as unknown as string;
+const SCRIPT_MARKER = "/*KURA_CONSOLE_SCRIPT*/";
+
+function sha256(text: string): string {
+  return `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`;
+}
+
+/** The page: template with the script inlined (a function replacer, so `$&` in code stays literal). */
+export function buildConsolePage(script: string): { html: string; csp: string } {
+  if (!template.includes(SCRIPT_MARKER)) throw new Error("控制台模板缺少脚本占位符");
+  const html = template.replace(SCRIPT_MARKER, () => script);
+  const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => sha256(m[1]!));
+  // Inline code is allowed by hash only: no 'unsafe-inline', no external origin.
+  const csp = [
+    "default-src 'none'",
+    `script-src ${sha256(script)}`,
+    `style-src ${styles.join(" ")}`,
+    "img-src 'self' data: blob:",
+    "connect-src 'self'",
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+  return { html, csp };
+}
+
+const page = buildConsolePage(consoleScript());
 
 const headers = {
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-cache",
-  "content-security-policy": "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:",
+  "content-security-policy": page.csp,
+  "referrer-policy": "same-origin",
 };
 
 export function consoleRoutes() {
-  return new Elysia().get("/", () => new Response(consoleHtml, { headers }));
+  return new Elysia().get("/", () => new Response(page.html, { headers }));
 }

@@ -1,0 +1,92 @@
+// The one place that talks to /api/admin: session cookie (sent by the browser), CSRF header
+// on every write, and the `{"error": "中文"}` envelope turned into ApiError.
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let csrfToken = "";
+let onSessionLost: (() => void) | undefined;
+
+export function setCsrf(token: string): void {
+  csrfToken = token;
+}
+
+/** Called on any 401 from an authenticated call (expired or revoked session). */
+export function onUnauthorized(handler: () => void): void {
+  onSessionLost = handler;
+}
+
+function errorMessage(status: number, body: unknown): string {
+  if (body && typeof body === "object" && typeof (body as { error?: unknown }).error === "string") {
+    return (body as { error: string }).error;
+  }
+  return `请求失败（HTTP ${status}）`;
+}
+
+export async function api<T = unknown>(method: string, path: string, body?: unknown, opts: { quiet401?: boolean } = {}): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (method !== "GET") headers["x-csrf-token"] = csrfToken;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  let res: Response;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
+  } catch {
+    throw new ApiError(0, "无法连接服务器，请检查网络");
+  }
+  const text = await res.text();
+  let data: unknown = undefined;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = undefined;
+    }
+  }
+  if (!res.ok) {
+    if (res.status === 401 && !opts.quiet401) onSessionLost?.();
+    throw new ApiError(res.status, errorMessage(res.status, data));
+  }
+  return data as T;
+}
+
+/**
+ * Multipart upload through XMLHttpRequest, because fetch() cannot report upload progress.
+ * `onProgress` gets a fraction in [0, 1].
+ */
+export function uploadFile<T>(path: string, form: FormData, onProgress: (fraction: number) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", path);
+    xhr.setRequestHeader("x-csrf-token", csrfToken);
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable) onProgress(e.loaded / e.total);
+    };
+    xhr.onerror = () => reject(new ApiError(0, "上传中断：无法连接服务器"));
+    xhr.onload = () => {
+      let data: unknown;
+      try {
+        data = JSON.parse(xhr.responseText);
+      } catch {
+        data = undefined;
+      }
+      if (xhr.status >= 200 && xhr.status < 300) return resolve(data as T);
+      if (xhr.status === 401) onSessionLost?.();
+      reject(new ApiError(xhr.status, errorMessage(xhr.status, data)));
+    };
+    xhr.send(form);
+  });
+}
+
+/** Query string from defined, non-empty values. */
+export function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}

@@ -1,0 +1,142 @@
+// Upload tokens: issue (plaintext shown once, with PicGo / ShareX snippets), revoke,
+// rotate, delete, and the derived S3 credential.
+import { api, query } from "./api";
+import { badge, busy, copyField, errorText, fmtTime, h, openModal, parseUtc, replace, toast } from "./dom";
+import { clientSnippets } from "./snippets";
+import type { Page, S3Credential, Token, TokenIssued, ViewContext } from "./types";
+
+function tokenState(t: Token): "active" | "revoked" | "expired" {
+  if (t.revoked_at) return "revoked";
+  if (t.expires_at && parseUtc(t.expires_at).getTime() <= Date.now()) return "expired";
+  return "active";
+}
+
+const STATE_BADGE = {
+  active: () => badge("有效", "ok"),
+  revoked: () => badge("已吊销", "bad"),
+  expired: () => badge("已过期", "muted"),
+};
+
+/** The plaintext exists only in this response: show it with ready-to-paste client configs. */
+export function showIssued(ctx: ViewContext, issued: TokenIssued, title: string): void {
+  const snippets = clientSnippets(ctx.origin, issued.token);
+  const sxcu = new Blob([snippets.sharex], { type: "application/json" });
+  const download = h("a", { href: URL.createObjectURL(sxcu), download: "Kura.sxcu", class: "button small" }, "下载 Kura.sxcu");
+  const modal = openModal(
+    title,
+    h("p", { class: "notice" }, "令牌明文只显示这一次，关闭后无法再次查看。请立即复制保存。"),
+    copyField("令牌", issued.token, { name: "token" }),
+    h("h3", null, "PicGo（web-uploader 插件）"),
+    h("p", { class: "muted" }, "先执行 picgo install web-uploader，再把下面内容合并进 ~/.picgo/config.json。"),
+    copyField("config.json", snippets.picgo, { multiline: true, name: "picgo" }),
+    h("h3", null, "ShareX 自定义上传器"),
+    copyField("Kura.sxcu", snippets.sharex, { multiline: true, name: "sharex" }),
+    h("div", { class: "actions" }, download),
+    h("h3", null, "curl"),
+    copyField("命令", snippets.curl, { name: "curl" }),
+  );
+  modal.dialog.classList.add("wide");
+  modal.dialog.id = "token-issued";
+  modal.dialog.addEventListener("close", () => URL.revokeObjectURL(download.href));
+}
+
+function showS3(cred: S3Credential, name: string): void {
+  openModal(
+    `S3 凭据 · ${name}`,
+    h("p", { class: "muted" }, "任意 S3 客户端（rclone、aws-cli、PicGo S3 插件等）使用下列参数上传；令牌吊销或轮换后失效。"),
+    copyField("Access Key ID", cred.access_key_id),
+    copyField("Secret Access Key", cred.secret_access_key, { name: "secret_access_key" }),
+    copyField("Endpoint", cred.endpoint),
+    copyField("Region", cred.region),
+    copyField("Bucket", cred.bucket),
+    copyField("图片地址前缀", cred.url_prefix),
+  ).dialog.id = "s3-credential";
+}
+
+export function tokensView(ctx: ViewContext): HTMLElement {
+  const tbody = h("tbody");
+  const base = `/api/admin/tokens`;
+
+  const row = (t: Token): HTMLElement => {
+    const state = tokenState(t);
+    const path = `${base}/${t.id}`;
+    const actions = h("td", { class: "row-actions" });
+    const act = (label: string, run: (b: HTMLButtonElement) => Promise<void>, cls = "small") => {
+      const b = h("button", { type: "button", class: cls }, label);
+      b.addEventListener("click", () => void busy(b, () => run(b)));
+      actions.append(b);
+    };
+    if (state === "active") {
+      act("S3 凭据", async () => showS3(await api<S3Credential>("POST", `${path}/s3-credential`), t.name));
+      act("轮换", async () => {
+        if (!confirm(`轮换“${t.name}”会生成新明文，旧明文和旧 S3 凭据立即失效。继续？`)) return;
+        showIssued(ctx, await api<TokenIssued>("POST", `${path}/rotate`), `已轮换：${t.name}`);
+        await load();
+      });
+      act("吊销", async () => {
+        if (!confirm(`吊销“${t.name}”？使用它的客户端将无法再上传。`)) return;
+        await api("POST", `${path}/revoke`);
+        toast("已吊销");
+        await load();
+      }, "small danger");
+    } else {
+      act("删除", async () => {
+        if (!confirm(`删除令牌“${t.name}”的记录？`)) return;
+        await api("DELETE", path);
+        toast("已删除");
+        await load();
+      }, "small danger");
+    }
+    return h(
+      "tr",
+      { dataset: { name: t.name } },
+      h("td", null, t.name),
+      h("td", null, h("code", null, t.prefix)),
+      h("td", null, STATE_BADGE[state]()),
+      h("td", null, fmtTime(t.created_at)),
+      h("td", null, fmtTime(t.expires_at, "永久")),
+      h("td", null, fmtTime(t.last_used_at, "从未")),
+      actions,
+    );
+  };
+
+  async function load(): Promise<void> {
+    try {
+      const data = await api<Page<Token>>("GET", `${base}${query({ page_size: 100 })}`);
+      replace(tbody, ...(data.items.length ? data.items.map(row) : [h("tr", null, h("td", { colSpan: 7, class: "empty" }, "还没有上传令牌"))]));
+    } catch (err) {
+      replace(tbody, h("tr", null, h("td", { colSpan: 7, class: "error" }, `加载失败：${errorText(err)}`)));
+    }
+  }
+
+  const name = h("input", { name: "token_name", placeholder: "用途，如 PicGo-笔记本", required: true, maxLength: 64 });
+  const hours = h("input", { type: "number", name: "expires_in_hours", min: 0, max: 876000, step: 1, placeholder: "永久", class: "narrow" });
+  const submit = h("button", { type: "submit", class: "primary" }, "签发令牌");
+  const form = h("form", { class: "inline", id: "token-form" }, name, h("label", null, "有效期（小时）", hours), submit);
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const body: Record<string, unknown> = { name: name.value.trim() };
+    if (hours.value.trim() !== "") body.expires_in_hours = Number(hours.value);
+    void busy(submit, async () => {
+      const issued = await api<TokenIssued>("POST", base, body);
+      form.reset();
+      showIssued(ctx, issued, `已签发：${issued.name}`);
+      await load();
+    });
+  });
+
+  void load();
+  return h(
+    "section",
+    { class: "view" },
+    h("h1", null, "上传令牌"),
+    h("p", { class: "muted" }, "令牌用于 PicGo、ShareX、curl 和 S3 客户端上传（Authorization: Bearer <令牌>）。"),
+    form,
+    h(
+      "table",
+      { class: "table", id: "token-table" },
+      h("thead", null, h("tr", null, ...["名称", "前缀", "状态", "签发时间", "过期时间", "最近使用", ""].map((t) => h("th", null, t)))),
+      tbody,
+    ),
+  );
+}

@@ -1,0 +1,115 @@
+// Users (admins only): list with usage, create, reset password, disable/enable, delete.
+import { api } from "./api";
+import { badge, busy, errorText, fmtBytes, fmtTime, h, openModal, replace, toast } from "./dom";
+import type { Page, User, ViewContext } from "./types";
+
+const MB = 1024 * 1024;
+
+function resetPassword(user: User): void {
+  const pw = h("input", { type: "password", name: "reset_password", minLength: 8, required: true, autocomplete: "new-password" });
+  const error = h("p", { class: "error", role: "alert" });
+  const submit = h("button", { type: "submit", class: "primary" }, "重置");
+  const form = h("form", { class: "stack" }, h("label", { class: "field" }, h("span", null, "新密码（至少 8 位）"), pw), error, submit);
+  const modal = openModal(`重置密码 · ${user.name}`, h("p", { class: "muted" }, "该用户的所有会话会立即失效。"), form);
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void busy(
+      submit,
+      async () => {
+        await api("POST", `/api/admin/users/${encodeURIComponent(user.id)}/password`, { password: pw.value });
+        modal.close();
+        toast(`已重置 ${user.name} 的密码`);
+      },
+      (msg) => (error.textContent = msg),
+    );
+  });
+  pw.focus();
+}
+
+export function usersView(ctx: ViewContext): HTMLElement {
+  const tbody = h("tbody");
+
+  const row = (u: User): HTMLElement => {
+    const path = `/api/admin/users/${encodeURIComponent(u.id)}`;
+    const actions = h("td", { class: "row-actions" });
+    const act = (label: string, run: () => Promise<void>, cls = "small") => {
+      const b = h("button", { type: "button", class: cls }, label);
+      b.addEventListener("click", () => void busy(b, run));
+      actions.append(b);
+    };
+    act("重置密码", async () => resetPassword(u));
+    if (u.id !== ctx.me.user.id) {
+      act(u.disabled ? "启用" : "停用", async () => {
+        const { name, role, quota_bytes, default_ttl_hours } = u;
+        await api<User>("PUT", path, { name, role, quota_bytes, default_ttl_hours, disabled: !u.disabled });
+        toast(u.disabled ? "已启用" : "已停用");
+        await load();
+      });
+      act(
+        "删除",
+        async () => {
+          if (!confirm(`删除用户“${u.name}”？仍拥有图片的用户无法删除。`)) return;
+          await api("DELETE", path);
+          toast("已删除");
+          await load();
+        },
+        "small danger",
+      );
+    }
+    return h(
+      "tr",
+      { dataset: { name: u.name } },
+      h("td", null, u.name, u.id === ctx.me.user.id ? h("span", { class: "muted" }, "（你）") : null),
+      h("td", null, u.role === "admin" ? "管理员" : "用户"),
+      h("td", null, u.disabled ? badge("已停用", "bad") : badge("正常", "ok")),
+      h("td", null, u.image_count),
+      h("td", null, `${fmtBytes(u.used_bytes)} / ${fmtBytes(u.quota_bytes)}`),
+      h("td", null, u.default_ttl_hours === null ? "跟随全局" : u.default_ttl_hours === 0 ? "永久" : `${u.default_ttl_hours} 小时`),
+      h("td", null, fmtTime(u.created_at)),
+      actions,
+    );
+  };
+
+  async function load(): Promise<void> {
+    try {
+      const data = await api<Page<User>>("GET", "/api/admin/users");
+      replace(tbody, ...data.items.map(row));
+    } catch (err) {
+      replace(tbody, h("tr", null, h("td", { colSpan: 8, class: "error" }, `加载失败：${errorText(err)}`)));
+    }
+  }
+
+  const name = h("input", { name: "new_user_name", placeholder: "用户名", required: true, maxLength: 64, autocomplete: "off" });
+  const password = h("input", { name: "new_user_password", type: "password", placeholder: "初始密码（至少 8 位）", minLength: 8, required: true, autocomplete: "new-password" });
+  const role = h("select", { name: "new_user_role" }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
+  const quota = h("input", { name: "new_user_quota", type: "number", min: 0, step: 1, placeholder: "配额 MB（空为不限）", class: "mid" });
+  const ttl = h("input", { name: "new_user_ttl", type: "number", min: 0, max: 876000, step: 1, placeholder: "默认有效期（小时）", class: "mid" });
+  const submit = h("button", { type: "submit", class: "primary" }, "创建用户");
+  const form = h("form", { class: "inline wrap", id: "user-form" }, name, password, role, quota, ttl, submit);
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const body: Record<string, unknown> = { name: name.value.trim(), password: password.value, role: role.value };
+    if (quota.value.trim() !== "" && Number(quota.value) > 0) body.quota_bytes = Math.round(Number(quota.value) * MB);
+    if (ttl.value.trim() !== "") body.default_ttl_hours = Number(ttl.value);
+    void busy(submit, async () => {
+      const created = await api<User>("POST", "/api/admin/users", body);
+      form.reset();
+      toast(`已创建用户 ${created.name}`);
+      await load();
+    });
+  });
+
+  void load();
+  return h(
+    "section",
+    { class: "view" },
+    h("h1", null, "用户"),
+    form,
+    h(
+      "table",
+      { class: "table", id: "user-table" },
+      h("thead", null, h("tr", null, ...["用户名", "角色", "状态", "图片", "用量 / 配额", "默认有效期", "创建时间", ""].map((t) => h("th", null, t)))),
+      tbody,
+    ),
+  );
+}
