@@ -21,7 +21,7 @@ const baseUrl = httpUrlOrEmpty.refine((v) => !v.endsWith("/"), "不能以 / 结�
 
 export const PROCESS_FORMATS = ["webp", "jpeg", "png", "avif", "gif"] as const;
 
-export const settingsShape = {
+const settingsShape = {
   max_upload_mb: int(1, 10_240),
   max_pixels_mp: int(1, 1_000),
   max_concurrent_uploads: int(1, 10_000),

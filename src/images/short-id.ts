@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 export const SHORT_ID_LENGTH = 10;
-export const SHORT_ID_PATTERN = /^[0-9A-Za-z]{10}$/;
 
 /** 10 base62 characters (~59 bits): unguessable enough that image URLs can be shared without listing. */
 export function newShortId(): string {

@@ -155,26 +155,3 @@ async function receiveSmallMultipart(
     fields,
   };
 }
-
-/** Streams a raw body (S3 PutObject) to a temp file with the same hard cap. */
-export async function receiveRaw(body: ReadableStream<Uint8Array> | null, tmpDir: string, maxBytes: number): Promise<ReceivedFile> {
-  const path = tempPath(tmpDir, "upload");
-  const sink = Bun.file(path).writer();
-  let size = 0;
-  try {
-    if (body) {
-      for await (const chunk of body) {
-        size += chunk.length;
-        if (size > maxBytes) throw tooLarge(maxBytes);
-        sink.write(chunk);
-        await sink.flush();
-      }
-    }
-    await sink.end();
-  } catch (err) {
-    await Promise.resolve(sink.end()).catch(() => {});
-    await rm(path, { force: true });
-    throw err;
-  }
-  return { path, size, fileName: "image" };
-}
