@@ -8,8 +8,9 @@ const SWEEP_BATCH = 500;
 
 /**
  * The cleanup sweep (every `cleanup_sweep_seconds`): expired references are deleted like
- * an admin delete (the blob follows after the grace period), and with `cold_cleanup_days`
- * set, references not publicly accessed for that long are flagged for the cleanup review.
+ * an admin delete (the blob follows after the grace period), with `cold_cleanup_days`
+ * set, references not publicly accessed for that long are flagged for the cleanup review,
+ * and housekeeping rows past their lifetime are pruned.
  */
 export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ expired: number; flagged: number }> {
   const expired = app.db
@@ -30,5 +31,14 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
       .run(cutoff).changes;
   }
   if (expired.length || flagged) app.log.info("清理扫描完成", { expired: expired.length, flagged });
+  pruneHousekeeping(app, now);
   return { expired: expired.length, flagged };
+}
+
+/** Rows that only matter for a while: ended sessions, old idempotency keys, audit past its retention. */
+function pruneHousekeeping(app: AppContext, now: number) {
+  const s = app.settings.get();
+  app.sessions.pruneExpired(now);
+  app.db.query("DELETE FROM idempotency_keys WHERE created_at < ?").run(sqlTime(now - s.idempotency_key_ttl_hours * 3_600_000));
+  app.db.query("DELETE FROM audit WHERE created_at < ?").run(sqlTime(now - s.audit_retention_days * 86_400_000));
 }

@@ -17,6 +17,10 @@ test("the cleanup sweep deletes expired references and flags cold images for rev
     // Both were uploaded long ago and never accessed.
     const db = new Database(join(server.dataDir, "kura.db"));
     db.query("UPDATE images SET created_at = '2000-01-01 00:00:00' WHERE id IN (?, ?)").run(cold.id, exempt.id);
+    // Housekeeping rows past their lifetime, next to fresh ones that must stay.
+    db.query("INSERT INTO idempotency_keys (user_id, key, image_id, created_at) VALUES ('default', 'old-key', 'x', '2000-01-01 00:00:00')").run();
+    db.query("INSERT INTO audit (actor, actor_name, action, created_at) VALUES ('default', 'admin', 'ancient.thing', '2000-01-01 00:00:00')").run();
+    db.query("INSERT INTO sessions (id_hash, user_id, created_at, expires_at) VALUES ('stale', 'default', '2000-01-01 00:00:00', '2000-01-31 00:00:00')").run();
     db.close();
     await admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 30, cleanup_sweep_seconds: 1 });
 
@@ -26,9 +30,15 @@ test("the cleanup sweep deletes expired references and flags cold images for rev
     expect(flagged.cleanup_exempt).toBe(false);
     expect((await admin.json("GET", `/api/admin/images/${exempt.id}`)).pending_cleanup).toBe(false);
     await server.waitForLog(/msg=清理扫描完成 expired=1/);
-    const audit = new Database(join(server.dataDir, "kura.db"), { readonly: true });
-    expect(audit.query("SELECT 1 FROM audit WHERE action = 'image.expire' AND target = ?").get(expiring.id)).not.toBeNull();
-    audit.close();
+    const after = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+    expect(after.query("SELECT 1 FROM audit WHERE action = 'image.expire' AND target = ?").get(expiring.id)).not.toBeNull();
+    expect(after.query("SELECT 1 FROM audit WHERE action = 'ancient.thing'").get()).toBeNull();
+    expect(after.query("SELECT 1 FROM idempotency_keys WHERE key = 'old-key'").get()).toBeNull();
+    expect(after.query("SELECT 1 FROM sessions WHERE id_hash = 'stale'").get()).toBeNull();
+    // The admin's own live session survives.
+    expect(after.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM sessions").get()!.n).toBeGreaterThan(0);
+    after.close();
+    await admin.json("GET", "/api/admin/me");
   } finally {
     await server.dispose();
   }
