@@ -43,7 +43,7 @@ export function showIssued(ctx: ViewContext, issued: TokenIssued, title: string)
 function showS3(cred: S3Credential, name: string): void {
   openModal(
     `S3 凭据 · ${name}`,
-    h("p", { class: "muted" }, "任意 S3 客户端（rclone、aws-cli、PicGo S3 插件等）使用下列参数上传；令牌吊销或轮换后失效。"),
+    h("p", { class: "muted" }, "供 S3 兼容上传接口（/s3/）使用的凭据；该接口尚未开放。令牌吊销或轮换后凭据随即失效。"),
     copyField("Access Key ID", cred.access_key_id),
     copyField("Secret Access Key", cred.secret_access_key, { name: "secret_access_key" }),
     copyField("Endpoint", cred.endpoint),
