@@ -16,6 +16,7 @@ import { uploadRoutes } from "./routes/uploads";
 import { imageRoutes } from "./routes/images";
 import { channelRoutes } from "./routes/channels";
 import { channelOAuthRoutes } from "./routes/channel-oauth";
+import { opsRoutes } from "./routes/ops";
 import { publicRoutes } from "./routes/public";
 import { refererRoutes } from "./routes/referers";
 
@@ -43,7 +44,8 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(channelRoutes(app))
     .use(channelOAuthRoutes(app))
     .use(publicRoutes(app))
-    .use(refererRoutes(app));
+    .use(refererRoutes(app))
+    .use(opsRoutes(app));
   for (const plugin of extra) router = router.use(plugin);
   return router;
 }

@@ -1,0 +1,53 @@
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context";
+import { SQL_TIME_PATTERN } from "../../db/time";
+import { pagination } from "../body";
+import { badRequest } from "../errors";
+import { authenticate } from "../guard";
+
+const ALERT_COLUMNS = "id, kind, target, message, opened_at, resolved_at";
+const AUDIT_COLUMNS = "id, actor, actor_name, action, target, detail, created_at";
+
+function timestamp(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!SQL_TIME_PATTERN.test(value)) throw badRequest(`参数 ${name} 必须是 YYYY-MM-DD HH:MM:SS 格式`);
+  return value;
+}
+
+/** Operations views for administrators (spec 4.11): alerts and the audit log. */
+export function opsRoutes(app: AppContext) {
+  return new Elysia()
+    .get("/api/admin/alerts", ({ request, query }) => {
+      authenticate(app, request, { admin: true });
+      if (query.status === undefined || query.status === "") {
+        // Without status: every unresolved alert, unpaged.
+        const items = app.db.query(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE resolved_at = '' ORDER BY id DESC`).all();
+        return { items, total: items.length };
+      }
+      if (query.status !== "all") throw badRequest("参数 status 只能是 all");
+      const { pageSize, offset } = pagination(query);
+      const total = app.db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM alerts").get()!.n;
+      const items = app.db.query(`SELECT ${ALERT_COLUMNS} FROM alerts ORDER BY id DESC LIMIT ? OFFSET ?`).all(pageSize, offset);
+      return { items, total };
+    })
+    .get("/api/admin/audit", ({ request, query }) => {
+      authenticate(app, request, { admin: true });
+      const { pageSize, offset } = pagination(query);
+      const where: string[] = [];
+      const args: string[] = [];
+      for (const field of ["actor", "action", "target"] as const) {
+        const value = query[field];
+        if (value !== undefined && value !== "") where.push(`${field} = ?`), args.push(value);
+      }
+      const since = timestamp(query.since, "since");
+      const until = timestamp(query.until, "until");
+      if (since) where.push("created_at >= ?"), args.push(since);
+      if (until) where.push("created_at < ?"), args.push(until);
+      const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+      const total = app.db.query<{ n: number }, string[]>(`SELECT COUNT(*) AS n FROM audit ${clause}`).get(...args)!.n;
+      const items = app.db
+        .query<Record<string, unknown>, (string | number)[]>(`SELECT ${AUDIT_COLUMNS} FROM audit ${clause} ORDER BY id DESC LIMIT ? OFFSET ?`)
+        .all(...args, pageSize, offset);
+      return { items, total };
+    });
+}

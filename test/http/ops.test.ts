@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { adminSession, expectError, Session } from "../helpers/client";
+import { KuraServer } from "../helpers/server";
+
+describe("alerts and audit log", () => {
+  let server: KuraServer;
+  let admin: Session;
+  let dir: string;
+  beforeAll(async () => {
+    server = await KuraServer.start();
+    admin = await adminSession(server);
+    dir = mkdtempSync(join(tmpdir(), "kura-ops-"));
+  });
+  afterAll(async () => {
+    await server.dispose();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(`${dir}.away`, { recursive: true, force: true });
+  });
+
+  test("an unhealthy channel shows an open alert; after recovery it is resolved and listed under status=all", async () => {
+    const ch = await admin.json("POST", "/api/admin/channels", { name: "shaky", driver: "local", config: { path: dir } }, 201);
+    expect((await admin.json("GET", "/api/admin/alerts")).items).toEqual([]);
+    renameSync(dir, `${dir}.away`);
+    writeFileSync(dir, "not a directory");
+    await admin.json("POST", `/api/admin/channels/${ch.id}/check`);
+    const open = await admin.json("GET", "/api/admin/alerts");
+    expect(open.total).toBe(1);
+    expect(open.items[0]).toMatchObject({ kind: "channel_unhealthy", target: "shaky", resolved_at: "" });
+    expect(open.items[0].message).toMatch(/[\u4e00-\u9fff]/);
+
+    rmSync(dir);
+    renameSync(`${dir}.away`, dir);
+    await admin.json("POST", `/api/admin/channels/${ch.id}/check`);
+    expect((await admin.json("GET", "/api/admin/alerts")).items).toEqual([]);
+    const all = await admin.json("GET", "/api/admin/alerts?status=all&page_size=1");
+    expect(all.total).toBe(1);
+    expect(all.items[0].resolved_at).toMatch(/^\d{4}-\d{2}-\d{2} /);
+    await expectError(await admin.request("GET", "/api/admin/alerts?status=open"), 400);
+  });
+
+  test("the audit log pages newest first and filters by actor, action, target and time", async () => {
+    const created = await admin.json("POST", "/api/admin/users", { name: "audited", password: "password-1" }, 201);
+    await admin.json("PUT", "/api/admin/config", { cdn_provider_api_token: "very-secret-token-value" });
+    const byAction = await admin.json("GET", "/api/admin/audit?action=user.create");
+    expect(byAction.items.map((e: { target: string }) => e.target)).toContain(created.id);
+    expect(byAction.items.every((e: { action: string }) => e.action === "user.create")).toBe(true);
+    expect((await admin.json("GET", `/api/admin/audit?target=${created.id}`)).total).toBe(1);
+    const mine = await admin.json("GET", "/api/admin/audit?actor=default&page_size=2");
+    expect(mine.items).toHaveLength(2);
+    expect(mine.total).toBeGreaterThan(2);
+    expect(mine.items[0].id).toBeGreaterThan(mine.items[1].id);
+    const config = await admin.json("GET", "/api/admin/audit?action=config.update");
+    expect(JSON.stringify(config.items)).not.toContain("very-secret-token-value");
+    expect((await admin.json("GET", "/api/admin/audit?until=2000-01-01%2000:00:00")).total).toBe(0);
+    await expectError(await admin.request("GET", "/api/admin/audit?since=yesterday"), 400);
+  });
+
+  test("regular users cannot read alerts or the audit log", async () => {
+    await admin.json("POST", "/api/admin/users", { name: "nosy", password: "password-1" }, 201);
+    const s = new Session(server);
+    await s.login("nosy", "password-1");
+    await expectError(await s.request("GET", "/api/admin/alerts"), 403);
+    await expectError(await s.request("GET", "/api/admin/audit"), 403);
+  });
+});
