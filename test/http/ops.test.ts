@@ -66,3 +66,39 @@ describe("alerts and audit log", () => {
     await expectError(await s.request("GET", "/api/admin/audit"), 403);
   });
 });
+
+describe("dashboard", () => {
+  test("admins get the site overview with channels, users their own usage", async () => {
+    const { form, makePng } = await import("../helpers/images");
+    const server = await KuraServer.start({ env: { KURA_TRUSTED_PROXIES: undefined } });
+    try {
+      const admin = await adminSession(server);
+      const a = await admin.json("POST", "/api/admin/upload", form(await makePng(20, 20, 1), "a.png"));
+      await admin.json("PUT", "/api/admin/config", { activity_flush_seconds: 1 });
+      for (let i = 0; i < 3; i++) await (await fetch(server.url(`/i/${a.id}`))).arrayBuffer();
+      await admin.json("POST", "/api/admin/users", { name: "dash", password: "password-1", quota_bytes: 5000 }, 201);
+      const user = new Session(server);
+      await user.login("dash", "password-1");
+      await user.json("POST", "/api/admin/upload", form(await makePng(10, 10, 2), "b.png"));
+
+      let overview = await admin.json("GET", "/api/admin/dashboard");
+      const deadline = Date.now() + 5000;
+      while (overview.total_accesses < 3 && Date.now() < deadline) {
+        await Bun.sleep(200);
+        overview = await admin.json("GET", "/api/admin/dashboard");
+      }
+      expect(overview).toMatchObject({ images: 2, users: 2, total_accesses: 3, offsite_missing: true, pending_dedup: 0 });
+      expect(overview.top_images[0]).toMatchObject({ id: a.id, url: `/i/${a.id}`, access_count: 3 });
+      expect(overview.traffic_estimate_bytes).toBe(3 * overview.top_images[0].size);
+      expect(overview.channels).toEqual([expect.objectContaining({ name: "local", driver: "local", healthy: true })]);
+      expect(overview.channels[0].bytes).toBe(overview.storage_bytes);
+
+      const mine = await user.json("GET", "/api/admin/dashboard");
+      expect(mine.channels).toBeUndefined();
+      expect(mine).toMatchObject({ images: 1, quota_bytes: 5000, total_accesses: 0 });
+      expect(mine.top_images.map((t: { file_name: string }) => t.file_name)).toEqual(["b.png"]);
+    } finally {
+      await server.dispose();
+    }
+  });
+});

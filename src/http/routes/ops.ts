@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { SQL_TIME_PATTERN } from "../../db/time";
+import { adminDashboard, userDashboard } from "../../ops/dashboard";
 import { pagination } from "../body";
 import { badRequest } from "../errors";
 import { authenticate } from "../guard";
@@ -14,9 +15,13 @@ function timestamp(value: string | undefined, name: string): string | undefined 
   return value;
 }
 
-/** Operations views for administrators (spec 4.11): alerts and the audit log. */
+/** Operations views (spec 4.2, 4.11): the dashboard, alerts and the audit log. */
 export function opsRoutes(app: AppContext) {
   return new Elysia()
+    .get("/api/admin/dashboard", ({ request }) => {
+      const p = authenticate(app, request);
+      return p.user.role === "admin" ? adminDashboard(app) : userDashboard(app, p.user.id);
+    })
     .get("/api/admin/alerts", ({ request, query }) => {
       authenticate(app, request, { admin: true });
       if (query.status === undefined || query.status === "") {

@@ -1,0 +1,77 @@
+import type { AppContext } from "../context";
+
+const TOP_IMAGES = 10;
+
+interface TopImage {
+  id: string;
+  url: string;
+  file_name: string;
+  access_count: number;
+  size: number;
+}
+
+function topImages(app: AppContext, userId?: string): TopImage[] {
+  const where = userId ? "WHERE i.user_id = ?" : "";
+  const args = userId ? [userId] : [];
+  return app.db
+    .query<Omit<TopImage, "url">, string[]>(
+      `SELECT i.id, i.file_name, i.access_count, b.size FROM images i JOIN blobs b ON b.id = i.blob_id ${where}
+       ORDER BY i.access_count DESC, i.created_at DESC LIMIT ${TOP_IMAGES}`,
+    )
+    .all(...args)
+    .map((r) => ({ ...r, url: `/i/${r.id}` }));
+}
+
+function totals(app: AppContext, userId?: string) {
+  const where = userId ? "WHERE i.user_id = ?" : "";
+  const args = userId ? [userId] : [];
+  return app.db
+    .query<{ images: number; storage_bytes: number; total_accesses: number; traffic: number }, string[]>(
+      `SELECT COUNT(*) AS images, COALESCE(SUM(b.size), 0) AS storage_bytes, COALESCE(SUM(i.access_count), 0) AS total_accesses,
+              COALESCE(SUM(i.access_count * b.size), 0) AS traffic
+       FROM images i JOIN blobs b ON b.id = i.blob_id ${where}`,
+    )
+    .get(...args)!;
+}
+
+/** Spec 2.13: the administrator's overview. `channels` is what tells it apart from the user view. */
+export function adminDashboard(app: AppContext) {
+  const t = totals(app);
+  const count = (sql: string) => app.db.query<{ n: number }, []>(sql).get()!.n;
+  const bytesByChannel = new Map(
+    app.db
+      .query<{ channel_id: number; bytes: number }, []>(
+        "SELECT bc.channel_id, COALESCE(SUM(b.size), 0) AS bytes FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id WHERE bc.state = 'done' GROUP BY bc.channel_id",
+      )
+      .all()
+      .map((r) => [r.channel_id, r.bytes]),
+  );
+  const channels = app.channels.list();
+  // Off-site: a healthy, non-draining channel that is not the local disk.
+  const offsite = channels.some((c) => c.healthy && !c.row.deleting && c.row.driver !== "local");
+  return {
+    offsite_missing: !offsite,
+    images: t.images,
+    storage_bytes: t.storage_bytes,
+    users: count("SELECT COUNT(*) AS n FROM users"),
+    pending_cleanup: count("SELECT COUNT(*) AS n FROM images WHERE pending_cleanup = 1 AND cleanup_exempt = 0"),
+    pending_dedup: count("SELECT COUNT(*) AS n FROM dedup_candidates WHERE state = 'pending'"),
+    total_accesses: t.total_accesses,
+    traffic_estimate_bytes: t.traffic,
+    top_images: topImages(app),
+    channels: channels.map((c) => ({ id: c.row.id, name: c.row.name, driver: c.row.driver, healthy: c.healthy, bytes: bytesByChannel.get(c.row.id) ?? 0 })),
+  };
+}
+
+/** A regular user's own usage. */
+export function userDashboard(app: AppContext, userId: string) {
+  const t = totals(app, userId);
+  return {
+    images: t.images,
+    storage_bytes: t.storage_bytes,
+    quota_bytes: app.users.byId(userId)?.quota_bytes ?? null,
+    total_accesses: t.total_accesses,
+    traffic_estimate_bytes: t.traffic,
+    top_images: topImages(app, userId),
+  };
+}
