@@ -194,6 +194,13 @@ describe("admin console in headless Chromium", () => {
     expect((await new Session(server).login("alice", "alice-password-1")).status).toBe(200);
   });
 
+  test("the channels tab lists channels and open alerts", async () => {
+    await openTab("channels");
+    await page.locator('#channel-table tr[data-id]').first().waitFor();
+    expect(await page.locator("#channel-table").textContent()).toContain("local");
+    await page.locator("#alert-list li", { hasText: "没有未解除的告警" }).waitFor();
+  });
+
   test("changes a setting, and shows the server's message for an invalid one", async () => {
     await openTab("settings");
     const form = page.locator("#settings-form");

@@ -10,6 +10,40 @@ function health(c: Channel): HTMLElement {
   return c.healthy ? badge("健康", "ok") : badge("异常", "bad");
 }
 
+interface Alert {
+  id: number;
+  kind: string;
+  target: string;
+  message: string;
+  opened_at: string;
+}
+
+const ALERT_KINDS: Record<string, string> = {
+  channel_unhealthy: "渠道不健康",
+  replication_failed: "复制失败",
+  channel_quota_exceeded: "渠道用量超限",
+  drain_failed: "清空失败",
+  backup_failed: "备份失败",
+};
+
+/** Open alerts (health, replication, drains) above the channel table. */
+function alertList(): HTMLElement {
+  const list = h("ul", { class: "stack", id: "alert-list" }, h("li", { class: "muted" }, "加载中…"));
+  api<Page<Alert>>("GET", "/api/admin/alerts").then(
+    (data) =>
+      replace(
+        list,
+        ...(data.items.length
+          ? data.items.map((a) =>
+              h("li", { class: "notice" }, badge(ALERT_KINDS[a.kind] ?? a.kind, "bad"), " ", h("strong", null, a.target || "—"), " · ", a.message, h("span", { class: "muted" }, ` · ${fmtTime(a.opened_at)}`)),
+            )
+          : [h("li", { class: "muted" }, "没有未解除的告警")]),
+      ),
+    (err) => replace(list, h("li", { class: "error" }, `告警加载失败：${errorText(err)}`)),
+  );
+  return list;
+}
+
 export function channelsView(_ctx: ViewContext): HTMLElement {
   const tbody = h("tbody");
 
@@ -64,6 +98,9 @@ export function channelsView(_ctx: ViewContext): HTMLElement {
     { class: "view" },
     h("div", { class: "toolbar" }, h("h1", null, "存储渠道"), h("button", { type: "button", onclick: () => void load() }, "刷新")),
     h("p", { class: "muted" }, "新图片同步写入优先级最高的健康渠道，再由后台复制到其他渠道。rclone 配置文件含完整凭据，与主密钥同等敏感。"),
+    h("h2", null, "告警"),
+    alertList(),
+    h("h2", null, "渠道"),
     h(
       "table",
       { class: "table", id: "channel-table" },
