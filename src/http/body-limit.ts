@@ -6,6 +6,9 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** Routes that stream their bodies to disk under max_upload_mb themselves. */
 const STREAMING_PATHS = new Set(["/api/admin/upload", "/api/upload"]);
 
+/** The /s3/ surface bounds every body itself (objects and parts by max_upload_mb, XML bodies by 1 MiB). */
+const isS3Path = (path: string) => path === "/s3" || path.startsWith("/s3/");
+
 const tooLarge = () => jsonError(413, "请求体过大（最多 1 MiB）");
 
 /**
@@ -15,7 +18,7 @@ const tooLarge = () => jsonError(413, "请求体过大（最多 1 MiB）");
  * the bounded bytes) or a 413.
  */
 export async function boundSmallBody(request: Request, path: string): Promise<Request | Response> {
-  if (!request.body || STREAMING_PATHS.has(path)) return request;
+  if (!request.body || STREAMING_PATHS.has(path) || isS3Path(path)) return request;
   const declared = request.headers.get("content-length");
   if (declared !== null) return Number(declared) > MAX_BODY_BYTES ? tooLarge() : request;
   const chunks: Uint8Array[] = [];

@@ -8,9 +8,10 @@ import { spec } from "../helpers/openapi";
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"];
 
-/** Elysia's "/i/:id" → "/i/{id}"; the object-key wildcard is documented as {user_id}/{object_key}. */
+/** Elysia's "/i/:id" → "/i/{id}"; the object-key wildcard is documented as {user_id}/{object_key}, the S3 one as {path}. */
 export function toSpecPath(path: string): string {
   if (path === "/o/*") return "/o/{user_id}/{object_key}";
+  if (path === "/s3/*") return "/s3/{path}";
   return path.replace(/:([A-Za-z_]+)/g, "{$1}");
 }
 

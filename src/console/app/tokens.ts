@@ -43,7 +43,7 @@ export function showIssued(ctx: ViewContext, issued: TokenIssued, title: string)
 function showS3(cred: S3Credential, name: string): void {
   openModal(
     `S3 凭据 · ${name}`,
-    h("p", { class: "muted" }, "供 S3 兼容上传接口（/s3/）使用的凭据；该接口尚未开放。令牌吊销或轮换后凭据随即失效。"),
+    h("p", { class: "muted" }, "供 S3 兼容上传接口（/s3/）使用的凭据：rclone 选 provider = Other 并开启 force_path_style，PicGo（picgo-plugin-s3）开启 pathStyleAccess 与 disableBucketPrefixToURL，urlPrefix 填下方图片地址前缀（去掉末尾的 /）。对象键即图片地址 <图片地址前缀><键>；S3 上传不应用 EXIF 策略。令牌吊销或轮换后凭据随即失效。"),
     copyField("Access Key ID", cred.access_key_id),
     copyField("Secret Access Key", cred.secret_access_key, { name: "secret_access_key" }),
     copyField("Endpoint", cred.endpoint),

@@ -1,0 +1,92 @@
+/**
+ * S3 error responses: `<Error><Code>…</Code><Message>…</Message><Resource>…</Resource><RequestId>…</RequestId></Error>`.
+ * Clients map on `<Code>` (the SDK turns it into an exception class), so codes and statuses follow S3;
+ * messages are Chinese and never contain secrets.
+ */
+import { ApiError } from "../http/errors";
+import { S3AuthError } from "./s3-auth-error";
+import { xmlDocument, el } from "./xml";
+
+const STATUS: Record<string, number> = {
+  AccessDenied: 403,
+  BadDigest: 400,
+  BucketNotEmpty: 409,
+  EntityTooLarge: 400,
+  IncompleteBody: 400,
+  InternalError: 500,
+  InvalidAccessKeyId: 403,
+  InvalidArgument: 400,
+  InvalidPart: 400,
+  InvalidPartOrder: 400,
+  InvalidRange: 416,
+  InvalidRequest: 400,
+  InvalidURI: 400,
+  MalformedXML: 400,
+  MethodNotAllowed: 405,
+  MissingContentLength: 411,
+  NoSuchKey: 404,
+  NoSuchUpload: 404,
+  NotImplemented: 501,
+  ServiceUnavailable: 503,
+  SignatureDoesNotMatch: 403,
+  SlowDown: 503,
+};
+
+export class S3Error extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: string,
+    message: string,
+    status?: number,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "S3Error";
+    this.status = status ?? STATUS[code] ?? 400;
+  }
+}
+
+export const noSuchKey = () => new S3Error("NoSuchKey", "指定的对象不存在");
+export const noSuchUpload = () => new S3Error("NoSuchUpload", "分片上传不存在，可能已完成或已取消");
+export const notImplemented = (what: string) => new S3Error("NotImplemented", `Kura 的 S3 接口不支持该操作：${what}`);
+export const malformedXml = () => new S3Error("MalformedXML", "XML 请求体格式错误");
+export const entityTooLarge = (maxBytes: number) => new S3Error("EntityTooLarge", `图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`);
+
+/** Any error thrown while serving a request, as an S3 error (Kura ApiErrors keep their Chinese message). */
+export function toS3Error(err: unknown): S3Error {
+  if (err instanceof S3Error) return err;
+  if (err instanceof S3AuthError) return new S3Error(err.code, err.message, err.status);
+  if (err instanceof ApiError) {
+    const headers = err.headers;
+    switch (err.status) {
+      case 400:
+        return new S3Error("InvalidArgument", err.message);
+      case 403:
+        return new S3Error("AccessDenied", err.message);
+      case 404:
+        return new S3Error("NoSuchKey", err.message);
+      case 413:
+        return new S3Error("EntityTooLarge", err.message);
+      case 415:
+      case 422:
+        return new S3Error("InvalidArgument", err.message);
+      case 429:
+        return new S3Error("SlowDown", err.message, 503, headers);
+      case 503:
+        return new S3Error("ServiceUnavailable", err.message, 503, headers);
+      default:
+        return new S3Error(err.status >= 500 ? "InternalError" : "InvalidRequest", err.message, err.status >= 500 ? 500 : 400);
+    }
+  }
+  return new S3Error("InternalError", "服务器内部错误");
+}
+
+/** The XML error response; HEAD answers carry no body, as S3's do. */
+export function errorResponse(err: S3Error, opts: { method: string; resource: string; requestId: string }): Response {
+  const headers = { "content-type": "application/xml", "x-amz-request-id": opts.requestId, ...err.headers };
+  if (opts.method === "HEAD") return new Response(null, { status: err.status, headers });
+  const body = xmlDocument(
+    el("Error", [el("Code", err.code), el("Message", err.message), el("Resource", opts.resource), el("RequestId", opts.requestId)]),
+  );
+  return new Response(body, { status: err.status, headers });
+}

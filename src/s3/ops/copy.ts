@@ -1,0 +1,78 @@
+/**
+ * CopyObject within one user's objects. A copy to a new key is one more image reference to the same
+ * blob (no bytes move); a copy onto itself with `x-amz-metadata-directive: REPLACE` only replaces the
+ * stored x-amz-meta-* headers (rclone fixes modification times this way).
+ */
+import { basename } from "node:path";
+import type { AppContext } from "../../context";
+import { sqlTime } from "../../db/time";
+import { newShortId } from "../../images/short-id";
+import { quotaFull } from "../../images/store";
+import { S3Error, noSuchKey } from "../errors";
+import { md5Of, objectByKey, parseMeta, setObjectMeta, type S3Object } from "../object-repo";
+import { requestMeta, validObjectKey, type S3Request } from "../request";
+import { el, S3_NS, xmlResponse } from "../xml";
+import { requireValidKey } from "./objects";
+
+/** `x-amz-copy-source: [/]bucket/url-encoded-key[?versionId=…]` → the decoded key. */
+export function copySourceKey(header: string): string {
+  const value = header.trim().replace(/^\//, "").replace(/\?.*$/, "");
+  const slash = value.indexOf("/");
+  if (slash <= 0) throw new S3Error("InvalidArgument", "x-amz-copy-source 格式应为 <bucket>/<key>");
+  try {
+    return decodeURIComponent(value.slice(slash + 1));
+  } catch {
+    throw new S3Error("InvalidArgument", "x-amz-copy-source 中的百分号编码无效");
+  }
+}
+
+/** TTL of a new reference: the owner's default, else the global default (hours; 0 = permanent). */
+function defaultTtlSeconds(app: AppContext, userId: string): number {
+  const hours = app.users.byId(userId)?.default_ttl_hours ?? app.settings.get().default_ttl_hours;
+  return hours * 3600;
+}
+
+/** One more reference to the source's blob under `key`, re-pointing the alias if the key was taken. */
+function addReference(app: AppContext, req: S3Request, source: S3Object, key: string): string {
+  const ttl = defaultTtlSeconds(app, req.user.id);
+  const now = Date.now();
+  const id = app.db.transaction(() => {
+    const quota = app.users.byId(req.user.id)?.quota_bytes;
+    if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
+    app.db.query("UPDATE images SET object_key = NULL WHERE user_id = ? AND object_key = ?").run(req.user.id, key);
+    app.db.query("UPDATE blobs SET ref_count = ref_count + 1, pending_delete = 0, delete_after = NULL WHERE id = ?").run(source.blob_id);
+    let fresh = newShortId();
+    while (app.images.view(fresh)) fresh = newShortId();
+    app.db
+      .query(
+        `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(fresh, source.blob_id, req.user.id, req.token.id, basename(key).slice(0, 255), key, ttl ? sqlTime(now + ttl * 1000) : null, ttl || null, sqlTime(now));
+    return fresh;
+  })();
+  app.lookups.forgetAlias(req.user.id, key);
+  return id;
+}
+
+export async function copyObject(app: AppContext, req: S3Request): Promise<Response> {
+  requireValidKey(req.key);
+  const sourceKey = copySourceKey(req.request.headers.get("x-amz-copy-source") ?? "");
+  const source = validObjectKey(sourceKey) ? objectByKey(app, req.user.id, sourceKey) : undefined;
+  if (!source) throw noSuchKey();
+  const directive = (req.request.headers.get("x-amz-metadata-directive") ?? "COPY").toUpperCase();
+  if (directive !== "COPY" && directive !== "REPLACE") throw new S3Error("InvalidArgument", "x-amz-metadata-directive 只能是 COPY 或 REPLACE");
+  const meta = directive === "REPLACE" ? requestMeta(req.request) : parseMeta(source.s3_meta);
+  let id = source.id;
+  if (sourceKey === req.key) {
+    setObjectMeta(app, id, meta);
+  } else {
+    id = addReference(app, req, source, req.key);
+    setObjectMeta(app, id, meta);
+  }
+  app.lookups.forget(id);
+  const copied = objectByKey(app, req.user.id, req.key)!;
+  return xmlResponse(
+    el("CopyObjectResult", [el("LastModified", new Date().toISOString()), el("ETag", `"${await md5Of(app, copied)}"`)], { xmlns: S3_NS }),
+  );
+}

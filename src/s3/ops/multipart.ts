@@ -1,0 +1,154 @@
+/**
+ * Multipart uploads: parts are stored as files under <tmp>/multipart/<uploadId>/ (named `<n>.<md5>`,
+ * written under a temporary name and renamed, so concurrent, out-of-order parts never see each other
+ * half-written); Complete concatenates the listed parts in order into one temp file and stores it like
+ * a PutObject. `tmp` is wiped at startup, so an upload open across a restart fails with InvalidPart.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import type { AppContext } from "../../context";
+import { sqlTime } from "../../db/time";
+import type { UploadGate } from "../../images/upload/limits";
+import { readXmlBody, receiveToFile, type BodyDigests } from "../body";
+import { S3Error, entityTooLarge, malformedXml, noSuchUpload } from "../errors";
+import { requestMeta, type S3Request } from "../request";
+import { el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
+import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
+
+interface UploadRow {
+  upload_id: string;
+  user_id: string;
+  token_id: number | null;
+  object_key: string;
+  meta: string;
+}
+
+const partsDir = (app: AppContext, uploadId: string) => join(app.paths.tmp, "multipart", uploadId);
+
+function findUpload(app: AppContext, req: S3Request): UploadRow {
+  const id = req.query.get("uploadId") ?? "";
+  const row = /^[0-9a-f]{32}$/.test(id)
+    ? app.db.query<UploadRow, [string, string]>("SELECT * FROM multipart_uploads WHERE upload_id = ? AND user_id = ?").get(id, req.user.id)
+    : null;
+  if (!row) throw noSuchUpload();
+  return row;
+}
+
+export function createMultipartUpload(app: AppContext, req: S3Request): Response {
+  requireValidKey(req.key);
+  const uploadId = randomBytes(16).toString("hex");
+  app.db
+    .query("INSERT INTO multipart_uploads (upload_id, user_id, token_id, object_key, meta, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+    .run(uploadId, req.user.id, req.token.id, req.key, JSON.stringify(requestMeta(req.request)), sqlTime());
+  return xmlResponse(
+    el("InitiateMultipartUploadResult", [el("Bucket", req.bucket), el("Key", req.key), el("UploadId", uploadId)], { xmlns: S3_NS }),
+  );
+}
+
+/** Stored parts of an upload: part number → file and MD5. */
+async function storedParts(dir: string): Promise<Map<number, { path: string; md5: string }>> {
+  const parts = new Map<number, { path: string; md5: string }>();
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const m = /^(\d+)\.([0-9a-f]{32})$/.exec(name);
+    if (m) parts.set(Number(m[1]), { path: join(dir, name), md5: m[2]! });
+  }
+  return parts;
+}
+
+export async function uploadPart(app: AppContext, req: S3Request): Promise<Response> {
+  const upload = findUpload(app, req);
+  const raw = req.query.get("partNumber") ?? "";
+  const n = /^\d{1,5}$/.test(raw) ? Number(raw) : 0;
+  if (n < 1 || n > 10000) throw new S3Error("InvalidArgument", "partNumber 必须是 1 到 10000 之间的整数");
+  const dir = partsDir(app, upload.upload_id);
+  await mkdir(dir, { recursive: true });
+  // All parts together become one image, so they share the max_upload_mb budget (bounds disk use too).
+  let others = 0;
+  for (const [number, part] of await storedParts(dir)) if (number !== n) others += (await stat(part.path).catch(() => ({ size: 0 }))).size;
+  const maxBytes = maxUploadBytes(app);
+  if (others >= maxBytes) throw entityTooLarge(maxBytes);
+  const partial = join(dir, `${n}.${randomBytes(6).toString("hex")}.partial`);
+  const digests = await receiveToFile(req, partial, maxBytes - others).catch((err: unknown) => {
+    throw err instanceof S3Error && err.code === "EntityTooLarge" ? entityTooLarge(maxBytes) : err;
+  });
+  // A re-sent part replaces the earlier one.
+  const previous = (await storedParts(dir)).get(n);
+  if (previous) await rm(previous.path, { force: true });
+  await rename(partial, join(dir, `${n}.${digests.md5}`));
+  return new Response(null, { status: 200, headers: { etag: `"${digests.md5}"` } });
+}
+
+/** Writes the parts, in order, into one file: streamed, hashed, capped. */
+async function concatenate(files: string[], path: string, maxBytes: number): Promise<BodyDigests> {
+  const md5 = createHash("md5");
+  const sha256 = createHash("sha256");
+  let size = 0;
+  const out = await open(path, "w", 0o600);
+  try {
+    for (const file of files) {
+      for await (const chunk of Bun.file(file).stream()) {
+        size += chunk.length;
+        if (size > maxBytes) throw entityTooLarge(maxBytes);
+        md5.update(chunk);
+        sha256.update(chunk);
+        await out.write(chunk);
+      }
+    }
+    await out.close();
+  } catch (err) {
+    await out.close().catch(() => {});
+    await rm(path, { force: true });
+    throw err;
+  }
+  return { size, md5: md5.digest("hex"), sha256: sha256.digest("hex") };
+}
+
+export async function completeMultipartUpload(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
+  const upload = findUpload(app, req);
+  const listed = parseCompleteMultipart(await readXmlBody(req));
+  if (!listed) throw malformedXml();
+  for (let i = 1; i < listed.length; i++) {
+    if (listed[i]!.partNumber <= listed[i - 1]!.partNumber) throw new S3Error("InvalidPartOrder", "分片列表必须按分片号升序排列");
+  }
+  const dir = partsDir(app, upload.upload_id);
+  const stored = await storedParts(dir);
+  const files: string[] = [];
+  let total = 0;
+  for (const part of listed) {
+    const found = stored.get(part.partNumber);
+    if (!found || found.md5 !== part.etag.toLowerCase()) throw new S3Error("InvalidPart", `分片 ${part.partNumber} 不存在或 ETag 不匹配`);
+    files.push(found.path);
+    total += (await stat(found.path)).size;
+  }
+  const maxBytes = maxUploadBytes(app);
+  if (total > maxBytes) throw entityTooLarge(maxBytes);
+  let meta: Record<string, string> = {};
+  try {
+    meta = JSON.parse(upload.meta) as Record<string, string>;
+  } catch {
+    // a damaged meta column only loses the x-amz-meta-* headers
+  }
+  await storeObject(app, gate, req, upload.object_key, meta, (path) => concatenate(files, path, maxBytes));
+  // S3's multipart ETag: MD5 of the concatenated binary part MD5s, then "-<part count>".
+  const etag = createHash("md5")
+    .update(Buffer.concat(listed.map((p) => Buffer.from(stored.get(p.partNumber)!.md5, "hex"))))
+    .digest("hex");
+  app.db.query("DELETE FROM multipart_uploads WHERE upload_id = ?").run(upload.upload_id);
+  await rm(dir, { recursive: true, force: true });
+  return xmlResponse(
+    el(
+      "CompleteMultipartUploadResult",
+      [el("Location", `/s3/${req.bucket}/${upload.object_key}`), el("Bucket", req.bucket), el("Key", upload.object_key), el("ETag", `"${etag}-${listed.length}"`)],
+      { xmlns: S3_NS },
+    ),
+  );
+}
+
+export async function abortMultipartUpload(app: AppContext, req: S3Request): Promise<Response> {
+  const upload = findUpload(app, req);
+  app.db.query("DELETE FROM multipart_uploads WHERE upload_id = ?").run(upload.upload_id);
+  await rm(partsDir(app, upload.upload_id), { recursive: true, force: true });
+  return new Response(null, { status: 204 });
+}

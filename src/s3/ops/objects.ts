@@ -1,0 +1,150 @@
+/**
+ * Object operations: PutObject (through Kura's one upload pipeline), HeadObject/GetObject (with Range),
+ * DeleteObject and DeleteObjects. Keys are the user's /o/ aliases; other users' keys are invisible.
+ */
+import { basename } from "node:path";
+import type { AppContext } from "../../context";
+import { parseSqlTime } from "../../db/time";
+import { HEAD_LENGTH_HEADER } from "../../delivery/serve-image";
+import { deleteReference } from "../../images/delete";
+import { openBlob } from "../../images/read";
+import type { UploadGate } from "../../images/upload/limits";
+import { tempPath } from "../../images/upload/receive";
+import { runUpload } from "../../images/upload/service";
+import { readXmlBody, receiveToFile, type BodyDigests } from "../body";
+import { S3Error, malformedXml, noSuchKey } from "../errors";
+import { md5Of, objectByKey, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
+import { requestMeta, validObjectKey, type S3Request } from "../request";
+import { el, parseDeleteObjects, xmlResponse } from "../xml";
+
+export const maxUploadBytes = (app: AppContext) => app.settings.get().max_upload_mb * 1024 * 1024;
+
+export function requireValidKey(key: string) {
+  if (!validObjectKey(key)) throw new S3Error("InvalidArgument", "无效的对象键：不能以 / 开头，不能含空段、. 或 .. 段、反斜杠或控制字符，最长 1024 个字符");
+}
+
+/**
+ * Stores bytes that `receive` writes to a temp file as the object `key` of the requesting user:
+ * exif policy passthrough (it does not apply to S3), the key becomes (or re-points) the /o/ alias.
+ * Admission (concurrency, rate) happens before a byte is read.
+ */
+export async function storeObject(
+  app: AppContext,
+  gate: UploadGate,
+  req: S3Request,
+  key: string,
+  meta: Record<string, string>,
+  receive: (path: string) => Promise<BodyDigests>,
+): Promise<{ id: string; digests: BodyDigests }> {
+  let digests: BodyDigests | undefined;
+  const { id } = await runUpload(app, gate, {
+    userId: req.user.id,
+    tokenId: req.token.id,
+    receive: async () => {
+      const path = tempPath(app.paths.tmp, "s3");
+      digests = await receive(path);
+      return {
+        file: { path, size: digests.size, fileName: basename(key), sha256: digests.sha256 },
+        options: { exifPolicy: "passthrough", objectKey: key },
+      };
+    },
+  });
+  const image = app.images.view(id)!;
+  rememberMd5(app, image.blob_id, digests!.md5);
+  setObjectMeta(app, id, meta);
+  app.lookups.forget(id);
+  app.lookups.forgetAlias(req.user.id, key);
+  return { id, digests: digests! };
+}
+
+export async function putObject(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
+  requireValidKey(req.key);
+  const { digests } = await storeObject(app, gate, req, req.key, requestMeta(req.request), (path) =>
+    receiveToFile(req, path, maxUploadBytes(app)),
+  );
+  return new Response(null, { status: 200, headers: { etag: `"${digests.md5}"` } });
+}
+
+function findObject(app: AppContext, req: S3Request): S3Object {
+  const object = validObjectKey(req.key) ? objectByKey(app, req.user.id, req.key) : undefined;
+  if (!object) throw noSuchKey();
+  return object;
+}
+
+/** Headers S3 returns for an object: stored mime (never a client's content-encoding), MD5 ETag, x-amz-meta-*. */
+async function objectHeaders(app: AppContext, object: S3Object): Promise<Record<string, string>> {
+  const headers: Record<string, string> = {
+    "content-type": object.mime,
+    etag: `"${await md5Of(app, object)}"`,
+    "last-modified": parseSqlTime(object.created_at).toUTCString(),
+    "accept-ranges": "bytes",
+  };
+  for (const [name, value] of Object.entries(parseMeta(object.s3_meta))) if (name.startsWith("x-amz-meta-")) headers[name] = value;
+  return headers;
+}
+
+/** `bytes=a-b`, `bytes=a-`, `bytes=-n` → inclusive range; undefined to serve it whole (absent or multi-range). */
+export function parseRange(header: string | null, size: number): { start: number; end: number } | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m) return undefined;
+  const [, a, b] = m as unknown as [string, string, string];
+  let start: number;
+  let end: number;
+  if (a === "") {
+    if (b === "") return undefined;
+    const suffix = Number(b);
+    if (suffix === 0) throw new S3Error("InvalidRange", "请求的字节范围无效", 416, { "content-range": `bytes */${size}` });
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(a);
+    end = b === "" ? size - 1 : Math.min(Number(b), size - 1);
+    if (b !== "" && Number(b) < start) return undefined;
+  }
+  if (start >= size) throw new S3Error("InvalidRange", "请求的字节范围无效", 416, { "content-range": `bytes */${size}` });
+  return { start, end };
+}
+
+export async function getObject(app: AppContext, req: S3Request): Promise<Response> {
+  const object = findObject(app, req);
+  const headers = await objectHeaders(app, object);
+  const range = parseRange(req.request.headers.get("range"), object.size);
+  const length = range ? range.end - range.start + 1 : object.size;
+  if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${object.size}`;
+  const status = range ? 206 : 200;
+  if (req.method === "HEAD") {
+    // Bun would rewrite Content-Length of a bodiless response; the fetch handler restores it for HEAD.
+    return new Response(null, { status, headers: { ...headers, [HEAD_LENGTH_HEADER]: String(length) } });
+  }
+  const blob = await openBlob(app, { id: object.blob_id, storage_key: object.storage_key }, range ? { start: range.start, end: range.end } : undefined);
+  return new Response(blob.stream, { status, headers: { ...headers, "content-length": String(length) } });
+}
+
+/** Deletes the user's object (204 even when absent, as S3 does). */
+export function deleteObject(app: AppContext, req: S3Request): Response {
+  removeKey(app, req.user.id, req.key);
+  return new Response(null, { status: 204 });
+}
+
+function removeKey(app: AppContext, userId: string, key: string) {
+  const object = validObjectKey(key) ? objectByKey(app, userId, key) : undefined;
+  if (!object) return;
+  deleteReference(app, object.id);
+  app.lookups.forgetAlias(userId, key);
+}
+
+/** POST ?delete: up to 1000 keys; each reported as Deleted (unless Quiet) or as an Error. */
+export async function deleteObjects(app: AppContext, req: S3Request): Promise<Response> {
+  const parsed = parseDeleteObjects(await readXmlBody(req));
+  if (!parsed) throw malformedXml();
+  const results = parsed.keys.map((key) => {
+    try {
+      removeKey(app, req.user.id, key);
+      return parsed.quiet ? undefined : el("Deleted", el("Key", key));
+    } catch {
+      return el("Error", [el("Key", key), el("Code", "InternalError"), el("Message", "删除失败")]);
+    }
+  });
+  return xmlResponse(el("DeleteResult", results, { xmlns: "http://s3.amazonaws.com/doc/2006-03-01/" }));
+}

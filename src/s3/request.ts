@@ -1,0 +1,94 @@
+/**
+ * One authenticated `/s3/` request: who sent it (token + owner, from the SigV4 access key), which bucket
+ * and key it names, and its query. Kura has no buckets: any name is accepted and ignored.
+ */
+import { hasUploadScope, resolveS3Credential, TokenRepo, type TokenRow } from "../auth/tokens";
+import type { UserRow } from "../users/repo";
+import type { AppContext } from "../context";
+import { S3Error } from "./errors";
+import { verifySigV4, type SigV4Auth } from "./sigv4";
+
+export interface S3Request {
+  request: Request;
+  method: string;
+  bucket: string;
+  /** Decoded object key; "" for bucket-level requests. */
+  key: string;
+  /** Decoded query parameters (first value wins). */
+  query: Map<string, string>;
+  auth: SigV4Auth;
+  token: TokenRow;
+  user: UserRow;
+  requestId: string;
+}
+
+/** Raw path after `/s3`, percent-decoded per segment: `/b/k/x` → bucket `b`, key `k/x`. */
+export function splitS3Path(rawPath: string): { bucket: string; key: string } {
+  const rest = rawPath.replace(/^\/s3(?=\/|$)/, "").replace(/^\//, "");
+  if (rest === "") return { bucket: "", key: "" };
+  const slash = rest.indexOf("/");
+  const decode = (s: string) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      throw new S3Error("InvalidURI", "请求路径中的百分号编码无效");
+    }
+  };
+  if (slash < 0) return { bucket: decode(rest), key: "" };
+  return { bucket: decode(rest.slice(0, slash)), key: rest.slice(slash + 1).split("/").map(decode).join("/") };
+}
+
+function rawTarget(url: string): { path: string; query: string } {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const target = start < 0 ? "/" : url.slice(start);
+  const q = target.indexOf("?");
+  return q < 0 ? { path: target, query: "" } : { path: target.slice(0, q), query: target.slice(q + 1) };
+}
+
+function parseQuery(raw: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [k, v] of new URLSearchParams(raw)) if (!out.has(k)) out.set(k, v);
+  return out;
+}
+
+/** Verifies the signature and the token's upload scope; throws S3Error/S3AuthError otherwise. */
+export function authenticateS3(app: AppContext, request: Request, requestId: string): S3Request {
+  const { path, query } = rawTarget(request.url);
+  let principal: ReturnType<typeof resolveS3Credential>;
+  const auth = verifySigV4(
+    { method: request.method, url: request.url, headers: request.headers },
+    {
+      lookupSecret: (id) => {
+        principal = resolveS3Credential(app, id);
+        return principal?.secret;
+      },
+    },
+  );
+  const found = principal!;
+  if (!hasUploadScope(found.token)) throw new S3Error("AccessDenied", "该上传令牌没有上传权限");
+  new TokenRepo(app.db).touch(found.token);
+  const { bucket, key } = splitS3Path(path);
+  return { request, method: request.method, bucket, key, query: parseQuery(query), auth, token: found.token, user: found.user, requestId };
+}
+
+/** The `x-amz-meta-*` headers of a request (lower-case names), plus its Content-Type, as stored in s3_meta. */
+export function requestMeta(request: Request): Record<string, string> {
+  const meta: Record<string, string> = {};
+  for (const [name, value] of request.headers) {
+    if (name.startsWith("x-amz-meta-")) meta[name] = value;
+  }
+  const type = request.headers.get("content-type");
+  if (type) meta["content-type"] = type;
+  return meta;
+}
+
+/** Object keys become /o/<user>/<key> aliases: same rules as the object_key of POST /api/upload. */
+export function validObjectKey(key: string): boolean {
+  return (
+    key.length >= 1 &&
+    key.length <= 1024 &&
+    !key.startsWith("/") &&
+    !key.split("/").some((s) => s === "" || s === "." || s === "..") &&
+    !/[\u0000-\u001f\u007f\\]/.test(key)
+  );
+}
