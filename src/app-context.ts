@@ -21,6 +21,7 @@ import { VariantService } from "./delivery/variants";
 import { registerImageJobs } from "./images/jobs";
 import { ImageRepo } from "./images/repo";
 import { resolveUploadIntents } from "./images/store";
+import { UploadGate } from "./images/upload/limits";
 import { JobQueue } from "./jobs/queue";
 import type { Logger } from "./ops/log";
 import { createMetrics, scrapeGauge } from "./ops/metrics";
@@ -72,6 +73,7 @@ export async function createAppContext(
     referers: new RefererRules(db),
     access: new AccessBuffer(db, () => settings.get().ttl_renew_on_access),
     loginLimiter: new TokenBucketLimiter(LOGIN_BURST, LOGIN_REFILL_SECONDS),
+    uploadGate: new UploadGate(settings),
     metrics,
     log,
     shutdown,

@@ -10,6 +10,7 @@ import type { DeliveryLookups } from "./delivery/lookups";
 import type { RefererRules } from "./delivery/referer-rules";
 import type { VariantService } from "./delivery/variants";
 import type { ImageRepo } from "./images/repo";
+import type { UploadGate } from "./images/upload/limits";
 import type { JobQueue } from "./jobs/queue";
 import type { Logger } from "./ops/log";
 import type { Metrics } from "./ops/metrics";
@@ -41,6 +42,8 @@ export interface AppContext {
   lookups: DeliveryLookups;
   variants: VariantService;
   loginLimiter: TokenBucketLimiter;
+  /** Upload admission shared by every upload surface (session, token, S3). */
+  uploadGate: UploadGate;
   metrics: Metrics;
   log: Logger;
   /** Starts a graceful shutdown (restore, signals). */

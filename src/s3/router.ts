@@ -6,7 +6,6 @@
 import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
-import { UploadGate } from "../images/upload/limits";
 import { errorResponse, notImplemented, toS3Error } from "./errors";
 import { authenticateS3, type S3Request } from "./request";
 import { createBucket, deleteBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
@@ -30,9 +29,8 @@ function subresource(req: S3Request): string | undefined {
 type Handler = (req: S3Request) => Response | Promise<Response>;
 
 export function s3Routes(app: AppContext) {
-  // Created on first use: building the router (e.g. to list its routes) must not need live settings.
-  let gate: UploadGate | undefined;
-  const uploadGate = () => (gate ??= new UploadGate(app.settings));
+  // The same admission gate as the other upload surfaces: concurrency and per-user rate are global.
+  const uploadGate = () => app.uploadGate;
 
   const bucketOp = (req: S3Request): Handler => {
     const sub = subresource(req);

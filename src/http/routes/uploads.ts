@@ -2,7 +2,6 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { authenticateUploadToken } from "../../auth/tokens";
 import type { AppContext } from "../../context";
-import { UploadGate } from "../../images/upload/limits";
 import { receiveMultipart, tempPath } from "../../images/upload/receive";
 import { runUpload, type UploadRequest } from "../../images/upload/service";
 import { fetchToFile, UrlImportError } from "../../net/safe-fetch";
@@ -37,13 +36,10 @@ const FORM_FIELDS = ["exif_policy", "ttl"] as const;
 const TOKEN_FORM_FIELDS = [...FORM_FIELDS, "object_key"] as const;
 
 export function uploadRoutes(app: AppContext) {
-  // Created on first use: building the router (e.g. to list its routes) must not need live settings.
-  let gate: UploadGate | undefined;
   const maxBytes = () => app.settings.get().max_upload_mb * 1024 * 1024;
 
   const respond = async (request: Request, req: UploadRequest) => {
-    gate ??= new UploadGate(app.settings);
-    const result = await runUpload(app, gate, req);
+    const result = await runUpload(app, app.uploadGate, req);
     return { id: result.id, url: `${publicOrigin(request, app.settings.get().base_url)}/i/${result.id}` };
   };
 
