@@ -23,6 +23,7 @@ import { ImageRepo } from "./images/repo";
 import { resolveUploadIntents } from "./images/store";
 import { UploadGate } from "./images/upload/limits";
 import { JobQueue } from "./jobs/queue";
+import { registerCdnPurgeJob } from "./ops/cdn-purge";
 import type { Logger } from "./ops/log";
 import { createMetrics, scrapeGauge } from "./ops/metrics";
 import { UserRepo } from "./users/repo";
@@ -88,6 +89,7 @@ export async function createAppContext(
   await resolveUploadIntents(app);
   registerImageJobs(app);
   registerChannelJobs(app);
+  registerCdnPurgeJob(app);
   registerChannelMetrics(app);
   scrapeGauge(metrics.registry, "kura_queue_jobs_waiting", "等待执行的任务数", () => app.jobs.counts().waiting);
   scrapeGauge(metrics.registry, "kura_queue_jobs_running", "正在执行的任务数", () => app.jobs.counts().running);

@@ -2,10 +2,12 @@ import { healthRound, startLoop } from "./channels/health";
 import { reconcileRound } from "./channels/reconcile";
 import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
+import { scanRound } from "./images/dedup";
 import { sweepRound } from "./images/sweep";
 import { evaluateChannelAlerts } from "./ops/alerts";
+import { deliverAlertWebhooks } from "./ops/webhook";
 
-type SecondsSetting = "health_check_seconds" | "activity_flush_seconds" | "cleanup_sweep_seconds";
+type SecondsSetting = "health_check_seconds" | "activity_flush_seconds" | "cleanup_sweep_seconds" | "dedup_scan_seconds";
 
 /**
  * The periodic work of a running server. Each loop re-reads its interval setting every
@@ -13,10 +15,15 @@ type SecondsSetting = "health_check_seconds" | "activity_flush_seconds" | "clean
  */
 export function startBackgroundLoops(app: AppContext) {
   const rounds: Record<SecondsSetting, () => Promise<void>> = {
-    // Alerts are evaluated right after each health round (spec 6.2: same interval).
-    health_check_seconds: () => healthRound(app).then(() => evaluateChannelAlerts(app)),
+    // Alerts are evaluated right after each health round (spec 6.2: same interval);
+    // pending webhook deliveries are (re)tried once per evaluation round (spec 6.1).
+    health_check_seconds: () =>
+      healthRound(app)
+        .then(() => evaluateChannelAlerts(app))
+        .then(() => deliverAlertWebhooks(app)),
     activity_flush_seconds: async () => app.access.flush(),
     cleanup_sweep_seconds: async () => void (await sweepRound(app)),
+    dedup_scan_seconds: async () => void (await scanRound(app)),
   };
   const loops = (Object.keys(rounds) as SecondsSetting[]).map((key) => ({
     key,

@@ -13,6 +13,16 @@ export interface Bootstrap {
   trustedProxiesText: string;
   /** Extra networks URL import may reach (intranet deployments, tests). Empty by default. */
   importAllow: AddressSet;
+  /** CDN provider API root for cache purge (spec 4.13); overridden only for tests against a local fake. */
+  cdnApiBase: string;
+}
+
+export const DEFAULT_CDN_API_BASE = "https://api.cloudflare.com/client/v4";
+
+function cdnApiBase(value: string | undefined): string {
+  const text = value?.trim() || DEFAULT_CDN_API_BASE;
+  if (!/^https?:\/\/[^\s/]+(\/\S*)?$/i.test(text)) throw new BootstrapError(`KURA_CDN_API_BASE 必须是 http(s) 地址: ${text}`);
+  return text.replace(/\/+$/, "");
 }
 
 export class BootstrapError extends Error {}
@@ -45,5 +55,6 @@ export function readBootstrap(env: Record<string, string | undefined> = process.
     trustedProxies: addressSet("KURA_TRUSTED_PROXIES", trustedProxiesText),
     trustedProxiesText,
     importAllow: addressSet("KURA_IMPORT_ALLOW", env.KURA_IMPORT_ALLOW ?? ""),
+    cdnApiBase: cdnApiBase(env.KURA_CDN_API_BASE),
   };
 }

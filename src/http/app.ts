@@ -19,6 +19,7 @@ import { channelOAuthRoutes } from "./routes/channel-oauth";
 import { opsRoutes } from "./routes/ops";
 import { publicRoutes } from "./routes/public";
 import { refererRoutes } from "./routes/referers";
+import { reviewRoutes } from "./routes/review";
 import { s3Routes } from "../s3/router";
 
 /** Paths left out of HTTP metrics (spec 4.12). */
@@ -46,6 +47,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(channelOAuthRoutes(app))
     .use(publicRoutes(app))
     .use(refererRoutes(app))
+    .use(reviewRoutes(app))
     .use(opsRoutes(app))
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);

@@ -1,0 +1,92 @@
+/**
+ * Alert webhook delivery (spec 6.1). `openAlert`/`resolveAlert` leave a transition
+ * undelivered when a webhook is configured; each evaluation round calls
+ * `deliverAlertWebhooks`, which sends the pending transitions in alert id order,
+ * the open one of an alert always before its resolved one. A 2xx marks the
+ * transition delivered; anything else is retried on the next round.
+ */
+import type { AppContext } from "../context";
+
+/** Spec 6.1 rule 1: a delivery attempt gives up after 10 seconds. */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+
+type WebhookApp = Pick<AppContext, "db" | "log" | "settings">;
+
+interface PendingAlert {
+  id: number;
+  kind: string;
+  target: string;
+  message: string;
+  opened_at: string;
+  resolved_at: string;
+  open_delivered: number;
+  resolved_delivered: number;
+}
+
+export interface WebhookPayload {
+  kind: string;
+  target: string;
+  message: string;
+  status: "open" | "resolved";
+  opened_at: string;
+  resolved_at?: string;
+}
+
+/** The fixed payload (spec 6.1 rule 4); `resolved_at` only on the resolved delivery. */
+export function webhookPayload(alert: PendingAlert, status: "open" | "resolved"): WebhookPayload {
+  const base = { kind: alert.kind, target: alert.target, message: alert.message, status, opened_at: alert.opened_at };
+  return status === "resolved" ? { ...base, resolved_at: alert.resolved_at } : base;
+}
+
+/** Why a delivery failed, without the webhook address (it may carry a secret in its query). */
+async function post(url: string, payload: WebhookPayload): Promise<string | null> {
+  try {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(payload),
+      signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+    });
+    await res.arrayBuffer().catch(() => undefined);
+    return res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`;
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    if (e.name === "TimeoutError") return "超时";
+    return (e.code ?? e.message ?? "连接失败").split(url).join("<webhook>");
+  }
+}
+
+/**
+ * One delivery round. Stops at the first failure: the receiver is most likely down,
+ * and waiting 10 seconds per pending alert would stall the evaluation loop; keeping
+ * id order also means later transitions never overtake earlier ones.
+ */
+export async function deliverAlertWebhooks(app: WebhookApp): Promise<void> {
+  const url = app.settings.get().alert_webhook_url;
+  // Without a webhook, pending transitions (made while one was set) wait for the next one.
+  if (!url) return;
+  const pending = app.db
+    .query<PendingAlert, []>(
+      `SELECT id, kind, target, message, opened_at, resolved_at, open_delivered, resolved_delivered
+       FROM alerts WHERE open_delivered = 0 OR (resolved_at != '' AND resolved_delivered = 0) ORDER BY id`,
+    )
+    .all();
+  for (const alert of pending) {
+    const steps: Array<"open" | "resolved"> = [];
+    if (!alert.open_delivered) steps.push("open");
+    if (alert.resolved_at !== "" && !alert.resolved_delivered) steps.push("resolved");
+    for (const status of steps) {
+      // The message may have been refreshed by an evaluation since the query above.
+      const current = app.db.query<{ message: string }, [number]>("SELECT message FROM alerts WHERE id = ?").get(alert.id);
+      const payload = webhookPayload({ ...alert, message: current?.message ?? alert.message }, status);
+      const failure = await post(url, payload);
+      if (failure !== null) {
+        app.log.warn("告警通知发送失败，将在下一轮重试", { kind: alert.kind, target: alert.target, status, err: failure });
+        return;
+      }
+      const column = status === "open" ? "open_delivered" : "resolved_delivered";
+      app.db.query(`UPDATE alerts SET ${column} = 1 WHERE id = ?`).run(alert.id);
+      app.log.info("告警通知已发送", { kind: alert.kind, target: alert.target, status });
+    }
+  }
+}

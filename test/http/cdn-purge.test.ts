@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { adminSession, type Session } from "../helpers/client";
+import { form, makeJpeg } from "../helpers/images";
+import { KuraServer } from "../helpers/server";
+
+interface PurgeCall {
+  at: number;
+  path: string;
+  authorization: string | null;
+  files: string[];
+}
+
+/** A local stand-in for the provider's purge-by-URL endpoint; `failNext` calls answer 500. */
+function startFakeCdn() {
+  const calls: PurgeCall[] = [];
+  const state = { failNext: 0 };
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = (await req.json()) as { files: string[] };
+      calls.push({ at: Date.now(), path: new URL(req.url).pathname, authorization: req.headers.get("authorization"), files: body.files });
+      if (state.failNext > 0) {
+        state.failNext--;
+        return Response.json({ success: false, errors: [{ message: "busy" }] }, { status: 500 });
+      }
+      return Response.json({ success: true, errors: [], result: { id: "x" } });
+    },
+  });
+  return { calls, state, base: `http://127.0.0.1:${server.port}/client/v4`, stop: () => server.stop(true) };
+}
+
+async function waitFor<T>(probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await Bun.sleep(50);
+  }
+}
+
+const BASE_URL = "https://img.example.test";
+const ZONE = "zone-0123abcd";
+const TOKEN = "cdn-token-very-secret";
+const COMPLETE = { base_url: BASE_URL, cdn_provider_zone_id: ZONE, cdn_provider_api_token: TOKEN };
+
+describe("CDN purge (spec 4.13)", () => {
+  let server: KuraServer;
+  let admin: Session;
+  let cdn: ReturnType<typeof startFakeCdn>;
+  let seed = 1;
+
+  beforeAll(async () => {
+    cdn = startFakeCdn();
+    server = await KuraServer.start({ env: { KURA_CDN_API_BASE: cdn.base } });
+    admin = await adminSession(server);
+    await admin.json("PUT", "/api/admin/config", { ...COMPLETE, process_widths: [16, 32], process_formats: ["webp", "jpeg", "png"] });
+  });
+  afterAll(async () => {
+    await server.dispose();
+    cdn.stop();
+  });
+
+  const upload = async () => (await admin.json("POST", "/api/admin/upload", form(await makeJpeg(64, 48, seed++), "p.jpg"))).id as string;
+  const get = async (path: string) => {
+    const res = await fetch(server.url(path));
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  };
+  const callsFor = (id: string) => cdn.calls.filter((c) => c.files.some((f) => f.startsWith(`${BASE_URL}/i/${id}`)));
+
+  test("deleting an image purges its link and every generated variant URL at once", async () => {
+    const id = await upload();
+    await get(`/i/${id}?w=32&format=webp`);
+    await get(`/i/${id}?format=png`);
+    const started = Date.now();
+    expect((await admin.request("DELETE", `/api/admin/images/${id}`)).status).toBe(204);
+    const [call] = await waitFor(() => (callsFor(id).length ? callsFor(id) : undefined));
+    // delete_grace_minutes is 60 by default: the purge did not wait for it.
+    expect(call!.at - started).toBeLessThan(10_000);
+    expect(call!.path).toBe(`/client/v4/zones/${ZONE}/purge_cache`);
+    expect(call!.authorization).toBe(`Bearer ${TOKEN}`);
+    const link = `${BASE_URL}/i/${id}`;
+    expect([...call!.files].sort()).toEqual([link, `${link}?format=png`, `${link}?w=32`, `${link}?w=32&format=webp`].sort());
+    expect(server.logs).not.toContain(TOKEN);
+  });
+
+  test("a batch delete purges each image; more than 100 URLs go out in calls of at most 100", async () => {
+    const widths = Array.from({ length: 60 }, (_, i) => i + 1);
+    await admin.json("PUT", "/api/admin/config", { process_widths: widths });
+    const many = await upload();
+    const plain = await upload();
+    for (const w of widths) await get(`/i/${many}?w=${w}&format=webp`);
+    const res = await admin.json("POST", "/api/admin/images/batch-delete", { ids: [many, plain] });
+    expect(res.deleted).toBe(2);
+
+    const link = `${BASE_URL}/i/${many}`;
+    const expected = [link, ...widths.flatMap((w) => [`${link}?w=${w}`, `${link}?w=${w}&format=webp`])];
+    const calls = await waitFor(() => {
+      const got = callsFor(many);
+      return got.reduce((n, c) => n + c.files.length, 0) >= expected.length ? got : undefined;
+    });
+    expect(calls.length).toBe(2);
+    for (const c of calls) expect(c.files.length).toBeLessThanOrEqual(100);
+    expect(calls.flatMap((c) => c.files).sort()).toEqual(expected.sort());
+    const [plainCall] = await waitFor(() => (callsFor(plain).length ? callsFor(plain) : undefined));
+    expect(plainCall!.files).toEqual([`${BASE_URL}/i/${plain}`]);
+    await admin.json("PUT", "/api/admin/config", { process_widths: [16, 32] });
+  });
+
+  test("an expired image swept by the cleanup loop is purged too", async () => {
+    const id = (await admin.json("POST", "/api/admin/upload", form(await makeJpeg(64, 48, seed++), "ttl.jpg", { ttl: "1" }))).id as string;
+    await get(`/i/${id}?format=webp`);
+    await admin.json("PUT", "/api/admin/config", { cleanup_sweep_seconds: 1 });
+    const [call] = await waitFor(() => (callsFor(id).length ? callsFor(id) : undefined));
+    const link = `${BASE_URL}/i/${id}`;
+    expect([...call!.files].sort()).toEqual([link, `${link}?format=webp`]);
+    await admin.json("PUT", "/api/admin/config", { cleanup_sweep_seconds: 300 });
+  });
+
+  test("a failing provider is retried with backoff; the delete itself is not held up", async () => {
+    const id = await upload();
+    await get(`/i/${id}?w=16`);
+    cdn.state.failNext = 1;
+    const started = Date.now();
+    expect((await admin.request("DELETE", `/api/admin/images/${id}`)).status).toBe(204);
+    expect(Date.now() - started).toBeLessThan(1000);
+    const [first, second] = await waitFor(() => (callsFor(id).length >= 2 ? callsFor(id) : undefined));
+    expect(second!.files).toEqual(first!.files);
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(900);
+    await server.waitForLog(/msg=任务失败，稍后重试.*kind=cdn\.purge/);
+    expect(server.logs).not.toContain(TOKEN);
+  });
+
+  test("no purge unless base_url, zone id and token are all set", async () => {
+    for (const missing of ["base_url", "cdn_provider_zone_id", "cdn_provider_api_token"] as const) {
+      const config = await admin.json("PUT", "/api/admin/config", { ...COMPLETE, [missing]: "" });
+      expect(config.derived.cdn_purge_enabled).toBe(false);
+      const id = await upload();
+      await admin.json("DELETE", `/api/admin/images/${id}`, undefined, 204);
+    }
+    const before = cdn.calls.length;
+    await Bun.sleep(2500);
+    expect(cdn.calls.length).toBe(before);
+    // Control: complete again, and the same flow does reach the fake.
+    await admin.json("PUT", "/api/admin/config", COMPLETE);
+    const id = await upload();
+    await admin.json("DELETE", `/api/admin/images/${id}`, undefined, 204);
+    await waitFor(() => (callsFor(id).length ? true : undefined));
+  });
+});
