@@ -102,3 +102,42 @@ describe("dashboard", () => {
     }
   });
 });
+
+describe("metadata export", () => {
+  test("an attachment with every table's records and no credential material", async () => {
+    const { form, makePng } = await import("../helpers/images");
+    const { assertMatchesSpec } = await import("../helpers/openapi");
+    const server = await KuraServer.start();
+    try {
+      const admin = await adminSession(server);
+      const token = await admin.json("POST", "/api/admin/tokens", { name: "exported" }, 201);
+      const up = await admin.json("POST", "/api/admin/upload", form(await makePng(12, 12, 7), "e.png"));
+      const res = await admin.request("GET", "/api/admin/export");
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-disposition")).toMatch(/^attachment; filename="kura-export-\d{8}T\d{6}\.json"$/);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      const text = await res.text();
+      const data = JSON.parse(text);
+      assertMatchesSpec("GET", "/api/admin/export", 200, data);
+      expect(data.users.map((u: { name: string }) => u.name)).toContain("admin");
+      expect(data.tokens).toEqual([expect.objectContaining({ id: token.id, user_id: "default", name: "exported", prefix: token.prefix })]);
+      expect(data.images).toEqual([expect.objectContaining({ id: up.id, file_name: "e.png", object_key: null })]);
+      expect(data.blobs).toHaveLength(1);
+      expect(data.blob_channels).toEqual([expect.objectContaining({ state: "done" })]);
+      expect(data.channels[0]).toMatchObject({ name: "local", driver: "local" });
+      // No secrets: no token plaintext or hash, no password hash, no sealed channel config.
+      expect(text).not.toContain(token.token);
+      expect(text).not.toContain("$argon2id$");
+      expect(text).not.toContain("secret_hash");
+      expect(text).not.toContain("config_sealed");
+      const audit = await admin.json("GET", "/api/admin/audit?action=metadata.export");
+      expect(audit.total).toBe(1);
+      await admin.json("POST", "/api/admin/users", { name: "plainuser", password: "password-1" }, 201);
+      const user = new Session(server);
+      await user.login("plainuser", "password-1");
+      await expectError(await user.request("GET", "/api/admin/export"), 403);
+    } finally {
+      await server.dispose();
+    }
+  });
+});

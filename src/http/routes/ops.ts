@@ -1,7 +1,9 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { SQL_TIME_PATTERN } from "../../db/time";
+import { audit } from "../../ops/audit";
 import { adminDashboard, userDashboard } from "../../ops/dashboard";
+import { metadataExport } from "../../ops/export";
 import { pagination } from "../body";
 import { badRequest } from "../errors";
 import { authenticate } from "../guard";
@@ -15,12 +17,24 @@ function timestamp(value: string | undefined, name: string): string | undefined 
   return value;
 }
 
-/** Operations views (spec 4.2, 4.11): the dashboard, alerts and the audit log. */
+/** Operations views (spec 4.2, 4.11): the dashboard, alerts, the audit log and the metadata export. */
 export function opsRoutes(app: AppContext) {
   return new Elysia()
     .get("/api/admin/dashboard", ({ request }) => {
       const p = authenticate(app, request);
       return p.user.role === "admin" ? adminDashboard(app) : userDashboard(app, p.user.id);
+    })
+    .get("/api/admin/export", ({ request }) => {
+      const p = authenticate(app, request, { admin: true });
+      audit(app.db, p.user, "metadata.export");
+      const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "");
+      return new Response(JSON.stringify(metadataExport(app)), {
+        headers: {
+          "content-type": "application/json; charset=utf-8",
+          "content-disposition": `attachment; filename="kura-export-${stamp}.json"`,
+          "cache-control": "no-store",
+        },
+      });
     })
     .get("/api/admin/alerts", ({ request, query }) => {
       authenticate(app, request, { admin: true });
