@@ -6,6 +6,7 @@ import { randomReadable } from "./auth/secrets";
 import type { Bootstrap } from "./config/bootstrap";
 import { loadMasterKey, MasterKey, writeNewMasterKeyFile } from "./config/master-key";
 import { migrate, openDatabase } from "./db/open";
+import { resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 
@@ -38,7 +39,10 @@ function storedFingerprint(path: string): string | undefined {
 export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } {
   mkdirSync(boot.dataDir, { recursive: true });
   const dbPath = databasePath(boot.dataDir);
-  const fingerprint = storedFingerprint(dbPath);
+  // A restore staged by the previous process becomes the database: the key is checked against
+  // the staged file first, so a wrong key still refuses before anything is moved.
+  const staged = existsSync(stagedPath(boot.dataDir)) ? stagedPath(boot.dataDir) : undefined;
+  const fingerprint = storedFingerprint(staged ?? dbPath);
   let key: MasterKey | undefined;
   try {
     key = loadMasterKey(boot.dataDir, boot.masterKeyEnv);
@@ -52,6 +56,7 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     key = writeNewMasterKeyFile(boot.dataDir);
     log.info("已为新数据库生成主密钥文件，请妥善备份", { path: join(boot.dataDir, "master.key") });
   }
+  const swapped = staged !== undefined && swapInStagedSnapshot(boot.dataDir, dbPath, log);
   const db = openDatabase(dbPath);
   try {
     migrate(db);
@@ -70,6 +75,7 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     // Into the main file at once: the read-only pre-check of a later start reads only that file.
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
+  if (swapped) resetChannelBindings(db, log);
   return { db, key };
 }
 

@@ -5,7 +5,10 @@ import type { AppContext } from "./context";
 import { scanRound } from "./images/dedup";
 import { sweepRound } from "./images/sweep";
 import { evaluateChannelAlerts } from "./ops/alerts";
+import { backupRound } from "./ops/backups";
 import { deliverAlertWebhooks } from "./ops/webhook";
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type SecondsSetting = "health_check_seconds" | "activity_flush_seconds" | "cleanup_sweep_seconds" | "dedup_scan_seconds";
 
@@ -29,10 +32,14 @@ export function startBackgroundLoops(app: AppContext) {
     key,
     loop: startLoop(key, app, () => app.settings.get()[key] * 1000, rounds[key]),
   }));
+  // backup_interval_hours is in hours; setTimeout cannot wait longer than ~24.8 days.
+  const backupMs = () => Math.min(app.settings.get().backup_interval_hours * 3_600_000, MAX_TIMER_MS);
+  const backup = startLoop("backup_interval_hours", app, backupMs, () => backupRound(app), { runAtStart: false });
   app.settings.onChange((changed) => {
     for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();
+    if (changed.includes("backup_interval_hours")) backup.reschedule();
   });
   // Reconciliation lists whole channels: first run a day after start, not at boot.
   const reconcile = startLoop("reconcile", app, () => RECONCILE_INTERVAL_SECONDS * 1000, () => reconcileRound(app), { runAtStart: false });
-  return [...loops.map((l) => l.loop), reconcile];
+  return [...loops.map((l) => l.loop), reconcile, backup];
 }

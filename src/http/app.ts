@@ -17,6 +17,7 @@ import { imageRoutes } from "./routes/images";
 import { channelRoutes } from "./routes/channels";
 import { channelOAuthRoutes } from "./routes/channel-oauth";
 import { opsRoutes } from "./routes/ops";
+import { backupRoutes } from "./routes/backups";
 import { publicRoutes } from "./routes/public";
 import { refererRoutes } from "./routes/referers";
 import { reviewRoutes } from "./routes/review";
@@ -49,6 +50,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(refererRoutes(app))
     .use(reviewRoutes(app))
     .use(opsRoutes(app))
+    .use(backupRoutes(app))
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);
   return router;

@@ -1,0 +1,65 @@
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context";
+import { BackupFailedError, listSnapshots, openSnapshot, SNAPSHOT_NAME, stageSnapshot, stagedPath, takeSnapshot } from "../../ops/backups";
+import { ApiError, notFound } from "../errors";
+import { authenticate } from "../guard";
+
+/** Time for the restore response to reach the client before the server stops accepting. */
+const RESTORE_SHUTDOWN_DELAY_MS = 200;
+
+const snapshotMissing = () => notFound("没有健康的存储渠道持有该快照");
+
+function checkedName(name: string): string {
+  if (!SNAPSHOT_NAME.test(name)) throw snapshotMissing();
+  return name;
+}
+
+/** Metadata backups (spec 4.11): list, take now, download, restore. */
+export function backupRoutes(app: AppContext) {
+  return new Elysia()
+    .get("/api/admin/backups", async ({ request }) => {
+      authenticate(app, request, { admin: true });
+      const items = await listSnapshots(app);
+      return { items, total: items.length };
+    })
+    .post("/api/admin/backups", async ({ request, set }) => {
+      authenticate(app, request, { admin: true });
+      try {
+        const item = await takeSnapshot(app);
+        set.status = 201;
+        return item;
+      } catch (err) {
+        if (err instanceof BackupFailedError) throw new ApiError(503, err.message);
+        throw err;
+      }
+    })
+    .get("/api/admin/backups/:name", async ({ request, params }) => {
+      authenticate(app, request, { admin: true });
+      const name = checkedName(params.name);
+      const opened = await openSnapshot(app, name);
+      if (!opened) throw snapshotMissing();
+      return new Response(opened.stream, {
+        headers: {
+          "content-type": "application/vnd.sqlite3",
+          "content-length": String(opened.size),
+          "content-disposition": `attachment; filename="${name}"`,
+          "cache-control": "no-store",
+        },
+      });
+    })
+    .post("/api/admin/backups/:name/restore", async ({ request, params }) => {
+      authenticate(app, request, { admin: true });
+      const name = checkedName(params.name);
+      if (!(await stageSnapshot(app, name))) throw snapshotMissing();
+      // Shut down only after this response has been sent; the swap happens at the next start.
+      setTimeout(() => {
+        app.log.info("收到恢复请求，正在关闭", { snapshot: name });
+        app.shutdown("restore");
+      }, RESTORE_SHUTDOWN_DELAY_MS);
+      return {
+        snapshot: name,
+        staged: stagedPath(app.bootstrap.dataDir),
+        message: "快照已暂存，服务正在关闭；重新启动后将换入该快照",
+      };
+    });
+}

@@ -1,0 +1,192 @@
+/**
+ * Metadata backups (spec 2.10, 3.8, 4.11, 6.2): SQLite snapshots written to every
+ * healthy channel under `_kura/backups/`, listed and fetched back with failover,
+ * and a staged restore that is swapped in at the next start.
+ */
+import type { Database } from "bun:sqlite";
+import { existsSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Driver, GetResult } from "../channels/driver";
+import type { LoadedChannel } from "../channels/registry";
+import type { AppContext } from "../context";
+import { sqlTime } from "../db/time";
+import { openAlert, resolveAlert } from "./alerts";
+import type { Logger } from "./log";
+
+export const BACKUP_PREFIX = "_kura/backups/";
+export const SNAPSHOT_NAME = /^kura-(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})\.(\d{3})\.db$/;
+const STAGED_FILE = "restore.staged.db";
+const SQLITE_HEADER = "SQLite format 3\0";
+
+export interface SnapshotItem {
+  name: string;
+  size: number;
+  taken_at: string;
+  channels: string[];
+}
+
+type WritableChannel = LoadedChannel & { driver: Driver };
+
+export class BackupFailedError extends Error {}
+
+/** `kura-YYYYMMDD-HHMMSS.mmm.db` for a moment in UTC. */
+export function snapshotName(date: Date): string {
+  const iso = date.toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
+  return `kura-${iso.slice(0, 10).replaceAll("-", "")}-${iso.slice(11, 19).replaceAll(":", "")}.${iso.slice(20, 23)}.db`;
+}
+
+/** RFC 3339 with milliseconds, read back from the name (the name is the only timestamp a channel keeps reliably). */
+export function takenAt(name: string): string {
+  const m = SNAPSHOT_NAME.exec(name)!;
+  return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.${m[7]}Z`;
+}
+
+export const stagedPath = (dataDir: string) => join(dataDir, STAGED_FILE);
+
+/** Snapshot names on one channel with their sizes. */
+async function listOn(channel: WritableChannel): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  for await (const obj of channel.driver.list(BACKUP_PREFIX)) {
+    const name = obj.key.slice(BACKUP_PREFIX.length);
+    if (SNAPSHOT_NAME.test(name)) found.set(name, obj.size);
+  }
+  return found;
+}
+
+/** Deletes the oldest snapshots beyond `keep` on one channel. */
+async function prune(app: AppContext, channel: WritableChannel, keep: number) {
+  const names = [...(await listOn(channel)).keys()].sort().reverse();
+  for (const name of names.slice(keep)) await channel.driver.delete(BACKUP_PREFIX + name);
+}
+
+function fail(app: AppContext, message: string): never {
+  openAlert(app, "backup_failed", "", message);
+  app.log.error("元数据备份失败", { err: message });
+  throw new BackupFailedError(message);
+}
+
+/**
+ * Takes one snapshot and writes it to every healthy, non-deleting channel, pruning
+ * each to `backup_keep`. Channels that were written keep the snapshot even when
+ * others fail; any failure opens backup_failed, a full success resolves it.
+ */
+export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
+  const targets = app.channels.writable();
+  if (!targets.length) fail(app, "没有健康的存储渠道，未能写入元数据备份");
+  const now = new Date();
+  const name = snapshotName(now);
+  const file = join(app.paths.tmp, name);
+  try {
+    try {
+      app.db.run(`VACUUM INTO '${file.replaceAll("'", "''")}'`);
+    } catch (err) {
+      fail(app, `生成数据库快照失败：${(err as Error).message}`);
+    }
+    const size = Bun.file(file).size;
+    const written: string[] = [];
+    const failures: string[] = [];
+    const keep = app.settings.get().backup_keep;
+    for (const channel of targets) {
+      const key = BACKUP_PREFIX + name;
+      try {
+        await app.channels.put(channel, key, Bun.file(file).stream(), size);
+        written.push(channel.row.name);
+        app.log.info("元数据快照已写入存储渠道", { channel: channel.row.name, key, bytes: size });
+      } catch (err) {
+        failures.push(`${channel.row.name}（${(err as Error).message}）`);
+        continue;
+      }
+      // A failed prune leaves extra snapshots behind, which is not a failed backup.
+      await prune(app, channel, keep).catch((err) =>
+        app.log.warn("清理旧快照失败", { channel: channel.row.name, err: (err as Error).message }),
+      );
+    }
+    if (failures.length) fail(app, `元数据备份未能写入以下存储渠道：${failures.join("；")}`);
+    resolveAlert(app, "backup_failed", "");
+    return { name, size, taken_at: takenAt(name), channels: written };
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** One round of the scheduled backup loop; failures are already alerted and logged. */
+export async function backupRound(app: AppContext): Promise<void> {
+  await takeSnapshot(app).catch((err) => {
+    if (!(err instanceof BackupFailedError)) throw err;
+  });
+}
+
+/** Union of snapshots over healthy, non-deleting channels, newest first, holders by priority. */
+export async function listSnapshots(app: AppContext): Promise<SnapshotItem[]> {
+  const byName = new Map<string, SnapshotItem>();
+  for (const channel of app.channels.writable()) {
+    let found: Map<string, number>;
+    try {
+      found = await listOn(channel);
+    } catch (err) {
+      app.log.warn("列出存储渠道上的快照失败", { channel: channel.row.name, err: (err as Error).message });
+      continue;
+    }
+    for (const [name, size] of found) {
+      const item = byName.get(name) ?? { name, size, taken_at: takenAt(name), channels: [] };
+      item.channels.push(channel.row.name);
+      byName.set(name, item);
+    }
+  }
+  return [...byName.values()].sort((a, b) => (a.name < b.name ? 1 : a.name > b.name ? -1 : 0));
+}
+
+/** Opens a snapshot from its holders in priority order, moving on at a read failure; undefined when none has it. */
+export async function openSnapshot(app: AppContext, name: string): Promise<GetResult | undefined> {
+  if (!SNAPSHOT_NAME.test(name)) return undefined;
+  for (const channel of app.channels.writable()) {
+    try {
+      if (!(await channel.driver.head(BACKUP_PREFIX + name))) continue;
+      return await channel.driver.get(BACKUP_PREFIX + name);
+    } catch (err) {
+      app.log.warn("从存储渠道读取快照失败，切换到下一个", { channel: channel.row.name, err: (err as Error).message });
+    }
+  }
+  return undefined;
+}
+
+/** Downloads the snapshot into the staging file; false when no healthy channel has it. */
+export async function stageSnapshot(app: AppContext, name: string): Promise<boolean> {
+  const opened = await openSnapshot(app, name);
+  if (!opened) return false;
+  const target = stagedPath(app.bootstrap.dataDir);
+  const partial = `${target}.partial`;
+  try {
+    await Bun.write(partial, new Response(opened.stream));
+    const header = await Bun.file(partial).slice(0, SQLITE_HEADER.length).text();
+    if (header !== SQLITE_HEADER) throw new Error("快照文件不是 SQLite 数据库");
+    renameSync(partial, target);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+  return true;
+}
+
+/**
+ * At start, before anything reads the database: swaps a staged snapshot in and keeps
+ * the previous database (with its WAL files) next to it. Returns true when swapped.
+ */
+export function swapInStagedSnapshot(dataDir: string, dbPath: string, log: Logger): boolean {
+  const staged = stagedPath(dataDir);
+  if (!existsSync(staged)) return false;
+  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").replace("Z", "");
+  const kept = `${dbPath}.before-restore-${stamp}`;
+  if (existsSync(dbPath)) renameSync(dbPath, kept);
+  for (const suffix of ["-wal", "-shm"]) {
+    if (existsSync(dbPath + suffix)) renameSync(dbPath + suffix, kept + suffix);
+  }
+  renameSync(staged, dbPath);
+  log.info("已换入快照，原数据库已保留", { previous: kept });
+  return true;
+}
+
+/** After a swap: objects written after the snapshot must not count as foreign, so every binding starts now. */
+export function resetChannelBindings(db: Database, log: Logger): void {
+  const changed = db.query("UPDATE channels SET bound_at = ?").run(sqlTime()).changes;
+  log.info("已重置存储渠道绑定时间", { channels: changed });
+}
