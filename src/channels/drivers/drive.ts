@@ -2,7 +2,7 @@ import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type 
 import type { OAuthApiClient } from "../oauth/api-client.ts";
 import { baseName, byKey, dirOfPrefix, mayHoldPrefix, oauthClient, parentOf, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit.ts";
 import { ApiRequestError, OAuthError } from "../oauth/errors.ts";
-import { rangedResult } from "../oauth/ranged.ts";
+import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged.ts";
 import { FILE_FIELDS, FOLDER_MIME, googleErrorCode, queryString, resolveDriveSettings, type DriveFile, type DriveSettings } from "./drive/config.ts";
 import { DriveFolders } from "./drive/folders.ts";
 import { uploadFile } from "./drive/upload.ts";
@@ -78,14 +78,7 @@ export class DriveDriver implements Driver {
       headers,
       accept: [404, 416],
     });
-    if (response.status === 404) {
-      await response.body?.cancel().catch(() => {});
-      throw new ObjectNotFoundError(key);
-    }
-    if (response.status === 416) {
-      await response.body?.cancel().catch(() => {});
-      throw new RangeError(`请求的范围无效: ${range?.start}-${range?.end ?? ""}`);
-    }
+    await refuseMissingOrBadRange(response, key, range);
     return rangedResult(response, range, "Google Drive", file.size === undefined ? undefined : Number(file.size));
   }
 

@@ -4,7 +4,7 @@ import { chunksOf, toBytes } from "../oauth/body.ts";
 import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit.ts";
 import { ApiRequestError, OAuthError } from "../oauth/errors.ts";
 import { decodeName, DROPBOX_NAMES, encodePath } from "../oauth/names.ts";
-import { rangedResult } from "../oauth/ranged.ts";
+import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged.ts";
 import { dropboxErrorCode, headerJson, resolveDropboxSettings, type DropboxEntry, type DropboxSettings } from "./dropbox/config.ts";
 import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
 
@@ -90,10 +90,7 @@ export class DropboxDriver implements Driver {
       if (isNotFound(err)) throw new ObjectNotFoundError(key);
       throw err;
     }
-    if (response.status === 416) {
-      await response.body?.cancel().catch(() => {});
-      throw new RangeError(`请求的范围无效: ${range?.start}-${range?.end ?? ""}`);
-    }
+    await refuseMissingOrBadRange(response, key, range);
     let total: number | undefined;
     try {
       total = (JSON.parse(response.headers.get("dropbox-api-result") ?? "") as DropboxEntry).size;

@@ -4,7 +4,7 @@ import { chunksOf, toBytes } from "../oauth/body.ts";
 import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit.ts";
 import { OAuthError } from "../oauth/errors.ts";
 import { decodeName, encodePath, ONEDRIVE_NAMES } from "../oauth/names.ts";
-import { rangedResult } from "../oauth/ranged.ts";
+import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged.ts";
 import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
 import {
   graphErrorCode,
@@ -129,14 +129,7 @@ export class OnedriveDriver implements Driver {
       const headers: Record<string, string> = range ? { range: `bytes=${range.start}-${range.end ?? ""}` } : {};
       response = await this.api.send({ method: "GET", url: new URL(location, item).href, target: key, auth: false, headers, accept: [404, 416] });
     }
-    if (response.status === 404) {
-      await response.body?.cancel().catch(() => {});
-      throw new ObjectNotFoundError(key);
-    }
-    if (response.status === 416) {
-      await response.body?.cancel().catch(() => {});
-      throw new RangeError(`请求的范围无效: ${range?.start}-${range?.end ?? ""}`);
-    }
+    await refuseMissingOrBadRange(response, key, range);
     return rangedResult(response, range, "OneDrive");
   }
 

@@ -1,6 +1,14 @@
-import type { ByteRange, GetResult } from "../driver.ts";
+import { ObjectNotFoundError, type ByteRange, type GetResult } from "../driver.ts";
 import { clampRange, sliceStream } from "../drivers/sized-body.ts";
 import { OAuthError } from "./errors.ts";
+
+/** Refuses a download answered 404 (absent object) or 416 (unsatisfiable range), draining its body. */
+export async function refuseMissingOrBadRange(response: Response, key: string, range: ByteRange | undefined): Promise<void> {
+  if (response.status !== 404 && response.status !== 416) return;
+  await response.body?.cancel().catch(() => {});
+  if (response.status === 404) throw new ObjectNotFoundError(key);
+  throw new RangeError(`请求的范围无效: ${range?.start}-${range?.end ?? ""}`);
+}
 
 /**
  * Turns a download answer (200 or 206) into a GetResult for `range`. A server
