@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { SQL_TIME_PATTERN } from "../db/time";
 import { badRequest, describeZodIssue } from "./errors";
 
 /** Validates a parsed JSON body; any problem is a 400 with a Chinese message naming the field. */
@@ -31,4 +32,11 @@ export function pagination(query: Record<string, string | undefined>): { page: n
 export function idParam(value: string | undefined): number | undefined {
   if (!value || !/^\d{1,18}$/.test(value)) return undefined;
   return Number(value);
+}
+
+/** Optional query timestamp in the API's `YYYY-MM-DD HH:MM:SS` format; 400 when malformed. */
+export function timestampQuery(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!SQL_TIME_PATTERN.test(value)) throw badRequest(`参数 ${name} 必须是 YYYY-MM-DD HH:MM:SS 格式`);
+  return value;
 }

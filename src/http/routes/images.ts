@@ -1,12 +1,12 @@
 import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
-import { sqlTime, SQL_TIME_PATTERN } from "../../db/time";
+import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
 import { IMAGE_VIEW_SQL, type ImageView } from "../../images/repo";
 import { imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
-import { pagination, parseBody } from "../body";
+import { pagination, parseBody, timestampQuery } from "../body";
 import { badRequest, forbidden, notFound } from "../errors";
 import { authenticate, type Principal } from "../guard";
 
@@ -17,11 +17,6 @@ const batchBody = z.strictObject({ ids: z.array(z.string().max(64)).min(1).max(1
 
 const isAdmin = (p: Principal) => p.user.role === "admin";
 
-function timestampParam(value: string | undefined, name: string): string | undefined {
-  if (value === undefined || value === "") return undefined;
-  if (!SQL_TIME_PATTERN.test(value)) throw badRequest(`参数 ${name} 必须是 YYYY-MM-DD HH:MM:SS 格式`);
-  return value;
-}
 
 export function imageRoutes(app: AppContext) {
   /** The image when the caller may see it: own, or any for an admin. */
@@ -53,8 +48,8 @@ export function imageRoutes(app: AppContext) {
         where.push("i.token_id = ?");
         args.push(Number(query.token_id));
       }
-      const since = timestampParam(query.since, "since");
-      const until = timestampParam(query.until, "until");
+      const since = timestampQuery(query.since, "since");
+      const until = timestampQuery(query.until, "until");
       if (since) where.push("i.created_at >= ?"), args.push(since);
       if (until) where.push("i.created_at < ?"), args.push(until);
       if (query.exempt !== undefined && query.exempt !== "") {

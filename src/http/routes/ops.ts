@@ -1,21 +1,15 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
-import { SQL_TIME_PATTERN } from "../../db/time";
 import { audit } from "../../ops/audit";
 import { adminDashboard, userDashboard } from "../../ops/dashboard";
 import { metadataExport } from "../../ops/export";
-import { pagination } from "../body";
+import { pagination, timestampQuery } from "../body";
 import { badRequest } from "../errors";
 import { authenticate } from "../guard";
 
 const ALERT_COLUMNS = "id, kind, target, message, opened_at, resolved_at";
 const AUDIT_COLUMNS = "id, actor, actor_name, action, target, detail, created_at";
 
-function timestamp(value: string | undefined, name: string): string | undefined {
-  if (value === undefined || value === "") return undefined;
-  if (!SQL_TIME_PATTERN.test(value)) throw badRequest(`参数 ${name} 必须是 YYYY-MM-DD HH:MM:SS 格式`);
-  return value;
-}
 
 /** Operations views (spec 4.2, 4.11): the dashboard, alerts, the audit log and the metadata export. */
 export function opsRoutes(app: AppContext) {
@@ -58,8 +52,8 @@ export function opsRoutes(app: AppContext) {
         const value = query[field];
         if (value !== undefined && value !== "") where.push(`${field} = ?`), args.push(value);
       }
-      const since = timestamp(query.since, "since");
-      const until = timestamp(query.until, "until");
+      const since = timestampQuery(query.since, "since");
+      const until = timestampQuery(query.until, "until");
       if (since) where.push("created_at >= ?"), args.push(since);
       if (until) where.push("created_at < ?"), args.push(until);
       const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";

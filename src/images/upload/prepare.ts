@@ -1,5 +1,6 @@
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
+import { sha256Hex } from "../../auth/secrets";
 import { ApiError } from "../../http/errors";
 import { stripMetadata, stripMetadataToBuffer } from "../exif";
 import { SNIFF_BYTES, sniffImageType } from "../sniff";
@@ -57,14 +58,14 @@ export async function prepareImage(
   const described = { mime: type.mime, ext: type.ext, width: swap ? frameHeight : width, height: swap ? width : frameHeight };
 
   if (opts.exifPolicy !== "strip") {
-    const sha256 = received.sha256 ?? (received.bytes ? sha256Bytes(received.bytes) : await sha256File(received.path));
+    const sha256 = received.sha256 ?? (received.bytes ? sha256Hex(received.bytes) : await sha256File(received.path));
     return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...described } as PreparedImage;
   }
   if (received.bytes) {
     const bytes = await stripMetadataToBuffer(received.bytes, type.mime).catch(() => {
       throw unsupported();
     });
-    return { bytes, size: bytes.length, sha256: sha256Bytes(bytes), ...described };
+    return { bytes, size: bytes.length, sha256: sha256Hex(bytes), ...described };
   }
   const stripped = tempPath(opts.tmpDir, "strip");
   try {
@@ -74,8 +75,4 @@ export async function prepareImage(
     throw unsupported();
   }
   return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...described };
-}
-
-function sha256Bytes(bytes: Uint8Array): string {
-  return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 }

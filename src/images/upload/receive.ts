@@ -4,6 +4,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
+import { sha256Hex } from "../../auth/secrets";
 import { ApiError, badRequest } from "../../http/errors";
 
 export const FIELD_LIMIT_BYTES = 1024;
@@ -151,7 +152,7 @@ async function receiveSmallMultipart(
   if (upload.size > maxBytes) throw tooLarge(maxBytes);
   const bytes = Buffer.from(await upload.arrayBuffer());
   return {
-    file: { bytes, size: bytes.length, fileName: upload.name || "image", sha256: new Bun.CryptoHasher("sha256").update(bytes).digest("hex") },
+    file: { bytes, size: bytes.length, fileName: upload.name || "image", sha256: sha256Hex(bytes) },
     fields,
   };
 }
