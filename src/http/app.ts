@@ -4,6 +4,7 @@ import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
+import { rawTarget } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
 import { authRoutes } from "./routes/auth";
@@ -62,14 +63,6 @@ function errorText(error: unknown): string {
 
 export type Router = ReturnType<typeof createRouter>;
 
-/** The path of a request URL without building a URL object (the hot path runs this per request). */
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return "/";
-  const end = url.search(/[?#]/);
-  return url.slice(start, end < 0 ? undefined : end);
-}
-
 /** HTTP metrics with label children cached per (method, route, status): no label hashing per request. */
 function requestMeters(app: AppContext) {
   const counters = new Map<string, { inc(): void }>();
@@ -97,7 +90,7 @@ export function createFetchHandler(app: AppContext, router: Router) {
   const meters = requestMeters(app);
   return async (request: Request, server: Server<undefined>): Promise<Response> => {
     const started = performance.now();
-    const path = pathOf(request.url);
+    const path = rawTarget(request.url).path;
     const peer = server.requestIP(request)?.address ?? "";
     const trusted = app.bootstrap.trustedProxies;
     const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };

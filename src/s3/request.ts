@@ -5,6 +5,7 @@
 import { hasUploadScope, resolveS3Credential, TokenRepo, type TokenRow } from "../auth/tokens";
 import type { UserRow } from "../users/repo";
 import type { AppContext } from "../context";
+import { rawTarget } from "../http/raw-url";
 import { S3Error } from "./errors";
 import { verifySigV4, type SigV4Auth } from "./sigv4";
 
@@ -38,12 +39,6 @@ export function splitS3Path(rawPath: string): { bucket: string; key: string } {
   return { bucket: decode(rest.slice(0, slash)), key: rest.slice(slash + 1).split("/").map(decode).join("/") };
 }
 
-function rawTarget(url: string): { path: string; query: string } {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  const target = start < 0 ? "/" : url.slice(start);
-  const q = target.indexOf("?");
-  return q < 0 ? { path: target, query: "" } : { path: target.slice(0, q), query: target.slice(q + 1) };
-}
 
 function parseQuery(raw: string): Map<string, string> {
   const out = new Map<string, string>();
