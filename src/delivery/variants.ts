@@ -36,11 +36,9 @@ export class VariantService {
 
   constructor(private readonly app: AppContext) {
     const s = app.settings.get();
-    this.cache = new VariantCache({
-      dir: app.paths.variants,
-      maxBytes: s.variants_cache_mb * 1024 * 1024,
-      onEvict: (key) => this.forget(key),
-    });
+    // No onEvict hook: the `variants` rows record every URL ever generated for a blob (what a
+    // CDN may still cache for a year), not what the local LRU holds, so evictions leave them.
+    this.cache = new VariantCache({ dir: app.paths.variants, maxBytes: s.variants_cache_mb * 1024 * 1024 });
     this.limiter = new WorkLimiter(s.process_workers);
     app.settings.onChange((changed, next) => {
       if (changed.includes("process_workers")) this.limiter.setLimit(next.process_workers);
@@ -95,20 +93,13 @@ export class VariantService {
       throw err;
     }
     const path = await this.cache.put(key, bytes);
-    // Recorded so a CDN purge can name every generated URL of the image.
+    // Recorded so a CDN purge can name every generated URL of the image; the row outlives the
+    // cached file and goes only with the blob (ON DELETE CASCADE).
     this.app.db
       .query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)")
       .run(blob.id, width, format, bytes.length, sqlTime());
     this.hot.set(key, bytes);
     return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes, size: bytes.length };
-  }
-
-  private forget(key: string) {
-    const m = /^([0-9a-f]{64})-(\d+)-(\w+)$/.exec(key);
-    if (!m) return;
-    this.app.db
-      .query("DELETE FROM variants WHERE width = ? AND format = ? AND blob_id = (SELECT id FROM blobs WHERE sha256 = ?)")
-      .run(Number(m[2]), m[3]!, m[1]!);
   }
 
   /** Drops every cached variant of a blob (physical delete). */
