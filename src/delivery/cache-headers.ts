@@ -19,14 +19,6 @@ export interface CacheHeaderInput {
 export const IMMUTABLE_PUBLIC = "public, max-age=31536000, immutable";
 /** `/o/`: an alias can be re-pointed by a new upload of the same key; revalidate each use. */
 export const REVALIDATE_PUBLIC = "public, no-cache";
-/**
- * Thumb (`/api/admin/images/{id}/thumb`): the spec says "headers as in 4.5", and we keep the
- * same lifetime, ETag and Vary as `/i/`. The one deliberate difference is `private`: the
- * endpoint is session-authenticated (cookie), and a shared cache storing a `public` answer
- * would serve it to anonymous clients that must get 401, bypassing the session check.
- * The browser's own cache still keeps thumbnails for a year, which is what the console needs.
- */
-export const IMMUTABLE_PRIVATE = "private, max-age=31536000, immutable";
 
 /**
  * Headers for one delivery response. A 304 uses the same input as the 200 it stands for
@@ -54,7 +46,8 @@ export function cacheHeaders(input: CacheHeaderInput): Record<string, string> {
 
 function cacheControlFor(area: DeliveryArea): string {
   if (area === "o") return REVALIDATE_PUBLIC;
-  if (area === "thumb") return IMMUTABLE_PRIVATE;
+  // Thumb (`/api/admin/images/{id}/thumb`): "response headers as in 4.5", i.e. those of `/i/`.
+  // `public` behind a session is harmless here: the same bytes are public under `/i/{id}`.
   return IMMUTABLE_PUBLIC;
 }
 

@@ -41,11 +41,12 @@ export async function serveImage(app: AppContext, req: DeliveryRequest): Promise
     return plain(500, "图片元数据查询失败，请稍后重试");
   }
   if (!image || (image.expire_at !== null && image.expire_at <= sqlTime())) return plain(404, "图片不存在或已过期");
+  const isGet = request.method === "GET";
+  // Spec 4.5: every public GET counts except a 400, so a hotlink 403 counts too.
+  if (req.isPublic && isGet) app.access.record(image.id);
   if (req.isPublic && !refererAllowed(request.headers.get("referer"), app.referers.current(), settings.allow_empty_referer)) {
     return plain(403, "禁止盗链");
   }
-  const isGet = request.method === "GET";
-  if (req.isPublic && isGet) app.access.record(image.id);
 
   const rep = chooseRepresentation(image.mime, params, request.headers.get("accept"), settings.process_formats);
   if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept);
@@ -75,7 +76,7 @@ async function serveOriginal(app: AppContext, req: DeliveryRequest, image: Image
     : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: parseSqlTime(image.created_at) });
   if (!fallback && ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers });
 
-  if (!fallback && area !== "thumb" && app.settings.get().access_mode === "redirect") {
+  if (!fallback && app.settings.get().access_mode === "redirect") {
     const target = directLink(app, image);
     if (target) return new Response(null, { status: 302, headers: { ...cacheHeaders({ area, kind: "redirect" }), Location: target } });
   }

@@ -184,11 +184,11 @@ describe("public delivery", () => {
     expect(d.last_access_at).toMatch(/^\d{4}-/);
   });
 
-  test("thumb endpoint: session required (JSON), own images only, private caching", async () => {
+  test("thumb endpoint: session required (JSON), own images only, caching as /i/ (spec 4.4: headers as in 4.5)", async () => {
     await expectError(await fetch(server.url(`/api/admin/images/${jpeg.id}/thumb`)), 401);
     const res = await admin.request("GET", `/api/admin/images/${jpeg.id}/thumb?w=320`);
     expect(res.status).toBe(200);
-    expect(res.headers.get("cache-control")).toBe("private, max-age=31536000, immutable");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     await admin.json("POST", "/api/admin/users", { name: "thumbuser", password: "password-1" }, 201);
     const other = new Session(server);
     await other.login("thumbuser", "password-1");

@@ -73,9 +73,9 @@ describe("cache headers (spec 4.5 table)", () => {
     expect(cacheHeaders({ area: "o", kind: "variant", etag: v })).toEqual({ "Cache-Control": "public, no-cache", ETag: v });
   });
 
-  test("thumb: like /i/ but private (session-authenticated)", () => {
+  test("thumb: the same headers as /i/ (spec 4.4: headers as in 4.5)", () => {
     expect(cacheHeaders({ area: "thumb", kind: "variant", etag: v, varyAccept: true })).toEqual({
-      "Cache-Control": "private, max-age=31536000, immutable",
+      "Cache-Control": "public, max-age=31536000, immutable",
       ETag: v,
       Vary: "Accept",
     });
