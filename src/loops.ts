@@ -3,7 +3,7 @@ import { reconcileRound } from "./channels/reconcile";
 import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
 import { scanRound } from "./images/dedup";
-import { sweepRound } from "./images/sweep";
+import { judgeCold, sweepRound } from "./images/sweep";
 import { evaluateChannelAlerts } from "./ops/alerts";
 import { backupRound } from "./ops/backups";
 import { deliverAlertWebhooks } from "./ops/webhook";
@@ -38,6 +38,8 @@ export function startBackgroundLoops(app: AppContext) {
   app.settings.onChange((changed) => {
     for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();
     if (changed.includes("backup_interval_hours")) backup.reschedule();
+    // A new cold threshold re-judges the cleanup list now, not at the next sweep.
+    if (changed.includes("cold_cleanup_days")) judgeCold(app);
   });
   // Reconciliation lists whole channels: first run a day after start, not at boot.
   const reconcile = startLoop("reconcile", app, () => RECONCILE_INTERVAL_SECONDS * 1000, () => reconcileRound(app), { runAtStart: false });

@@ -21,21 +21,25 @@ export class AccessBuffer {
     } else this.pending.set(imageId, { count: 1, last: now });
   }
 
-  /** Writes the buffered counts; with ttl_renew_on_access, expiry restarts from the last access. */
+  /**
+   * Writes the buffered counts. With ttl_renew_on_access, expiry restarts from the last access
+   * when that access came before the expiry: judged at the access time, not the flush time, so
+   * a view in the last flush period before expiry still renews. A public access also takes the
+   * image off the cleanup list: it is not cold any more.
+   */
   flush() {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
     const renew = this.renewOnAccess();
     const update = this.db.query(
-      `UPDATE images SET access_count = access_count + ?1, last_public_access_at = ?2,
-         expire_at = CASE WHEN ?3 AND ttl_seconds IS NOT NULL AND expire_at IS NOT NULL AND expire_at > ?4
+      `UPDATE images SET access_count = access_count + ?1, last_public_access_at = ?2, pending_cleanup = 0,
+         expire_at = CASE WHEN ?3 AND ttl_seconds IS NOT NULL AND expire_at IS NOT NULL AND expire_at > ?2
                           THEN strftime('%Y-%m-%d %H:%M:%S', ?2, '+' || ttl_seconds || ' seconds') ELSE expire_at END
-       WHERE id = ?5`,
+       WHERE id = ?4`,
     );
-    const now = sqlTime();
     this.db.transaction(() => {
-      for (const [id, { count, last }] of batch) update.run(count, sqlTime(last), renew ? 1 : 0, now, id);
+      for (const [id, { count, last }] of batch) update.run(count, sqlTime(last), renew ? 1 : 0, id);
     })();
   }
 }
