@@ -5,6 +5,7 @@ import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
 import { startBackgroundLoops } from "./loops";
+import { resolveBackupAlertAtStart } from "./ops/backups";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
@@ -45,6 +46,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     return 1;
   }
   app.jobs.start();
+  resolveBackupAlertAtStart(app);
   const loops = startBackgroundLoops(app);
 
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;

@@ -59,16 +59,31 @@ async function prune(app: AppContext, channel: WritableChannel, keep: number) {
   for (const name of names.slice(keep)) await channel.driver.delete(BACKUP_PREFIX + name);
 }
 
-function fail(app: AppContext, message: string): never {
+/** Opens backup_failed and logs the failed round (spec 6.2, 6.3). */
+function reportFailure(app: AppContext, message: string) {
   openAlert(app, "backup_failed", "", message);
   app.log.error("元数据备份失败", { err: message });
+}
+
+function fail(app: AppContext, message: string): never {
+  reportFailure(app, message);
   throw new BackupFailedError(message);
+}
+
+/**
+ * At start: backup_failed is about the most recent backup of the current process (spec 6.2),
+ * and this process has taken none yet, so an alert left open by the previous run resolves.
+ */
+export function resolveBackupAlertAtStart(app: Pick<AppContext, "db" | "log" | "settings">) {
+  resolveAlert(app, "backup_failed", "");
 }
 
 /**
  * Takes one snapshot and writes it to every healthy, non-deleting channel, pruning
  * each to `backup_keep`. Channels that were written keep the snapshot even when
- * others fail; any failure opens backup_failed, a full success resolves it.
+ * others fail; any failure opens backup_failed, a full success resolves it. Throws
+ * only when no channel was written; a partial failure returns the item with the
+ * channels that hold it (spec 4.11).
  */
 export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
   const targets = app.channels.writable();
@@ -101,8 +116,11 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
         app.log.warn("清理旧快照失败", { channel: channel.row.name, err: (err as Error).message }),
       );
     }
-    if (failures.length) fail(app, `元数据备份未能写入以下存储渠道：${failures.join("；")}`);
-    resolveAlert(app, "backup_failed", "");
+    if (failures.length) {
+      const message = `元数据备份未能写入以下存储渠道：${failures.join("；")}`;
+      if (!written.length) fail(app, message);
+      reportFailure(app, message);
+    } else resolveAlert(app, "backup_failed", "");
     return { name, size, taken_at: takenAt(name), channels: written };
   } finally {
     rmSync(file, { force: true });
