@@ -40,6 +40,22 @@ export function resolveAlert(app: AlertApp, kind: AlertKind, target: string): bo
   return changed > 0;
 }
 
+export interface AlertItem {
+  id: number;
+  kind: AlertKind;
+  target: string;
+  message: string;
+  opened_at: string;
+  resolved_at: string;
+}
+
+/** Every unresolved alert, newest first: `GET /api/admin/alerts` and the dashboard (spec 6.2) show the same list. */
+export function listOpenAlerts(app: Pick<AppContext, "db">): AlertItem[] {
+  return app.db
+    .query<AlertItem, []>("SELECT id, kind, target, message, opened_at, resolved_at FROM alerts WHERE resolved_at = '' ORDER BY id DESC")
+    .all();
+}
+
 function openTargets(app: AlertApp, kind: AlertKind): string[] {
   return app.db
     .query<{ target: string }, [string]>("SELECT target FROM alerts WHERE kind = ? AND resolved_at = ''")

@@ -1,4 +1,6 @@
 import type { AppContext } from "../context";
+import { LISTABLE_DEDUP } from "../images/dedup";
+import { listOpenAlerts } from "./alerts";
 
 const TOP_IMAGES = 10;
 
@@ -55,11 +57,13 @@ export function adminDashboard(app: AppContext) {
     storage_bytes: t.storage_bytes,
     users: count("SELECT COUNT(*) AS n FROM users"),
     pending_cleanup: count("SELECT COUNT(*) AS n FROM images WHERE pending_cleanup = 1 AND cleanup_exempt = 0"),
-    pending_dedup: count("SELECT COUNT(*) AS n FROM dedup_candidates WHERE state = 'pending'"),
+    pending_dedup: count(`SELECT COUNT(*) AS n ${LISTABLE_DEDUP}`),
     total_accesses: t.total_accesses,
     traffic_estimate_bytes: t.traffic,
     top_images: topImages(app),
     channels: channels.map((c) => ({ id: c.row.id, name: c.row.name, driver: c.row.driver, healthy: c.healthy, bytes: bytesByChannel.get(c.row.id) ?? 0 })),
+    // Spec 6.2: alerts appear on the dashboard; the open ones, as GET /api/admin/alerts lists them.
+    alerts: listOpenAlerts(app),
   };
 }
 

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
+import { listOpenAlerts } from "../../ops/alerts";
 import { audit } from "../../ops/audit";
 import { adminDashboard, userDashboard } from "../../ops/dashboard";
 import { metadataExport } from "../../ops/export";
@@ -34,7 +35,7 @@ export function opsRoutes(app: AppContext) {
       authenticate(app, request, { admin: true });
       if (query.status === undefined || query.status === "") {
         // Without status: every unresolved alert, unpaged.
-        const items = app.db.query(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE resolved_at = '' ORDER BY id DESC`).all();
+        const items = listOpenAlerts(app);
         return { items, total: items.length };
       }
       if (query.status !== "all") throw badRequest("参数 status 只能是 all");

@@ -1,21 +1,13 @@
 import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
-import { dismiss, merge, type ReviewOutcome } from "../../images/dedup";
+import { dismiss, LISTABLE_DEDUP as LISTABLE, merge, type ReviewOutcome } from "../../images/dedup";
 import { idParam, pagination, parseBody } from "../body";
 import { badRequest, conflict, notFound } from "../errors";
 import { authenticate } from "../guard";
 
 const mergeBody = z.strictObject({ keep_blob_id: z.number().int().min(1) });
 
-/**
- * Only pairs that can still be merged are listed: both blobs live and referenced. A pair
- * whose blob lost its last reference stays pending but would have no image to show.
- */
-const LISTABLE = `
-  FROM dedup_candidates c JOIN blobs a ON a.id = c.blob_a JOIN blobs b ON b.id = c.blob_b
-  WHERE c.state = 'pending' AND a.pending_delete = 0 AND b.pending_delete = 0
-    AND EXISTS (SELECT 1 FROM images WHERE blob_id = c.blob_a) AND EXISTS (SELECT 1 FROM images WHERE blob_id = c.blob_b)`;
 
 interface SideRow {
   blob_id: number;
