@@ -2,6 +2,7 @@ import { rm } from "node:fs/promises";
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
 import { ApiError, badRequest } from "../../http/errors";
+import { S3Error } from "../../s3/errors";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -103,7 +104,9 @@ export async function runUpload(app: AppContext, gate: { admit(userId: string): 
     outcome = "ok";
     return { id, replayed: false };
   } catch (err) {
-    outcome = err instanceof ApiError && err.status < 500 ? "rejected" : "failed";
+    // Invalid input is the client's fault whichever surface reported it: S3 body errors
+    // (BadDigest, EntityTooLarge, IncompleteBody) are 4xx S3Errors, not ApiErrors.
+    outcome = (err instanceof ApiError || err instanceof S3Error) && err.status < 500 ? "rejected" : "failed";
     throw err;
   } finally {
     release?.();

@@ -8,6 +8,7 @@ import { parseSqlTime } from "../../db/time";
 import { HEAD_LENGTH_HEADER } from "../../delivery/serve-image";
 import { deleteReference } from "../../images/delete";
 import { openBlob } from "../../images/read";
+import { audit } from "../../ops/audit";
 import type { UploadGate } from "../../images/upload/limits";
 import { tempPath } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
@@ -123,15 +124,16 @@ export async function getObject(app: AppContext, req: S3Request): Promise<Respon
 
 /** Deletes the user's object (204 even when absent, as S3 does). */
 export function deleteObject(app: AppContext, req: S3Request): Response {
-  removeKey(app, req.user.id, req.key);
+  removeKey(app, req, req.key);
   return new Response(null, { status: 204 });
 }
 
-function removeKey(app: AppContext, userId: string, key: string) {
-  const object = validObjectKey(key) ? objectByKey(app, userId, key) : undefined;
+/** Deletes the reference like an admin delete (CDN purge included) and audits it as the token's user. */
+function removeKey(app: AppContext, req: S3Request, key: string) {
+  const object = validObjectKey(key) ? objectByKey(app, req.user.id, key) : undefined;
   if (!object) return;
-  deleteReference(app, object.id);
-  app.lookups.forgetAlias(userId, key);
+  if (deleteReference(app, object.id)) audit(app.db, req.user, "image.delete", object.id, { via: "s3", key, token_id: req.token.id });
+  app.lookups.forgetAlias(req.user.id, key);
 }
 
 /** POST ?delete: up to 1000 keys; each reported as Deleted (unless Quiet) or as an Error. */
@@ -140,7 +142,7 @@ export async function deleteObjects(app: AppContext, req: S3Request): Promise<Re
   if (!parsed) throw malformedXml();
   const results = parsed.keys.map((key) => {
     try {
-      removeKey(app, req.user.id, key);
+      removeKey(app, req, key);
       return parsed.quiet ? undefined : el("Deleted", el("Key", key));
     } catch {
       return el("Error", [el("Key", key), el("Code", "InternalError"), el("Message", "删除失败")]);
