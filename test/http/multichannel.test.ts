@@ -135,8 +135,10 @@ describe("several channels: replication, failover reads and redirect mode", () =
     const variant = await fetch(server.url(`/i/${id}?w=320`), { redirect: "manual", headers: { accept: "image/webp" } });
     expect(variant.status).toBe(200);
     expect(variant.headers.get("content-type")).toBe("image/webp");
-    // The admin thumb endpoint is never redirected.
-    expect((await admin.request("GET", `/api/admin/images/${id}/thumb`)).status).toBe(200);
+    // The admin thumb endpoint follows the same pipeline (spec 4.4): its original redirects too.
+    const thumb = await admin.request("GET", `/api/admin/images/${id}/thumb`);
+    expect(thumb.status).toBe(302);
+    expect(thumb.headers.get("location")).toBe(`https://cdn.example.com/kura/${key}`);
     await admin.json("PUT", "/api/admin/config", { access_mode: "proxy" });
   });
 });
