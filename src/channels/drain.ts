@@ -112,7 +112,7 @@ function isOurImageObject(app: AppContext, channelId: number, key: string): bool
   return !!app.db.query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND storage_key = ? LIMIT 1").get(channelId, key);
 }
 
-async function runDrain(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {
+export async function runDrain(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {
   const loaded = app.channels.get(channel_id);
   const row = app.channels.repo.byId(channel_id);
   if (!row || !row.deleting) return;
