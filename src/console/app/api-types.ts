@@ -392,6 +392,15 @@ export interface AdminDashboard {
   /** 粗略估计：访问次数乘以原图字节数 */
   traffic_estimate_bytes: number;
   top_images: TopImage[];
+  /** 每个用户的图片数、占用与估算流量，按占用降序 */
+  per_user: {
+    id: string;
+    name: string;
+    images: number;
+    storage_bytes: number;
+    total_accesses: number;
+    traffic_estimate_bytes: number;
+  }[];
   channels: {
     id: number;
     name: string;
