@@ -92,10 +92,12 @@ describe("admin console in headless Chromium", () => {
     expect(await page.locator(".notice").textContent()).toContain("密码已修改");
 
     await login("admin", NEW_PASSWORD);
-    await page.locator("nav a[data-tab=upload].active").waitFor();
+    // The administrator lands on the dashboard.
+    await page.locator("nav a[data-tab=dashboard].active").waitFor();
     expect(await page.locator("#me-name").textContent()).toBe("admin");
     // Admin-only tabs are present for the admin.
-    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["上传", "图片", "上传令牌", "用户", "存储渠道", "设置", "防盗链"]);
+    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["概览", "上传", "图片", "上传令牌", "用户", "存储渠道", "审核", "备份", "审计与告警", "设置", "防盗链"]);
+    await openTab("upload");
 
     api = new Session(server);
     expect((await api.login("admin", NEW_PASSWORD)).status).toBe(200);
@@ -194,11 +196,12 @@ describe("admin console in headless Chromium", () => {
     expect((await new Session(server).login("alice", "alice-password-1")).status).toBe(200);
   });
 
-  test("the channels tab lists channels and open alerts", async () => {
+  test("the channels tab lists channels; the dashboard shows open alerts", async () => {
     await openTab("channels");
     await page.locator('#channel-table tr[data-id]').first().waitFor();
     expect(await page.locator("#channel-table").textContent()).toContain("local");
-    await page.locator("#alert-list li", { hasText: "没有未解除的告警" }).waitFor();
+    await openTab("dashboard");
+    await page.locator("#dashboard-alerts", { hasText: "没有未解除的告警" }).waitFor();
   });
 
   test("changes a setting, and shows the server's message for an invalid one", async () => {
@@ -234,7 +237,7 @@ describe("admin console in headless Chromium", () => {
   test("a plain user sees only upload, images and tokens", async () => {
     await login("alice", "alice-password-1");
     await page.locator("nav a.active").waitFor();
-    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["上传", "图片", "上传令牌"]);
+    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["概览", "上传", "图片", "上传令牌"]);
     await openTab("images");
     // alice has no images; the admin's (uploaded above through the token) stay invisible.
     await page.getByText("还没有图片").waitFor();

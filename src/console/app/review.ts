@@ -147,7 +147,12 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
     "section",
     { "aria-labelledby": "cleanup-title" },
     h("div", { class: "toolbar" }, h("h2", { id: "cleanup-title" }, "待清理的冷图片"), count, del, exempt),
-    h("p", { class: "muted" }, `超过 ${ctx.config.cold_cleanup_days || "（未开启）"} 天未被公开访问的图片。豁免的图片保留且不再提示；已到期的限时图片会被自动删除，不在此列出。`),
+    h(
+      "p",
+      { class: "muted" },
+      ctx.config.cold_cleanup_days ? `超过 ${ctx.config.cold_cleanup_days} 天未被公开访问的图片。` : "冷图判定未开启（设置 → 生命周期与审核 → 冷图判定）。",
+      "豁免的图片保留且不再提示；到期的限时图片由后台自动删除，不在此列出。",
+    ),
     h("div", { class: "table-wrap" }, table),
     pager,
   );
