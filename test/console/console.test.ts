@@ -2,40 +2,26 @@
 // of a self-hoster, from the factory password to deleting an image. Every step that changes
 // something is checked again through the HTTP API, not only on screen.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { Session } from "../helpers/client";
 import { makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
+import { sharedBrowser } from "./harness";
 
-const CHROMIUM = "/usr/bin/chromium";
 const NEW_PASSWORD = "console-password-1";
 const SCREENSHOT = "/tmp/kura-console.png";
 
 let server: KuraServer;
 let context: BrowserContext;
 let page: Page;
-let userDataDir: string;
 let api: Session; // independent admin session used to verify what the browser did
 let imageId = "";
 const problems: string[] = []; // console errors, CSP violations, foreign requests
 
 beforeAll(async () => {
-  // Never skip: a missing browser must fail CI loudly and say what to install.
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`找不到 ${CHROMIUM}：控制台测试需要 Debian 软件包 chromium（apt-get install -y chromium）`);
-  }
   server = await KuraServer.start();
-  userDataDir = mkdtempSync(join(tmpdir(), "kura-chromium-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 860 },
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
+  context = await (await sharedBrowser()).newContext({ viewport: { width: 1280, height: 860 } });
+  page = await context.newPage();
   page.setDefaultTimeout(8000);
   page.on("dialog", (d) => void d.accept()); // confirm() before deletes
   page.on("pageerror", (e) => problems.push(`页面异常：${e.message}`));
@@ -51,7 +37,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   await server?.dispose();
 });
 

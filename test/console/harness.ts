@@ -30,6 +30,21 @@ export function launchBrowser(): Promise<Browser> {
   });
 }
 
+let shared: Promise<Browser> | undefined;
+
+/**
+ * One Chromium for every console test file (bun runs them in one process): launching is the
+ * slow part. Files close their own contexts; the browser goes when the process does
+ * (Playwright kills browsers it launched at exit; beforeExit closes it gracefully first).
+ */
+export function sharedBrowser(): Promise<Browser> {
+  shared ??= launchBrowser().then((browser) => {
+    process.once("beforeExit", () => void browser.close());
+    return browser;
+  });
+  return shared;
+}
+
 /** A page whose problems (page errors, console errors, foreign requests) land in `problems`. */
 export async function watchedPage(browser: Browser, base: string, viewport: { width: number; height: number }, problems: string[]): Promise<Page> {
   const context = await browser.newContext({ viewport, locale: "zh-CN" });
@@ -102,6 +117,8 @@ export async function seedServer(bulkCount: number): Promise<Seeded> {
   }
   const db = new Database(join(first.dataDir, "kura.db"));
   for (const id of cold) db.query("UPDATE images SET pending_cleanup = 1, last_public_access_at = '2001-01-01 00:00:00' WHERE id = ?").run(id);
+  // What a failed scheduled backup leaves behind (backupRound opens it; the next full backup resolves it).
+  db.query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES ('backup_failed', '', '快照写入渠道 offsite 失败：连接被拒绝', '2026-01-01 00:00:00', 1)").run();
   db.close();
 
   const server = await KuraServer.start({ dataDir: first.dataDir });

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { startS3, TEST_CREDENTIALS } from "../channels/s3rver-harness";
 import { makeJpeg } from "../helpers/images";
-import { ADMIN_PASSWORD, DESKTOP, launchBrowser, loginAs, openPage, PHONE, SHOT_DIR, seedServer, shot, watchedPage, type Seeded } from "./harness";
+import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, PHONE, SHOT_DIR, seedServer, sharedBrowser, shot, watchedPage, type Seeded } from "./harness";
 
 const BULK = 60;
 const PAGES = ["dashboard", "upload", "images", "tokens", "users", "channels", "review", "backups", "audit", "settings", "referers"];
@@ -22,7 +22,7 @@ const problems: string[] = [];
 let acceptDialogs = true;
 
 beforeAll(async () => {
-  [seeded, browser] = await Promise.all([seedServer(BULK), launchBrowser()]);
+  [seeded, browser] = await Promise.all([seedServer(BULK), sharedBrowser()]);
   base = seeded.server.base;
   page = await watchedPage(browser, base, DESKTOP, problems);
   page.on("dialog", (d) => void (acceptDialogs ? d.accept() : d.dismiss()));
@@ -30,7 +30,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await page?.context().close();
   await seeded?.dispose();
   console.log(`控制台截图：${SHOT_DIR}`);
 });
@@ -44,6 +44,9 @@ describe("console pages", () => {
     expect(await page.locator("#offsite-warning").textContent()).toContain("没有异地备份");
     expect(await page.locator("#dashboard-users").textContent()).toContain("alice");
     expect(await page.locator("#pending-review").textContent()).toContain("相似 1 组 · 待清理 2 张");
+    // The open alert is listed and counted in the top bar on every page.
+    expect(await page.locator("#dashboard-alerts").textContent()).toContain("备份失败");
+    await page.locator("#alert-badge", { hasText: "告警 1" }).waitFor();
     await shot(page, "dashboard-1440");
   });
 
@@ -66,14 +69,23 @@ describe("console pages", () => {
     await page.locator("#cleanup-exempt").click();
     await page.locator(`#cleanup-table tr[data-id="${first}"]`).waitFor({ state: "detached" });
     expect((await seeded.api.json("GET", `/api/admin/images/${first}`)).cleanup_exempt).toBe(true);
+    const second = seeded.cold[1]!;
+    await page.locator(`#cleanup-table tr[data-id="${second}"] input[type=checkbox]`).check();
+    await page.locator("#cleanup-delete").click();
+    await page.locator("#cleanup-table .empty").waitFor();
+    expect((await seeded.api.request("GET", `/api/admin/images/${second}`)).status).toBe(404);
   });
 
   test("#backups: take a snapshot now and see it listed", async () => {
     await openPage(page, "backups");
     await page.locator("#backup-table tbody tr").first().waitFor();
+    expect(await page.locator("#backup-last").textContent()).toContain("备份失败");
     await page.locator("#backup-now").click();
     const row = page.locator("#backup-table tr[data-name]");
     await row.first().waitFor();
+    // A full backup resolves backup_failed: the top-bar badge goes away.
+    await page.locator("#alert-badge").waitFor({ state: "hidden" });
+    expect((await seeded.api.json("GET", "/api/admin/alerts")).total).toBe(0);
     const name = await row.first().getAttribute("data-name");
     const listed = await seeded.api.json("GET", "/api/admin/backups");
     expect(listed.items.map((s: { name: string }) => s.name)).toContain(name);
@@ -92,8 +104,9 @@ describe("console pages", () => {
     expect(await page.locator("#audit-table tr[data-id]").count()).toBe(1);
     expect(await page.locator("#audit-table tr[data-id]").getAttribute("data-action")).toBe("dedup.merge");
     expect(all).toBeGreaterThan(1);
-    // The alert history is on the same page.
-    await page.locator("#alert-history tbody tr").first().waitFor();
+    // The alert history is on the same page, resolved alerts included.
+    await page.locator("#alert-history tr[data-id]").first().waitFor();
+    expect(await page.locator("#alert-history tr[data-id]").first().textContent()).toContain("已解除");
     await shot(page, "audit-1440");
   });
 
@@ -243,6 +256,9 @@ describe("console pages", () => {
 
   test("upload: status text follows progress, x/N counter, retry, results survive a tab switch", async () => {
     await openPage(page, "upload");
+    // The drop zone shows keyboard focus (its file input is visually hidden inside it).
+    await page.focus("#file-input");
+    expect(await page.locator(".dropzone").evaluate((el) => getComputedStyle(el).outlineStyle)).toBe("solid");
     await page.locator("#file-input").setInputFiles([
       { name: "ok.jpg", mimeType: "image/jpeg", buffer: await makeJpeg(300, 200, 77) },
       { name: "broken.jpg", mimeType: "image/jpeg", buffer: Buffer.from("not an image at all") },

@@ -38,7 +38,7 @@ function restoreDialog(s: BackupSnapshot): void {
   );
 }
 
-export function backupsView(_ctx: ViewContext): HTMLElement {
+export function backupsView(ctx: ViewContext): HTMLElement {
   const { table, tbody } = dataTable("backup-table", ["快照", "时间", "大小", "所在渠道", ""]);
   const perChannel = h("ul", { class: "plain", id: "backup-channels" });
   const last = h("div", { id: "backup-last" });
@@ -87,6 +87,7 @@ export function backupsView(_ctx: ViewContext): HTMLElement {
       const s = await api<BackupSnapshot>("POST", "/api/admin/backups");
       toast(`已生成快照 ${s.name}，写入 ${s.channels.length} 个渠道`);
       await load();
+      ctx.refreshAlerts(); // a full backup resolves backup_failed
     }),
   );
 
