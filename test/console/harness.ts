@@ -95,7 +95,7 @@ export interface Seeded {
  * hour, so both run in-process over the stopped server's data (as test/http/review.test.ts
  * does); the cold flag is what the cleanup sweep would set after `cold_cleanup_days`.
  */
-export async function seedServer(bulkCount: number): Promise<Seeded> {
+export async function seedServer(bulkCount: number, env: Record<string, string> = {}): Promise<Seeded> {
   const first = await KuraServer.start();
   let admin = await adminSession(first, ADMIN_PASSWORD);
   const upload = async (bytes: Buffer, name: string) => (await admin.json("POST", "/api/admin/upload", form(bytes, name))).id as string;
@@ -121,7 +121,7 @@ export async function seedServer(bulkCount: number): Promise<Seeded> {
   db.query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES ('backup_failed', '', '快照写入渠道 offsite 失败：连接被拒绝', '2026-01-01 00:00:00', 1)").run();
   db.close();
 
-  const server = await KuraServer.start({ dataDir: first.dataDir });
+  const server = await KuraServer.start({ dataDir: first.dataDir, env });
   admin = new Session(server);
   const res = await admin.login("admin", ADMIN_PASSWORD);
   if (res.status !== 200) throw new Error(`重新登录失败：${res.status}`);

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { FakeOnedrive } from "../channels/fakes/onedrive";
 import { startS3, TEST_CREDENTIALS } from "../channels/s3rver-harness";
 import { makeJpeg } from "../helpers/images";
 import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, PHONE, SHOT_DIR, seedServer, sharedBrowser, shot, watchedPage, type Seeded } from "./harness";
@@ -13,6 +14,8 @@ import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, PHONE, SHOT_DIR, seedServer
 const BULK = 60;
 const PAGES = ["dashboard", "upload", "images", "tokens", "users", "channels", "review", "backups", "audit", "settings", "referers"];
 
+/** A local OneDrive (OAuth + Graph API) for the authorisation flow. */
+const onedrive = new FakeOnedrive();
 let seeded: Seeded;
 let browser: Browser;
 let page: Page;
@@ -22,7 +25,7 @@ const problems: string[] = [];
 let acceptDialogs = true;
 
 beforeAll(async () => {
-  [seeded, browser] = await Promise.all([seedServer(BULK), sharedBrowser()]);
+  [seeded, browser] = await Promise.all([seedServer(BULK, { KURA_OAUTH_API_BASE_ONEDRIVE: onedrive.origin }), sharedBrowser()]);
   base = seeded.server.base;
   page = await watchedPage(browser, base, DESKTOP, problems);
   page.on("dialog", (d) => void (acceptDialogs ? d.accept() : d.dismiss()));
@@ -32,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await page?.context().close();
   await seeded?.dispose();
+  onedrive.stop();
   console.log(`控制台截图：${SHOT_DIR}`);
 });
 
@@ -187,6 +191,35 @@ describe("console pages", () => {
       await s3.stop().catch(() => {});
       rmSync(scratch, { recursive: true, force: true });
     }
+  });
+
+  test("#channels: OneDrive through the OAuth flow (authorise in a new window, token filled in, channel created)", async () => {
+    // The provider must send the browser back to a fixed address: base_url.
+    await seeded.api.json("PUT", "/api/admin/config", { base_url: base });
+    await openPage(page, "channels");
+    await page.locator("#channel-new").click();
+    const dialog = page.locator("#channel-dialog");
+    await dialog.locator("select[name=template]").selectOption("onedrive");
+    await dialog.locator("input[name=channel_name]").fill("onedrive-网盘");
+    await dialog.locator("[data-key=client_id] input").fill(onedrive.oauth.clientId);
+    await dialog.locator("[data-key=client_secret] input").fill(onedrive.oauth.clientSecret);
+    await dialog.locator("[data-key=auth_url] input").fill(`${onedrive.origin}/authorize`);
+    await dialog.locator("[data-key=token_url] input").fill(`${onedrive.origin}/token`);
+    await dialog.locator("[data-key=path] input").fill("kura");
+    const [popup] = await Promise.all([page.context().waitForEvent("page"), dialog.locator("#oauth-start").click()]);
+    // The provider consents at once and redirects to Kura's callback page.
+    await popup.getByText("授权完成").waitFor();
+    await popup.close();
+    await dialog.getByText("已取得授权令牌").waitFor({ timeout: 15_000 });
+    expect(JSON.parse(await dialog.locator("[data-key=token] textarea").inputValue()).refresh_token).toBeTruthy();
+    await dialog.locator("button[type=submit]").click();
+    const row = page.locator('#channel-table tr[data-name="onedrive-网盘"]');
+    await row.waitFor();
+    const id = Number(await row.getAttribute("data-id"));
+    const view = await seeded.api.json("GET", `/api/admin/channels/${id}/config`);
+    expect(view.inputs).toMatchObject({ token: "__kura_secret_keep__", drive_id: onedrive.driveId });
+    await seeded.api.json("DELETE", `/api/admin/channels/${id}?purge=false`, undefined, 204);
+    await seeded.api.json("PUT", "/api/admin/config", { base_url: "" });
   });
 
   test("#settings: an invalid value shows the server's error on that field; leaving with edits asks first", async () => {
