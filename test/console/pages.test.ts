@@ -54,6 +54,40 @@ describe("console pages", () => {
     await shot(page, "dashboard-1440");
   });
 
+  test("every page at 390 px with seeded data: nothing scrolls sideways; desktop and phone screenshots", async () => {
+    const phone = await watchedPage(browser, base, PHONE, problems);
+    phone.on("dialog", (d) => void d.accept());
+    await loginAs(phone, base, "admin", ADMIN_PASSWORD);
+    const wide: string[] = [];
+    for (const id of PAGES) {
+      await openPage(phone, id);
+      await phone.waitForLoadState("networkidle");
+      await phone.waitForTimeout(150);
+      const width = await phone.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth));
+      if (width > PHONE.width) wide.push(`${id}: ${width}px`);
+      await shot(phone, `${id}-390`);
+      if (!["dashboard", "review", "backups", "audit", "channels", "settings", "users", "images", "upload"].includes(id)) {
+        await openPage(page, id);
+        await page.waitForLoadState("networkidle");
+        await shot(page, `${id}-1440`);
+      }
+    }
+    // The collapsed menu opens and lists every page.
+    await phone.locator(".menu-toggle").click();
+    expect(await phone.locator("nav.tabs.open a[data-tab]").count()).toBe(PAGES.length);
+    await shot(phone, "menu-open-390");
+    // The channel dialog with a template's fields fits the phone too.
+    await openPage(phone, "channels");
+    await phone.locator("#channel-new").click();
+    await phone.locator("#channel-dialog select[name=template]").selectOption("aws_s3");
+    const dialogWidth = await phone.locator("#channel-dialog").evaluate((d) => d.scrollWidth - d.clientWidth);
+    if (dialogWidth > 0) wide.push(`channel dialog: ${dialogWidth}px too wide`);
+    await phone.screenshot({ path: `${SHOT_DIR}/channel-dialog-390.png` });
+    await phone.keyboard.press("Escape");
+    expect(wide).toEqual([]);
+    await phone.context().close();
+  });
+
   test("#review: merging a similar pair keeps one file and the pair disappears; cold images can be exempted", async () => {
     await openPage(page, "review");
     const pair = page.locator("#dedup-list .pair");
@@ -323,32 +357,6 @@ describe("console pages", () => {
     expect(requests.filter((u) => !u.startsWith(base) && !u.startsWith("data:") && !u.startsWith("blob:"))).toEqual([]);
     expect(requests).toContain(`${base}/api/docs/standalone.js`);
     await docs.context().close();
-  });
-
-  test("every page at 390 px: nothing scrolls sideways; desktop and phone screenshots", async () => {
-    const phone = await watchedPage(browser, base, PHONE, problems);
-    phone.on("dialog", (d) => void d.accept());
-    await loginAs(phone, base, "admin", ADMIN_PASSWORD);
-    const wide: string[] = [];
-    for (const id of PAGES) {
-      await openPage(phone, id);
-      await phone.waitForLoadState("networkidle");
-      await phone.waitForTimeout(150);
-      const width = await phone.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth));
-      if (width > PHONE.width) wide.push(`${id}: ${width}px`);
-      await shot(phone, `${id}-390`);
-      if (!["dashboard", "review", "backups", "audit", "channels", "settings", "users", "images", "upload"].includes(id)) {
-        await openPage(page, id);
-        await page.waitForLoadState("networkidle");
-        await shot(page, `${id}-1440`);
-      }
-    }
-    // The collapsed menu opens and lists every page.
-    await phone.locator(".menu-toggle").click();
-    expect(await phone.locator("nav.tabs.open a[data-tab]").count()).toBe(PAGES.length);
-    await shot(phone, "menu-open-390");
-    expect(wide).toEqual([]);
-    await phone.context().close();
   });
 
   test("a regular user lands on their own usage", async () => {
