@@ -65,6 +65,13 @@ describe("console pages", () => {
       await phone.waitForTimeout(150);
       const width = await phone.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth));
       if (width > PHONE.width) wide.push(`${id}: ${width}px`);
+      // Every form control has a label (wrapping label, label[for], aria-label or aria-labelledby).
+      const unlabelled = await phone.evaluate(() =>
+        [...document.querySelectorAll<HTMLInputElement>("input, select, textarea")]
+          .filter((el) => !el.closest("label") && !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby") && !(el.id && document.querySelector(`label[for="${el.id}"]`)))
+          .map((el) => el.name || el.outerHTML.slice(0, 60)),
+      );
+      if (unlabelled.length) wide.push(`${id}: 无标签的控件 ${unlabelled.join(", ")}`);
       await shot(phone, `${id}-390`);
       if (!["dashboard", "review", "backups", "audit", "channels", "settings", "users", "images", "upload"].includes(id)) {
         await openPage(page, id);

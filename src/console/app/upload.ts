@@ -174,7 +174,7 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     if (files.length) void uploadAll(files, ctx, opts, list, tally);
   });
 
-  const urlInput = h("input", { type: "url", name: "import_url", placeholder: "https://example.com/photo.jpg", required: true });
+  const urlInput = h("input", { type: "url", name: "import_url", "aria-label": "图片 URL", placeholder: "https://example.com/photo.jpg", required: true });
   const urlButton = h("button", { type: "submit" }, "导入");
   const urlForm = h("form", { class: "inline", id: "import-form" }, urlInput, urlButton);
   urlForm.addEventListener("submit", (e) => {

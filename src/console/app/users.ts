@@ -140,11 +140,11 @@ export function usersView(ctx: ViewContext): HTMLElement {
     }
   }
 
-  const name = h("input", { name: "new_user_name", placeholder: "用户名", required: true, maxLength: 64, autocomplete: "off" });
-  const password = h("input", { name: "new_user_password", type: "password", placeholder: "初始密码（至少 8 位）", minLength: 8, required: true, autocomplete: "new-password" });
-  const role = h("select", { name: "new_user_role" }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
-  const quota = h("input", { name: "new_user_quota", type: "number", min: 0, step: 1, placeholder: "配额 MB（空为不限）", class: "mid" });
-  const ttl = h("input", { name: "new_user_ttl", type: "number", min: 0, max: 876000, step: 1, placeholder: "默认有效期（小时）", class: "mid" });
+  const name = h("input", { name: "new_user_name", "aria-label": "用户名", placeholder: "用户名", required: true, maxLength: 64, autocomplete: "off" });
+  const password = h("input", { name: "new_user_password", "aria-label": "初始密码", type: "password", placeholder: "初始密码（至少 8 位）", minLength: 8, required: true, autocomplete: "new-password" });
+  const role = h("select", { name: "new_user_role", "aria-label": "角色" }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
+  const quota = h("input", { name: "new_user_quota", "aria-label": "配额（MB）", type: "number", min: 0, step: 1, placeholder: "配额 MB（空为不限）", class: "mid" });
+  const ttl = h("input", { name: "new_user_ttl", "aria-label": "默认有效期（小时）", type: "number", min: 0, max: 876000, step: 1, placeholder: "默认有效期（小时）", class: "mid" });
   const submit = h("button", { type: "submit", class: "primary" }, "创建用户");
   const form = h("form", { class: "inline wrap", id: "user-form" }, name, password, role, quota, ttl, submit);
   form.addEventListener("submit", (e) => {
