@@ -36,6 +36,18 @@ function totals(app: AppContext, userId?: string) {
     .get(...args)!;
 }
 
+/** Images, bytes and estimated traffic of every user (the dashboard's per-user table). */
+function perUser(app: AppContext) {
+  return app.db
+    .query<{ id: string; name: string; images: number; storage_bytes: number; total_accesses: number; traffic_estimate_bytes: number }, []>(
+      `SELECT u.id, u.name, COUNT(i.id) AS images, COALESCE(SUM(b.size), 0) AS storage_bytes,
+              COALESCE(SUM(i.access_count), 0) AS total_accesses, COALESCE(SUM(i.access_count * b.size), 0) AS traffic_estimate_bytes
+       FROM users u LEFT JOIN images i ON i.user_id = u.id LEFT JOIN blobs b ON b.id = i.blob_id
+       GROUP BY u.id ORDER BY storage_bytes DESC, u.name`,
+    )
+    .all();
+}
+
 /** Spec 2.13: the administrator's overview. `channels` is what tells it apart from the user view. */
 export function adminDashboard(app: AppContext) {
   const t = totals(app);
@@ -61,6 +73,7 @@ export function adminDashboard(app: AppContext) {
     total_accesses: t.total_accesses,
     traffic_estimate_bytes: t.traffic,
     top_images: topImages(app),
+    per_user: perUser(app),
     channels: channels.map((c) => ({ id: c.row.id, name: c.row.name, driver: c.row.driver, healthy: c.healthy, bytes: bytesByChannel.get(c.row.id) ?? 0 })),
     // Spec 6.2: alerts appear on the dashboard; the open ones, as GET /api/admin/alerts lists them.
     alerts: listOpenAlerts(app),
