@@ -35,7 +35,7 @@ export async function hostRequest(
 ): Promise<RawAnswer> {
   let pulled = 0;
   let body: BodyInit | undefined;
-  if (opts.body instanceof Uint8Array) body = opts.body;
+  if (opts.body instanceof Uint8Array) body = opts.body as BodyInit;
   else if (opts.body) {
     const { chunk, count } = opts.body;
     body = new ReadableStream<Uint8Array>({
