@@ -4,7 +4,7 @@ import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
 import { IMAGE_VIEW_SQL, type ImageView } from "../../images/repo";
-import { imageDetail, imageItem } from "../../images/views";
+import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
 import { badRequest, forbidden, notFound } from "../errors";
@@ -22,7 +22,7 @@ export function imageRoutes(app: AppContext) {
   /** The image when the caller may see it: own, or any for an admin. */
   const visible = (p: Principal, id: string): ImageView | undefined => {
     const v = app.images.view(id);
-    return v && (isAdmin(p) || v.user_id === p.user.id) ? v : undefined;
+    return v && (isAdmin(p) || v.user_id === p.user.id) ? asSeenBy(app, p.user, v) : undefined;
   };
 
   return new Elysia()
@@ -61,7 +61,7 @@ export function imageRoutes(app: AppContext) {
       const rows = app.db
         .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${clause} ORDER BY i.created_at DESC, i.rowid DESC LIMIT ? OFFSET ?`)
         .all(...args, pageSize, offset);
-      return { items: rows.map(imageItem), total };
+      return { items: rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total };
     })
     .post("/api/admin/images/batch-delete", ({ request, body }) => {
       const p = authenticate(app, request);
@@ -103,7 +103,7 @@ export function imageRoutes(app: AppContext) {
       })();
       app.lookups.forget(v.id);
       audit(app.db, p.user, "image.update", v.id, input);
-      return imageDetail(app, app.images.view(v.id)!);
+      return imageDetail(app, asSeenBy(app, p.user, app.images.view(v.id)!));
     })
     .delete("/api/admin/images/:id", ({ request, params, set }) => {
       const p = authenticate(app, request);
