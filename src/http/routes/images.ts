@@ -68,11 +68,18 @@ export function imageRoutes(app: AppContext) {
       const { ids } = parseBody(batchBody, body);
       let deleted = 0;
       const failed: { id: string; error: string }[] = [];
+      // Each id stands alone: one that cannot be deleted (its transaction rolled back) is
+      // reported and the rest still go, instead of a 500 after some were already deleted.
       for (const id of ids) {
-        if (visible(p, id) && deleteReference(app, id)) {
-          deleted++;
-          audit(app.db, p.user, "image.delete", id);
-        } else failed.push({ id, error: "图片不存在" });
+        try {
+          if (visible(p, id) && deleteReference(app, id)) {
+            deleted++;
+            audit(app.db, p.user, "image.delete", id);
+          } else failed.push({ id, error: "图片不存在" });
+        } catch (err) {
+          app.log.error("批量删除中的一张图片删除失败", { image: id, err: (err as Error).message });
+          failed.push({ id, error: "删除失败，请稍后重试" });
+        }
       }
       return { deleted, failed };
     })
