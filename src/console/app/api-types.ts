@@ -199,6 +199,7 @@ export interface Image {
   pending_cleanup: boolean;
   cleanup_exempt: boolean;
   created_at: Timestamp;
+  /** 引用同一份字节的图片数；管理员看到全部用户的引用，普通用户只计自己的引用 */
   ref_count: number;
   /** 仅详情返回，按渠道优先级降序 */
   replicas?: {
