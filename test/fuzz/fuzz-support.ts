@@ -1,3 +1,5 @@
+import fc from "fast-check";
+
 /**
  * Shared knobs of the fuzz tier. `bun run test` runs every property with a fixed seed and
  * FUZZ_RUNS iterations (small, so the whole tier stays well under a minute on a loaded
@@ -47,3 +49,11 @@ export const HOSTILE_TOKENS = [
   "<", ">", "<!--", "-->", "<?xml", "?>", "<![CDATA[", "]]>", "&amp;", "&#x", "&#99999999;", "\"", "'", " ",
   "\t", "*", "*.", "[", "]", ":", "@", "+", "-", "0", "-1", "1e999", "NaN", "9007199254740993", "ü", "💥", "\ud800",
 ];
+
+/** Strings an attacker would send: random text, hostile tokens, and one token amplified (up to ~400 KB). */
+export const hostileString = fc.oneof(
+  fc.string({ maxLength: 200 }),
+  fc.string({ unit: "binary", maxLength: 200 }),
+  fc.array(fc.oneof(fc.constantFrom(...HOSTILE_TOKENS), fc.string({ maxLength: 8 })), { maxLength: 60 }).map((p) => p.join("")),
+  fc.tuple(fc.constantFrom(...HOSTILE_TOKENS), fc.integer({ min: 1_000, max: 40_000 })).map(([t, n]) => t.repeat(n)),
+);

@@ -18,15 +18,7 @@ import { InvalidRefererPatternError, refererAllowed, validateRefererPattern } fr
 import { readCookie } from "../../src/http/guard";
 import { decryptBuffer, encryptBuffer, BLOCK_DATA_SIZE } from "../../src/channels/rclone/crypt-data";
 import { makeCrypt } from "../../src/channels/rclone/crypt";
-import { fuzzParams, hasChinese, HOSTILE_TOKENS, PARSER_BLOCK_MS, timedCall } from "./fuzz-support";
-
-/** Strings an attacker would send: random text, hostile tokens, and one token amplified. */
-const hostileString = fc.oneof(
-  fc.string({ maxLength: 200 }),
-  fc.string({ unit: "binary", maxLength: 200 }),
-  fc.array(fc.oneof(fc.constantFrom(...HOSTILE_TOKENS), fc.string({ maxLength: 8 })), { maxLength: 60 }).map((p) => p.join("")),
-  fc.tuple(fc.constantFrom(...HOSTILE_TOKENS), fc.integer({ min: 1_000, max: 40_000 })).map(([t, n]) => t.repeat(n)),
-);
+import { fuzzParams, hasChinese, hostileString, PARSER_BLOCK_MS, timedCall } from "./fuzz-support";
 
 /** Asserts the budget and that a thrown error is of the expected kind with a Chinese message. */
 function expectContained<T>(fn: () => T, allowed: (err: unknown) => boolean): T | undefined {
