@@ -119,7 +119,8 @@ describe("SigV4 canonicalisation and presigned queries", () => {
   const NOW = Date.now();
   const lookupSecret = (id: string) => (id === "FUZZKEY" ? SECRET : undefined);
   const segment = fc.string({ unit: fc.constantFrom(..."abcXYZ019-_.~ !*'()$@:=+,;üé中文".split("")), minLength: 1, maxLength: 12 });
-  const queryPairs = fc.array(fc.tuple(fc.stringMatching(/^[a-z][a-z0-9-]{0,8}$/), fc.string({ maxLength: 10 })), { maxLength: 4 });
+  // Unique keys: for s3, aws4 signs only the first value of a repeated parameter, unlike AWS's spec (and Kura).
+  const queryPairs = fc.uniqueArray(fc.tuple(fc.stringMatching(/^[a-z][a-z0-9-]{0,8}$/), fc.string({ maxLength: 10 })), { maxLength: 4, selector: ([k]) => k });
 
   function signed(segments: string[], pairs: [string, string][], presigned: boolean) {
     const path = `/s3/kura/${segments.map(encodeURIComponent).join("/")}`;
@@ -292,7 +293,7 @@ describe("rclone crypt decryption of corrupted input", () => {
   const crypt = makeCrypt("fuzz-password", "fuzz-salt");
   const isCryptError = (e: unknown) => e instanceof Error && hasChinese(e.message);
 
-  test("a corrupted or truncated object never decrypts to different bytes", () => {
+  test("a corrupted or truncated object never decrypts to bytes that were not encrypted", () => {
     fc.assert(
       fc.property(
         fc.uint8Array({ maxLength: 3_000 }),
@@ -305,7 +306,12 @@ describe("rclone crypt decryption of corrupted input", () => {
           for (const [pos, byte] of flips) cipher[pos % cipher.length] = byte;
           const input = cut === null ? cipher : cipher.subarray(0, cut % (cipher.length + 1));
           const out = expectContained(() => decryptBuffer(input, crypt.keys), isCryptError);
-          if (out) expect(Buffer.from(out).equals(Buffer.from(data))).toBe(true);
+          if (!out) return;
+          // rclone's format authenticates each 64 KiB block, not the block count: a cut exactly at
+          // a block boundary yields an authentic prefix (rclone has the same limit). Never other bytes.
+          const got = Buffer.from(out);
+          expect(Buffer.from(data).subarray(0, got.length).equals(got)).toBe(true);
+          if (got.length !== data.length) expect(got.length % BLOCK_DATA_SIZE).toBe(0);
         },
       ),
       fuzzParams(),
