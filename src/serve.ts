@@ -44,6 +44,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     db.close();
     return 1;
   }
+  app.jobs.adoptOrphans();
   app.jobs.start();
   const loops = startBackgroundLoops(app);
 
