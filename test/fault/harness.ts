@@ -54,7 +54,8 @@ type Mode = "pass" | "blackhole";
 /**
  * A TCP proxy to `upstreamPort`. Every chunk a client sends is checked against the hold rule:
  * when it matches, that connection stops being forwarded (the peer "hangs" mid-request) and
- * `held` resolves. In blackhole mode new connections are accepted and never answered.
+ * `held` resolves. In blackhole mode connections are accepted and nothing is ever answered,
+ * on new connections and on open ones from their next request.
  */
 export class FaultProxy {
   readonly sockets = new Set<net.Socket>();
@@ -112,6 +113,10 @@ export class FaultProxy {
     let held = false;
     client.on("data", (chunk) => {
       if (held) return;
+      if (this.mode === "blackhole") {
+        held = true; // a pooled connection goes silent too, mid-conversation
+        return;
+      }
       const text = chunk.toString("latin1");
       if (this.holdRule?.(text)) {
         held = true;

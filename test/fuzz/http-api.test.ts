@@ -72,7 +72,7 @@ describe("multipart parsing (upload route)", () => {
           fetch(server.url("/api/admin/upload"), {
             method: "POST",
             headers: { cookie: admin.cookie, "x-csrf-token": admin.csrf, "content-type": contentType },
-            body: m.chunked ? new Blob([body]).stream() : body,
+            body: m.chunked ? new Blob([new Uint8Array(body)]).stream() : new Uint8Array(body),
           }),
         );
         expectApiEnvelope(a);

@@ -137,5 +137,5 @@ export function signedS3Fetch(fx: S3Fixture, method: string, path: string, body:
     { accessKeyId: fx.cred.access_key_id, secretAccessKey: fx.cred.secret_access_key },
   );
   const sent = Object.fromEntries(Object.entries(opts.headers ?? {}).map(([k, v]) => [k, String(v)]));
-  return fetch(`http://${host}${path}`, { method, headers: sent, body });
+  return fetch(`http://${host}${path}`, { method, headers: sent, body: body && new Uint8Array(body) });
 }
