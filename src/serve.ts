@@ -4,6 +4,7 @@ import type { Bootstrap } from "./config/bootstrap";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
+import { resumeInterruptedBackup } from "./ops/backups";
 import { startBackgroundLoops } from "./loops";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
@@ -47,6 +48,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
   app.jobs.adoptOrphans();
   app.jobs.start();
   const loops = startBackgroundLoops(app);
+  void resumeInterruptedBackup(app).catch((err) => log.error("重新备份失败", { err: (err as Error).message }));
 
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
   log.info(cdnPurgeEnabled(app.settings.get()) ? "CDN 缓存刷新已启用" : "CDN 缓存刷新未启用（需要 zone id、API token 和 base_url）");

@@ -108,24 +108,34 @@ describe("kill -9 and restart", () => {
     expect(Buffer.from(await read.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
-  test("during a backup: no partial snapshot anywhere, no temp file, and the next backup reaches every channel", async () => {
+  test("during a backup: no partial snapshot anywhere, no temp file, and the backup is taken again at start", async () => {
     const held = proxy.hold((chunk) => chunk.startsWith("PUT ") && chunk.includes("_kura/backups/"));
     const inFlight = admin.request("POST", "/api/admin/backups").catch(() => undefined);
-    await killWhenHeld(held);
+    let interrupted = "";
+    await killWhenHeld(held, async () => {
+      expect((await bucketKeys()).filter((k) => k.startsWith("_kura/backups/"))).toEqual([]);
+      interrupted = (await Bun.file(join(dataDir(), "backup.in-progress")).text()).trim();
+    });
     await inFlight;
-
     expect(readdirSync(join(dataDir(), "tmp"))).toEqual([]);
-    expect((await bucketKeys()).filter((k) => k.startsWith("_kura/backups/"))).toEqual([]);
+
+    // The restarted server takes the interrupted backup again by itself, on every channel.
+    const fresh = await waitFor(
+      () => admin.json("GET", "/api/admin/backups"),
+      (list: { items: { name: string; channels: string[] }[] }) => list.items.some((i) => i.name > interrupted && i.channels.length === 2),
+      20_000,
+      "the interrupted backup to be taken again",
+    );
     // Whatever is listed is complete and downloadable.
-    const listed = await admin.json("GET", "/api/admin/backups");
-    for (const item of listed.items) {
+    for (const item of fresh.items) {
       const res = await admin.request("GET", `/api/admin/backups/${item.name}`);
       expect(res.status).toBe(200);
-      expect((await res.arrayBuffer()).byteLength).toBe(item.size);
+      expect((await res.arrayBuffer()).byteLength).toBe((item as unknown as { size: number }).size);
     }
-    const taken = await admin.json("POST", "/api/admin/backups", undefined, 201);
-    expect(taken.channels.sort()).toEqual(["local", "s3-behind-proxy"].sort());
-    expect((await bucketKeys()).filter((k) => k.startsWith("_kura/backups/"))).toEqual([`_kura/backups/${taken.name}`]);
+    const onS3 = (await bucketKeys()).filter((k) => k.startsWith("_kura/backups/"));
+    expect(onS3.length).toBe(1);
+    expect(onS3[0]! > `_kura/backups/${interrupted}`).toBe(true);
+    expect(await Bun.file(join(dataDir(), "backup.in-progress")).exists()).toBe(false);
   });
 
   test("during a drain: the channel stays marked deleting, and the drain finishes after the restart", async () => {
