@@ -173,28 +173,31 @@ describe("SigV4 canonicalisation and presigned queries", () => {
   });
 
   test("hostile Authorization headers, dates and presigned parameters are S3 errors", () => {
+    // Bun refuses a request line or header block over 16 KiB (431) before any Kura code runs,
+    // so request targets and header values are fuzzed up to that size, not beyond.
+    const wireString = hostileString.map((x) => x.slice(0, 4096));
     const authHeader = fc.oneof(
-      hostileString,
-      fc.tuple(hostileString, hostileString, hostileString).map(([c, h, s]) => `AWS4-HMAC-SHA256 Credential=${c}, SignedHeaders=${h}, Signature=${s}`),
-      fc.tuple(hostileString, hostileString).map(([h, s]) => `AWS4-HMAC-SHA256 Credential=FUZZKEY/20260101/auto/s3/aws4_request,SignedHeaders=${h},Signature=${s}`),
+      wireString,
+      fc.tuple(wireString, wireString, wireString).map(([c, h, s]) => `AWS4-HMAC-SHA256 Credential=${c}, SignedHeaders=${h}, Signature=${s}`),
+      fc.tuple(wireString, wireString).map(([h, s]) => `AWS4-HMAC-SHA256 Credential=FUZZKEY/20260101/auto/s3/aws4_request,SignedHeaders=${h},Signature=${s}`),
     );
     const presignedQuery = fc
       .record({
-        "X-Amz-Algorithm": fc.oneof(fc.constant("AWS4-HMAC-SHA256"), hostileString),
-        "X-Amz-Credential": fc.oneof(fc.constant("FUZZKEY/20260101/auto/s3/aws4_request"), hostileString),
-        "X-Amz-Date": fc.oneof(fc.constant(formatAmzDate(NOW)), hostileString),
-        "X-Amz-Expires": fc.oneof(fc.constant("300"), hostileString),
-        "X-Amz-SignedHeaders": fc.oneof(fc.constant("host"), hostileString),
-        "X-Amz-Signature": fc.oneof(fc.constant("0".repeat(64)), hostileString),
+        "X-Amz-Algorithm": fc.oneof(fc.constant("AWS4-HMAC-SHA256"), wireString),
+        "X-Amz-Credential": fc.oneof(fc.constant("FUZZKEY/20260101/auto/s3/aws4_request"), wireString),
+        "X-Amz-Date": fc.oneof(fc.constant(formatAmzDate(NOW)), wireString),
+        "X-Amz-Expires": fc.oneof(fc.constant("300"), wireString),
+        "X-Amz-SignedHeaders": fc.oneof(fc.constant("host"), wireString),
+        "X-Amz-Signature": fc.oneof(fc.constant("0".repeat(64)), wireString),
       }, { requiredKeys: ["X-Amz-Algorithm"] })
       .map((q) => Object.entries(q).map(([k, v]) => `${k}=${v}`).join("&"));
     const request = fc.oneof(
-      fc.record({ url: hostileString.map((p) => `/s3/kura/${p}`), auth: authHeader, date: hostileString, sha: hostileString }).map((r) => ({
+      fc.record({ url: wireString.map((p) => `/s3/kura/${p}`), auth: authHeader, date: wireString, sha: wireString }).map((r) => ({
         method: "PUT",
         url: r.url,
         headers: [["authorization", r.auth], ["x-amz-date", r.date], ["x-amz-content-sha256", r.sha], ["host", "h"]] as [string, string][],
       })),
-      fc.tuple(presignedQuery, hostileString).map(([q, extra]) => ({ method: "GET", url: `/s3/kura/k?${q}&${extra}`, headers: [["host", "h"]] as [string, string][] })),
+      fc.tuple(presignedQuery, wireString).map(([q, extra]) => ({ method: "GET", url: `/s3/kura/k?${q}&${extra}`, headers: [["host", "h"]] as [string, string][] })),
     );
     fc.assert(
       fc.property(request, (req) => {
