@@ -5,6 +5,7 @@ import { MAX_UPLOAD_MB_LIMIT } from "./config/settings-schema";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
+import { resumeInterruptedBackup } from "./ops/backups";
 import { startBackgroundLoops } from "./loops";
 import { resolveBackupAlertAtStart } from "./ops/backups";
 import { log } from "./ops/log";
@@ -51,9 +52,11 @@ export async function serve(boot: Bootstrap): Promise<number> {
     db.close();
     return 1;
   }
+  app.jobs.adoptOrphans();
   app.jobs.start();
   resolveBackupAlertAtStart(app);
   const loops = startBackgroundLoops(app);
+  void resumeInterruptedBackup(app).catch((err) => log.error("重新备份失败", { err: (err as Error).message }));
 
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
   log.info(cdnPurgeEnabled(app.settings.get()) ? "CDN 缓存刷新已启用" : "CDN 缓存刷新未启用（需要 zone id、API token 和 base_url）");

@@ -4,6 +4,7 @@ import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
+import { diskFullError, isDiskFull } from "./disk-full";
 import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
@@ -34,6 +35,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
       if (code === "PARSE") return jsonError(400, "请求体不是有效的 JSON");
       if (code === "NOT_FOUND") return jsonError(404, "接口不存在");
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
+      if (isDiskFull(error)) return diskFullAnswer(app, request, error);
       app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
       return jsonError(500, "服务器内部错误");
     })
@@ -55,6 +57,13 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);
   return router;
+}
+
+/** The operator must hear about a full disk; the client gets a clear, retryable 503. */
+function diskFullAnswer(app: AppContext, request: Request, error: unknown): Response {
+  app.log.error("磁盘空间不足，写入失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
+  const e = diskFullError();
+  return jsonError(e.status, e.message, e.headers);
 }
 
 function errorText(error: unknown): string {
@@ -106,8 +115,11 @@ export function createFetchHandler(app: AppContext, router: Router) {
         response = await router.handle(bounded);
       }
     } catch (err) {
-      app.log.error("请求处理失败", { err: errorText(err) });
-      response = jsonError(500, "服务器内部错误");
+      if (isDiskFull(err)) response = diskFullAnswer(app, request, err);
+      else {
+        app.log.error("请求处理失败", { err: errorText(err) });
+        response = jsonError(500, "服务器内部错误");
+      }
     }
     response.headers.set("x-content-type-options", "nosniff");
     const headLength = response.headers.get(HEAD_LENGTH_HEADER);
