@@ -5,6 +5,7 @@ import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
 import { startBackgroundLoops } from "./loops";
+import { tuneNativeMemory } from "./native/memory-tuning";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
@@ -24,6 +25,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     throw err;
   }
   const { db, key } = opened;
+  tuneNativeMemory();
   await ensureBuiltinAdmin(db, log);
 
   let stopping: Promise<void> | undefined;
