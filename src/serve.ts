@@ -8,6 +8,7 @@ import { jsonError } from "./http/errors";
 import { resumeInterruptedBackup } from "./ops/backups";
 import { startBackgroundLoops } from "./loops";
 import { resolveBackupAlertAtStart } from "./ops/backups";
+import { tuneNativeMemory } from "./native/memory-tuning";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
@@ -32,6 +33,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     throw err;
   }
   const { db, key } = opened;
+  tuneNativeMemory();
   await ensureBuiltinAdmin(db, log);
 
   let stopping: Promise<void> | undefined;

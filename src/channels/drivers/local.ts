@@ -80,6 +80,11 @@ class LocalDriver implements Driver {
     return { stream: file.slice(start, end + 1).stream(), size: end + 1 - start, totalSize };
   }
 
+  localFile(key: string): string | null {
+    const path = this.pathOf(key);
+    return fileSizeSync(path) === null ? null : path;
+  }
+
   async head(key: string): Promise<ObjectInfo | null> {
     const path = this.pathOf(key);
     try {
