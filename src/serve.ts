@@ -4,6 +4,7 @@ import type { Bootstrap } from "./config/bootstrap";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
+import { DataDirLockedError, lockDataDir } from "./datadir/lock";
 import { startBackgroundLoops } from "./loops";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
@@ -15,9 +16,11 @@ const MAX_REQUEST_BODY = 64 * 1024 * 1024 * 1024;
 export async function serve(boot: Bootstrap): Promise<number> {
   let opened;
   try {
+    // Before anything is read or written: a second instance must not even swap in a staged restore.
+    lockDataDir(boot.dataDir);
     opened = openDataDir(boot, log);
   } catch (err) {
-    if (err instanceof StartupError) {
+    if (err instanceof StartupError || err instanceof DataDirLockedError) {
       log.error("启动失败", { err: err.message });
       return 1;
     }

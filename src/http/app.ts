@@ -5,6 +5,7 @@ import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { rawTarget } from "./raw-url";
+import { proxyMisconfigurationHint } from "./proxy-hint";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
 import { authRoutes } from "./routes/auth";
@@ -88,11 +89,13 @@ function requestMeters(app: AppContext) {
 export function createFetchHandler(app: AppContext, router: Router) {
   const routes = buildRouteTable(router.routes.map((r) => ({ method: r.method, path: r.path })));
   const meters = requestMeters(app);
+  const hintProxy = proxyMisconfigurationHint(app.bootstrap.trustedProxies, app.log);
   return async (request: Request, server: Server<undefined>): Promise<Response> => {
     const started = performance.now();
     const path = rawTarget(request.url).path;
     const peer = server.requestIP(request)?.address ?? "";
     const trusted = app.bootstrap.trustedProxies;
+    hintProxy(peer, request.headers);
     const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };
     setRequestInfo(request, info);
     let response: Response;

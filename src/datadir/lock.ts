@@ -1,0 +1,50 @@
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+/** Raised when another process holds the data directory; the message names the directory and the remedy. */
+export class DataDirLockedError extends Error {}
+
+export const LOCK_FILE = "kura.lock";
+
+/** Held connections: referenced here so a collected Database can never drop a lock early. */
+const held = new Set<Database>();
+
+/**
+ * Takes an exclusive lock on the data directory for the life of the process, so two
+ * instances never write one database and one storage folder. The lock is SQLite's own
+ * (a POSIX record lock held by a connection in EXCLUSIVE locking mode): the kernel drops
+ * it when the process dies, so a crash never leaves a stale lock behind, and it needs no
+ * native code in the single-file executable.
+ */
+export function lockDataDir(dataDir: string): { release(): void } {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, LOCK_FILE);
+  const db = new Database(path, { create: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 0");
+    db.exec("PRAGMA locking_mode = EXCLUSIVE");
+    db.exec("PRAGMA journal_mode = MEMORY");
+    // The first write takes the EXCLUSIVE lock; the locking mode keeps it after COMMIT.
+    db.exec("BEGIN EXCLUSIVE");
+    db.exec("CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL, since TEXT NOT NULL)");
+    db.exec("DELETE FROM holder");
+    db.query("INSERT INTO holder (pid, since) VALUES (?, ?)").run(process.pid, new Date().toISOString());
+    db.exec("COMMIT");
+  } catch (err) {
+    db.close();
+    if (/locked|busy/i.test((err as Error).message)) {
+      throw new DataDirLockedError(
+        `数据目录 ${dataDir} 已被另一个 Kura 进程占用（锁文件 ${LOCK_FILE}）；同一数据目录只能运行一个实例，请先停止它，或用 KURA_DATA_DIR 指定另一个目录`,
+      );
+    }
+    throw err;
+  }
+  held.add(db);
+  return {
+    release: () => {
+      held.delete(db);
+      db.close();
+    },
+  };
+}
