@@ -114,6 +114,11 @@ describe("the default local channel is relative to the data directory", () => {
       await uploadOne(moved, 6);
       expect(listFiles(join(newDir, "storage")).filter((f) => f.startsWith("img/")).length).toBe(2);
       expect(existsSync(oldDir)).toBe(false);
+      // The exported rclone config names the absolute place (rclone has no data directory).
+      const session = await admin(moved);
+      const local = (await session.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local");
+      const exported = await (await session.request("GET", `/api/admin/channels/${local.id}/rclone-config`)).text();
+      expect(exported).toContain(`kura-${local.id}:${join(newDir, "storage")}`);
     } finally {
       await moved.stop();
     }
