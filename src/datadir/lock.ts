@@ -25,11 +25,9 @@ export function lockDataDir(dataDir: string): { release(): void } {
     db.exec("PRAGMA busy_timeout = 0");
     db.exec("PRAGMA locking_mode = EXCLUSIVE");
     db.exec("PRAGMA journal_mode = MEMORY");
-    // The first write takes the EXCLUSIVE lock; the locking mode keeps it after COMMIT.
+    // BEGIN EXCLUSIVE takes the lock and the locking mode keeps it after COMMIT. Nothing is
+    // written, so a start that is refused later (wrong master key) leaves the file unchanged.
     db.exec("BEGIN EXCLUSIVE");
-    db.exec("CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL, since TEXT NOT NULL)");
-    db.exec("DELETE FROM holder");
-    db.query("INSERT INTO holder (pid, since) VALUES (?, ?)").run(process.pid, new Date().toISOString());
     db.exec("COMMIT");
   } catch (err) {
     db.close();
