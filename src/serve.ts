@@ -4,7 +4,7 @@ import type { Bootstrap } from "./config/bootstrap";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
-import { DataDirLockedError, lockDataDir } from "./datadir/lock";
+import { DataDirError, lockDataDir } from "./datadir/lock";
 import { startBackgroundLoops } from "./loops";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
@@ -20,7 +20,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     lockDataDir(boot.dataDir);
     opened = openDataDir(boot, log);
   } catch (err) {
-    if (err instanceof StartupError || err instanceof DataDirLockedError) {
+    if (err instanceof StartupError || err instanceof DataDirError) {
       log.error("启动失败", { err: err.message });
       return 1;
     }

@@ -2,7 +2,7 @@ import { createAppContext } from "../app-context";
 import { openDataDir, requireExistingDatabase, StartupError } from "../boot";
 import type { Bootstrap } from "../config/bootstrap";
 import type { AppContext } from "../context";
-import { DataDirLockedError, lockDataDir } from "../datadir/lock";
+import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
 import { log } from "../ops/log";
 
 /**
@@ -20,7 +20,7 @@ export async function openForMaintenance(boot: Bootstrap, command: string): Prom
       log.error(`kura ${command} 需要先停止服务`, { err: err.message });
       return 1;
     }
-    if (err instanceof StartupError) {
+    if (err instanceof StartupError || err instanceof DataDirError) {
       log.error("无法打开数据目录", { err: err.message });
       return 1;
     }

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { storedFingerprint } from "../boot";
 import type { Bootstrap } from "../config/bootstrap";
 import { loadMasterKey, masterKeyPath } from "../config/master-key";
-import { DataDirLockedError, lockDataDir } from "../datadir/lock";
+import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
 import { stagedPath } from "../ops/backups";
 
 const SQLITE_HEADER = "SQLite format 3\0";
@@ -25,6 +25,7 @@ function serviceRunning(dataDir: string): boolean {
     return false;
   } catch (err) {
     if (err instanceof DataDirLockedError) return true;
+    if (err instanceof DataDirError) return false;
     throw err;
   }
 }
@@ -75,13 +76,16 @@ export function restoreFromFile(boot: Bootstrap, file: string | undefined): numb
     console.error("主密钥与快照记录的指纹不匹配：请使用拍摄该快照时的 master.key");
     return 1;
   }
-  mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
   const target = stagedPath(boot.dataDir);
   const partial = `${target}.partial`;
   try {
+    mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
     copyFileSync(source, partial);
     chmodSync(partial, 0o600);
     renameSync(partial, target);
+  } catch (err) {
+    console.error(`无法把快照写入数据目录 ${boot.dataDir}：${(err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
+    return 1;
   } finally {
     rmSync(partial, { force: true });
   }

@@ -2,8 +2,11 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
+/** The data directory cannot be locked (not creatable, not writable); the message is shown as is. */
+export class DataDirError extends Error {}
+
 /** Raised when another process holds the data directory; the message names the directory and the remedy. */
-export class DataDirLockedError extends Error {}
+export class DataDirLockedError extends DataDirError {}
 
 export const LOCK_FILE = "kura.lock";
 
@@ -18,9 +21,14 @@ const held = new Set<Database>();
  * native code in the single-file executable.
  */
 export function lockDataDir(dataDir: string): { release(): void } {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LOCK_FILE);
-  const db = new Database(path, { create: true });
+  let db: Database;
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    db = new Database(path, { create: true });
+  } catch (err) {
+    throw new DataDirError(`无法在数据目录 ${dataDir} 中创建锁文件 ${LOCK_FILE}：${(err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
+  }
   try {
     db.exec("PRAGMA busy_timeout = 0");
     db.exec("PRAGMA locking_mode = EXCLUSIVE");
