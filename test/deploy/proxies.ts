@@ -75,7 +75,7 @@ async function run(cmd: string[]): Promise<void> {
 /** Waits until `origin` answers over TLS with `caFile` trusted. */
 async function waitReady(origin: string, caFile: string, proc: ReturnType<typeof Bun.spawn>, what: string, logs: () => string) {
   const ca = readFileSync(caFile, "utf8");
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const ok = await fetch(`${origin}/healthz`, { tls: { ca } }).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false);
     if (ok) return;
@@ -179,7 +179,7 @@ export async function startCaddy(backendPort: number): Promise<RunningProxy> {
   };
   try {
     // The internal CA's root appears once Caddy has issued its first certificate.
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 60_000;
     while (!existsSync(caFile)) {
       if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`caddy did not create its internal CA (exit ${proc.exitCode}):\n${sink.text}`);
       await Bun.sleep(50);
