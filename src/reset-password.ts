@@ -1,4 +1,4 @@
-import { ensureBuiltinAdmin, openDataDir, seedDefaultPassword, StartupError } from "./boot";
+import { ensureBuiltinAdmin, openDataDir, requireExistingDatabase, seedDefaultPassword, StartupError } from "./boot";
 import { SessionStore } from "./auth/sessions";
 import type { Bootstrap } from "./config/bootstrap";
 import { log } from "./ops/log";
@@ -8,6 +8,7 @@ import { BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME): Promise<number> {
   let opened;
   try {
+    requireExistingDatabase(boot);
     opened = openDataDir(boot, log);
   } catch (err) {
     if (err instanceof StartupError) {

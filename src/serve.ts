@@ -6,6 +6,7 @@ import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
 import { resumeInterruptedBackup } from "./ops/backups";
+import { DataDirError, lockDataDir } from "./datadir/lock";
 import { startBackgroundLoops } from "./loops";
 import { resolveBackupAlertAtStart } from "./ops/backups";
 import { tuneNativeMemory } from "./native/memory-tuning";
@@ -24,9 +25,11 @@ const MAX_REQUEST_BODY = Math.ceil(MAX_UPLOAD_MB_LIMIT * 1024 * 1024 * (1 + 1 / 
 export async function serve(boot: Bootstrap): Promise<number> {
   let opened;
   try {
+    // Before anything is read or written: a second instance must not even swap in a staged restore.
+    lockDataDir(boot.dataDir);
     opened = openDataDir(boot, log);
   } catch (err) {
-    if (err instanceof StartupError) {
+    if (err instanceof StartupError || err instanceof DataDirError) {
       log.error("启动失败", { err: err.message });
       return 1;
     }

@@ -5,6 +5,7 @@ import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { diskFullError, isDiskFull } from "./disk-full";
+import { proxyMisconfigurationHint } from "./proxy-hint";
 import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
@@ -97,6 +98,7 @@ function requestMeters(app: AppContext) {
 export function createFetchHandler(app: AppContext, router: Router) {
   const routes = buildRouteTable(router.routes.map((r) => ({ method: r.method, path: r.path })));
   const meters = requestMeters(app);
+  const hintProxy = proxyMisconfigurationHint(app.bootstrap.trustedProxies, app.log);
   return async (received: Request, server: Server<undefined>): Promise<Response> => {
     const started = performance.now();
     const peer = server.requestIP(received)?.address ?? "";
@@ -104,6 +106,7 @@ export function createFetchHandler(app: AppContext, router: Router) {
     const request = routableRequest(received);
     const path = rawTarget(request.url).path;
     const trusted = app.bootstrap.trustedProxies;
+    hintProxy(peer, request.headers);
     const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };
     setRequestInfo(request, info);
     let response: Response;
