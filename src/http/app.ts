@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Server } from "bun";
 import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
+import { assertAdminRoutesGuarded } from "./access";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { diskFullError, isDiskFull } from "./disk-full";
@@ -57,6 +58,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(backupRoutes(app))
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);
+  assertAdminRoutesGuarded(router.routes);
   return router;
 }
 

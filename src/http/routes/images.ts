@@ -1,4 +1,3 @@
-import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
@@ -8,7 +7,7 @@ import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
 import { badRequest, forbidden, notFound } from "../errors";
-import { authenticate, type Principal } from "../guard";
+import { sessionRoutes, type Principal } from "../guard";
 
 const patchBody = z
   .strictObject({ ttl_hours: z.number().int().min(0).max(876_000).optional(), cleanup_exempt: z.boolean().optional() })
@@ -25,9 +24,8 @@ export function imageRoutes(app: AppContext) {
     return v && (isAdmin(p) || v.user_id === p.user.id) ? asSeenBy(app, p.user, v) : undefined;
   };
 
-  return new Elysia()
-    .get("/api/admin/images", ({ request, query }) => {
-      const p = authenticate(app, request);
+  return sessionRoutes(app, "user")
+    .get("/api/admin/images", ({ query, principal: p }) => {
       const { pageSize, offset } = pagination(query);
       const where: string[] = [];
       const args: (string | number)[] = [];
@@ -63,8 +61,7 @@ export function imageRoutes(app: AppContext) {
         .all(...args, pageSize, offset);
       return { items: rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total };
     })
-    .post("/api/admin/images/batch-delete", ({ request, body }) => {
-      const p = authenticate(app, request);
+    .post("/api/admin/images/batch-delete", ({ body, principal: p }) => {
       const { ids } = parseBody(batchBody, body);
       let deleted = 0;
       const failed: { id: string; error: string }[] = [];
@@ -83,14 +80,12 @@ export function imageRoutes(app: AppContext) {
       }
       return { deleted, failed };
     })
-    .get("/api/admin/images/:id", ({ request, params }) => {
-      const p = authenticate(app, request);
+    .get("/api/admin/images/:id", ({ params, principal: p }) => {
       const v = visible(p, params.id);
       if (!v) throw notFound("图片不存在");
       return imageDetail(app, v);
     })
-    .patch("/api/admin/images/:id", ({ request, params, body }) => {
-      const p = authenticate(app, request);
+    .patch("/api/admin/images/:id", ({ params, body, principal: p }) => {
       const v = visible(p, params.id);
       if (!v) throw notFound("图片不存在");
       const input = parseBody(patchBody, body);
@@ -112,8 +107,7 @@ export function imageRoutes(app: AppContext) {
       audit(app.db, p.user, "image.update", v.id, input);
       return imageDetail(app, asSeenBy(app, p.user, app.images.view(v.id)!));
     })
-    .delete("/api/admin/images/:id", ({ request, params, set }) => {
-      const p = authenticate(app, request);
+    .delete("/api/admin/images/:id", ({ params, set, principal: p }) => {
       if (!visible(p, params.id) || !deleteReference(app, params.id)) throw notFound("图片不存在");
       audit(app.db, p.user, "image.delete", params.id);
       set.status = 204;

@@ -6,7 +6,7 @@ import { adminDashboard, userDashboard } from "../../ops/dashboard";
 import { metadataExport } from "../../ops/export";
 import { pagination, timestampQuery } from "../body";
 import { badRequest } from "../errors";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 
 const ALERT_COLUMNS = "id, kind, target, message, opened_at, resolved_at";
 const AUDIT_COLUMNS = "id, actor, actor_name, action, target, detail, created_at";
@@ -14,13 +14,11 @@ const AUDIT_COLUMNS = "id, actor, actor_name, action, target, detail, created_at
 
 /** Operations views (spec 4.2, 4.11): the dashboard, alerts, the audit log and the metadata export. */
 export function opsRoutes(app: AppContext) {
-  return new Elysia()
-    .get("/api/admin/dashboard", ({ request }) => {
-      const p = authenticate(app, request);
-      return p.user.role === "admin" ? adminDashboard(app) : userDashboard(app, p.user.id);
-    })
-    .get("/api/admin/export", ({ request }) => {
-      const p = authenticate(app, request, { admin: true });
+  const anyUser = sessionRoutes(app, "user").get("/api/admin/dashboard", ({ principal: p }) =>
+    p.user.role === "admin" ? adminDashboard(app) : userDashboard(app, p.user.id),
+  );
+  const adminOnly = sessionRoutes(app, "admin")
+    .get("/api/admin/export", ({ principal: p }) => {
       audit(app.db, p.user, "metadata.export");
       const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "");
       return new Response(JSON.stringify(metadataExport(app)), {
@@ -31,8 +29,7 @@ export function opsRoutes(app: AppContext) {
         },
       });
     })
-    .get("/api/admin/alerts", ({ request, query }) => {
-      authenticate(app, request, { admin: true });
+    .get("/api/admin/alerts", ({ query }) => {
       if (query.status === undefined || query.status === "") {
         // Without status: every unresolved alert, unpaged.
         const items = listOpenAlerts(app);
@@ -44,8 +41,7 @@ export function opsRoutes(app: AppContext) {
       const items = app.db.query(`SELECT ${ALERT_COLUMNS} FROM alerts ORDER BY id DESC LIMIT ? OFFSET ?`).all(pageSize, offset);
       return { items, total };
     })
-    .get("/api/admin/audit", ({ request, query }) => {
-      authenticate(app, request, { admin: true });
+    .get("/api/admin/audit", ({ query }) => {
       const { pageSize, offset } = pagination(query);
       const where: string[] = [];
       const args: string[] = [];
@@ -64,4 +60,5 @@ export function opsRoutes(app: AppContext) {
         .all(...args, pageSize, offset);
       return { items, total };
     });
+  return new Elysia().use(anyUser).use(adminOnly);
 }

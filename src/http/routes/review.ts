@@ -1,10 +1,9 @@
-import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { dismiss, LISTABLE_DEDUP as LISTABLE, merge, type ReviewOutcome } from "../../images/dedup";
 import { idParam, pagination, parseBody } from "../body";
 import { badRequest, conflict, notFound } from "../errors";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 
 const mergeBody = z.strictObject({ keep_blob_id: z.number().int().min(1) });
 
@@ -37,9 +36,8 @@ export function reviewRoutes(app: AppContext) {
       )
       .get(blobId)!;
 
-  return new Elysia()
-    .get("/api/admin/dedup", ({ request, query }) => {
-      authenticate(app, request, { admin: true });
+  return sessionRoutes(app, "admin")
+    .get("/api/admin/dedup", ({ query }) => {
       const { pageSize, offset } = pagination(query);
       const total = app.db.query<{ n: number }, []>(`SELECT COUNT(*) AS n ${LISTABLE}`).get()!.n;
       // Closest pairs first: those are the likeliest true duplicates.
@@ -51,23 +49,20 @@ export function reviewRoutes(app: AppContext) {
       const items = rows.map((r) => ({ id: r.id, distance: r.distance, created_at: r.created_at, a: side(r.blob_a), b: side(r.blob_b) }));
       return { items, total };
     })
-    .post("/api/admin/dedup/:id/merge", ({ request, params, body, set }) => {
-      const p = authenticate(app, request, { admin: true });
+    .post("/api/admin/dedup/:id/merge", ({ params, body, set, principal: p }) => {
       const id = idParam(params.id);
       if (id === undefined) throw notFound("相似候选不存在");
       const { keep_blob_id } = parseBody(mergeBody, body);
       throwFor(merge(app, id, keep_blob_id, p.user));
       set.status = 204;
     })
-    .post("/api/admin/dedup/:id/dismiss", ({ request, params, set }) => {
-      const p = authenticate(app, request, { admin: true });
+    .post("/api/admin/dedup/:id/dismiss", ({ params, set, principal: p }) => {
       const id = idParam(params.id);
       if (id === undefined) throw notFound("相似候选不存在");
       throwFor(dismiss(app, id, p.user));
       set.status = 204;
     })
-    .get("/api/admin/cleanup", ({ request, query }) => {
-      authenticate(app, request, { admin: true });
+    .get("/api/admin/cleanup", ({ query }) => {
       const { pageSize, offset } = pagination(query);
       const where = "WHERE i.pending_cleanup = 1 AND i.cleanup_exempt = 0";
       const total = app.db.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM images i ${where}`).get()!.n;
