@@ -1,9 +1,9 @@
+import { Forbidden, Unauthenticated } from "../errors";
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import type { MasterKey } from "../config/master-key";
 import { sqlTime } from "../db/time";
-import { ApiError } from "../http/errors";
 import type { UserRow } from "../users/repo";
 import { randomToken, safeEqual, sha256Hex } from "./secrets";
 
@@ -190,15 +190,14 @@ const INVALID_TOKEN = "上传令牌无效、已过期或已吊销";
  * token lacks the upload scope. Admin endpoints never call this.
  */
 export function authenticateUploadToken(deps: TokenDeps, request: Request, now = Date.now()): TokenPrincipal {
-  const challenge = { "www-authenticate": 'Bearer realm="kura"' };
   const header = request.headers.get("authorization") ?? "";
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   const plaintext = match?.[1] ?? "";
   const prefix = tokenPrefixOf(plaintext);
   const found = prefix ? usableToken(deps, prefix, now) : undefined;
-  if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new ApiError(401, INVALID_TOKEN, challenge);
+  if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new Unauthenticated(INVALID_TOKEN, 'Bearer realm="kura"');
   if (!hasUploadScope(found.token)) {
-    throw new ApiError(403, "上传令牌没有上传权限", { "www-authenticate": 'Bearer realm="kura", error="insufficient_scope"' });
+    throw new Forbidden("上传令牌没有上传权限", 'Bearer realm="kura", error="insufficient_scope"');
   }
   new TokenRepo(deps.db).touch(found.token, now);
   return found;

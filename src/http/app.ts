@@ -3,7 +3,8 @@ import type { Server } from "bun";
 import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { assertAdminRoutesGuarded } from "./access";
-import { ApiError, jsonError } from "./errors";
+import { DomainError } from "../errors";
+import { ApiError, httpErrorOf, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { diskFullError, isDiskFull } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
@@ -34,6 +35,10 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
   let router = new Elysia()
     .onError(({ code, error, request }) => {
       if (error instanceof ApiError) return jsonError(error.status, error.message, error.headers);
+      if (error instanceof DomainError) {
+        const e = httpErrorOf(error);
+        return jsonError(e.status, e.message, e.headers);
+      }
       if (code === "PARSE") return jsonError(400, "请求体不是有效的 JSON");
       if (code === "NOT_FOUND") return jsonError(404, "接口不存在");
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");

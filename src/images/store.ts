@@ -1,6 +1,6 @@
+import { QuotaExceeded, Unavailable } from "../errors";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
-import { ApiError } from "../http/errors";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import { storageKeyFor, type BlobRow } from "./repo";
@@ -21,8 +21,8 @@ export interface NewReference {
   idempotencyKey?: string;
 }
 
-const noChannel = () => new ApiError(503, "没有可写入的健康存储渠道，请稍后重试");
-export const quotaFull = () => new ApiError(403, "存储配额已满");
+const noChannel = () => new Unavailable("没有可写入的健康存储渠道，请稍后重试");
+export const quotaFull = () => new QuotaExceeded();
 
 function checkQuota(app: AppContext, userId: string, size: number) {
   const quota = app.users.byId(userId)?.quota_bytes;
@@ -58,7 +58,7 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   }
   if (written.length < app.settings.get().min_success) {
     await undoWrites(app, key, written, intents);
-    throw new ApiError(503, "成功写入的存储渠道数量不足，请稍后重试");
+    throw new Unavailable("成功写入的存储渠道数量不足，请稍后重试");
   }
   return { written, intents };
 }

@@ -1,11 +1,19 @@
 import type { AppContext } from "../../context";
-import { deleteChannel, parsePurge } from "../../channels/drain";
-import { checkChannel, createChannel, exportChannel, testChannel, updateChannel } from "../../channels/service";
+import { deleteChannel } from "../../channels/drain";
+import { checkChannel, createChannel, exportChannel, requireChannel, testChannel, updateChannel } from "../../channels/service";
+import { createBody, testBody, updateBody } from "../../channels/source";
 import { templateItems } from "../../channels/templates";
 import { channelConfigView, channelList } from "../../channels/views";
-import { idParam } from "../body";
-import { notFound } from "../errors";
+import { idParam, parseBody } from "../body";
+import { badRequest, notFound } from "../errors";
 import { sessionRoutes } from "../guard";
+
+/** `purge` query value: absent means true (spec 4.7: deleting a channel purges its files unless purge=false). */
+function parsePurge(value: string | undefined): boolean {
+  if (value === undefined || value === "" || value === "true" || value === "1") return true;
+  if (value === "false" || value === "0") return false;
+  throw badRequest("参数 purge 必须是 true 或 false");
+}
 
 /** Storage channel administration (spec 4.7); administrators only. */
 export function channelRoutes(app: AppContext) {
@@ -18,13 +26,13 @@ export function channelRoutes(app: AppContext) {
       return channelList(app);
     })
     .post("/api/admin/channels", async ({ body, set, principal: p }) => {
-      const created = await createChannel(app, p.user, body);
+      const created = await createChannel(app, p.user, parseBody(createBody, body));
       set.status = 201;
       return created;
     })
     .post("/api/admin/channels/test", async ({ body, set }) => {
       set.headers["cache-control"] = "no-store";
-      return testChannel(app, body);
+      return testChannel(app, parseBody(testBody, body));
     })
     .get("/api/admin/channels/:id/config", ({ params, set }) => {
       const id = idParam(params.id);
@@ -34,7 +42,9 @@ export function channelRoutes(app: AppContext) {
       return channelConfigView(app, row);
     })
     .put("/api/admin/channels/:id", async ({ params, body, principal: p }) => {
-      return updateChannel(app, p.user, idParam(params.id), body);
+      // The channel must exist before its new body is judged: 404 wins over 400.
+      const row = requireChannel(app, idParam(params.id));
+      return updateChannel(app, p.user, row, parseBody(updateBody, body));
     })
     .delete("/api/admin/channels/:id", ({ params, query, set, principal: p }) => {
       set.status = deleteChannel(app, p.user, idParam(params.id), parsePurge(query.purge));

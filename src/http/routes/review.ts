@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { AppContext } from "../../context";
-import { dismiss, LISTABLE_DEDUP as LISTABLE, merge, type ReviewOutcome } from "../../images/dedup";
+import { dismiss, LISTABLE_DEDUP as LISTABLE, merge } from "../../images/dedup";
 import { idParam, pagination, parseBody } from "../body";
-import { badRequest, conflict, notFound } from "../errors";
+import { notFound } from "../errors";
 import { sessionRoutes } from "../guard";
 
 const mergeBody = z.strictObject({ keep_blob_id: z.number().int().min(1) });
@@ -16,13 +16,6 @@ interface SideRow {
   width: number;
   height: number;
   refs: number;
-}
-
-function throwFor(outcome: ReviewOutcome) {
-  if (outcome === "not_found") throw notFound("相似候选不存在");
-  if (outcome === "not_pending") throw conflict("该相似候选已处理");
-  if (outcome === "not_in_pair") throw badRequest("keep_blob_id 必须是该候选中的一方");
-  if (outcome === "blob_gone") throw conflict("候选中的图片已被删除，无法合并");
 }
 
 /** Admin review (spec 4.9): similar pairs from the dedup scan, and cold images awaiting a decision. */
@@ -53,13 +46,13 @@ export function reviewRoutes(app: AppContext) {
       const id = idParam(params.id);
       if (id === undefined) throw notFound("相似候选不存在");
       const { keep_blob_id } = parseBody(mergeBody, body);
-      throwFor(merge(app, id, keep_blob_id, p.user));
+      merge(app, id, keep_blob_id, p.user);
       set.status = 204;
     })
     .post("/api/admin/dedup/:id/dismiss", ({ params, set, principal: p }) => {
       const id = idParam(params.id);
       if (id === undefined) throw notFound("相似候选不存在");
-      throwFor(dismiss(app, id, p.user));
+      dismiss(app, id, p.user);
       set.status = 204;
     })
     .get("/api/admin/cleanup", ({ query }) => {

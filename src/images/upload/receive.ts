@@ -1,3 +1,4 @@
+import { Invalid } from "../../errors";
 import busboy from "busboy";
 import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -5,13 +6,12 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../../auth/secrets";
-import { ApiError, badRequest } from "../../http/errors";
 
 export const FIELD_LIMIT_BYTES = 1024;
 /** Room for multipart boundaries and small fields on top of the file itself. */
 const MULTIPART_OVERHEAD = 64 * 1024;
 
-export const tooLarge = (maxBytes: number) => new ApiError(413, `图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`);
+export const tooLarge = (maxBytes: number) => new Invalid(`图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`, "too_large");
 
 export function tempPath(tmpDir: string, label: string): string {
   return join(tmpDir, `${label}-${Date.now()}-${randomBytes(6).toString("hex")}`);
@@ -53,8 +53,8 @@ export async function receiveMultipart(
   allowedFields: readonly string[],
 ): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
   const type = request.headers.get("content-type") ?? "";
-  if (!type.toLowerCase().startsWith("multipart/form-data")) throw badRequest("请求必须是 multipart/form-data，文件字段名为 file");
-  if (!request.body) throw badRequest("缺少请求体");
+  if (!type.toLowerCase().startsWith("multipart/form-data")) throw new Invalid("请求必须是 multipart/form-data，文件字段名为 file");
+  if (!request.body) throw new Invalid("缺少请求体");
   checkDeclaredLength(request, maxBytes + MULTIPART_OVERHEAD, maxBytes);
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared <= IN_MEMORY_UPLOAD_BYTES) return receiveSmallMultipart(request, maxBytes, allowedFields);
@@ -73,7 +73,7 @@ export async function receiveMultipart(
           defParamCharset: "utf8",
         });
       } catch {
-        reject(badRequest("multipart 请求格式无效"));
+        reject(new Invalid("multipart 请求格式无效"));
         return;
       }
       let pendingWrite: Promise<void> = Promise.resolve();
@@ -108,21 +108,21 @@ export async function receiveMultipart(
         stream.pipe(out);
       });
       parser.on("field", (name, value, info) => {
-        if (info.valueTruncated || info.nameTruncated) return fail(badRequest(`表单字段 ${name} 超过 1 KiB`));
+        if (info.valueTruncated || info.nameTruncated) return fail(new Invalid(`表单字段 ${name} 超过 1 KiB`));
         if (allowedFields.includes(name)) fields[name] = value;
       });
-      parser.on("partsLimit", () => fail(badRequest("表单字段过多")));
-      parser.on("fieldsLimit", () => fail(badRequest("表单字段过多")));
-      parser.on("error", () => fail(badRequest("multipart 请求格式无效")));
+      parser.on("partsLimit", () => fail(new Invalid("表单字段过多")));
+      parser.on("fieldsLimit", () => fail(new Invalid("表单字段过多")));
+      parser.on("error", () => fail(new Invalid("multipart 请求格式无效")));
       parser.on("close", () => pendingWrite.then(resolve, reject));
-      source.on("error", () => fail(badRequest("上传中断")));
+      source.on("error", () => fail(new Invalid("上传中断")));
       source.pipe(parser);
     });
   } catch (err) {
     await rm(path, { force: true });
     throw err;
   }
-  if (!file) throw badRequest("缺少文件字段 file");
+  if (!file) throw new Invalid("缺少文件字段 file");
   return { file, fields };
 }
 
@@ -136,7 +136,7 @@ async function receiveSmallMultipart(
   try {
     form = await request.formData();
   } catch {
-    throw badRequest("multipart 请求格式无效");
+    throw new Invalid("multipart 请求格式无效");
   }
   const fields: Record<string, string> = {};
   let upload: File | undefined;
@@ -145,10 +145,10 @@ async function receiveSmallMultipart(
       if (name === "file" && !upload) upload = value;
       continue;
     }
-    if (Buffer.byteLength(value) > FIELD_LIMIT_BYTES) throw badRequest(`表单字段 ${name} 超过 1 KiB`);
+    if (Buffer.byteLength(value) > FIELD_LIMIT_BYTES) throw new Invalid(`表单字段 ${name} 超过 1 KiB`);
     if (allowedFields.includes(name)) fields[name] = value;
   }
-  if (!upload) throw badRequest("缺少文件字段 file");
+  if (!upload) throw new Invalid("缺少文件字段 file");
   if (upload.size > maxBytes) throw tooLarge(maxBytes);
   const bytes = Buffer.from(await upload.arrayBuffer());
   return {

@@ -1,8 +1,7 @@
+import { Invalid, isClientRejection } from "../../errors";
 import { rm } from "node:fs/promises";
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
-import { ApiError, badRequest } from "../../http/errors";
-import { S3Error } from "../../s3/errors";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -30,13 +29,13 @@ export function parseTtl(value: unknown): number | undefined {
   if (value === undefined || value === null || value === "") return undefined;
   if (value === "never") return 0;
   const n = typeof value === "number" ? value : typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
-  if (!Number.isInteger(n) || n < 0 || n > MAX_TTL_SECONDS) throw badRequest("ttl 必须是 0 到 3153600000 之间的整数秒，或 never");
+  if (!Number.isInteger(n) || n < 0 || n > MAX_TTL_SECONDS) throw new Invalid("ttl 必须是 0 到 3153600000 之间的整数秒，或 never");
   return n;
 }
 
 function parseExifPolicy(value: string | undefined, fallback: ExifPolicy): ExifPolicy {
   if (value === undefined || value === "") return fallback;
-  if (value !== "strip" && value !== "passthrough") throw badRequest("exif_policy 只能是 strip 或 passthrough");
+  if (value !== "strip" && value !== "passthrough") throw new Invalid("exif_policy 只能是 strip 或 passthrough");
   return value;
 }
 
@@ -101,7 +100,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
   let release: (() => void) | undefined;
   try {
     const key = req.idempotencyKey?.trim();
-    if (key && key.length > 255) throw badRequest("Idempotency-Key 过长");
+    if (key && key.length > 255) throw new Invalid("Idempotency-Key 过长");
     if (key) {
       const previous = replayed(app, req.userId, key);
       if (previous) {
@@ -133,8 +132,8 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
     return { id, replayed: false };
   } catch (err) {
     // Invalid input is the client's fault whichever surface reported it: S3 body errors
-    // (BadDigest, EntityTooLarge, IncompleteBody) are 4xx S3Errors, not ApiErrors.
-    outcome = (err instanceof ApiError || err instanceof S3Error) && err.status < 500 ? "rejected" : "failed";
+    // (BadDigest, EntityTooLarge, IncompleteBody) are 4xx S3Errors, not domain errors.
+    outcome = isClientRejection(err) ? "rejected" : "failed";
     throw err;
   } finally {
     release?.();
