@@ -22,6 +22,7 @@ import { registerImageJobs } from "./images/jobs";
 import { ImageRepo } from "./images/repo";
 import { resolveUploadIntents } from "./images/store";
 import { UploadGate } from "./images/upload/limits";
+import type { JobKinds } from "./jobs/kinds";
 import { JobQueue } from "./jobs/queue";
 import { registerCdnPurgeJob } from "./ops/cdn-purge";
 import type { Logger } from "./ops/log";
@@ -70,7 +71,7 @@ export async function createAppContext(
     images,
     lookups: new DeliveryLookups(images),
     channels: new ChannelRegistry(db, key, log, metrics),
-    jobs: new JobQueue(db, { log: (level, msg, fields) => log[level](msg, fields) }),
+    jobs: new JobQueue<JobKinds>(db, { log: (level, msg, fields) => log[level](msg, fields) }),
     referers: new RefererRules(db),
     access: new AccessBuffer(db, () => settings.get().ttl_renew_on_access),
     loginLimiter: new LoginThrottle(LOGIN_BURST, LOGIN_REFILL_SECONDS),

@@ -177,8 +177,8 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
 
 /** The background jobs of channel administration: backfill of a new channel and drain of a deleted one. */
 export function registerChannelJobs(app: AppContext) {
-  app.jobs.register(BACKFILL_JOB, (payload, ctx) => runBackfill(app, payload as { channel_id: number }, ctx), { concurrency: 1 });
-  app.jobs.register(DRAIN_JOB, (payload, ctx) => runDrain(app, payload as { channel_id: number }, ctx), {
+  app.jobs.register(BACKFILL_JOB, (payload, ctx) => runBackfill(app, payload, ctx), { concurrency: 1 });
+  app.jobs.register(DRAIN_JOB, (payload, ctx) => runDrain(app, payload, ctx), {
     concurrency: 1,
     // Draining retries until the channel is empty; the backoff keeps a dead backend from being hammered.
     maxAttempts: 100_000,

@@ -1,5 +1,6 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
+import type { JobKinds } from "../jobs/kinds";
 import { PermanentJobError } from "../jobs/queue";
 import { openBlob } from "./read";
 import { perceptualHash, phashToHex } from "./phash";
@@ -7,10 +8,7 @@ import { PHASH_JOB, REPLICATE_JOB } from "./store";
 
 export const BLOB_DELETE_JOB = "blob.delete";
 
-interface ReplicatePayload {
-  blob_id: number;
-  channel_id: number;
-}
+type ReplicatePayload = JobKinds["blob.replicate"];
 
 /** Copies a blob to one more channel; failures are recorded on the replica and retried with backoff. */
 async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayload) {
@@ -80,8 +78,8 @@ export async function computePhash(app: AppContext, { blob_id }: { blob_id: numb
 }
 
 export function registerImageJobs(app: AppContext) {
-  app.jobs.register(PHASH_JOB, (payload) => computePhash(app, payload as { blob_id: number }), { concurrency: 1 });
-  app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload as ReplicatePayload), { concurrency: 4 });
-  app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload as { blob_id: number }), { concurrency: 2 });
+  app.jobs.register(PHASH_JOB, (payload) => computePhash(app, payload), { concurrency: 1 });
+  app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload), { concurrency: 4 });
+  app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload), { concurrency: 2 });
 }
 

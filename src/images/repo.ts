@@ -33,10 +33,13 @@ export interface ImageRow {
   created_at: string;
 }
 
+/** Where one blob stands on one channel: being copied, copied, given up for now, being removed. */
+export type ReplicaState = "pending" | "done" | "failed" | "deleting";
+
 export interface ReplicaRow {
   blob_id: number;
   channel_id: number;
-  state: string;
+  state: ReplicaState;
   attempts: number;
   last_error: string;
   updated_at: string;
@@ -118,7 +121,7 @@ export class ImageRepo {
     return this.db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM blob_channels WHERE blob_id = ? AND state = 'done'").get(blobId)!.n;
   }
 
-  setReplica(blobId: number, channelId: number, state: string, error = "", countAttempt = false) {
+  setReplica(blobId: number, channelId: number, state: ReplicaState, error = "", countAttempt = false) {
     this.doneCache.delete(blobId);
     this.db
       .query(

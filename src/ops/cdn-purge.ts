@@ -84,7 +84,7 @@ async function purge(app: AppContext, { files }: { files: string[] }, signal: Ab
 }
 
 export function registerCdnPurgeJob(app: AppContext) {
-  app.jobs.register(CDN_PURGE_JOB, (payload, ctx) => purge(app, payload as { files: string[] }, ctx.signal), {
+  app.jobs.register(CDN_PURGE_JOB, (payload, ctx) => purge(app, payload, ctx.signal), {
     concurrency: 2,
     maxAttempts: 12,
     backoff: { baseMs: 2_000, capMs: 30 * 60_000 },
