@@ -1,6 +1,9 @@
-import type { AppContext } from "../context";
+import type { Database } from "bun:sqlite";
+import type { SettingsStore } from "../config/settings";
 import { sqlTime } from "../db/time";
+import type { BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
+import type { Metrics } from "../ops/metrics";
 import { HotBytes } from "./hot-bytes";
 import { SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
@@ -27,6 +30,14 @@ export const HOT_ITEM_MAX = 2 * 1024 * 1024;
  * otherwise one generation per (blob, width, format) however many requests wait for it,
  * at most `process_workers` encodes at once, each bounded by `process_timeout_ms`.
  */
+/** What the variant service needs: blob reads for originals, settings, its cache dir, the variants table, metrics. */
+export interface VariantDeps extends BlobReadDeps {
+  db: Database;
+  settings: SettingsStore;
+  paths: { tmp: string; variants: string };
+  metrics: Metrics;
+}
+
 export class VariantService {
   readonly cache: VariantCache;
   /** Hot originals and variants in memory, shared with the original-serving path. */
@@ -34,7 +45,7 @@ export class VariantService {
   private readonly limiter: WorkLimiter;
   private readonly flights = new SingleFlight<string, VariantBytes>();
 
-  constructor(private readonly app: AppContext) {
+  constructor(private readonly app: VariantDeps) {
     const s = app.settings.get();
     // No onEvict hook: the `variants` rows record every URL ever generated for a blob (what a
     // CDN may still cache for a year), not what the local LRU holds, so evictions leave them.

@@ -6,7 +6,8 @@ import { openBlob } from "./read";
 import { perceptualHash, phashToHex } from "./phash";
 import { PHASH_JOB, REPLICATE_JOB } from "./store";
 
-export const BLOB_DELETE_JOB = "blob.delete";
+export { BLOB_DELETE_JOB } from "./job-names";
+import { BLOB_DELETE_JOB } from "./job-names";
 
 type ReplicatePayload = JobKinds["blob.replicate"];
 

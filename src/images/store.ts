@@ -7,8 +7,8 @@ import { storageKeyFor, type BlobRow } from "./repo";
 import { newShortId } from "./short-id";
 import type { PreparedImage } from "./upload/prepare";
 
-export const REPLICATE_JOB = "blob.replicate";
-export const PHASH_JOB = "blob.phash";
+export { PHASH_JOB, REPLICATE_JOB } from "./job-names";
+import { PHASH_JOB, REPLICATE_JOB } from "./job-names";
 /** Delay before the perceptual hash (a full decode) of a new blob is computed. */
 export const PHASH_DELAY_MS = 30_000;
 
