@@ -1,5 +1,5 @@
 // Upload tab: drag & drop / file picker with per-file progress, import from URL,
-// and the resulting link in the three forms people paste (URL, Markdown, HTML).
+// and the resulting link in the forms people paste (URL, Markdown, HTML, BBCode, thumbnail).
 import { api, uploadFile } from "./api";
 import { busy, copyButton, errorText, fmtBytes, h, safeHref } from "./dom";
 import { linkForms, thumbUrl } from "./links";
@@ -29,7 +29,7 @@ function resultRow(name: string, sizeText: string): { row: HTMLElement; progress
       const href = safeHref(r.url);
       body.append(
         h("div", { class: "result-url" }, href ? h("a", { href, target: "_blank", rel: "noopener", class: "uploaded-url" }, r.url) : r.url),
-        h("div", { class: "copy-row" }, ...linkForms(r.url, name).map((f) => copyButton(`复制 ${f.label}`, () => f.text))),
+        h("div", { class: "copy-row" }, ...linkForms(r.url, name, ctx.config.process_widths).map((f) => copyButton(`复制 ${f.label}`, () => f.text))),
       );
       row.classList.add("ok");
     },
