@@ -14,8 +14,8 @@ export interface ClientFixture {
   dispose(): Promise<void>;
 }
 
-export async function startClientFixture(): Promise<ClientFixture> {
-  const server = await KuraServer.start();
+export async function startClientFixture(env: Record<string, string> = {}): Promise<ClientFixture> {
+  const server = await KuraServer.start({ env });
   const admin = await adminSession(server);
   const issued = await admin.json("POST", "/api/admin/tokens", { name: `clients-${Date.now()}` }, 201);
   const dir = mkdtempSync(join(tmpdir(), "kura-clients-"));
