@@ -191,6 +191,9 @@ describe("Lsky Pro V2 API", () => {
     await f.admin.json("POST", "/api/admin/users", { name, password: "right-password-1", role: "user" }, 201);
     const issue = (password: string) =>
       fetch(f.server.url("/api/v1/tokens"), { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ name, password }) });
+    const broken = await fetch(f.server.url("/api/v1/tokens"), { method: "POST", headers: { "content-type": "application/json" }, body: "{name:" });
+    expect(broken.status).toBe(400);
+    expect((await specJson(broken, "POST", "/api/v1/tokens")).status).toBe(false);
     const ok = await specJson(await issue("right-password-1"), "POST", "/api/v1/tokens");
     expect(ok.status).toBe(true);
     const up = await lskyUpload(await makeJpeg(16, 16, seed++), "t.jpg", { authorization: `Bearer ${ok.data.token}` });

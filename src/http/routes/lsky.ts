@@ -16,7 +16,7 @@ import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
 import { audit } from "../../ops/audit";
 import { parseBody, queryInt } from "../body";
-import { ApiError, forbidden, unauthorized } from "../errors";
+import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadMaxBytes } from "../upload-input";
 
@@ -37,6 +37,21 @@ const tokenBody = z.object({
   email: z.string().min(1).max(256).optional(),
   password: z.string().min(1).max(1024),
 });
+
+/** A JSON, urlencoded or multipart body as a plain object (Laravel reads all three), or a 400 in Lsky's shape. */
+async function readForm(request: Request): Promise<unknown> {
+  const type = (request.headers.get("content-type") ?? "").toLowerCase();
+  try {
+    if (type.startsWith("application/json")) return await request.json();
+    if (type.startsWith("application/x-www-form-urlencoded") || type.startsWith("multipart/form-data")) {
+      const form = await request.formData();
+      return Object.fromEntries([...form.entries()].filter(([, v]) => typeof v === "string"));
+    }
+  } catch {
+    throw badRequest("请求体格式无效");
+  }
+  throw badRequest("请求体必须是 JSON 或表单");
+}
 
 /**
  * `Authorization: Bearer <token>`; the bare token is accepted too, because the lankong
@@ -128,8 +143,8 @@ export function lskyRoutes(app: AppContext) {
   };
 
   /** Name (or Lsky's `email`) and password → a new upload token, under the login rate limit. */
-  const issueToken = async (request: Request, body: unknown) => {
-    const input = parseBody(tokenBody, body);
+  const issueToken = async (request: Request) => {
+    const input = parseBody(tokenBody, await readForm(request));
     const name = input.name ?? input.email;
     if (!name) throw new ApiError(400, "字段 name 缺失或类型错误");
     const wait = app.loginLimiter.take(`${requestInfo(request).client}\0${name}`);
@@ -161,5 +176,5 @@ export function lskyRoutes(app: AppContext) {
         return ok("success", lskyPage([], 0, queryInt(query.page, "page", 1, 1), PER_PAGE, `${origin(request)}/api/v1/albums`));
       }),
     )
-    .post("/api/v1/tokens", ({ request, body }) => lsky(app, request, () => issueToken(request, body)));
+    .post("/api/v1/tokens", ({ request }) => lsky(app, request, () => issueToken(request)), { parse: "none" });
 }
