@@ -152,6 +152,13 @@ describe("Lsky Pro V2 API", () => {
     const keys = all.data.data.map((i: { key: string }) => i.key);
     expect(keys.at(-1)).toBe(own.data.key);
 
+    // Unknown orders (even names of inherited object members) fall back to newest first.
+    for (const order of ["constructor", "__proto__", "bogus"]) {
+      const odd = await fetch(f.server.url(`/api/v1/images?order=${order}`), { headers: auth() });
+      expect(odd.status).toBe(200);
+      expect((await specJson(odd, "GET", "/api/v1/images")).data.data[0].key).toBe(own.data.key);
+    }
+
     const profile = await specJson(await fetch(f.server.url("/api/v1/profile"), { headers: auth() }), "GET", "/api/v1/profile");
     expect(profile.data.name).toBe("admin");
     expect(profile.data.image_num).toBe(all.data.total);

@@ -24,12 +24,13 @@ import { uploadMaxBytes } from "../upload-input";
 const PER_PAGE = 40;
 const STRATEGY = { id: 1, name: "Kura" };
 
-const ORDERS: Record<string, string> = {
-  newest: "i.created_at DESC, i.rowid DESC",
-  earliest: "i.created_at ASC, i.rowid ASC",
-  utmost: "b.size DESC, i.rowid DESC",
-  least: "b.size ASC, i.rowid ASC",
-};
+/** A Map, not an object literal: `order=constructor` must not find an inherited member. */
+const ORDERS = new Map([
+  ["newest", "i.created_at DESC, i.rowid DESC"],
+  ["earliest", "i.created_at ASC, i.rowid ASC"],
+  ["utmost", "b.size DESC, i.rowid DESC"],
+  ["least", "b.size ASC, i.rowid ASC"],
+]);
 
 /** Lsky's TokenController takes `email`; Kura accounts have names, and either key is accepted. */
 const tokenBody = z.object({
@@ -109,7 +110,7 @@ export function lskyRoutes(app: AppContext) {
     const clause = where.join(" AND ");
     const total = app.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i WHERE ${clause}`).get(...args)!.n;
     const rows = app.db
-      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} WHERE ${clause} ORDER BY ${ORDERS[query.order ?? ""] ?? ORDERS.newest} LIMIT ? OFFSET ?`)
+      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} WHERE ${clause} ORDER BY ${ORDERS.get(query.order ?? "") ?? ORDERS.get("newest")} LIMIT ? OFFSET ?`)
       .all(...args, PER_PAGE, (page - 1) * PER_PAGE);
     const base = origin(request);
     return ok("success", lskyPage(rows.map((v) => lskyListItem(compatImage(app, v, base))), total, page, PER_PAGE, path));
