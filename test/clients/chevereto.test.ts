@@ -1,6 +1,6 @@
 /** The Chevereto API v1 compatible upload, sent the way ShareX's built-in Chevereto uploader and bots send it. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { makeJpeg, makePng } from "../helpers/images";
+import { form, makeJpeg, makePng } from "../helpers/images";
 import { sha256, specJson, startClientFixture, type ClientFixture } from "./fixture";
 
 describe("Chevereto API v1", () => {
@@ -159,5 +159,44 @@ describe("Chevereto API v1", () => {
     const text = await fetch(endpoint(), { method: "POST", body: sharexForm(new TextEncoder().encode("hello"), f.token, "a.txt") });
     expect(text.status).toBe(415);
     expect((await specJson(text, "POST", "/api/1/upload")).status_code).toBe(415);
+  });
+
+  test("reading a form whose key is inside it holds one of the max_concurrent_uploads slots", async () => {
+    await f.admin.json("PUT", "/api/admin/config", { max_concurrent_uploads: 1 });
+    let finish = () => {};
+    try {
+      const png = await makePng(30, 30, seed++);
+      const boundary = "----sharex" + seed;
+      const head = `--${boundary}\r\nContent-Disposition: form-data; name="key"\r\n\r\n${f.token}\r\n--${boundary}\r\nContent-Disposition: form-data; name="source"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`;
+      const resumed = new Promise<void>((resolve) => (finish = resolve));
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode(head));
+          controller.enqueue(png.subarray(0, 10));
+          await resumed;
+          controller.enqueue(png.subarray(10));
+          controller.enqueue(new TextEncoder().encode(`\r\n--${boundary}--\r\n`));
+          controller.close();
+        },
+      });
+      const slow = fetch(endpoint(), { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` }, body, duplex: "half" } as RequestInit);
+      // While that form is still arriving, the one slot is taken: another upload is refused.
+      let other: Response | undefined;
+      for (let i = 0; i < 50 && other?.status !== 429; i++) {
+        await Bun.sleep(20);
+        other = await fetch(f.server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${f.token}` }, body: form(await makeJpeg(16, 16, seed++)) });
+      }
+      expect(other!.status).toBe(429);
+      finish();
+      const done = await slow;
+      expect(done.status).toBe(200);
+      expect((await specJson(done, "POST", "/api/1/upload")).image.original_filename).toBe("slow.png");
+      // The slot is free again.
+      const after = await fetch(f.server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${f.token}` }, body: form(await makeJpeg(16, 16, seed++)) });
+      expect(after.status).toBe(200);
+    } finally {
+      finish();
+      await f.admin.json("PUT", "/api/admin/config", { max_concurrent_uploads: 16 });
+    }
   });
 });

@@ -30,17 +30,22 @@ export function cheveretoRoutes(app: AppContext) {
     const query = new URL(request.url).searchParams;
     let format = cheveretoFormat(query.get("format"));
     let input: CheveretoInput | undefined;
+    let slot: (() => void) | undefined;
     try {
       // A key in the header or query is checked before the body is read; a key inside the
-      // form (ShareX sends it there) can only be checked once the form has been read.
+      // form (ShareX sends it there) can only be checked once the form has been read, so that
+      // read already holds one of the max_concurrent_uploads slots.
       let key = request.headers.get("x-api-key") ?? query.get("key") ?? undefined;
+      let gate: { admit(userId: string): () => void } = app.uploadGate;
       if (!key) {
+        const held = (slot = app.uploadGate.reserve());
         input = await readCheveretoInput(app, request);
         key = input.fields.key;
         format = cheveretoFormat(input.fields.format);
+        gate = { admit: (userId) => app.uploadGate.admitReserved(userId, held) };
       }
       const t = authenticateKey(app, key);
-      const outcome = await runUpload(app, app.uploadGate, {
+      const outcome = await runUpload(app, gate, {
         userId: t.user.id,
         tokenId: t.token.id,
         idempotencyKey: request.headers.get("idempotency-key"),
@@ -67,6 +72,7 @@ export function cheveretoRoutes(app: AppContext) {
     } finally {
       // A file part the pipeline never took (bad key, 429, replay) must not stay in tmp.
       await discardInput(input);
+      slot?.();
     }
   };
 
