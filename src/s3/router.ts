@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import { errorResponse, notImplemented, toS3Error } from "./errors";
 import { authenticateS3, type S3Request } from "./request";
-import { createBucket, deleteBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
+import { createBucket, deleteBucket, requireOwnBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
 import { copyObject } from "./ops/copy";
 import { listObjectsV1, listObjectsV2 } from "./ops/list";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, uploadPart } from "./ops/multipart";
@@ -89,6 +89,7 @@ export function s3Routes(app: AppContext) {
     let response: Response;
     try {
       const req = authenticateS3(app, request, requestId);
+      requireOwnBucket(req.bucket);
       let handler: Handler;
       if (!req.bucket) {
         if (req.method !== "GET" && req.method !== "HEAD") throw notImplemented(`${req.method} /s3/`);
