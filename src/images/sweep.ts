@@ -1,6 +1,7 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { SYSTEM_ACTOR, audit } from "../ops/audit";
+import { expireMultipartUploads } from "../s3/multipart-store";
 import { deleteReference } from "./delete";
 
 /** Images handled per sweep round, so one round never holds the event loop for long. */
@@ -32,6 +33,7 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
   }
   if (expired.length || flagged) app.log.info("清理扫描完成", { expired: expired.length, flagged });
   pruneHousekeeping(app, now);
+  await expireMultipartUploads(app, now);
   return { expired: expired.length, flagged };
 }
 

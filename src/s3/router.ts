@@ -11,6 +11,7 @@ import { authenticateS3, type S3Request } from "./request";
 import { createBucket, deleteBucket, requireOwnBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
 import { copyObject } from "./ops/copy";
 import { listObjectsV1, listObjectsV2 } from "./ops/list";
+import { listMultipartUploads } from "./ops/list-uploads";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, uploadPart } from "./ops/multipart";
 import { deleteObject, deleteObjects, getObject, putObject } from "./ops/objects";
 
@@ -38,6 +39,7 @@ export function s3Routes(app: AppContext) {
       case "GET":
         if (sub === "versioning") return getVersioning;
         if (sub === "location") return getLocation;
+        if (sub === "uploads") return (r) => listMultipartUploads(app, r);
         if (sub) break;
         return req.query.get("list-type") === "2" ? (r) => listObjectsV2(app, r) : (r) => listObjectsV1(app, r);
       case "HEAD":
@@ -67,7 +69,7 @@ export function s3Routes(app: AppContext) {
       case "PUT":
         if (sub === "partNumber" || sub === "uploadId") {
           if (copySource) break; // UploadPartCopy
-          return (r) => uploadPart(app, r);
+          return (r) => uploadPart(app, uploadGate(), r);
         }
         if (sub) break;
         return copySource ? (r) => copyObject(app, r) : (r) => putObject(app, uploadGate(), r);
