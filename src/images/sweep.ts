@@ -26,7 +26,7 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
     const cutoff = sqlTime(now - days * 86_400_000);
     flagged = app.db
       .query(
-        `UPDATE images SET pending_cleanup = 1
+        `UPDATE images SET pending_cleanup = 1, cleanup_reason = 'cold'
          WHERE pending_cleanup = 0 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) < ?`,
       )
       .run(cutoff).changes;

@@ -7,7 +7,9 @@ import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import { errorResponse, notImplemented, toS3Error } from "./errors";
-import { authenticateS3, type S3Request } from "./request";
+import { rawTarget } from "../http/raw-url";
+import { authenticateS3, splitS3Path, type S3Request } from "./request";
+import { isPostPolicyUpload, postObject } from "./ops/post-object";
 import { createBucket, deleteBucket, requireOwnBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
 import { copyObject } from "./ops/copy";
 import { listObjectsV1, listObjectsV2 } from "./ops/list";
@@ -90,6 +92,16 @@ export function s3Routes(app: AppContext) {
     const resource = new URL(request.url).pathname;
     let response: Response;
     try {
+      const target = rawTarget(request.url);
+      if (isPostPolicyUpload(request, target.query)) {
+        // Browser forms carry their signature in the policy fields, not in headers or the query.
+        const { bucket, key } = splitS3Path(target.path);
+        requireOwnBucket(bucket);
+        if (!bucket || key) throw notImplemented("POST 表单上传只能提交到存储桶地址（/s3/kura）");
+        response = await postObject(app, uploadGate(), request, bucket);
+        response.headers.set("x-amz-request-id", requestId);
+        return response;
+      }
       const req = authenticateS3(app, request, requestId);
       requireOwnBucket(req.bucket);
       let handler: Handler;

@@ -98,7 +98,7 @@ describe("S3 protocol details", () => {
     expect(xml).toContain("<DeleteResult");
     expect(xml).not.toContain("<Deleted>");
     expect((await signed("HEAD", "/s3/kura/e.jpg")).status).toBe(404);
-    for (const [method, path] of [["GET", "/s3/kura/a.jpg?acl="], ["PUT", "/s3/kura?policy="], ["GET", "/s3/kura?uploads="]] as const) {
+    for (const [method, path] of [["GET", "/s3/kura/a.jpg?acl="], ["PUT", "/s3/kura?policy="], ["GET", "/s3/kura/a.jpg?uploadId=0123456789abcdef0123456789abcdef"]] as const) {
       const r = await signed(method, path, method === "PUT" ? { body: "{}" } : {});
       expect(r.status).toBe(501);
       expect(await r.text()).toContain("<Code>NotImplemented</Code>");

@@ -6,6 +6,7 @@
 import { basename } from "node:path";
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
+import { supersedeObjectKey } from "../../images/object-key";
 import { newShortId } from "../../images/short-id";
 import { quotaFull } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";
@@ -39,7 +40,7 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
   const id = app.db.transaction(() => {
     const quota = app.users.byId(req.user.id)?.quota_bytes;
     if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
-    app.db.query("UPDATE images SET object_key = NULL WHERE user_id = ? AND object_key = ?").run(req.user.id, key);
+    supersedeObjectKey(app.db, req.user.id, key);
     app.db.query("UPDATE blobs SET ref_count = ref_count + 1, pending_delete = 0, delete_after = NULL WHERE id = ?").run(source.blob_id);
     let fresh = newShortId();
     while (app.images.view(fresh)) fresh = newShortId();
