@@ -69,3 +69,21 @@ export async function s3User(f: S3Fixture, name: string, fields: { quota_bytes?:
   const cred = await session.json<S3Credential>("POST", `/api/admin/tokens/${token.id}/s3-credential`);
   return { userId: user.id, cred };
 }
+
+/** The real rclone with a config for the fixture's credential as remote `k`; AWS_CA_BUNDLE and RCLONE_* are kept out of its environment. */
+export function rcloneFor(f: S3Fixture, configPath: string) {
+  const { writeFileSync } = require("node:fs") as typeof import("node:fs");
+  writeFileSync(
+    configPath,
+    ["[k]", "type = s3", "provider = Other", `access_key_id = ${f.cred.access_key_id}`, `secret_access_key = ${f.cred.secret_access_key}`,
+      `endpoint = ${f.cred.endpoint}`, `region = ${f.cred.region}`, "force_path_style = true", ""].join("\n"),
+    { mode: 0o600 },
+  );
+  return async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "AWS_CA_BUNDLE" && !k.startsWith("RCLONE_")) env[k] = v;
+    const proc = Bun.spawn(["rclone", "--config", configPath, "--retries", "1", "--low-level-retries", "1", ...args], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    return { code: await proc.exited, out, err };
+  };
+}
