@@ -55,6 +55,12 @@ export interface VerifyOptions {
   lookupSecret: (accessKeyId: string) => string | undefined;
   /** Injectable clock (epoch ms or Date); defaults to Date.now(). */
   now?: number | Date;
+  /**
+   * Where the surface is mounted (`/s3`). A signature computed over the path without it is accepted
+   * too: clients that cannot put a path in their endpoint (s3cmd, minio-go) reach the surface through
+   * a proxy that maps a host's root onto the mount, and they sign the path they sent.
+   */
+  mountPrefix?: string;
 }
 
 export interface SigV4Auth {
@@ -253,7 +259,10 @@ export function verifySigV4(req: SigV4Request, opts: VerifyOptions): SigV4Auth {
   const cQuery = canonicalQuery(pairs, parsed.auth === "presigned" ? "X-Amz-Signature" : undefined);
   const cHeaders = canonicalHeaders(parsed.signedHeaders, headers);
   let match: { canonicalRequest: string; stringToSign: string } | undefined;
-  for (const canonicalUri of canonicalUriCandidates(path)) {
+  const mount = opts.mountPrefix;
+  const unmounted = mount && (path === mount || path.startsWith(`${mount}/`)) ? path.slice(mount.length) || "/" : undefined;
+  const uris = [...canonicalUriCandidates(path), ...(unmounted ? canonicalUriCandidates(unmounted) : [])];
+  for (const canonicalUri of uris) {
     const creq = canonicalRequest({ method: req.method, canonicalUri, canonicalQuery: cQuery, canonicalHeaders: cHeaders, signedHeaders: parsed.signedHeaders, payloadHash });
     const sts = stringToSign(parsed.amzDate, scope, creq);
     if (signaturesEqual(signHex(signingKey, sts), parsed.signature)) {
