@@ -55,6 +55,9 @@ describe("S3 protocol details", () => {
       expect(await res.text()).toContain("<Code>NoSuchBucket</Code>");
     }
     expect((await signed("HEAD", "/s3/photos/a.jpg")).status).toBe(404);
+    const copy = await signed("PUT", "/s3/kura/copied.jpg", { headers: { "x-amz-copy-source": "photos/a.jpg" } });
+    expect(copy.status).toBe(404);
+    expect(await copy.text()).toContain("<Code>NoSuchBucket</Code>");
     // Nothing was deleted or stored through the wrong names.
     expect((await signed("HEAD", "/s3/kura/a.jpg")).status).toBe(200);
     expect((await signed("HEAD", "/s3/kura/x.jpg")).status).toBe(404);

@@ -13,6 +13,7 @@ import { S3Error, noSuchKey } from "../errors";
 import { md5Of, objectByKey, parseMeta, setObjectMeta, type S3Object } from "../object-repo";
 import { requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
+import { requireOwnBucket } from "./buckets";
 import { requireValidKey } from "./objects";
 
 /** `x-amz-copy-source: [/]bucket/url-encoded-key[?versionId=…]` → the decoded key. */
@@ -20,6 +21,7 @@ export function copySourceKey(header: string): string {
   const value = header.trim().replace(/^\//, "").replace(/\?.*$/, "");
   const slash = value.indexOf("/");
   if (slash <= 0) throw new S3Error("InvalidArgument", "x-amz-copy-source 格式应为 <bucket>/<key>");
+  requireOwnBucket(value.slice(0, slash));
   try {
     return decodeURIComponent(value.slice(slash + 1));
   } catch {
