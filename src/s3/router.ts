@@ -87,29 +87,29 @@ export function s3Routes(app: AppContext) {
     throw notImplemented(`${req.method} 对象${sub ? ` ?${sub}` : copySource ? "（复制分片）" : ""}`);
   };
 
+  /** Browser forms carry their signature in the policy fields, not in headers or the query. */
+  const formUpload = (request: Request, path: string): Promise<Response> => {
+    const { bucket, key } = splitS3Path(path);
+    requireOwnBucket(bucket);
+    if (!bucket || key) throw notImplemented("POST 表单上传只能提交到存储桶地址（/s3/kura）");
+    return postObject(app, uploadGate(), request, bucket);
+  };
+
+  const signedOperation = (request: Request, requestId: string): Promise<Response> | Response => {
+    const req = authenticateS3(app, request, requestId);
+    requireOwnBucket(req.bucket);
+    if (req.bucket) return (req.key === "" ? bucketOp(req) : objectOp(req))(req);
+    if (req.method !== "GET" && req.method !== "HEAD") throw notImplemented(`${req.method} /s3/`);
+    return listBuckets(req);
+  };
+
   const handle = async (request: Request): Promise<Response> => {
     const requestId = randomBytes(8).toString("hex").toUpperCase();
     const resource = new URL(request.url).pathname;
     let response: Response;
     try {
       const target = rawTarget(request.url);
-      if (isPostPolicyUpload(request, target.query)) {
-        // Browser forms carry their signature in the policy fields, not in headers or the query.
-        const { bucket, key } = splitS3Path(target.path);
-        requireOwnBucket(bucket);
-        if (!bucket || key) throw notImplemented("POST 表单上传只能提交到存储桶地址（/s3/kura）");
-        response = await postObject(app, uploadGate(), request, bucket);
-        response.headers.set("x-amz-request-id", requestId);
-        return response;
-      }
-      const req = authenticateS3(app, request, requestId);
-      requireOwnBucket(req.bucket);
-      let handler: Handler;
-      if (!req.bucket) {
-        if (req.method !== "GET" && req.method !== "HEAD") throw notImplemented(`${req.method} /s3/`);
-        handler = listBuckets;
-      } else handler = req.key === "" ? bucketOp(req) : objectOp(req);
-      response = await handler(req);
+      response = isPostPolicyUpload(request, target.query) ? await formUpload(request, target.path) : await signedOperation(request, requestId);
     } catch (err) {
       const s3 = toS3Error(err);
       if (s3.status >= 500 && s3.code === "InternalError") {
