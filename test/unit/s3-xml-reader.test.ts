@@ -40,9 +40,14 @@ describe("S3 XML reader", () => {
   test("1 MiB of any single hostile token is refused in linear time", () => {
     for (const token of TOKENS) {
       const body = token.repeat(Math.floor(MAX_XML_CHARS / token.length));
-      const started = performance.now();
-      expect(parseDeleteObjects(body)).toBeUndefined();
-      expect(performance.now() - started).toBeLessThan(100);
+      // Best of three: the rule is the parser's cost, not a GC pause on a loaded machine (quadratic would take seconds).
+      let best = Infinity;
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        expect(parseDeleteObjects(body)).toBeUndefined();
+        best = Math.min(best, performance.now() - started);
+      }
+      expect(best).toBeLessThan(100);
     }
     expect(() => parseXml("x".repeat(MAX_XML_CHARS + 1))).toThrow(MalformedXmlError);
   });
