@@ -34,9 +34,9 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
 /**
  * Re-judges the cleanup list against `cold_cleanup_days`: flags references not publicly
  * accessed for that long and unflags those that no longer qualify (accessed since, or the
- * threshold was raised or set to 0), so the list never goes stale.
+ * threshold was raised or set to 0), so the list never goes stale. Only cold marks are
+ * re-decided: a superseded image stays listed whatever its accesses.
  */
-/** Re-decides cold marks only: a superseded image stays listed whatever its accesses. */
 export function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): { flagged: number; unflagged: number } {
   const days = app.settings.get().cold_cleanup_days;
   if (days <= 0) {
