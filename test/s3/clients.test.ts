@@ -98,6 +98,23 @@ describe("S3 client gaps", () => {
     expect((await signedRequest(f, "HEAD", "/s3/kura/over.jpg")).status).toBe(200);
   });
 
+  test("a superseded image stays on the cleanup list when viewed or when cold judging re-runs", async () => {
+    for (const seed of [21, 22]) expect((await signedRequest(f, "PUT", "/s3/kura/kept.jpg", { body: await makeJpeg(40, 40, seed) })).status).toBe(200);
+    const listed = async () =>
+      (await f.admin.json("GET", "/api/admin/cleanup?page_size=100")).items.filter((i: { reason: string; file_name: string }) => i.reason === "superseded" && i.file_name === "kept.jpg");
+    const [old] = await listed();
+    expect(old).toBeDefined();
+    // A public view, written by the activity flush: it clears cold marks, not this one.
+    await f.admin.json("PUT", "/api/admin/config", { activity_flush_seconds: 1 });
+    expect((await fetch(f.server.url(old.url))).status).toBe(200);
+    for (let i = 0; i < 100 && (await f.admin.json("GET", `/api/admin/images/${old.id}`)).access_count === 0; i++) await Bun.sleep(100);
+    expect((await f.admin.json("GET", `/api/admin/images/${old.id}`)).access_count).toBe(1);
+    // Changing the cold threshold re-judges cold marks at once (0 clears them all): not this one.
+    await f.admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 30 });
+    await f.admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 0 });
+    expect((await listed()).map((i: { id: string }) => i.id)).toEqual([old.id]);
+  });
+
   /** A browser-form upload exactly as boto3's generate_presigned_post prepares it (policy built here). */
   function presignedPost(key: string, opts: { conditions?: unknown[]; expiresIn?: number; secret?: string; extraFields?: Record<string, string> } = {}) {
     const now = new Date();
