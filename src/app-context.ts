@@ -60,6 +60,8 @@ export async function createAppContext(
   // In dependency order: each part gets only what was built before it, and nothing is patched in later.
   const metrics = createMetrics();
   const paths = prepareDataPaths(boot.dataDir);
+  // Multipart parts lived under tmp, just wiped: their uploads cannot complete any more.
+  db.query("DELETE FROM multipart_uploads").run();
   const settings = new SettingsStore(db, key);
   const images = new ImageRepo(db);
   const channels = new ChannelRegistry(db, key, log, metrics, cryptWrapper(key));

@@ -49,6 +49,23 @@ export function storedFingerprint(path: string): string | undefined {
  * Opens the data directory: checks the master key against the database BEFORE
  * writing anything, generates a key for a new database, runs migrations.
  */
+/**
+ * For one-shot commands: opens the existing data directory (never creating one), or logs why
+ * it cannot be used and returns the exit code.
+ */
+export function openExistingDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } | number {
+  try {
+    requireExistingDatabase(boot);
+    return openDataDir(boot, log);
+  } catch (err) {
+    if (err instanceof StartupError) {
+      log.error("无法打开数据目录", { err: err.message });
+      return 1;
+    }
+    throw err;
+  }
+}
+
 export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } {
   mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
   const dbPath = databasePath(boot.dataDir);

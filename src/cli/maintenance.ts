@@ -1,5 +1,5 @@
 import { createAppContext } from "../app-context";
-import { openDataDir, requireExistingDatabase, StartupError } from "../boot";
+import { openExistingDataDir, requireExistingDatabase, StartupError } from "../boot";
 import type { Bootstrap } from "../config/bootstrap";
 import type { AppContext } from "../context";
 import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
@@ -26,15 +26,7 @@ export async function openForMaintenance(boot: Bootstrap, command: string): Prom
     }
     throw err;
   }
-  let opened;
-  try {
-    opened = openDataDir(boot, log);
-  } catch (err) {
-    if (err instanceof StartupError) {
-      log.error("无法打开数据目录", { err: err.message });
-      return 1;
-    }
-    throw err;
-  }
+  const opened = openExistingDataDir(boot, log);
+  if (typeof opened === "number") return opened;
   return createAppContext(boot, opened.db, opened.key, log, () => {});
 }

@@ -11,6 +11,7 @@ import { proxyMisconfigurationHint } from "./proxy-hint";
 import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
+import { closesConnection } from "./tool-surfaces";
 import { authRoutes } from "./routes/auth";
 import { configRoutes } from "./routes/config";
 import { consoleRoutes } from "./routes/console";
@@ -18,6 +19,8 @@ import { systemRoutes } from "./routes/system";
 import { tokenRoutes } from "./routes/tokens";
 import { userRoutes } from "./routes/users";
 import { uploadRoutes } from "./routes/uploads";
+import { lskyRoutes } from "./routes/lsky";
+import { cheveretoRoutes } from "./routes/chevereto";
 import { imageRoutes } from "./routes/images";
 import { channelRoutes } from "./routes/channels";
 import { channelOAuthRoutes } from "./routes/channel-oauth";
@@ -53,6 +56,8 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(configRoutes(app))
     .use(tokenRoutes(app))
     .use(uploadRoutes(app))
+    .use(lskyRoutes(app))
+    .use(cheveretoRoutes(app))
     .use(imageRoutes(app))
     .use(channelRoutes(app))
     .use(channelOAuthRoutes(app))
@@ -132,6 +137,7 @@ export function createFetchHandler(app: AppContext, router: Router) {
       }
     }
     response.headers.set("x-content-type-options", "nosniff");
+    if (closesConnection(path)) response.headers.set("connection", "close");
     const headLength = response.headers.get(HEAD_LENGTH_HEADER);
     if (headLength !== null) {
       response.headers.delete(HEAD_LENGTH_HEADER);

@@ -58,3 +58,10 @@ export function httpErrorOf(err: DomainError): ApiError {
 function challengeHeader(challenge: string | undefined): Record<string, string> {
   return challenge ? { "www-authenticate": challenge } : {};
 }
+
+/** An error the JSON-speaking surfaces can answer as is (ApiError, or a domain error mapped above); undefined for a crash. */
+export function asApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return httpErrorOf(err);
+  return undefined;
+}

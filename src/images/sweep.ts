@@ -1,6 +1,7 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { SYSTEM_ACTOR, audit } from "../ops/audit";
+import { COLD_MARK } from "./cleanup-reason";
 import { deleteReference } from "./delete";
 
 /** Images handled per sweep round, so one round never holds the event loop for long. */
@@ -31,21 +32,22 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
 /**
  * Re-judges the cleanup list against `cold_cleanup_days`: flags references not publicly
  * accessed for that long and unflags those that no longer qualify (accessed since, or the
- * threshold was raised or set to 0), so the list never goes stale.
+ * threshold was raised or set to 0), so the list never goes stale. Only cold marks are
+ * re-decided: a superseded image stays listed whatever its accesses.
  */
 export function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): { flagged: number; unflagged: number } {
   const days = app.settings.get().cold_cleanup_days;
   if (days <= 0) {
-    const unflagged = app.db.query("UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1").run().changes;
+    const unflagged = app.db.query(`UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND ${COLD_MARK}`).run().changes;
     return { flagged: 0, unflagged };
   }
   const cutoff = sqlTime(now - days * 86_400_000);
   const unflagged = app.db
-    .query("UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND COALESCE(last_public_access_at, created_at) >= ?")
+    .query(`UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND ${COLD_MARK} AND COALESCE(last_public_access_at, created_at) >= ?`)
     .run(cutoff).changes;
   const flagged = app.db
     .query(
-      `UPDATE images SET pending_cleanup = 1
+      `UPDATE images SET pending_cleanup = 1, cleanup_reason = 'cold'
        WHERE pending_cleanup = 0 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) < ?`,
     )
     .run(cutoff).changes;
