@@ -100,16 +100,6 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   return { compared: fresh.length, found };
 }
 
-/**
- * FROM/WHERE of the pairs that can still be merged: both blobs live and referenced. A pair
- * whose blob lost its last reference stays pending but would have no image to show. The
- * review list and the dashboard's `pending_dedup` both count from it, so they agree.
- */
-export const LISTABLE_DEDUP = `
-  FROM dedup_candidates c JOIN blobs a ON a.id = c.blob_a JOIN blobs b ON b.id = c.blob_b
-  WHERE c.state = 'pending' AND a.pending_delete = 0 AND b.pending_delete = 0
-    AND EXISTS (SELECT 1 FROM images WHERE blob_id = c.blob_a) AND EXISTS (SELECT 1 FROM images WHERE blob_id = c.blob_b)`;
-
 interface CandidateRow {
   id: number;
   blob_a: number;

@@ -38,11 +38,11 @@
 import type { Database } from "bun:sqlite";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from "./backoff";
 import { JobInterruptedError, PermanentJobError } from "./errors";
-import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./store";
+import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./repo";
 import type { EnqueueOptions, JobContext, JobHandler, JobLog, KindOptions, QueueOptions } from "./types";
 
 export { PermanentJobError, JobInterruptedError } from "./errors";
-export type { JobRow, JobState } from "./store";
+export type { JobRow, JobState } from "./repo";
 export type { BackoffOptions } from "./backoff";
 export type * from "./types";
 

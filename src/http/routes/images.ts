@@ -1,8 +1,7 @@
 import { z } from "zod";
 import type { AppContext } from "../../context";
-import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
-import { IMAGE_VIEW_SQL, type ImageView } from "../../images/repo";
+import type { ImageQuery, ImageView } from "../../images/repo";
 import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
@@ -16,6 +15,28 @@ const batchBody = z.strictObject({ ids: z.array(z.string().max(64)).min(1).max(1
 
 const isAdmin = (p: Principal) => p.user.role === "admin";
 
+/** The list's query string as a typed filter; a non-admin only ever sees their own images. */
+function imageQuery(p: Principal, query: Record<string, string | undefined>): ImageQuery {
+  const q: ImageQuery = {};
+  if (!isAdmin(p)) {
+    if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
+    q.userId = p.user.id;
+  } else if (query.user_id) q.userId = query.user_id;
+  if (query.search) q.search = query.search;
+  if (query.token_id !== undefined && query.token_id !== "") {
+    if (!/^\d+$/.test(query.token_id)) throw badRequest("参数 token_id 必须是整数");
+    q.tokenId = Number(query.token_id);
+  }
+  const since = timestampQuery(query.since, "since");
+  const until = timestampQuery(query.until, "until");
+  if (since) q.since = since;
+  if (until) q.until = until;
+  if (query.exempt !== undefined && query.exempt !== "") {
+    if (query.exempt !== "1") throw badRequest("参数 exempt 只能是 1");
+    q.exempt = true;
+  }
+  return q;
+}
 
 export function imageRoutes(app: AppContext) {
   /** The image when the caller may see it: own, or any for an admin. */
@@ -27,38 +48,7 @@ export function imageRoutes(app: AppContext) {
   return sessionRoutes(app, "user")
     .get("/api/admin/images", ({ query, principal: p }) => {
       const { pageSize, offset } = pagination(query);
-      const where: string[] = [];
-      const args: (string | number)[] = [];
-      if (!isAdmin(p)) {
-        if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
-        where.push("i.user_id = ?");
-        args.push(p.user.id);
-      } else if (query.user_id) {
-        where.push("i.user_id = ?");
-        args.push(query.user_id);
-      }
-      if (query.search) {
-        where.push("i.file_name LIKE ? ESCAPE '\\'");
-        args.push(`%${query.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
-      }
-      if (query.token_id !== undefined && query.token_id !== "") {
-        if (!/^\d+$/.test(query.token_id)) throw badRequest("参数 token_id 必须是整数");
-        where.push("i.token_id = ?");
-        args.push(Number(query.token_id));
-      }
-      const since = timestampQuery(query.since, "since");
-      const until = timestampQuery(query.until, "until");
-      if (since) where.push("i.created_at >= ?"), args.push(since);
-      if (until) where.push("i.created_at < ?"), args.push(until);
-      if (query.exempt !== undefined && query.exempt !== "") {
-        if (query.exempt !== "1") throw badRequest("参数 exempt 只能是 1");
-        where.push("i.cleanup_exempt = 1");
-      }
-      const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
-      const total = app.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${clause}`).get(...args)!.n;
-      const rows = app.db
-        .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${clause} ORDER BY i.created_at DESC, i.rowid DESC LIMIT ? OFFSET ?`)
-        .all(...args, pageSize, offset);
+      const { rows, total } = app.images.list(imageQuery(p, query), { limit: pageSize, offset });
       return { items: rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total };
     })
     .post("/api/admin/images/batch-delete", ({ body, principal: p }) => {
@@ -92,16 +82,8 @@ export function imageRoutes(app: AppContext) {
       if (input.cleanup_exempt !== undefined && !isAdmin(p)) throw forbidden("只有管理员可以设置清理豁免");
       if (input.ttl_hours !== undefined && v.user_id !== p.user.id) throw forbidden("只有图片所有者可以修改有效期");
       app.db.transaction(() => {
-        if (input.ttl_hours !== undefined) {
-          const seconds = input.ttl_hours * 3600;
-          app.db
-            .query("UPDATE images SET expire_at = ?, ttl_seconds = ? WHERE id = ?")
-            .run(seconds ? sqlTime(Date.now() + seconds * 1000) : null, seconds || null, v.id);
-        }
-        if (input.cleanup_exempt !== undefined) {
-          // Exempting takes the image off the cleanup list; un-exempting lets the next scan judge it again.
-          app.db.query("UPDATE images SET cleanup_exempt = ?, pending_cleanup = 0 WHERE id = ?").run(input.cleanup_exempt ? 1 : 0, v.id);
-        }
+        if (input.ttl_hours !== undefined) app.images.setTtl(v.id, input.ttl_hours * 3600);
+        if (input.cleanup_exempt !== undefined) app.images.setCleanupExempt(v.id, input.cleanup_exempt);
       })();
       app.lookups.forget(v.id);
       audit(app.db, p.user, "image.update", v.id, input);
