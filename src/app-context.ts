@@ -66,7 +66,7 @@ export async function createAppContext(
   const images = new ImageRepo(db);
   const channels = new ChannelRegistry(db, key, log, metrics, cryptWrapper(key));
   const jobs = new JobQueue<JobKinds>(db, { log: (level, msg, fields) => log[level](msg, fields) });
-  const variants = new VariantService({ db, settings, paths, images, channels, jobs, log, metrics });
+  const variants = new VariantService({ settings, paths, images, channels, jobs, log, metrics });
   const app: AppContext = {
     bootstrap: boot,
     paths,

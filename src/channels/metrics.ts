@@ -22,13 +22,7 @@ export function registerChannelMetrics(app: AppContext) {
     collect() {
       const now = Date.now();
       if (now - refreshedAt >= app.settings.get().usage_report_seconds * 1000) {
-        usage = app.db
-          .query<{ name: string; bytes: number }, []>(
-            `SELECT c.name, COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size END), 0) AS bytes
-             FROM channels c LEFT JOIN blob_channels bc ON bc.channel_id = c.id LEFT JOIN blobs b ON b.id = bc.blob_id
-             WHERE c.deleting = 0 GROUP BY c.id`,
-          )
-          .all();
+        usage = app.channels.repo.usage();
         refreshedAt = now;
       }
       // Channels removed or renamed since the last refresh must not linger as stale series.

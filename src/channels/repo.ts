@@ -122,4 +122,25 @@ export class ChannelRepo {
     }
     return scrubChannelError(message, { driver: row.driver, template: row.template, ...secrets });
   }
+
+  /** Whether another channel (not `exceptId`) already has this name. */
+  nameTaken(name: string, exceptId = 0): boolean {
+    return !!this.db.query("SELECT 1 FROM channels WHERE name = ? AND id != ?").get(name, exceptId);
+  }
+
+  /** Bytes of completed replicas per live channel, for the usage gauge. */
+  usage(): { name: string; bytes: number }[] {
+    return this.db
+      .query<{ name: string; bytes: number }, []>(
+        `SELECT c.name, COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size END), 0) AS bytes
+         FROM channels c LEFT JOIN blob_channels bc ON bc.channel_id = c.id LEFT JOIN blobs b ON b.id = bc.blob_id
+         WHERE c.deleting = 0 GROUP BY c.id`,
+      )
+      .all();
+  }
+}
+
+/** Every channel's binding starts now (after a snapshot swap); returns how many channels. */
+export function resetChannelBindingTimes(db: Database, now: string): number {
+  return db.query("UPDATE channels SET bound_at = ?").run(now).changes;
 }

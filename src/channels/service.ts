@@ -86,7 +86,7 @@ function checkAutoCreate(source: ResolvedSource, autoCreate: boolean | undefined
 }
 
 function nameTaken(app: AppContext, name: string, exceptId = 0): boolean {
-  return !!app.db.query("SELECT 1 FROM channels WHERE name = ? AND id != ?").get(name, exceptId);
+  return app.channels.repo.nameTaken(name, exceptId);
 }
 
 const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test((err as Error)?.message ?? "");

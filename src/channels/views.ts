@@ -10,11 +10,7 @@ export interface ReplicaCounts {
 
 /** Replica counters of every channel (one grouped query). */
 export function replicaCounts(app: AppContext): Map<number, ReplicaCounts> {
-  const rows = app.db
-    .query<{ channel_id: number; state: string; n: number }, []>(
-      "SELECT channel_id, state, COUNT(*) AS n FROM blob_channels WHERE state IN ('done', 'pending', 'failed') GROUP BY channel_id, state",
-    )
-    .all();
+  const rows = app.images.replicaCountsByChannel();
   const out = new Map<number, ReplicaCounts>();
   for (const r of rows) {
     const counts = out.get(r.channel_id) ?? { done: 0, pending: 0, failed: 0 };

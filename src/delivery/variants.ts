@@ -1,6 +1,4 @@
-import type { Database } from "bun:sqlite";
 import type { SettingsStore } from "../config/settings";
-import { sqlTime } from "../db/time";
 import type { BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
 import type { Metrics } from "../ops/metrics";
@@ -30,9 +28,8 @@ export const HOT_ITEM_MAX = 2 * 1024 * 1024;
  * otherwise one generation per (blob, width, format) however many requests wait for it,
  * at most `process_workers` encodes at once, each bounded by `process_timeout_ms`.
  */
-/** What the variant service needs: blob reads for originals, settings, its cache dir, the variants table, metrics. */
+/** What the variant service needs: blob reads for originals (and the variants table via images), settings, its cache dir, metrics. */
 export interface VariantDeps extends BlobReadDeps {
-  db: Database;
   settings: SettingsStore;
   paths: { tmp: string; variants: string };
   metrics: Metrics;
@@ -114,11 +111,7 @@ export class VariantService {
       throw err;
     }
     const path = await this.cache.put(key, bytes);
-    // Recorded so a CDN purge can name every generated URL of the image; the row outlives the
-    // cached file and goes only with the blob (ON DELETE CASCADE).
-    this.app.db
-      .query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)")
-      .run(blob.id, width, format, bytes.length, sqlTime());
+    this.app.images.recordVariant(blob.id, width, format, bytes.length);
     this.hot.set(key, bytes);
     return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes, size: bytes.length };
   }

@@ -198,4 +198,34 @@ export class ImageRepo {
       .query<{ n: number }, [string]>("SELECT COALESCE(SUM(b.size), 0) AS n FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.user_id = ?")
       .get(userId)!.n;
   }
+
+  /** How many references to the blob this user holds (a non-admin sees only their own count). */
+  ownReferences(blobId: number, userId: string): number {
+    return this.db.query<{ n: number }, [number, string]>("SELECT COUNT(*) AS n FROM images WHERE blob_id = ? AND user_id = ?").get(blobId, userId)!.n;
+  }
+
+  /** Replica counters of every channel (one grouped query). */
+  replicaCountsByChannel(): { channel_id: number; state: ReplicaState; n: number }[] {
+    return this.db
+      .query<{ channel_id: number; state: ReplicaState; n: number }, []>(
+        "SELECT channel_id, state, COUNT(*) AS n FROM blob_channels WHERE state IN ('done', 'pending', 'failed') GROUP BY channel_id, state",
+      )
+      .all();
+  }
+
+  /** Blobs whose replica on this channel is failed or still pending. */
+  unfinishedReplicaBlobIds(channelId: number): number[] {
+    return this.db
+      .query<{ blob_id: number }, [number]>("SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('failed', 'pending')")
+      .all(channelId)
+      .map((r) => r.blob_id);
+  }
+
+  /**
+   * Records a generated variant so a CDN purge can name every generated URL of the image; the
+   * row outlives the cached file and goes only with the blob (ON DELETE CASCADE).
+   */
+  recordVariant(blobId: number, width: number, format: string, size: number): void {
+    this.db.query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)").run(blobId, width, format, size, sqlTime());
+  }
 }

@@ -1,6 +1,6 @@
 import { QuotaExceeded, Unavailable } from "../errors";
 import type { AppContext } from "../context";
-import { supersedeObjectKey } from "./object-key";
+import { supersedeObjectKey } from "./repos/object-key";
 import { sqlTime } from "../db/time";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";

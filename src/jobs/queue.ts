@@ -149,7 +149,7 @@ export class JobQueue<K extends object = Record<string, any>> {
         now,
       });
     } catch (err) {
-      // Another connection inserted the same key between our SELECT and INSERT.
+      // Another connection inserted the same key between our lookup and our insert.
       const existing = uniqueKey !== null && isUniqueViolation(err) ? this.store.findUnfinished(kind, uniqueKey) : null;
       if (existing === null) throw err;
       return existing;

@@ -2,6 +2,7 @@ import { Invalid, isClientRejection } from "../../errors";
 import { rm } from "node:fs/promises";
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
+import { findIdempotencyKey } from "../repos/idempotency";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -51,9 +52,7 @@ function effectiveTtlSeconds(app: AppContext, userId: string, requested: number 
 
 /** An earlier upload by the same user with the same Idempotency-Key, within retention. */
 function replayed(app: AppContext, userId: string, key: string): string | undefined {
-  const row = app.db
-    .query<{ image_id: string; created_at: string }, [string, string]>("SELECT image_id, created_at FROM idempotency_keys WHERE user_id = ? AND key = ?")
-    .get(userId, key);
+  const row = findIdempotencyKey(app.db, userId, key);
   if (!row) return undefined;
   const retentionMs = app.settings.get().idempotency_key_ttl_hours * 3_600_000;
   if (parseSqlTime(row.created_at).getTime() + retentionMs < Date.now()) return undefined;
