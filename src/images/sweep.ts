@@ -31,17 +31,21 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
 /**
  * Re-judges the cleanup list against `cold_cleanup_days`: flags references not publicly
  * accessed for that long and unflags those that no longer qualify (accessed since, or the
- * threshold was raised or set to 0), so the list never goes stale.
+ * threshold was raised or set to 0), so the list never goes stale. Each statement names the
+ * condition of its partial index (migration 0007; an exempt image is never flagged), so a
+ * round touches only the rows that change, not the library.
  */
 export function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): { flagged: number; unflagged: number } {
   const days = app.settings.get().cold_cleanup_days;
   if (days <= 0) {
-    const unflagged = app.db.query("UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1").run().changes;
+    const unflagged = app.db.query("UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND cleanup_exempt = 0").run().changes;
     return { flagged: 0, unflagged };
   }
   const cutoff = sqlTime(now - days * 86_400_000);
   const unflagged = app.db
-    .query("UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND COALESCE(last_public_access_at, created_at) >= ?")
+    .query(
+      "UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) >= ?",
+    )
     .run(cutoff).changes;
   const flagged = app.db
     .query(

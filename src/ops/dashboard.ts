@@ -1,6 +1,7 @@
 import type { AppContext } from "../context";
 import { LISTABLE_DEDUP } from "../images/dedup";
 import { listOpenAlerts } from "./alerts";
+import { channelUsage, libraryUsage, userUsage } from "./usage";
 
 const TOP_IMAGES = 10;
 
@@ -12,42 +13,31 @@ interface TopImage {
   size: number;
 }
 
+/** The first rows of images_top / images_user_top (migration 0007): no sort over the library. */
 function topImages(app: AppContext, userId?: string): TopImage[] {
   const where = userId ? "WHERE i.user_id = ?" : "";
   const args = userId ? [userId] : [];
   return app.db
     .query<Omit<TopImage, "url">, string[]>(
-      `SELECT i.id, i.file_name, i.access_count, b.size FROM images i JOIN blobs b ON b.id = i.blob_id ${where}
+      `SELECT i.id, i.file_name, i.access_count, b.size FROM images i ${userId ? "INDEXED BY images_user_top" : "INDEXED BY images_top"}
+       JOIN blobs b ON b.id = i.blob_id ${where}
        ORDER BY i.access_count DESC, i.created_at DESC LIMIT ${TOP_IMAGES}`,
     )
     .all(...args)
     .map((r) => ({ ...r, url: `/i/${r.id}` }));
 }
 
+/** From the usage rollups: one row per user, not one per image. */
 function totals(app: AppContext, userId?: string) {
-  const where = userId ? "WHERE i.user_id = ?" : "";
-  const args = userId ? [userId] : [];
-  return app.db
-    .query<{ images: number; storage_bytes: number; total_accesses: number; traffic: number }, string[]>(
-      `SELECT COUNT(*) AS images, COALESCE(SUM(b.size), 0) AS storage_bytes, COALESCE(SUM(i.access_count), 0) AS total_accesses,
-              COALESCE(SUM(i.access_count * b.size), 0) AS traffic
-       FROM images i JOIN blobs b ON b.id = i.blob_id ${where}`,
-    )
-    .get(...args)!;
+  const u = userId ? userUsage(app.db, userId) : libraryUsage(app.db);
+  return { images: u.images, storage_bytes: u.bytes, total_accesses: u.accesses, traffic: u.traffic };
 }
 
 /** Spec 2.13: the administrator's overview. `channels` is what tells it apart from the user view. */
 export function adminDashboard(app: AppContext) {
   const t = totals(app);
   const count = (sql: string) => app.db.query<{ n: number }, []>(sql).get()!.n;
-  const bytesByChannel = new Map(
-    app.db
-      .query<{ channel_id: number; bytes: number }, []>(
-        "SELECT bc.channel_id, COALESCE(SUM(b.size), 0) AS bytes FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id WHERE bc.state = 'done' GROUP BY bc.channel_id",
-      )
-      .all()
-      .map((r) => [r.channel_id, r.bytes]),
-  );
+  const usage = channelUsage(app.db);
   const channels = app.channels.list();
   // Off-site: a healthy, non-draining channel that is not the local disk.
   const offsite = channels.some((c) => c.healthy && !c.row.deleting && c.row.driver !== "local");
@@ -61,7 +51,7 @@ export function adminDashboard(app: AppContext) {
     total_accesses: t.total_accesses,
     traffic_estimate_bytes: t.traffic,
     top_images: topImages(app),
-    channels: channels.map((c) => ({ id: c.row.id, name: c.row.name, driver: c.row.driver, healthy: c.healthy, bytes: bytesByChannel.get(c.row.id) ?? 0 })),
+    channels: channels.map((c) => ({ id: c.row.id, name: c.row.name, driver: c.row.driver, healthy: c.healthy, bytes: usage.get(c.row.id)?.bytes ?? 0 })),
     // Spec 6.2: alerts appear on the dashboard; the open ones, as GET /api/admin/alerts lists them.
     alerts: listOpenAlerts(app),
   };
