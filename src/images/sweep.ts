@@ -32,7 +32,7 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
  * Re-judges the cleanup list against `cold_cleanup_days`: flags references not publicly
  * accessed for that long and unflags those that no longer qualify (accessed since, or the
  * threshold was raised or set to 0), so the list never goes stale. Each statement names the
- * condition of its partial index (migration 0007; an exempt image is never flagged), so a
+ * condition of its partial index (migration 0006; an exempt image is never flagged), so a
  * round touches only the rows that change, not the library.
  */
 export function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): { flagged: number; unflagged: number } {

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 
 /**
- * Readers of the usage rollups (migration 0007): per-user and per-channel sums kept by
+ * Readers of the usage rollups (migration 0006): per-user and per-channel sums kept by
  * triggers in the same transaction as every change to images and replicas, so a quota
  * check, the users list, the dashboards and /metrics read a handful of rows instead of
  * summing a million.

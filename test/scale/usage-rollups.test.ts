@@ -116,3 +116,24 @@ test("usage rollups equal a recount after uploads, deletes, accesses, a merge, e
     await first.dispose();
   }
 }, 120_000);
+
+test("a corrected blob size moves every rollup that counted it", async () => {
+  const server = await KuraServer.start();
+  try {
+    const admin = await adminSession(server);
+    await admin.json("POST", "/api/admin/users", { name: "eve", password: "password-1" }, 201);
+    const eve = await login(server, "eve", "password-1");
+    const bytes = await makeJpeg(50, 40, 77);
+    const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "x.jpg"));
+    await eve.request("POST", "/api/admin/upload", form(bytes, "y.jpg"));
+    expect((await fetch(server.url(`/i/${id}`))).status).toBe(200);
+    await server.stop();
+    const db = new Database(join(server.dataDir, "kura.db"));
+    db.query("UPDATE blobs SET size = size * 1000").run();
+    db.close();
+    const r = expectRollupsEqualRecount(server.dataDir);
+    expect(r.users.length).toBe(2);
+  } finally {
+    await server.dispose();
+  }
+}, 180_000);

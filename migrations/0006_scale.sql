@@ -1,6 +1,5 @@
 -- Scale: usage rollups, the near-duplicate index, file-name search and the indexes the
--- hot admin queries need at a million images. Numbered 0007 so it never collides with a
--- sibling 0006 developed in parallel.
+-- hot admin queries need at a million images.
 
 -- Usage rollups. Triggers keep them in the same transaction as every statement that
 -- changes images or replicas (upload, delete, merge, expiry, access flush, drain), so a
@@ -104,6 +103,16 @@ CREATE TRIGGER usage_blob_delete BEFORE DELETE ON blobs BEGIN
   DELETE FROM blob_channels WHERE blob_id = OLD.id;
 END;
 
+-- Sizes are written once at upload; should one ever be corrected, the rollups follow.
+CREATE TRIGGER usage_blob_resize AFTER UPDATE OF size ON blobs WHEN OLD.size != NEW.size BEGIN
+  UPDATE user_usage SET
+    bytes = bytes + (NEW.size - OLD.size) * (SELECT COUNT(*) FROM images WHERE blob_id = NEW.id AND user_id = user_usage.user_id),
+    traffic = traffic + (NEW.size - OLD.size) * (SELECT COALESCE(SUM(access_count), 0) FROM images WHERE blob_id = NEW.id AND user_id = user_usage.user_id)
+  WHERE user_id IN (SELECT user_id FROM images WHERE blob_id = NEW.id);
+  UPDATE channel_usage SET bytes = bytes + (NEW.size - OLD.size)
+  WHERE channel_id IN (SELECT channel_id FROM blob_channels WHERE blob_id = NEW.id AND state = 'done');
+END;
+
 CREATE TRIGGER usage_channel_delete AFTER DELETE ON channels BEGIN
   DELETE FROM channel_usage WHERE channel_id = OLD.id;
 END;
@@ -147,5 +156,8 @@ CREATE TABLE phash_index (
   PRIMARY KEY (chunk, value, blob_id)
 ) WITHOUT ROWID;
 CREATE INDEX phash_index_blob ON phash_index(blob_id);
+-- The scan's waiting list: blobs not hashed yet, and blobs waiting for their physical delete.
+CREATE INDEX blobs_unhashed ON blobs(id) WHERE phash = '';
+CREATE INDEX blobs_pending_delete ON blobs(id) WHERE pending_delete = 1;
 -- The index starts empty: the scan re-reads every hashed blob once, in small slices, to fill it.
 DELETE FROM meta WHERE key = 'dedup_scan_watermark';
