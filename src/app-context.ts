@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { TokenBucketLimiter } from "./auth/rate-limit";
+import { LoginThrottle } from "./auth/login-throttle";
 import { SessionStore } from "./auth/sessions";
 import { cryptWrapper } from "./channels/crypt-layer";
 import { registerChannelJobs } from "./channels/drain";
@@ -73,7 +73,7 @@ export async function createAppContext(
     jobs: new JobQueue(db, { log: (level, msg, fields) => log[level](msg, fields) }),
     referers: new RefererRules(db),
     access: new AccessBuffer(db, () => settings.get().ttl_renew_on_access),
-    loginLimiter: new TokenBucketLimiter(LOGIN_BURST, LOGIN_REFILL_SECONDS),
+    loginLimiter: new LoginThrottle(LOGIN_BURST, LOGIN_REFILL_SECONDS),
     uploadGate: new UploadGate(settings),
     metrics,
     log,

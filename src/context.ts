@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { TokenBucketLimiter } from "./auth/rate-limit";
+import type { LoginThrottle } from "./auth/login-throttle";
 import type { SessionStore } from "./auth/sessions";
 import type { ChannelRegistry } from "./channels/registry";
 import type { Bootstrap } from "./config/bootstrap";
@@ -41,7 +41,7 @@ export interface AppContext {
   access: AccessBuffer;
   lookups: DeliveryLookups;
   variants: VariantService;
-  loginLimiter: TokenBucketLimiter;
+  loginLimiter: LoginThrottle;
   /** Upload admission shared by every upload surface (session, token, S3). */
   uploadGate: UploadGate;
   metrics: Metrics;

@@ -8,8 +8,6 @@ import { evaluateChannelAlerts } from "./ops/alerts";
 import { backupRound } from "./ops/backups";
 import { deliverAlertWebhooks } from "./ops/webhook";
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 type SecondsSetting = "health_check_seconds" | "activity_flush_seconds" | "cleanup_sweep_seconds" | "dedup_scan_seconds";
 
 /**
@@ -32,8 +30,8 @@ export function startBackgroundLoops(app: AppContext) {
     key,
     loop: startLoop(key, app, () => app.settings.get()[key] * 1000, rounds[key]),
   }));
-  // backup_interval_hours is in hours; setTimeout cannot wait longer than ~24.8 days.
-  const backupMs = () => Math.min(app.settings.get().backup_interval_hours * 3_600_000, MAX_TIMER_MS);
+  // Waits beyond setTimeout's ~24.8 days are chained by startLoop's timer (jobs/long-timeout).
+  const backupMs = () => app.settings.get().backup_interval_hours * 3_600_000;
   const backup = startLoop("backup_interval_hours", app, backupMs, () => backupRound(app), { runAtStart: false });
   app.settings.onChange((changed) => {
     for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();

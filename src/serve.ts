@@ -1,6 +1,7 @@
 import { createAppContext } from "./app-context";
 import { ensureBuiltinAdmin, openDataDir, StartupError } from "./boot";
 import type { Bootstrap } from "./config/bootstrap";
+import { MAX_UPLOAD_MB_LIMIT } from "./config/settings-schema";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
@@ -9,8 +10,13 @@ import { resolveBackupAlertAtStart } from "./ops/backups";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
-/** Largest body Bun will hand us; upload routes enforce max_upload_mb themselves while streaming. */
-const MAX_REQUEST_BODY = 64 * 1024 * 1024 * 1024;
+/**
+ * Largest body Bun will read at all: the largest legitimate one, an image at the highest
+ * `max_upload_mb` the settings accept plus its framing (multipart fields, aws-chunked
+ * signatures: well under 1/64 of the payload at S3's 8 KiB minimum chunk). Upload routes
+ * enforce the current `max_upload_mb` themselves while streaming; other routes stop at 1 MiB.
+ */
+const MAX_REQUEST_BODY = Math.ceil(MAX_UPLOAD_MB_LIMIT * 1024 * 1024 * (1 + 1 / 64)) + 1024 * 1024;
 
 /** `kura serve`: open the data dir, build the context, listen, run the loops until a signal. Returns -1 while running. */
 export async function serve(boot: Bootstrap): Promise<number> {

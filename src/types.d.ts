@@ -7,3 +7,8 @@ declare module "*.yaml" {
   const text: string;
   export default text;
 }
+// File imports (`with { type: "file" }`): the path of the embedded copy.
+declare module "*/standalone.js" {
+  const path: string;
+  export default path;
+}

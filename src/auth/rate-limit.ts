@@ -24,6 +24,12 @@ export class TokenBucketLimiter {
     return 0;
   }
 
+  /** Gives back a token taken for an attempt that turned out legitimate (never above the burst). */
+  refund(key: string): void {
+    const bucket = this.buckets.get(key);
+    if (bucket) bucket.tokens = Math.min(this.burst, bucket.tokens + 1);
+  }
+
   /** Drops full buckets so memory stays bounded under address churn. */
   private prune(now: number) {
     for (const [key, b] of this.buckets) {

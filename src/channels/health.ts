@@ -1,4 +1,5 @@
 import { REPLICATE_JOB } from "../images/store";
+import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
 import type { AppContext } from "../context";
 
 /**
@@ -7,13 +8,13 @@ import type { AppContext } from "../context";
  * so a shorter interval applies without waiting out the old one.
  */
 export function startLoop(name: string, app: AppContext, intervalMs: () => number, round: () => Promise<void>, opts: { runAtStart?: boolean } = {}) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: LongTimeout | undefined;
   let stopped = false;
   let busy = false;
   let running: Promise<void> = Promise.resolve();
   const schedule = () => {
-    if (timer) clearTimeout(timer);
-    if (!stopped && !busy) timer = setTimeout(tick, intervalMs());
+    timer?.clear();
+    if (!stopped && !busy) timer = setLongTimeout(tick, intervalMs());
   };
   const tick = () => {
     busy = true;
@@ -30,7 +31,7 @@ export function startLoop(name: string, app: AppContext, intervalMs: () => numbe
     reschedule: schedule,
     async stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
+      timer?.clear();
       await running;
     },
   };

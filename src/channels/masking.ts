@@ -83,6 +83,18 @@ export function scrubSecrets(message: string, secrets: readonly string[]): strin
   return out;
 }
 
+/**
+ * A channel error made safe to store, show and log: every sensitive value of the channel
+ * (config and template inputs, obscured ones also in plain form) cut out. Used by every
+ * probe path, for saved channels and for configs about to be saved alike.
+ */
+export function scrubChannelError(
+  message: string,
+  channel: { driver: string; template?: string; config: Record<string, string>; inputs?: Record<string, string> },
+): string {
+  return scrubSecrets(message, secretValues(channel.driver, channel.config, channel.template, channel.inputs));
+}
+
 /** Every sensitive value of a config and its template inputs (the plain form of obscured passwords included). */
 /** The access and refresh tokens inside an OAuth token JSON value, which could leak on their own. */
 function tokenParts(value: string): string[] {

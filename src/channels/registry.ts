@@ -58,9 +58,8 @@ export class ChannelRegistry {
       const driver = this.wrap(row, createDriver(row.driver, this.repo.secrets(row).config, hooks));
       return { row, driver, healthy: !!row.healthy };
     } catch (err) {
-      const reason = LOAD_FAILURE_MARKER + (err as Error).message;
+      const reason = this.repo.recordProbe(row.id, LOAD_FAILURE_MARKER + (err as Error).message);
       this.log.warn("存储渠道加载失败，已跳过，将在健康检查时重试", { channel: row.name, err: reason });
-      this.repo.recordProbe(row.id, reason);
       return { row: { ...row, healthy: 0, last_error: reason }, loadError: reason, healthy: false };
     }
   }

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { MasterKey } from "../config/master-key";
 import { sqlTime } from "../db/time";
+import { scrubChannelError } from "./masking";
 
 export interface ChannelRow {
   id: number;
@@ -97,9 +98,28 @@ export class ChannelRepo {
     this.db.query("UPDATE channels SET deleting = 1 WHERE id = ?").run(id);
   }
 
-  recordProbe(id: number, error: string | null) {
+  /**
+   * Records a probe (or load) result. Every path that stores a channel error comes through
+   * here, so the text is scrubbed of the channel's credentials here, once: what is stored is
+   * also what alerts and logs repeat. Returns the stored text ("" when healthy).
+   */
+  recordProbe(id: number, error: string | null): string {
+    const text = error === null ? "" : this.scrub(id, error);
     this.db
       .query("UPDATE channels SET healthy = ?, last_error = ?, last_checked_at = ? WHERE id = ?")
-      .run(error === null ? 1 : 0, error ?? "", sqlTime(), id);
+      .run(error === null ? 1 : 0, text, sqlTime(), id);
+    return text;
+  }
+
+  private scrub(id: number, message: string): string {
+    const row = this.byId(id);
+    if (!row) return message;
+    let secrets: ChannelSecrets;
+    try {
+      secrets = this.secrets(row);
+    } catch {
+      return message; // not unsealable: no credential of it can be in the message either
+    }
+    return scrubChannelError(message, { driver: row.driver, template: row.template, ...secrets });
   }
 }

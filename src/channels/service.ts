@@ -15,7 +15,7 @@ import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-laye
 import type { Driver } from "./driver";
 import { createDriver, driverOptionSpecs } from "./factory";
 import { requeueFailedReplicas } from "./health";
-import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubSecrets, SECRET_SENTINEL, secretValues } from "./masking";
+import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
 import { isOAuthDriver } from "./oauth/providers";
 import { renderRcloneConfig } from "./rclone-export";
@@ -40,7 +40,6 @@ interface ProbeOutcome {
 /** Builds a throwaway driver for the config and deep-probes it (creating the bucket first when asked). */
 export async function probeSource(source: ResolvedSource, opts: ProbeOptions): Promise<ProbeOutcome> {
   const outcome: ProbeOutcome = { failure: null };
-  const secrets = secretValues(source.driver, source.config, source.template, source.inputs);
   let driver: Driver | undefined;
   try {
     driver = createDriver(source.driver, source.config, { onTokenRefreshed: (token) => (outcome.refreshedToken = token) });
@@ -52,7 +51,7 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
     const crypt = opts.crypt ?? { password: randomBytes(24).toString("base64url"), password2: randomBytes(24).toString("base64url") };
     await (opts.encrypted ? wrapEncrypted(driver, crypt) : driver).probe(true);
   } catch (err) {
-    outcome.failure = scrubSecrets((err as Error).message || "探测失败", secrets);
+    outcome.failure = scrubChannelError((err as Error).message || "探测失败", source);
   } finally {
     await driver?.close?.().catch(() => {});
   }

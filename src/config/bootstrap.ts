@@ -13,6 +13,8 @@ export interface Bootstrap {
   trustedProxiesText: string;
   /** Extra networks URL import may reach (intranet deployments, tests). Empty by default. */
   importAllow: AddressSet;
+  /** Extra networks the alert webhook may reach (an intranet alerting endpoint). Empty by default. */
+  webhookAllow: AddressSet;
   /** CDN provider API root for cache purge (spec 4.13); overridden only for tests against a local fake. */
   cdnApiBase: string;
 }
@@ -55,6 +57,7 @@ export function readBootstrap(env: Record<string, string | undefined> = process.
     trustedProxies: addressSet("KURA_TRUSTED_PROXIES", trustedProxiesText),
     trustedProxiesText,
     importAllow: addressSet("KURA_IMPORT_ALLOW", env.KURA_IMPORT_ALLOW ?? ""),
+    webhookAllow: addressSet("KURA_WEBHOOK_ALLOW", env.KURA_WEBHOOK_ALLOW ?? ""),
     cdnApiBase: cdnApiBase(env.KURA_CDN_API_BASE),
   };
 }

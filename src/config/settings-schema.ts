@@ -21,8 +21,11 @@ const baseUrl = httpUrlOrEmpty.refine((v) => !v.endsWith("/"), "不能以 / 结�
 
 export const PROCESS_FORMATS = ["webp", "jpeg", "png", "avif", "gif"] as const;
 
+/** Highest accepted `max_upload_mb`; it also bounds every request body the server reads. */
+export const MAX_UPLOAD_MB_LIMIT = 10_240;
+
 const settingsShape = {
-  max_upload_mb: int(1, 10_240),
+  max_upload_mb: int(1, MAX_UPLOAD_MB_LIMIT),
   max_pixels_mp: int(1, 1_000),
   max_concurrent_uploads: int(1, 10_000),
   upload_rate_per_min: int(1, 1_000_000),

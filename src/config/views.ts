@@ -1,4 +1,5 @@
 import type { AppContext } from "../context";
+import { redactWebhookUrl } from "../ops/webhook";
 import { BUILD } from "../version";
 import {
   LOGIN_BURST,
@@ -55,7 +56,10 @@ export function fullConfig(app: AppContext) {
 export function configAuditDetail(patch: Record<string, unknown>): Record<string, unknown> {
   const detail: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(patch)) {
-    detail[key] = SECRET_SETTINGS.has(key as never) ? (value === "" ? "(empty)" : "(set)") : value;
+    if (SECRET_SETTINGS.has(key as never)) detail[key] = value === "" ? "(empty)" : "(set)";
+    // Webhook URLs often carry a token in userinfo or query: only where it points is recorded.
+    else if (key === "alert_webhook_url" && typeof value === "string") detail[key] = redactWebhookUrl(value);
+    else detail[key] = value;
   }
   return detail;
 }

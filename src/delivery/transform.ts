@@ -1,6 +1,7 @@
 // Renders one variant (resize and/or re-encode) with sharp. Pure: bytes or a file in,
 // encoded bytes out; caching, single-flight and worker limits live elsewhere.
 import sharp, { type Sharp } from "sharp";
+import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
 import type { DeliveryFormat } from "./negotiate.ts";
 
 export class ProcessingTimeoutError extends Error {
@@ -83,14 +84,15 @@ function withDeadline(work: Promise<Buffer>, opts: RenderOptions): Promise<Buffe
   const { timeoutMs, signal } = opts;
   if (!(timeoutMs && timeoutMs > 0) && !signal) return work;
   return new Promise<Buffer>((resolve, reject) => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: LongTimeout | undefined;
     const onAbort = () => finish(() => reject(new ProcessingAbortedError()));
     const finish = (settle: () => void) => {
-      if (timer) clearTimeout(timer);
+      timer?.clear();
       signal?.removeEventListener("abort", onAbort);
       settle();
     };
-    if (timeoutMs && timeoutMs > 0) timer = setTimeout(() => finish(() => reject(new ProcessingTimeoutError(timeoutMs))), timeoutMs);
+    // process_timeout_ms may be up to 100 years: a plain setTimeout would fire after 1 ms.
+    if (timeoutMs && timeoutMs > 0) timer = setLongTimeout(() => finish(() => reject(new ProcessingTimeoutError(timeoutMs))), timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
     work.then(
       (buf) => finish(() => resolve(buf)),

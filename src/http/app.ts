@@ -4,7 +4,7 @@ import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
-import { rawTarget } from "./raw-url";
+import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
 import { authRoutes } from "./routes/auth";
@@ -88,10 +88,12 @@ function requestMeters(app: AppContext) {
 export function createFetchHandler(app: AppContext, router: Router) {
   const routes = buildRouteTable(router.routes.map((r) => ({ method: r.method, path: r.path })));
   const meters = requestMeters(app);
-  return async (request: Request, server: Server<undefined>): Promise<Response> => {
+  return async (received: Request, server: Server<undefined>): Promise<Response> => {
     const started = performance.now();
+    const peer = server.requestIP(received)?.address ?? "";
+    // From here on the router, the body cap, the S3 surface and the metrics share one path.
+    const request = routableRequest(received);
     const path = rawTarget(request.url).path;
-    const peer = server.requestIP(request)?.address ?? "";
     const trusted = app.bootstrap.trustedProxies;
     const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };
     setRequestInfo(request, info);

@@ -1,6 +1,7 @@
 import type { AppContext } from "../context";
-import type { ByteRange, GetResult } from "../channels/driver";
+import { ObjectNotFoundError, type ByteRange, type GetResult } from "../channels/driver";
 import type { BlobRow } from "./repo";
+import { REPLICATE_JOB } from "./store";
 
 export class NoReadableChannelError extends Error {
   constructor() {
@@ -23,7 +24,20 @@ export async function openBlob(app: AppContext, blob: Pick<BlobRow, "id" | "stor
       return { ...result, channelId: channel.row.id };
     } catch (err) {
       app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: (err as Error).message });
+      // A draining channel loses its objects on purpose.
+      if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
     }
   }
   throw new NoReadableChannelError();
+}
+
+/**
+ * Read repair: the channel answered that a replica recorded as done does not exist. It is
+ * marked failed (the image detail and the channel's replica counts show it at once, and
+ * reads stop trying it) and re-replicated now, instead of at the next daily reconciliation.
+ */
+function repairMissingReplica(app: AppContext, blobId: number, channelId: number) {
+  app.images.setReplica(blobId, channelId, "failed", "读取时发现对象缺失，正在重新复制");
+  app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
+  app.log.warn("副本对象缺失，已标记失败并重新复制", { channel_id: channelId, blob: blobId });
 }

@@ -1,6 +1,19 @@
 import type { AppContext } from "../context";
 import type { ImageView } from "./repo";
 
+/**
+ * The view as `viewer` may see it: an administrator sees how many references the blob has
+ * in all, a user only their own ones (whether anyone else stored the same bytes is not
+ * theirs to learn).
+ */
+export function asSeenBy(app: AppContext, viewer: { id: string; role: string }, v: ImageView): ImageView {
+  if (viewer.role === "admin") return v;
+  const own = app.db
+    .query<{ n: number }, [number, string]>("SELECT COUNT(*) AS n FROM images WHERE blob_id = ? AND user_id = ?")
+    .get(v.blob_id, viewer.id)!.n;
+  return { ...v, ref_count: own };
+}
+
 /** The list item of spec 2.6. */
 export function imageItem(v: ImageView) {
   return {

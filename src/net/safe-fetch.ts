@@ -170,8 +170,12 @@ function parseTarget(raw: string, error: () => UrlImportError, base?: URL): URL 
   return u;
 }
 
-/** Resolves the host (unless it is an IP literal) and returns the address to pin. */
-async function checkedAddress(
+/**
+ * Resolves the host (unless it is an IP literal) and returns the address to pin. The one
+ * public-address policy for every outbound request a user or admin chooses the target of
+ * (URL import, alert webhook).
+ */
+export async function checkedAddress(
   hostname: string,
   resolve: (host: string) => Promise<string[]>,
   allow: AddressSet | undefined,
@@ -200,16 +204,11 @@ async function checkedAddress(
 }
 
 function pinnedGet(target: URL, address: string, signal: AbortSignal, ca: string | undefined): Promise<Response> {
-  const ipHost = isIP(address) === 6 ? `[${address}]` : address;
-  const pinned = `${target.protocol}//${ipHost}${target.port ? `:${target.port}` : ""}${target.pathname}${target.search}`;
-  const literal = isIP(target.hostname.replace(/^\[|\]$/g, "")) !== 0;
-  return fetch(pinned, {
+  return pinnedRequest(target, address, {
     method: "GET",
-    redirect: "manual",
-    keepalive: false, // no pooled socket shared across host names
     signal,
+    ca,
     headers: {
-      host: target.host,
       "user-agent": "Kura-URL-Import/1",
       accept: "image/*, */*;q=0.5",
       // Images are already compressed; asking for identity keeps the byte count
@@ -217,8 +216,30 @@ function pinnedGet(target: URL, address: string, signal: AbortSignal, ca: string
       // then applies to the decoded bytes).
       "accept-encoding": "identity",
     },
+  });
+}
+
+/**
+ * One request sent to the checked IP literal with the original Host header and TLS server
+ * name, never following redirects (the caller checks each target itself, or refuses them).
+ */
+export function pinnedRequest(
+  target: URL,
+  address: string,
+  init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal; ca?: string },
+): Promise<Response> {
+  const ipHost = isIP(address) === 6 ? `[${address}]` : address;
+  const pinned = `${target.protocol}//${ipHost}${target.port ? `:${target.port}` : ""}${target.pathname}${target.search}`;
+  const literal = isIP(target.hostname.replace(/^\[|\]$/g, "")) !== 0;
+  return fetch(pinned, {
+    method: init.method,
+    redirect: "manual",
+    keepalive: false, // no pooled socket shared across host names
+    signal: init.signal,
+    headers: { ...init.headers, host: target.host },
+    body: init.body,
     // SNI and certificate verification use the host name, not the pinned IP.
-    tls: { ...(literal ? {} : { serverName: target.hostname }), ...(ca ? { ca } : {}) },
+    tls: { ...(literal ? {} : { serverName: target.hostname }), ...(init.ca ? { ca: init.ca } : {}) },
   });
 }
 
@@ -258,7 +279,7 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-async function resolveWithOs(host: string): Promise<string[]> {
+export async function resolveWithOs(host: string): Promise<string[]> {
   const answers = await lookup(host, { all: true, verbatim: true });
   return answers.map((a) => a.address);
 }

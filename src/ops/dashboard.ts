@@ -33,6 +33,18 @@ function totals(app: AppContext, userId?: string) {
   return { images: u.images, storage_bytes: u.bytes, total_accesses: u.accesses, traffic: u.traffic };
 }
 
+/** Images, bytes and estimated traffic of every user (the dashboard's per-user table), from the usage rollup. */
+function perUser(app: AppContext) {
+  return app.db
+    .query<{ id: string; name: string; images: number; storage_bytes: number; total_accesses: number; traffic_estimate_bytes: number }, []>(
+      `SELECT u.id, u.name, COALESCE(uu.images, 0) AS images, COALESCE(uu.bytes, 0) AS storage_bytes,
+              COALESCE(uu.accesses, 0) AS total_accesses, COALESCE(uu.traffic, 0) AS traffic_estimate_bytes
+       FROM users u LEFT JOIN user_usage uu ON uu.user_id = u.id
+       ORDER BY storage_bytes DESC, u.name`,
+    )
+    .all();
+}
+
 /** Spec 2.13: the administrator's overview. `channels` is what tells it apart from the user view. */
 export function adminDashboard(app: AppContext) {
   const t = totals(app);
@@ -51,6 +63,7 @@ export function adminDashboard(app: AppContext) {
     total_accesses: t.total_accesses,
     traffic_estimate_bytes: t.traffic,
     top_images: topImages(app),
+    per_user: perUser(app),
     channels: channels.map((c) => ({ id: c.row.id, name: c.row.name, driver: c.row.driver, healthy: c.healthy, bytes: usage.get(c.row.id)?.bytes ?? 0 })),
     // Spec 6.2: alerts appear on the dashboard; the open ones, as GET /api/admin/alerts lists them.
     alerts: listOpenAlerts(app),

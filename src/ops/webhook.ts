@@ -6,11 +6,13 @@
  * transition delivered; anything else is retried on the next round.
  */
 import type { AppContext } from "../context";
+import type { AddressSet } from "../net/cidr";
+import { checkedAddress, pinnedRequest, resolveWithOs, UrlImportError } from "../net/safe-fetch";
 
 /** Spec 6.1 rule 1: a delivery attempt gives up after 10 seconds. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 
-type WebhookApp = Pick<AppContext, "db" | "log" | "settings">;
+type WebhookApp = Pick<AppContext, "db" | "log" | "settings" | "bootstrap">;
 
 interface PendingAlert {
   id: number;
@@ -38,21 +40,48 @@ export function webhookPayload(alert: PendingAlert, status: "open" | "resolved")
   return status === "resolved" ? { ...base, resolved_at: alert.resolved_at } : base;
 }
 
-/** Why a delivery failed, without the webhook address (it may carry a secret in its query). */
-async function post(url: string, payload: WebhookPayload): Promise<string | null> {
+/**
+ * Why a delivery failed, without the webhook address (it may carry a secret in its query).
+ * The target goes through the same public-address policy as URL import (resolved once,
+ * pinned, every address public or in KURA_WEBHOOK_ALLOW), and redirects are not followed:
+ * a redirect would carry the alert to an address nobody checked.
+ */
+async function post(url: string, payload: WebhookPayload, allow: AddressSet): Promise<string | null> {
+  let target: URL;
   try {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(payload),
-      signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
-    });
+    target = new URL(url);
+  } catch {
+    return "地址无效";
+  }
+  try {
+    const signal = AbortSignal.timeout(WEBHOOK_TIMEOUT_MS);
+    const address = await checkedAddress(target.hostname, resolveWithOs, allow, signal);
+    const headers: Record<string, string> = { "content-type": "application/json", "user-agent": "Kura-Alert-Webhook/1" };
+    // Credentials in the URL are HTTP basic auth, as a plain fetch would have sent them.
+    if (target.username || target.password) {
+      const credentials = `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`;
+      headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
+    }
+    const res = await pinnedRequest(target, address, { method: "POST", headers, body: JSON.stringify(payload), signal });
     await res.arrayBuffer().catch(() => undefined);
+    if (res.status >= 300 && res.status < 400) return `HTTP ${res.status}（不跟随重定向）`;
     return res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`;
   } catch (err) {
+    if (err instanceof UrlImportError) return err.message;
     const e = err as Error & { code?: string };
     if (e.name === "TimeoutError") return "超时";
     return (e.code ?? e.message ?? "连接失败").split(url).join("<webhook>");
+  }
+}
+
+/** The webhook address for audit and display: scheme, host and path, never userinfo or query. */
+export function redactWebhookUrl(url: string): string {
+  if (url === "") return "";
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "(invalid)";
   }
 }
 
@@ -79,7 +108,7 @@ export async function deliverAlertWebhooks(app: WebhookApp): Promise<void> {
       // The message may have been refreshed by an evaluation since the query above.
       const current = app.db.query<{ message: string }, [number]>("SELECT message FROM alerts WHERE id = ?").get(alert.id);
       const payload = webhookPayload({ ...alert, message: current?.message ?? alert.message }, status);
-      const failure = await post(url, payload);
+      const failure = await post(url, payload, app.bootstrap.webhookAllow);
       if (failure !== null) {
         app.log.warn("告警通知发送失败，将在下一轮重试", { kind: alert.kind, target: alert.target, status, err: failure });
         return;

@@ -165,6 +165,11 @@ describe("compiled executable (dist/kura)", () => {
       const consolePage = await (await fetch(`http://127.0.0.1:${port}/`)).text();
       expect(consolePage).toContain('id="app"');
       expect(/<script type="module">[\s\S]{1000,}<\/script>/.test(consolePage)).toBe(true);
+      // The API docs renderer is embedded too (no CDN): byte-identical to the installed build.
+      const docsScript = await fetch(`http://127.0.0.1:${port}/api/docs/standalone.js`);
+      expect(docsScript.status).toBe(200);
+      const installed = Bun.file(join(import.meta.dir, "..", "..", "node_modules", "@scalar", "api-reference", "dist", "browser", "standalone.js"));
+      expect((await docsScript.arrayBuffer()).byteLength).toBe(installed.size);
       proc.kill("SIGTERM");
       const code = await proc.exited;
       if (code !== 0) console.error(await stderr);

@@ -2,40 +2,26 @@
 // of a self-hoster, from the factory password to deleting an image. Every step that changes
 // something is checked again through the HTTP API, not only on screen.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { Session } from "../helpers/client";
 import { makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
+import { sharedBrowser } from "./harness";
 
-const CHROMIUM = "/usr/bin/chromium";
 const NEW_PASSWORD = "console-password-1";
 const SCREENSHOT = "/tmp/kura-console.png";
 
 let server: KuraServer;
 let context: BrowserContext;
 let page: Page;
-let userDataDir: string;
 let api: Session; // independent admin session used to verify what the browser did
 let imageId = "";
 const problems: string[] = []; // console errors, CSP violations, foreign requests
 
 beforeAll(async () => {
-  // Never skip: a missing browser must fail CI loudly and say what to install.
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`找不到 ${CHROMIUM}：控制台测试需要 Debian 软件包 chromium（apt-get install -y chromium）`);
-  }
   server = await KuraServer.start();
-  userDataDir = mkdtempSync(join(tmpdir(), "kura-chromium-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 860 },
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
+  context = await (await sharedBrowser()).newContext({ viewport: { width: 1280, height: 860 } });
+  page = await context.newPage();
   page.setDefaultTimeout(8000);
   page.on("dialog", (d) => void d.accept()); // confirm() before deletes
   page.on("pageerror", (e) => problems.push(`页面异常：${e.message}`));
@@ -51,7 +37,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   await server?.dispose();
 });
 
@@ -92,10 +77,12 @@ describe("admin console in headless Chromium", () => {
     expect(await page.locator(".notice").textContent()).toContain("密码已修改");
 
     await login("admin", NEW_PASSWORD);
-    await page.locator("nav a[data-tab=upload].active").waitFor();
+    // The administrator lands on the dashboard.
+    await page.locator("nav a[data-tab=dashboard].active").waitFor();
     expect(await page.locator("#me-name").textContent()).toBe("admin");
     // Admin-only tabs are present for the admin.
-    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["上传", "图片", "上传令牌", "用户", "存储渠道", "设置", "防盗链"]);
+    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["概览", "上传", "图片", "上传令牌", "用户", "存储渠道", "审核", "备份", "审计与告警", "设置", "防盗链"]);
+    await openTab("upload");
 
     api = new Session(server);
     expect((await api.login("admin", NEW_PASSWORD)).status).toBe(200);
@@ -194,11 +181,12 @@ describe("admin console in headless Chromium", () => {
     expect((await new Session(server).login("alice", "alice-password-1")).status).toBe(200);
   });
 
-  test("the channels tab lists channels and open alerts", async () => {
+  test("the channels tab lists channels; the dashboard shows open alerts", async () => {
     await openTab("channels");
     await page.locator('#channel-table tr[data-id]').first().waitFor();
     expect(await page.locator("#channel-table").textContent()).toContain("local");
-    await page.locator("#alert-list li", { hasText: "没有未解除的告警" }).waitFor();
+    await openTab("dashboard");
+    await page.locator("#dashboard-alerts", { hasText: "没有未解除的告警" }).waitFor();
   });
 
   test("changes a setting, and shows the server's message for an invalid one", async () => {
@@ -234,7 +222,7 @@ describe("admin console in headless Chromium", () => {
   test("a plain user sees only upload, images and tokens", async () => {
     await login("alice", "alice-password-1");
     await page.locator("nav a.active").waitFor();
-    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["上传", "图片", "上传令牌"]);
+    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["概览", "上传", "图片", "上传令牌"]);
     await openTab("images");
     // alice has no images; the admin's (uploaded above through the token) stay invisible.
     await page.getByText("还没有图片").waitFor();

@@ -92,6 +92,10 @@ describe("dashboard", () => {
       expect(overview.traffic_estimate_bytes).toBe(3 * overview.top_images[0].size);
       expect(overview.channels).toEqual([expect.objectContaining({ name: "local", driver: "local", healthy: true })]);
       expect(overview.channels[0].bytes).toBe(overview.storage_bytes);
+      const perUser = Object.fromEntries(overview.per_user.map((u: { name: string }) => [u.name, u]));
+      expect(perUser.admin).toMatchObject({ images: 1, total_accesses: 3, traffic_estimate_bytes: overview.traffic_estimate_bytes });
+      expect(perUser.dash).toMatchObject({ images: 1, total_accesses: 0, traffic_estimate_bytes: 0 });
+      expect(perUser.admin.storage_bytes + perUser.dash.storage_bytes).toBe(overview.storage_bytes);
 
       const mine = await user.json("GET", "/api/admin/dashboard");
       expect(mine.channels).toBeUndefined();

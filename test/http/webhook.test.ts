@@ -53,7 +53,8 @@ describe("alert webhook (spec 6.1)", () => {
   let receiver: ReturnType<typeof startReceiver> | undefined;
 
   beforeAll(async () => {
-    server = await KuraServer.start();
+    // The receiver is on loopback, which the webhook policy refuses unless allowed.
+    server = await KuraServer.start({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
     admin = await adminSession(server);
   });
   afterEach(() => receiver?.stop());

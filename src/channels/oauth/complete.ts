@@ -9,7 +9,7 @@ import { createDriveDriver } from "../drivers/drive";
 import { ONEDRIVE_DRIVE_TYPES } from "../drivers/onedrive/config";
 import { createOnedriveDriver } from "../drivers/onedrive";
 import { badRequest } from "../../http/errors";
-import { scrubSecrets, secretValues } from "../masking";
+import { scrubChannelError } from "../masking";
 import type { ResolvedSource } from "../source";
 import { buildTemplateConfig, findTemplate } from "../templates";
 import { apiBaseOverride } from "./providers";
@@ -43,7 +43,7 @@ export async function completeFromProvider(source: ResolvedSource, onTokenRefres
     try {
       return await query();
     } catch (err) {
-      const reason = scrubSecrets((err as Error).message || "请求失败", secretValues(source.driver, source.config, source.template, source.inputs));
+      const reason = scrubChannelError((err as Error).message || "请求失败", source);
       throw badRequest(`向存储服务查询${what}失败：${reason}`);
     }
   };

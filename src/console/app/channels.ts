@@ -1,8 +1,11 @@
-// Storage channels (admins only): health, priority, replica counters, on-demand check and
-// the rclone config download. Creating/editing channels is done through the API for now.
-import { api } from "./api";
-import { badge, busy, errorText, fmtTime, h, replace, toast } from "./dom";
-import type { Channel, Page, ViewContext } from "./types";
+// #channels (admins): list with health, priority, usage and replica counts; create from a
+// template, edit, check, rclone-config download and delete (with or without purge).
+import { api, ApiError } from "./api";
+import { openChannelForm } from "./channel-form";
+import { badge, busy, errorText, fmtBytes, fmtTime, h, openModal, replace, toast } from "./dom";
+import { TEMPLATE_NAMES } from "./labels";
+import type { AdminDashboard, Channel, ChannelConfigView, ChannelTemplate, Page, ViewContext } from "./types";
+import { dataTable, messageRow } from "./ui";
 
 function health(c: Channel): HTMLElement {
   if (c.deleting) return badge("清空中", "warn");
@@ -10,65 +13,83 @@ function health(c: Channel): HTMLElement {
   return c.healthy ? badge("健康", "ok") : badge("异常", "bad");
 }
 
-interface Alert {
-  id: number;
-  kind: string;
-  target: string;
-  message: string;
-  opened_at: string;
+/** Why a delete answered 409, in words a person can act on. */
+function conflictHelp(message: string): string {
+  return `${message}。渠道持有某些图片的唯一副本时不能删除：先添加另一个渠道并等待复制完成（副本计数中“等待”归零），或先删除这些图片；正在清空的渠道也不能再次删除。`;
 }
 
-const ALERT_KINDS: Record<string, string> = {
-  channel_unhealthy: "渠道不健康",
-  replication_failed: "复制失败",
-  channel_quota_exceeded: "渠道用量超限",
-  drain_failed: "清空失败",
-  backup_failed: "备份失败",
-};
-
-/** Open alerts (health, replication, drains) above the channel table. */
-function alertList(): HTMLElement {
-  const list = h("ul", { class: "stack", id: "alert-list" }, h("li", { class: "muted" }, "加载中…"));
-  api<Page<Alert>>("GET", "/api/admin/alerts").then(
-    (data) =>
-      replace(
-        list,
-        ...(data.items.length
-          ? data.items.map((a) =>
-              h("li", { class: "notice" }, badge(ALERT_KINDS[a.kind] ?? a.kind, "bad"), " ", h("strong", null, a.target || "—"), " · ", a.message, h("span", { class: "muted" }, ` · ${fmtTime(a.opened_at)}`)),
-            )
-          : [h("li", { class: "muted" }, "没有未解除的告警")]),
-      ),
-    (err) => replace(list, h("li", { class: "error" }, `告警加载失败：${errorText(err)}`)),
+function confirmDelete(c: Channel, done: () => void): void {
+  const error = h("p", { class: "error", role: "alert", id: "delete-error" });
+  const purge = h("button", { type: "button", class: "danger", id: "delete-purge" }, "删除并清空远端对象");
+  const keep = h("button", { type: "button", id: "delete-keep" }, "仅移除，保留远端文件");
+  const run = (button: HTMLButtonElement, withPurge: boolean) =>
+    void busy(button, async () => {
+      error.textContent = "";
+      try {
+        await api("DELETE", `/api/admin/channels/${c.id}?purge=${withPurge}`);
+      } catch (err) {
+        error.textContent = err instanceof ApiError && err.status === 409 ? conflictHelp(err.message) : errorText(err);
+        return;
+      }
+      modal.close();
+      toast(withPurge ? `已开始清空 ${c.name}，完成后渠道消失` : `已移除 ${c.name}`);
+      done();
+    });
+  purge.addEventListener("click", () => run(purge, true));
+  keep.addEventListener("click", () => run(keep, false));
+  const modal = openModal(
+    `删除渠道 · ${c.name}`,
+    h(
+      "ul",
+      { class: "plain" },
+      h("li", null, h("strong", null, "删除并清空："), "渠道立即停止接收写入，后台删除本服务写入的图片对象和快照，清空后渠道消失。"),
+      h("li", null, h("strong", null, "仅移除："), "立即从 Kura 中移除，远端对象和快照原样保留。"),
+      h("li", { class: "muted" }, "渠道持有任一图片的唯一副本时会被拒绝（409）。"),
+    ),
+    error,
+    h("div", { class: "actions" }, purge, keep),
   );
-  return list;
+  modal.dialog.id = "delete-dialog";
 }
 
-export function channelsView(_ctx: ViewContext): HTMLElement {
-  const tbody = h("tbody");
 
-  const row = (c: Channel): HTMLElement => {
-    const check = h("button", { type: "button", class: "small" }, "检查");
+export function channelsView(ctx: ViewContext): HTMLElement {
+  const { table, tbody } = dataTable("channel-table", ["渠道", "优先级", "状态", "加密 / 直链", "已存", "副本（完成/等待/失败）", "最近探测", "最近错误", ""]);
+  let templates: ChannelTemplate[] = [];
+
+  const row = (c: Channel, bytes: number): HTMLElement => {
+    const check = h("button", { type: "button", class: "small", dataset: { action: "check" } }, "检查");
     check.addEventListener("click", () =>
       void busy(check, async () => {
         check.textContent = "检查中…";
         try {
           const updated = await api<Channel>("POST", `/api/admin/channels/${c.id}/check`);
           toast(updated.healthy ? `${updated.name}：探测成功` : `${updated.name}：${updated.last_error || "探测失败"}`, updated.healthy ? "ok" : "error");
-          tr.replaceWith(row(updated));
+          tr.replaceWith(row(updated, bytes));
+          ctx.refreshAlerts();
         } finally {
           check.textContent = "检查";
         }
       }),
     );
-    const download = h("a", { class: "button small", href: `/api/admin/channels/${c.id}/rclone-config`, download: `kura-${c.id}.conf`, title: "文件与主密钥同等敏感，请妥善保管" }, "rclone 配置");
+    const edit = h("button", { type: "button", class: "small", dataset: { action: "edit" }, disabled: c.deleting }, "编辑");
+    edit.addEventListener("click", () =>
+      void busy(edit, async () => {
+        const view = await api<ChannelConfigView>("GET", `/api/admin/channels/${c.id}/config`);
+        openChannelForm({ ctx, templates, existing: { channel: c, view }, saved: () => void load() });
+      }),
+    );
+    const del = h("button", { type: "button", class: "small danger", dataset: { action: "delete" }, disabled: c.deleting }, "删除");
+    del.addEventListener("click", () => confirmDelete(c, () => void load()));
+    const download = h("a", { class: "button small", href: `/api/admin/channels/${c.id}/rclone-config`, download: `kura-${c.id}.conf`, title: "文件含完整凭据，与主密钥同等敏感" }, "rclone 配置");
     const tr = h(
       "tr",
-      { dataset: { id: String(c.id) } },
+      { dataset: { id: String(c.id), name: c.name } },
       h("td", null, h("strong", null, c.name), h("div", { class: "muted" }, `#${c.id} · ${c.driver}`)),
       h("td", null, c.priority),
       h("td", null, health(c)),
-      h("td", null, c.encrypted ? "加密" : "—", c.allow_direct_link ? h("div", { class: "muted" }, "允许直链") : null),
+      h("td", null, c.encrypted ? "加密" : "不加密", " / ", c.allow_direct_link ? "直链" : "代理"),
+      h("td", null, fmtBytes(bytes)),
       h(
         "td",
         { class: "counters" },
@@ -78,34 +99,44 @@ export function channelsView(_ctx: ViewContext): HTMLElement {
       ),
       h("td", null, fmtTime(c.last_checked_at, "从未")),
       h("td", { class: "wrap" }, c.last_error || "—"),
-      h("td", { class: "row-actions" }, check, download),
+      h("td", { class: "row-actions" }, edit, check, download, del),
     );
     return tr;
   };
 
   async function load(): Promise<void> {
     try {
-      const data = await api<Page<Channel>>("GET", "/api/admin/channels");
-      replace(tbody, ...(data.items.length ? data.items.map(row) : [h("tr", null, h("td", { colSpan: 8, class: "empty" }, "没有存储渠道"))]));
+      const [data, dash, tpl] = await Promise.all([
+        api<Page<Channel>>("GET", "/api/admin/channels"),
+        api<AdminDashboard>("GET", "/api/admin/dashboard"),
+        templates.length ? Promise.resolve({ items: templates, total: templates.length }) : api<Page<ChannelTemplate>>("GET", "/api/admin/channel-templates"),
+      ]);
+      templates = tpl.items;
+      const bytes = new Map(dash.channels.map((c) => [c.id, c.bytes]));
+      replace(tbody, ...(data.items.length ? data.items.map((c) => row(c, bytes.get(c.id) ?? 0)) : [messageRow(9, "没有存储渠道")]));
     } catch (err) {
-      replace(tbody, h("tr", null, h("td", { colSpan: 8, class: "error" }, `加载失败：${errorText(err)}`)));
+      replace(tbody, messageRow(9, `加载失败：${errorText(err)}`, "error"));
     }
   }
+
+  const create = h("button", { type: "button", class: "primary", id: "channel-new" }, "新建渠道");
+  create.addEventListener("click", () =>
+    void busy(create, async () => {
+      if (!templates.length) templates = (await api<Page<ChannelTemplate>>("GET", "/api/admin/channel-templates")).items;
+      openChannelForm({ ctx, templates, saved: () => void load() });
+    }),
+  );
 
   void load();
   return h(
     "section",
     { class: "view" },
-    h("div", { class: "toolbar" }, h("h1", null, "存储渠道"), h("button", { type: "button", onclick: () => void load() }, "刷新")),
-    h("p", { class: "muted" }, "新图片同步写入优先级最高的健康渠道，再由后台复制到其他渠道。rclone 配置文件含完整凭据，与主密钥同等敏感。"),
-    h("h2", null, "告警"),
-    alertList(),
-    h("h2", null, "渠道"),
+    h("div", { class: "toolbar" }, h("h1", null, "存储渠道"), create, h("button", { type: "button", onclick: () => void load() }, "刷新")),
     h(
-      "table",
-      { class: "table", id: "channel-table" },
-      h("thead", null, h("tr", null, ...["渠道", "优先级", "状态", "加密", "副本", "最近探测", "最近错误", ""].map((t) => h("th", null, t)))),
-      tbody,
+      "p",
+      { class: "muted" },
+      `新图片同步写入优先级最高的健康渠道，再由后台复制到其他渠道。支持的模板：${Object.values(TEMPLATE_NAMES).join("、")}。rclone 配置文件含完整凭据，与主密钥同等敏感。`,
     ),
+    table,
   );
 }

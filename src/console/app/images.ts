@@ -1,34 +1,56 @@
-// Images tab: paged grid with session-authenticated thumbnails, file-name search,
-// single and batch delete. The detail panel lives in image-detail.ts.
+// #images: grid with the list API's filters (owner, token, date range, exempt, file name),
+// page numbers, a selection that survives paging and filtering, batch delete and batch copy of
+// links in any of the link formats. The detail panel lives in image-detail.ts.
 import { api, query } from "./api";
-import { busy, errorText, fmtBytes, h, replace, toast } from "./dom";
+import { busy, copyText, errorText, fmtBytes, h, replace, toast } from "./dom";
 import { openImageDetail } from "./image-detail";
-import { thumbUrl } from "./links";
-import type { Image, Page, ViewContext } from "./types";
+import { linkForms, publicUrl, thumbUrl } from "./links";
+import type { Image, Page, Token, User, ViewContext } from "./types";
+import { hashParams, localInputToUtc, renderPager } from "./ui";
 
 const PAGE_SIZE = 24;
 
 export function imagesView(ctx: ViewContext): HTMLElement {
+  const isAdmin = ctx.me.user.role === "admin";
   let page = 1;
-  let search = "";
-  const selected = new Set<string>();
+  /** Selected images by id, kept across pages so links and deletes can span them. */
+  const selected = new Map<string, Image>();
+  let shown: Image[] = [];
 
   const grid = h("div", { class: "grid", id: "image-grid" });
-  const pager = h("div", { class: "pager" });
-  const count = h("span", { class: "muted" });
-  const searchInput = h("input", { type: "search", name: "search", placeholder: "按文件名搜索" });
+  const pager = h("div", { class: "pager", id: "image-pager" });
+  const count = h("span", { class: "muted", id: "image-count" });
+  const search = h("input", { type: "search", name: "search", placeholder: "文件名关键字", "aria-label": "按文件名搜索" });
+  const owner = h("select", { name: "owner", "aria-label": "所有者" }, h("option", { value: "" }, "全部用户"));
+  const token = h("select", { name: "token", "aria-label": "上传令牌" }, h("option", { value: "" }, "全部来源"));
+  const since = h("input", { type: "date", name: "since", "aria-label": "起始日期" });
+  const until = h("input", { type: "date", name: "until", "aria-label": "结束日期（含当天）" });
+  const exempt = h("input", { type: "checkbox", name: "exempt" });
+  const selectPage = h("input", { type: "checkbox", name: "select_page" });
+  const selInfo = h("span", { class: "muted", id: "selection-info" });
+  const format = h("select", { name: "link_format", "aria-label": "链接格式" });
+  const copyLinks = h("button", { type: "button", id: "copy-selected", disabled: true }, "复制链接");
   const deleteSelected = h("button", { type: "button", class: "danger", id: "delete-selected", disabled: true }, "删除所选");
-  const selectAll = h("input", { type: "checkbox", title: "全选本页" });
+  const clearSel = h("button", { type: "button", class: "link", id: "clear-selection", hidden: true }, "取消选择");
+
+  const wanted = hashParams();
+  if (isAdmin && wanted.get("user")) owner.append(h("option", { value: wanted.get("user")! }, wanted.get("user")!));
+  owner.value = wanted.get("user") ?? "";
+  for (const f of linkForms("x", "x")) format.append(h("option", { value: f.label }, f.label));
 
   const updateSelection = () => {
-    deleteSelected.disabled = selected.size === 0;
-    deleteSelected.textContent = selected.size ? `删除所选（${selected.size}）` : "删除所选";
+    const n = selected.size;
+    deleteSelected.disabled = copyLinks.disabled = n === 0;
+    deleteSelected.textContent = n ? `删除所选（${n}）` : "删除所选";
+    selInfo.textContent = n ? `已选 ${n} 张（可跨页）` : "";
+    clearSel.hidden = n === 0;
+    selectPage.checked = shown.length > 0 && shown.every((i) => selected.has(i.id));
   };
 
   const card = (img: Image): HTMLElement => {
-    const check = h("input", { type: "checkbox", checked: selected.has(img.id), title: "选择" });
+    const check = h("input", { type: "checkbox", checked: selected.has(img.id), "aria-label": `选择 ${img.file_name}` });
     check.addEventListener("change", () => {
-      if (check.checked) selected.add(img.id);
+      if (check.checked) selected.set(img.id, img);
       else selected.delete(img.id);
       updateSelection();
     });
@@ -44,72 +66,139 @@ export function imagesView(ctx: ViewContext): HTMLElement {
         h("span", { class: "name", title: img.file_name }, img.file_name),
         h("span", { class: "muted" }, `${img.width}×${img.height} · ${fmtBytes(img.size)}`),
         img.expire_at ? h("span", { class: "badge warn", title: `到期：${img.expire_at} UTC` }, "限时") : null,
+        img.cleanup_exempt ? h("span", { class: "badge muted" }, "豁免清理") : null,
       ),
     );
   };
 
+  const filters = () => {
+    // Dates are whole local days: "until" includes the chosen day.
+    const end = until.value ? new Date(`${until.value}T00:00`) : undefined;
+    if (end) end.setDate(end.getDate() + 1);
+    return {
+      search: search.value.trim(),
+      user_id: isAdmin ? owner.value : undefined,
+      token_id: token.value,
+      since: since.value ? localInputToUtc(`${since.value}T00:00`) : "",
+      until: end ? localInputToUtc(`${end.getFullYear()}-${String(end.getMonth() + 1).padStart(2, "0")}-${String(end.getDate()).padStart(2, "0")}T00:00`) : "",
+      exempt: exempt.checked ? "1" : "",
+    };
+  };
+
   async function load(): Promise<void> {
     try {
-      const data = await api<Page<Image>>("GET", `/api/admin/images${query({ page, page_size: PAGE_SIZE, search })}`);
+      const f = filters();
+      const data = await api<Page<Image>>("GET", `/api/admin/images${query({ page, page_size: PAGE_SIZE, ...f })}`);
       const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
       if (page > pages) {
         page = pages;
         return load();
       }
-      for (const id of [...selected]) if (!data.items.some((i) => i.id === id)) selected.delete(id);
+      shown = data.items;
+      count.textContent = `共 ${data.total} 张 · 第 ${page} / ${pages} 页`;
+      const filtered = Object.values(f).some((v) => v);
+      replace(grid, ...(data.items.length ? data.items.map(card) : [h("p", { class: "empty" }, filtered ? "没有匹配的图片" : "还没有图片，去“上传”页传一张吧")]));
+      renderPager(pager, page, pages, (p) => {
+        page = p;
+        void load();
+      });
       updateSelection();
-      selectAll.checked = data.items.length > 0 && data.items.every((i) => selected.has(i.id));
-      count.textContent = `共 ${data.total} 张`;
-      replace(grid, ...(data.items.length ? data.items.map(card) : [h("p", { class: "empty" }, search ? "没有匹配的图片" : "还没有图片，去“上传”页传一张吧")]));
-      replace(
-        pager,
-        h("button", { type: "button", disabled: page <= 1, onclick: () => ((page -= 1), void load()) }, "上一页"),
-        h("span", null, `第 ${page} / ${pages} 页`),
-        h("button", { type: "button", disabled: page >= pages, onclick: () => ((page += 1), void load()) }, "下一页"),
-      );
     } catch (err) {
       replace(grid, h("p", { class: "error" }, `加载失败：${errorText(err)}`));
     }
   }
 
-  selectAll.addEventListener("change", () => {
-    for (const box of grid.querySelectorAll<HTMLElement>(".tile")) {
-      const id = box.dataset.id!;
-      const cb = box.querySelector<HTMLInputElement>(".pick input")!;
-      cb.checked = selectAll.checked;
-      if (selectAll.checked) selected.add(id);
-      else selected.delete(id);
+  /** Token choices follow the owner filter (admins) or are the person's own tokens. */
+  async function loadTokens(): Promise<void> {
+    const user = isAdmin ? owner.value : "";
+    replace(token, h("option", { value: "" }, "全部来源"));
+    if (isAdmin && !user) return;
+    try {
+      const data = await api<Page<Token>>("GET", `/api/admin/tokens${query({ page_size: 100, user_id: user })}`);
+      for (const t of data.items) token.append(h("option", { value: String(t.id) }, t.name));
+    } catch {
+      // The token filter is optional; the list still works without it.
     }
+  }
+
+  selectPage.addEventListener("change", () => {
+    for (const img of shown) {
+      if (selectPage.checked) selected.set(img.id, img);
+      else selected.delete(img.id);
+    }
+    for (const box of grid.querySelectorAll<HTMLInputElement>(".pick input")) box.checked = selectPage.checked;
     updateSelection();
   });
-
+  clearSel.addEventListener("click", () => {
+    selected.clear();
+    for (const box of grid.querySelectorAll<HTMLInputElement>(".pick input")) box.checked = false;
+    updateSelection();
+  });
+  copyLinks.addEventListener("click", () => {
+    const lines = [...selected.values()].map((img) => linkForms(publicUrl(ctx, img.url), img.file_name).find((f) => f.label === format.value)?.text ?? publicUrl(ctx, img.url));
+    void copyText(lines.join("\n"));
+  });
   deleteSelected.addEventListener("click", () => {
-    const ids = [...selected];
+    const ids = [...selected.keys()];
     if (!ids.length || !confirm(`确定删除选中的 ${ids.length} 张图片？此操作不可撤销。`)) return;
     void busy(deleteSelected, async () => {
-      const res = await api<{ deleted: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-delete", { ids: ids.slice(0, 100) });
+      let deleted = 0;
+      const failed: string[] = [];
+      for (let i = 0; i < ids.length; i += 100) {
+        const res = await api<{ deleted: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-delete", { ids: ids.slice(i, i + 100) });
+        deleted += res.deleted;
+        failed.push(...res.failed.map((f) => f.error));
+      }
       selected.clear();
-      if (res.failed.length) toast(`已删除 ${res.deleted} 张，${res.failed.length} 张失败：${res.failed[0]!.error}`, "error");
-      else toast(`已删除 ${res.deleted} 张`);
+      if (failed.length) toast(`已删除 ${deleted} 张，${failed.length} 张失败：${failed[0]}`, "error");
+      else toast(`已删除 ${deleted} 张`);
       await load();
     });
   });
 
+  const refilter = () => {
+    page = 1;
+    void load();
+  };
   let timer: ReturnType<typeof setTimeout> | undefined;
-  searchInput.addEventListener("input", () => {
+  search.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => {
-      search = searchInput.value.trim();
-      page = 1;
-      void load();
-    }, 300);
+    timer = setTimeout(refilter, 300);
   });
-
+  for (const el of [token, since, until, exempt]) el.addEventListener("change", refilter);
+  owner.addEventListener("change", () => {
+    token.value = "";
+    void loadTokens();
+    refilter();
+  });
+  if (isAdmin) {
+    api<Page<User>>("GET", "/api/admin/users").then(
+      (u) => {
+        const keep = owner.value;
+        replace(owner, h("option", { value: "" }, "全部用户"), ...u.items.map((x) => h("option", { value: x.id }, x.name)));
+        owner.value = keep;
+      },
+      () => undefined,
+    );
+  }
+  void loadTokens();
   void load();
+  const lab = (text: string, el: HTMLElement) => h("label", { class: "field" }, h("span", null, text), el);
   return h(
     "section",
     { class: "view" },
-    h("div", { class: "toolbar" }, h("h1", null, "图片"), searchInput, h("label", { class: "inline-check" }, selectAll, "全选"), deleteSelected, count),
+    h("div", { class: "toolbar" }, h("h1", null, "图片"), count),
+    h(
+      "div",
+      { class: "filters", id: "image-filters" },
+      lab("文件名", search),
+      isAdmin ? lab("所有者", owner) : null,
+      lab("来源令牌", token),
+      lab("从", since),
+      lab("到", until),
+      h("label", { class: "inline-check" }, exempt, "只看豁免清理的"),
+    ),
+    h("div", { class: "toolbar selection-bar" }, h("label", { class: "inline-check" }, selectPage, "全选本页"), selInfo, clearSel, format, copyLinks, deleteSelected),
     grid,
     pager,
   );

@@ -31,7 +31,7 @@ export function referersView(_ctx: ViewContext): HTMLElement {
     }
   }
 
-  const pattern = h("input", { name: "pattern", placeholder: "example.com 或 *.example.com", required: true, spellcheck: false });
+  const pattern = h("input", { name: "pattern", "aria-label": "允许的来源域名", placeholder: "example.com 或 *.example.com", required: true, spellcheck: false });
   const add = h("button", { type: "submit", class: "primary" }, "添加");
   const form = h("form", { class: "inline", id: "referer-form" }, pattern, add);
   form.addEventListener("submit", (e) => {

@@ -1,52 +1,47 @@
-// Settings (admins only): the common runtime keys. PUT /api/admin/config is all-or-nothing
-// and validates server-side, so only changed keys are sent and a 400 message is shown as is.
+// #settings (admins): every runtime key, grouped, with units. PUT /api/admin/config is
+// all-or-nothing and names the offending key in its 400 message ("配置项 <key> 的值无效"),
+// so that message is shown on the field that caused it. Leaving with unsaved edits asks first.
 import { api } from "./api";
 import { busy, errorText, h, replace, toast } from "./dom";
-import type { FullConfig, Settings, ViewContext } from "./types";
+import { setLeaveGuard } from "./leave-guard";
+import { SETTING_GROUPS, type SettingSpec } from "./settings-fields";
+import type { FullConfig, ViewContext } from "./types";
 
-type Kind = "text" | "int" | "bool" | "widths" | { options: [string, string][] };
+type Control = HTMLInputElement | HTMLSelectElement | HTMLFieldSetElement;
 
-interface FieldSpec {
-  key: keyof Settings & string;
-  label: string;
-  hint: string;
-  kind: Kind;
-}
-
-const FIELDS: FieldSpec[] = [
-  { key: "base_url", label: "站点地址", hint: "公开访问地址，不带结尾的 /；留空则按请求推断", kind: "text" },
-  { key: "max_upload_mb", label: "单张上限（MB）", hint: "超过时上传返回 413", kind: "int" },
-  { key: "exif_policy", label: "EXIF 策略", hint: "去除会删掉 GPS 等隐私信息并保持显示方向", kind: { options: [["strip", "去除 EXIF/GPS"], ["passthrough", "原样保留"]] } },
-  { key: "access_mode", label: "原图访问方式", hint: "redirect 会把原图 302 到允许直链的渠道", kind: { options: [["proxy", "代理（proxy）"], ["redirect", "重定向（redirect）"]] } },
-  { key: "process_widths", label: "允许的缩放宽度", hint: "逗号分隔，如 320, 640, 1280；留空表示不缩放", kind: "widths" },
-  { key: "default_ttl_hours", label: "默认有效期（小时）", hint: "0 表示永久", kind: "int" },
-  { key: "allow_empty_referer", label: "允许空 Referer", hint: "防盗链开启时放行不带 Referer 的请求", kind: "bool" },
-];
-
-type Control = HTMLInputElement | HTMLSelectElement;
-
-function control(spec: FieldSpec, value: unknown): Control {
+function control(spec: SettingSpec, value: unknown): Control {
   const name = spec.key;
-  if (spec.kind === "bool") return h("input", { type: "checkbox", name, checked: value === true });
-  if (spec.kind === "int") return h("input", { type: "number", name, step: 1, value: String(value ?? "") });
-  if (spec.kind === "widths") return h("input", { name, value: Array.isArray(value) ? value.join(", ") : "" });
-  if (spec.kind === "text") return h("input", { name, value: String(value ?? ""), spellcheck: false });
-  const select = h("select", { name }, ...spec.kind.options.map(([v, label]) => h("option", { value: v }, label)));
+  const kind = spec.kind;
+  if (kind === "bool") return h("input", { type: "checkbox", name, id: `set-${name}`, checked: value === true });
+  if (kind === "int") return h("input", { type: "number", name, id: `set-${name}`, step: 1, value: String(value ?? ""), inputMode: "numeric" });
+  if (kind === "widths") return h("input", { name, id: `set-${name}`, value: Array.isArray(value) ? value.join(", ") : "" });
+  if (kind === "text") return h("input", { name, id: `set-${name}`, value: String(value ?? ""), spellcheck: false });
+  if (kind === "secret") return h("input", { type: "password", name, id: `set-${name}`, value: "", autocomplete: "new-password" });
+  if ("multi" in kind) {
+    const chosen = new Set(Array.isArray(value) ? value.map(String) : []);
+    return h("fieldset", { class: "multi", id: `set-${name}` }, ...kind.multi.map((v) => h("label", { class: "inline-check" }, h("input", { type: "checkbox", value: v, checked: chosen.has(v) }), v)));
+  }
+  const select = h("select", { name, id: `set-${name}` }, ...kind.options.map(([v, label]) => h("option", { value: v }, label)));
   select.value = String(value);
   return select;
 }
 
-/** The value a control holds, in the setting's JSON type; `undefined` when it cannot be parsed. */
-function readControl(spec: FieldSpec, el: Control): unknown {
-  if (spec.kind === "bool") return (el as HTMLInputElement).checked;
-  if (spec.kind === "int") return el.value.trim() === "" ? undefined : Number(el.value);
-  if (spec.kind === "widths") {
+/** The control's value in the setting's JSON type; `undefined` when it cannot be parsed. */
+function readControl(spec: SettingSpec, el: Control): unknown {
+  const kind = spec.kind;
+  if (kind === "bool") return (el as HTMLInputElement).checked;
+  if (el instanceof HTMLFieldSetElement) return [...el.querySelectorAll<HTMLInputElement>("input:checked")].map((i) => i.value);
+  if (kind === "int") {
+    const v = el.value.trim();
+    return v === "" || !/^-?\d+$/.test(v) ? undefined : Number(v);
+  }
+  if (kind === "widths") {
     const parts = el.value.split(/[,，\s]+/).filter(Boolean);
     if (!parts.length) return null;
     const nums = parts.map(Number);
     return nums.every((n) => Number.isInteger(n)) ? nums : undefined;
   }
-  return spec.kind === "text" ? el.value.trim() : el.value;
+  return kind === "text" ? el.value.trim() : el.value;
 }
 
 /** Empty width lists and null both mean "no resizing"; compare them as equal. */
@@ -59,52 +54,112 @@ export function settingsView(ctx: ViewContext): HTMLElement {
   const body = h("div", null, h("p", { class: "muted" }, "加载中…"));
 
   const render = (full: FullConfig) => {
-    const controls = new Map<FieldSpec, Control>();
-    const error = h("p", { class: "error", role: "alert", id: "settings-error" });
+    const settings = full.settings as unknown as Record<string, unknown>;
+    const controls = new Map<SettingSpec, { el: Control; error: HTMLElement; row: HTMLElement }>();
+    const clearToken = h("input", { type: "checkbox", name: "clear_cdn_token" });
+    const formError = h("p", { class: "error", role: "alert", id: "settings-error" });
     const save = h("button", { type: "submit", class: "primary" }, "保存修改");
-    const form = h(
-      "form",
-      { class: "settings", id: "settings-form" },
-      ...FIELDS.map((spec) => {
-        const el = control(spec, full.settings[spec.key]);
-        controls.set(spec, el);
-        return h("label", { class: spec.kind === "bool" ? "setting check" : "setting" }, h("span", { class: "label" }, spec.label), el, h("small", { class: "muted" }, spec.hint));
-      }),
-      error,
-      h("div", { class: "actions" }, save),
+    const dirtyNote = h("span", { class: "warn-text", id: "settings-dirty", hidden: true }, "有未保存的修改");
+
+    const changes = (): Record<string, unknown> | string => {
+      const out: Record<string, unknown> = {};
+      for (const [spec, { el }] of controls) {
+        if (spec.kind === "secret") {
+          if (clearToken.checked) out[spec.key] = "";
+          else if ((el as HTMLInputElement).value !== "") out[spec.key] = (el as HTMLInputElement).value;
+          continue;
+        }
+        const value = readControl(spec, el);
+        if (value === undefined) return spec.key;
+        if (!same(value, settings[spec.key])) out[spec.key] = value;
+      }
+      return out;
+    };
+    const isDirty = () => {
+      const c = changes();
+      return typeof c === "string" || Object.keys(c).length > 0;
+    };
+    setLeaveGuard(isDirty);
+
+    const showFieldError = (key: string, message: string) => {
+      for (const [spec, { error, row, el }] of controls) {
+        if (spec.key !== key) continue;
+        error.textContent = message;
+        row.classList.add("invalid");
+        el.setAttribute("aria-invalid", "true");
+        el.focus();
+        return true;
+      }
+      return false;
+    };
+    const clearErrors = () => {
+      formError.textContent = "";
+      for (const { error, row, el } of controls.values()) {
+        error.textContent = "";
+        row.classList.remove("invalid");
+        el.removeAttribute("aria-invalid");
+      }
+    };
+
+    const groups = SETTING_GROUPS.map((g) =>
+      h(
+        "fieldset",
+        { class: "setting-group", id: `group-${g.id}` },
+        h("legend", null, g.title),
+        ...g.fields.map((spec) => {
+          const el = control(spec, settings[spec.key]);
+          const error = h("small", { class: "field-error", role: "alert" });
+          const label = h("label", { htmlFor: el.id, class: "setting-label" }, spec.label, spec.unit ? h("span", { class: "unit" }, `（${spec.unit}）`) : null);
+          const row = h(
+            "div",
+            { class: spec.kind === "bool" ? "setting check" : "setting", dataset: { key: spec.key } },
+            label,
+            h("div", { class: "setting-control" }, el, spec.kind === "secret" ? h("label", { class: "inline-check" }, clearToken, "清除") : null),
+            spec.hint || spec.kind === "secret" ? h("small", { class: "muted" }, spec.kind === "secret" ? `${full.derived.cdn_api_token_set ? "已设置。" : "未设置。"}${spec.hint}` : spec.hint) : null,
+            error,
+          );
+          controls.set(spec, { el, error, row });
+          return row;
+        }),
+      ),
     );
+    const form = h("form", { class: "settings", id: "settings-form", novalidate: true }, ...groups, formError, h("div", { class: "actions sticky-actions" }, save, dirtyNote));
+    form.addEventListener("input", () => (dirtyNote.hidden = !isDirty()));
+    form.addEventListener("change", () => (dirtyNote.hidden = !isDirty()));
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      error.textContent = "";
-      const changes: Record<string, unknown> = {};
-      for (const [spec, el] of controls) {
-        const value = readControl(spec, el);
-        if (value === undefined) {
-          error.textContent = `“${spec.label}”的值无效`;
-          return;
-        }
-        if (!same(value, full.settings[spec.key])) changes[spec.key] = value;
+      clearErrors();
+      const c = changes();
+      if (typeof c === "string") {
+        showFieldError(c, "请输入整数");
+        formError.textContent = "有无效的值，请检查标出的字段";
+        return;
       }
-      if (!Object.keys(changes).length) {
+      if (!Object.keys(c).length) {
         toast("没有需要保存的修改");
         return;
       }
       void busy(
         save,
         async () => {
-          const updated = await api<FullConfig>("PUT", "/api/admin/config", changes);
-          toast(`已保存 ${Object.keys(changes).length} 项，立即生效`);
+          const updated = await api<FullConfig>("PUT", "/api/admin/config", c);
+          toast(`已保存 ${Object.keys(c).length} 项，立即生效`);
           render(updated);
-          // Other tabs read widths, base_url and limits from the shared context.
+          // Other pages read widths, base_url and limits from the shared context.
           Object.assign(ctx.config, await api<ViewContext["config"]>("GET", "/api/admin/config"));
           ctx.origin = ctx.config.base_url || location.origin;
         },
-        (msg) => (error.textContent = msg),
+        (msg) => {
+          const key = /配置项 ([a-z_]+)/.exec(msg)?.[1];
+          if (!key || !showFieldError(key, msg)) formError.textContent = msg;
+          else formError.textContent = "保存失败，请检查标出的字段";
+        },
       );
     });
     const b = full.bootstrap;
     replace(
       body,
+      h("nav", { class: "group-links", "aria-label": "设置分组" }, ...SETTING_GROUPS.map((g) => h("a", { href: `#settings`, onclick: (e: Event) => (e.preventDefault(), document.getElementById(`group-${g.id}`)?.scrollIntoView()) }, g.title))),
       form,
       h("h2", null, "启动参数（只读，修改需重启）"),
       h(
@@ -115,9 +170,9 @@ export function settingsView(ctx: ViewContext): HTMLElement {
           ["数据目录", b.data_dir],
           ["可信代理", b.trusted_proxies || "（无）"],
           ["/metrics 允许", b.metrics_allow || "（关闭）"],
+          ["登录限流", `${full.derived.login_burst} 次，每 ${full.derived.login_refill_seconds} 秒恢复一次`],
         ].flatMap(([k, v]) => [h("dt", null, k!), h("dd", null, h("code", null, v!))]),
       ),
-      h("p", { class: "muted" }, "其余配置项可通过 PUT /api/admin/config 修改，见 API 文档。"),
     );
   };
 

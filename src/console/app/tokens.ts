@@ -109,7 +109,7 @@ export function tokensView(ctx: ViewContext): HTMLElement {
     }
   }
 
-  const name = h("input", { name: "token_name", placeholder: "用途，如 PicGo-笔记本", required: true, maxLength: 64 });
+  const name = h("input", { name: "token_name", "aria-label": "令牌用途名称", placeholder: "用途，如 PicGo-笔记本", required: true, maxLength: 64 });
   const hours = h("input", { type: "number", name: "expires_in_hours", min: 0, max: 876000, step: 1, placeholder: "永久", class: "narrow" });
   const submit = h("button", { type: "submit", class: "primary" }, "签发令牌");
   const form = h("form", { class: "inline", id: "token-form" }, name, h("label", null, "有效期（小时）", hours), submit);

@@ -1,7 +1,9 @@
-// Upload tab: drag & drop / file picker with per-file progress, import from URL,
-// and the resulting link in the three forms people paste (URL, Markdown, HTML).
+// Upload page: drag & drop / file picker with per-file progress and a status text that
+// matches it (等待中 → 上传中 → 处理中 → 完成 / 失败), an overall x/N counter, retry for
+// failed files, "copy all links", import from URL. The shell keeps this page alive, so
+// results survive switching tabs.
 import { api, uploadFile } from "./api";
-import { busy, copyButton, errorText, fmtBytes, h, safeHref } from "./dom";
+import { busy, copyButton, copyText, errorText, fmtBytes, h, safeHref, toast } from "./dom";
 import { linkForms, thumbUrl } from "./links";
 import type { UploadResult, ViewContext } from "./types";
 
@@ -13,18 +15,56 @@ interface Options {
   ttlHours: HTMLInputElement;
 }
 
-function resultRow(name: string, sizeText: string): { row: HTMLElement; progress: HTMLProgressElement; done(r: UploadResult, ctx: ViewContext): void; fail(msg: string): void } {
-  const progress = h("progress", { max: 1, value: 0 });
+/** Overall progress of everything dropped on this page, and every finished link. */
+class Tally {
+  total = 0;
+  done = 0;
+  failed = 0;
+  readonly links: { url: string; name: string }[] = [];
+  readonly el = h("p", { class: "tally", id: "upload-tally", role: "status", "aria-live": "polite", hidden: true });
+  readonly copyAll = h("button", { type: "button", id: "copy-all", disabled: true }, "复制全部链接");
+  readonly format = h("select", { name: "copy_all_format", "aria-label": "链接格式" }, ...linkForms("x", "x").map((f) => h("option", { value: f.label }, f.label)));
+
+  constructor() {
+    this.copyAll.addEventListener("click", () => {
+      const text = this.links.map((l) => linkForms(l.url, l.name).find((f) => f.label === this.format.value)?.text ?? l.url).join("\n");
+      void copyText(text);
+    });
+  }
+
+  render(): void {
+    this.el.hidden = this.total === 0;
+    const running = this.total - this.done - this.failed;
+    this.el.textContent = `已完成 ${this.done} / ${this.total}${this.failed ? `，失败 ${this.failed}` : ""}${running ? `，进行中 ${running}` : ""}`;
+    this.copyAll.disabled = this.links.length === 0;
+  }
+}
+
+interface Row {
+  row: HTMLElement;
+  progress(fraction: number): void;
+  done(r: UploadResult, ctx: ViewContext): void;
+  fail(msg: string, retry?: () => void): void;
+  restart(): void;
+}
+
+function resultRow(name: string, sizeText: string): Row {
+  const bar = h("progress", { max: 1, value: 0 });
   const status = h("span", { class: "status muted" }, "等待中");
-  const body = h("div", { class: "result-body" }, h("div", { class: "result-name" }, name, h("span", { class: "muted" }, sizeText)), progress, status);
+  const body = h("div", { class: "result-body" }, h("div", { class: "result-name" }, name, h("span", { class: "muted" }, sizeText)), bar, status);
   const preview = h("div", { class: "result-thumb" });
   const row = h("li", { class: "result" }, preview, body);
   return {
     row,
-    progress,
+    progress(f) {
+      bar.value = f;
+      // All bytes sent: the server now sniffs, strips EXIF and stores; say so.
+      status.textContent = f < 1 ? `上传中 ${Math.round(f * 100)}%` : "处理中…";
+    },
     done(r, ctx) {
-      progress.remove();
-      status.remove();
+      bar.remove();
+      status.className = "status ok-text";
+      status.textContent = "完成";
       preview.append(h("img", { src: thumbUrl(ctx, r.id), alt: "", loading: "lazy" }));
       const href = safeHref(r.url);
       body.append(
@@ -33,11 +73,20 @@ function resultRow(name: string, sizeText: string): { row: HTMLElement; progress
       );
       row.classList.add("ok");
     },
-    fail(msg) {
-      progress.remove();
+    fail(msg, retry) {
+      bar.hidden = true;
       status.className = "status error";
       status.textContent = `失败：${msg}`;
       row.classList.add("failed");
+      if (retry) status.after(h("button", { type: "button", class: "small retry", onclick: retry }, "重试"));
+    },
+    restart() {
+      row.classList.remove("failed");
+      row.querySelector(".retry")?.remove();
+      bar.hidden = false;
+      bar.value = 0;
+      status.className = "status muted";
+      status.textContent = "等待中";
     },
   };
 }
@@ -50,33 +99,46 @@ function uploadFields(opts: Options): Record<string, string> {
   return fields;
 }
 
-async function uploadAll(files: File[], ctx: ViewContext, opts: Options, list: HTMLElement): Promise<void> {
+async function uploadAll(files: File[], ctx: ViewContext, opts: Options, list: HTMLElement, tally: Tally): Promise<void> {
+  const fields = uploadFields(opts);
   const jobs = files.map((file) => {
     const r = resultRow(file.name, ` · ${fmtBytes(file.size)}`);
     list.prepend(r.row);
     return { file, r };
   });
-  const fields = uploadFields(opts);
+  tally.total += jobs.length;
+  tally.render();
+  const send = async ({ file, r }: (typeof jobs)[number]): Promise<void> => {
+    const form = new FormData();
+    for (const [k, v] of Object.entries(fields)) form.append(k, v);
+    form.append("file", file, file.name);
+    try {
+      const res = await uploadFile<UploadResult>("/api/admin/upload", form, (f) => r.progress(f));
+      r.done(res, ctx);
+      tally.done++;
+      tally.links.push({ url: res.url, name: file.name });
+    } catch (err) {
+      tally.failed++;
+      r.fail(errorText(err), () => {
+        tally.failed--;
+        r.restart();
+        tally.render();
+        void send({ file, r }).then(() => tally.render());
+      });
+    }
+    tally.render();
+  };
   let next = 0;
   const worker = async () => {
-    while (next < jobs.length) {
-      const { file, r } = jobs[next++]!;
-      const form = new FormData();
-      for (const [k, v] of Object.entries(fields)) form.append(k, v);
-      form.append("file", file, file.name);
-      try {
-        const res = await uploadFile<UploadResult>("/api/admin/upload", form, (f) => (r.progress.value = f));
-        r.done(res, ctx);
-      } catch (err) {
-        r.fail(errorText(err));
-      }
-    }
+    while (next < jobs.length) await send(jobs[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(PARALLEL, jobs.length) }, worker));
+  if (jobs.length > 1) toast(`本批 ${jobs.length} 张处理完毕`);
 }
 
 export function uploadView(ctx: ViewContext): HTMLElement {
   const list = h("ul", { class: "results", id: "upload-results" });
+  const tally = new Tally();
   const exif = h(
     "select",
     { name: "exif_policy" },
@@ -91,7 +153,7 @@ export function uploadView(ctx: ViewContext): HTMLElement {
   input.addEventListener("change", () => {
     const files = [...(input.files ?? [])];
     input.value = "";
-    if (files.length) void uploadAll(files, ctx, opts, list);
+    if (files.length) void uploadAll(files, ctx, opts, list, tally);
   });
   const drop = h(
     "label",
@@ -109,10 +171,10 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     e.preventDefault();
     drop.classList.remove("over");
     const files = [...(e.dataTransfer?.files ?? [])];
-    if (files.length) void uploadAll(files, ctx, opts, list);
+    if (files.length) void uploadAll(files, ctx, opts, list, tally);
   });
 
-  const urlInput = h("input", { type: "url", name: "import_url", placeholder: "https://example.com/photo.jpg", required: true });
+  const urlInput = h("input", { type: "url", name: "import_url", "aria-label": "图片 URL", placeholder: "https://example.com/photo.jpg", required: true });
   const urlButton = h("button", { type: "submit" }, "导入");
   const urlForm = h("form", { class: "inline", id: "import-form" }, urlInput, urlButton);
   urlForm.addEventListener("submit", (e) => {
@@ -120,7 +182,7 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     const url = urlInput.value.trim();
     const r = resultRow(url.split("/").pop() || url, " · 从 URL 导入");
     list.prepend(r.row);
-    r.progress.removeAttribute("value"); // indeterminate while the server fetches
+    r.progress(1); // the server fetches and processes: nothing to measure here
     const body: Record<string, unknown> = { url };
     const fields = uploadFields(opts);
     if (fields.exif_policy) body.exif_policy = fields.exif_policy;
@@ -148,14 +210,16 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     ),
     h("h2", null, "从 URL 导入"),
     urlForm,
+    h("div", { class: "toolbar results-bar" }, tally.el, tally.format, tally.copyAll),
     list,
   );
   // Paste a screenshot anywhere on the upload tab.
   view.tabIndex = -1;
   const onPaste = (e: ClipboardEvent) => {
-    if (!view.isConnected) return document.removeEventListener("paste", onPaste);
+    // The page is kept while other tabs show; paste only counts while it is on screen.
+    if (!view.isConnected) return;
     const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
-    if (files.length) void uploadAll(files, ctx, opts, list);
+    if (files.length) void uploadAll(files, ctx, opts, list, tally);
   };
   document.addEventListener("paste", onPaste);
   return view;

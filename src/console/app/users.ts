@@ -1,6 +1,8 @@
-// Users (admins only): list with usage, create, reset password, disable/enable, delete.
+// #users (admins): list with usage, create, edit (quota, default TTL, role, disabled), reset
+// password, delete, and a link to the person's images.
 import { api } from "./api";
 import { badge, busy, errorText, fmtBytes, fmtTime, h, openModal, replace, toast } from "./dom";
+import { labelled, percent } from "./ui";
 import type { Page, User, ViewContext } from "./types";
 
 const MB = 1024 * 1024;
@@ -26,6 +28,63 @@ function resetPassword(user: User): void {
   pw.focus();
 }
 
+/** Everything PUT /api/admin/users/{id} takes, in one dialog (the API replaces the whole record). */
+function editUser(ctx: ViewContext, user: User, saved: () => void): void {
+  const self = user.id === ctx.me.user.id;
+  const name = h("input", { name: "edit_name", value: user.name, required: true, maxLength: 64 });
+  const role = h("select", { name: "edit_role", disabled: self }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
+  role.value = user.role;
+  const quota = h("input", { name: "edit_quota", type: "number", min: 0, step: "any", value: user.quota_bytes === null ? "" : String(+(user.quota_bytes / MB).toFixed(2)) });
+  const ttl = h("select", { name: "edit_ttl_mode" }, h("option", { value: "inherit" }, "跟随全局设置"), h("option", { value: "forever" }, "永久"), h("option", { value: "hours" }, "指定小时数"));
+  ttl.value = user.default_ttl_hours === null ? "inherit" : user.default_ttl_hours === 0 ? "forever" : "hours";
+  const hours = h("input", { name: "edit_ttl_hours", type: "number", min: 1, max: 876000, step: 1, value: user.default_ttl_hours ? String(user.default_ttl_hours) : "", class: "narrow" });
+  const syncTtl = () => (hours.hidden = ttl.value !== "hours");
+  ttl.addEventListener("change", syncTtl);
+  syncTtl();
+  const disabled = h("input", { type: "checkbox", name: "edit_disabled", checked: user.disabled, disabled: self });
+  const error = h("p", { class: "error", role: "alert" });
+  const submit = h("button", { type: "submit", class: "primary" }, "保存");
+  const form = h(
+    "form",
+    { class: "stack", id: "user-edit-form" },
+    labelled("用户名", name).el,
+    labelled("角色", role, self ? "不能修改自己的角色" : undefined).el,
+    labelled("配额（MB）", quota, `留空表示不限；当前已用 ${fmtBytes(user.used_bytes)}`).el,
+    h("label", { class: "field" }, h("span", null, "默认有效期"), h("span", { class: "inline" }, ttl, hours)),
+    h("label", { class: "field check" }, disabled, h("span", null, "停用（停用后无法登录，令牌失效）")),
+    error,
+    h("div", { class: "actions" }, submit),
+  );
+  const modal = openModal(`编辑用户 · ${user.name}`, form);
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = quota.value.trim();
+    const body = {
+      name: name.value.trim(),
+      role: role.value,
+      quota_bytes: q === "" || Number(q) <= 0 ? null : Math.round(Number(q) * MB),
+      default_ttl_hours: ttl.value === "inherit" ? null : ttl.value === "forever" ? 0 : Number(hours.value),
+      disabled: disabled.checked,
+    };
+    void busy(
+      submit,
+      async () => {
+        await api<User>("PUT", `/api/admin/users/${encodeURIComponent(user.id)}`, body);
+        modal.close();
+        toast(`已保存 ${body.name}`);
+        saved();
+      },
+      (msg) => (error.textContent = msg),
+    );
+  });
+}
+
+function usage(u: User): HTMLElement {
+  if (u.quota_bytes === null) return h("span", null, `${fmtBytes(u.used_bytes)} / 不限`);
+  const p = percent(u.used_bytes, u.quota_bytes);
+  return h("span", { class: "usage" }, `${fmtBytes(u.used_bytes)} / ${fmtBytes(u.quota_bytes)}`, h("progress", { max: 100, value: p, "aria-label": `已用 ${p}%` }));
+}
+
 export function usersView(ctx: ViewContext): HTMLElement {
   const tbody = h("tbody");
 
@@ -37,6 +96,8 @@ export function usersView(ctx: ViewContext): HTMLElement {
       b.addEventListener("click", () => void busy(b, run));
       actions.append(b);
     };
+    act("编辑", async () => editUser(ctx, u, () => void load()));
+    actions.append(h("a", { class: "button small", href: `#images?user=${encodeURIComponent(u.id)}` }, "查看图片"));
     act("重置密码", async () => resetPassword(u));
     if (u.id !== ctx.me.user.id) {
       act(u.disabled ? "启用" : "停用", async () => {
@@ -63,7 +124,7 @@ export function usersView(ctx: ViewContext): HTMLElement {
       h("td", null, u.role === "admin" ? "管理员" : "用户"),
       h("td", null, u.disabled ? badge("已停用", "bad") : badge("正常", "ok")),
       h("td", null, u.image_count),
-      h("td", null, `${fmtBytes(u.used_bytes)} / ${fmtBytes(u.quota_bytes)}`),
+      h("td", null, usage(u)),
       h("td", null, u.default_ttl_hours === null ? "跟随全局" : u.default_ttl_hours === 0 ? "永久" : `${u.default_ttl_hours} 小时`),
       h("td", null, fmtTime(u.created_at)),
       actions,
@@ -79,11 +140,11 @@ export function usersView(ctx: ViewContext): HTMLElement {
     }
   }
 
-  const name = h("input", { name: "new_user_name", placeholder: "用户名", required: true, maxLength: 64, autocomplete: "off" });
-  const password = h("input", { name: "new_user_password", type: "password", placeholder: "初始密码（至少 8 位）", minLength: 8, required: true, autocomplete: "new-password" });
-  const role = h("select", { name: "new_user_role" }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
-  const quota = h("input", { name: "new_user_quota", type: "number", min: 0, step: 1, placeholder: "配额 MB（空为不限）", class: "mid" });
-  const ttl = h("input", { name: "new_user_ttl", type: "number", min: 0, max: 876000, step: 1, placeholder: "默认有效期（小时）", class: "mid" });
+  const name = h("input", { name: "new_user_name", "aria-label": "用户名", placeholder: "用户名", required: true, maxLength: 64, autocomplete: "off" });
+  const password = h("input", { name: "new_user_password", "aria-label": "初始密码", type: "password", placeholder: "初始密码（至少 8 位）", minLength: 8, required: true, autocomplete: "new-password" });
+  const role = h("select", { name: "new_user_role", "aria-label": "角色" }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
+  const quota = h("input", { name: "new_user_quota", "aria-label": "配额（MB）", type: "number", min: 0, step: 1, placeholder: "配额 MB（空为不限）", class: "mid" });
+  const ttl = h("input", { name: "new_user_ttl", "aria-label": "默认有效期（小时）", type: "number", min: 0, max: 876000, step: 1, placeholder: "默认有效期（小时）", class: "mid" });
   const submit = h("button", { type: "submit", class: "primary" }, "创建用户");
   const form = h("form", { class: "inline wrap", id: "user-form" }, name, password, role, quota, ttl, submit);
   form.addEventListener("submit", (e) => {

@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from "../../auth/passwords";
+import type { LoginAdmission } from "../../auth/login-throttle";
 import { SESSION_COOKIE, SESSION_DAYS } from "../../auth/sessions";
 import { audit } from "../../ops/audit";
 import type { UserRow } from "../../users/repo";
@@ -29,15 +30,29 @@ function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): s
   );
 }
 
+/** Verifies a password once the throttle admitted it; 429 otherwise (argon2 is the expensive part). */
+async function checkPassword(admission: LoginAdmission, password: string, hash: string | undefined): Promise<boolean> {
+  if (!admission.ok) {
+    const message = admission.reason === "busy" ? "登录请求过多，服务器繁忙，请稍后再试" : "登录尝试过于频繁，请稍后再试";
+    throw new ApiError(429, message, { "retry-after": String(admission.retryAfter) });
+  }
+  let verified = false;
+  try {
+    verified = await verifyPassword(password, hash);
+    return verified;
+  } finally {
+    admission.release(verified);
+  }
+}
+
 export function authRoutes(app: AppContext) {
   return new Elysia()
     .post("/api/admin/auth/login", async ({ body, request, set }) => {
       const input = parseBody(loginBody, body);
       const info = requestInfo(request);
-      const wait = app.loginLimiter.take(`${info.client}\0${input.name}`);
-      if (wait > 0) throw new ApiError(429, "登录尝试过于频繁，请稍后再试", { "retry-after": String(wait) });
       const user = app.users.byName(input.name);
-      if (!(await verifyPassword(input.password, user?.password_hash)) || !user) throw unauthorized("用户名或密码错误");
+      const verified = await checkPassword(app.loginLimiter.admitLogin(info.client, input.name), input.password, user?.password_hash);
+      if (!verified || !user) throw unauthorized("用户名或密码错误");
       if (user.disabled) throw forbidden("该账号已被停用");
       const session = app.sessions.create(user.id);
       set.headers["set-cookie"] = sessionCookie(session.token, SESSION_DAYS * 86_400, info.secure);
@@ -61,7 +76,7 @@ export function authRoutes(app: AppContext) {
     .put("/api/admin/me/password", async ({ request, body, set }) => {
       const p = authenticate(app, request, { allowDefaultPassword: true });
       const input = parseBody(changePasswordBody, body);
-      if (!(await verifyPassword(input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
+      if (!(await checkPassword(app.loginLimiter.admitCheck(), input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
       if (input.old_password === input.new_password) throw badRequest("新密码不能与原密码相同");
       app.users.setPassword(p.user.id, await hashPassword(input.new_password), false);
       app.sessions.deleteAllForUser(p.user.id);

@@ -5,7 +5,7 @@ import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
 import { listImages, type ImageListFilter } from "../../images/list";
 import type { ImageView } from "../../images/repo";
-import { imageDetail, imageItem } from "../../images/views";
+import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
 import { badRequest, forbidden, notFound } from "../errors";
@@ -23,7 +23,7 @@ export function imageRoutes(app: AppContext) {
   /** The image when the caller may see it: own, or any for an admin. */
   const visible = (p: Principal, id: string): ImageView | undefined => {
     const v = app.images.view(id);
-    return v && (isAdmin(p) || v.user_id === p.user.id) ? v : undefined;
+    return v && (isAdmin(p) || v.user_id === p.user.id) ? asSeenBy(app, p.user, v) : undefined;
   };
 
   return new Elysia()
@@ -48,18 +48,25 @@ export function imageRoutes(app: AppContext) {
       }
       const cursor = query.cursor === undefined || query.cursor === "" ? undefined : query.cursor;
       const page = listImages(app.db, filter, { pageSize, offset, cursor });
-      return { items: page.rows.map(imageItem), total: page.total, next_cursor: page.nextCursor };
+      return { items: page.rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total: page.total, next_cursor: page.nextCursor };
     })
     .post("/api/admin/images/batch-delete", ({ request, body }) => {
       const p = authenticate(app, request);
       const { ids } = parseBody(batchBody, body);
       let deleted = 0;
       const failed: { id: string; error: string }[] = [];
+      // Each id stands alone: one that cannot be deleted (its transaction rolled back) is
+      // reported and the rest still go, instead of a 500 after some were already deleted.
       for (const id of ids) {
-        if (visible(p, id) && deleteReference(app, id)) {
-          deleted++;
-          audit(app.db, p.user, "image.delete", id);
-        } else failed.push({ id, error: "图片不存在" });
+        try {
+          if (visible(p, id) && deleteReference(app, id)) {
+            deleted++;
+            audit(app.db, p.user, "image.delete", id);
+          } else failed.push({ id, error: "图片不存在" });
+        } catch (err) {
+          app.log.error("批量删除中的一张图片删除失败", { image: id, err: (err as Error).message });
+          failed.push({ id, error: "删除失败，请稍后重试" });
+        }
       }
       return { deleted, failed };
     })
@@ -90,7 +97,7 @@ export function imageRoutes(app: AppContext) {
       })();
       app.lookups.forget(v.id);
       audit(app.db, p.user, "image.update", v.id, input);
-      return imageDetail(app, app.images.view(v.id)!);
+      return imageDetail(app, asSeenBy(app, p.user, app.images.view(v.id)!));
     })
     .delete("/api/admin/images/:id", ({ request, params, set }) => {
       const p = authenticate(app, request);

@@ -1,17 +1,9 @@
 import { Elysia } from "elysia";
-import { ScalarRender } from "@elysiajs/openapi/scalar";
 import openapiText from "../../../openapi.yaml" with { type: "text" };
 import type { AppContext } from "../../context";
-import { BUILD } from "../../version";
+import { docsRoutes } from "./docs";
 import { forbidden } from "../errors";
 import { requestInfo } from "../request-info";
-
-// The docs page renders the same embedded document that /api/openapi.yaml serves;
-// no second, generated spec exists.
-const docsPage = ScalarRender(
-  { title: "Kura API", version: BUILD.version },
-  { url: "/api/openapi.yaml", version: "latest", _integration: "elysiajs" } as never,
-);
 
 export function systemRoutes(app: AppContext) {
   return new Elysia()
@@ -25,7 +17,9 @@ export function systemRoutes(app: AppContext) {
       "/api/openapi.yaml",
       () => new Response(openapiText, { headers: { "content-type": "application/yaml; charset=utf-8", "cache-control": "no-cache" } }),
     )
-    .get("/api/docs", () => new Response(docsPage, { headers: { "content-type": "text/html; charset=utf-8" } }));
+    // The docs page renders the same embedded document that /api/openapi.yaml serves;
+    // no second, generated spec exists.
+    .use(docsRoutes());
 }
 
 export { openapiText };

@@ -64,8 +64,36 @@ export interface UploadOutcome {
   replayed: boolean;
 }
 
+type UploadGate = { admit(userId: string): () => void };
+
+/**
+ * Uploads in flight per (user, Idempotency-Key). Reserving a key is a synchronous
+ * check-and-set on the one event loop, so it is atomic: a concurrent retry finds the
+ * reservation, waits for that upload and then answers with its result.
+ */
+const inFlight = new Map<string, Promise<UploadOutcome>>();
+
 /** The one upload pipeline behind every upload endpoint. */
-export async function runUpload(app: AppContext, gate: { admit(userId: string): () => void }, req: UploadRequest): Promise<UploadOutcome> {
+export function runUpload(app: AppContext, gate: UploadGate, req: UploadRequest): Promise<UploadOutcome> {
+  const key = req.idempotencyKey?.trim();
+  if (!key || key.length > 255) return uploadOnce(app, gate, req);
+  return reserved(`${req.userId}\0${key}`, () => uploadOnce(app, gate, req));
+}
+
+async function reserved(slot: string, run: () => Promise<UploadOutcome>): Promise<UploadOutcome> {
+  // Whoever finished first recorded the key; run() then replays it. A failed first attempt
+  // records nothing, and the next waiter uploads itself.
+  for (let running = inFlight.get(slot); running; running = inFlight.get(slot)) await running.catch(() => undefined);
+  const mine = run();
+  inFlight.set(slot, mine);
+  try {
+    return await mine;
+  } finally {
+    if (inFlight.get(slot) === mine) inFlight.delete(slot);
+  }
+}
+
+async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest): Promise<UploadOutcome> {
   const started = performance.now();
   let outcome: "ok" | "rejected" | "failed" = "failed";
   let received: ReceivedFile | undefined;

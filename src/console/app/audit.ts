@@ -1,0 +1,108 @@
+// #audit (admins): the audit log with filters (actor, action, target, time range) and the
+// alert history, open and resolved.
+import { api, query } from "./api";
+import { badge, errorText, fmtTime, h, replace } from "./dom";
+import { ALERT_KINDS } from "./labels";
+import type { Alert, AuditEntry, Page, User, ViewContext } from "./types";
+import { dataTable, localInputToUtc, messageRow, renderPager } from "./ui";
+
+const PAGE_SIZE = 50;
+
+/** Actions the server records, for the filter's suggestions (free text is accepted too). */
+const KNOWN_ACTIONS = [
+  "auth.login", "user.create", "user.update", "user.delete", "user.password_change", "user.password_reset", "config.update",
+  "token.create", "token.revoke", "token.rotate", "token.delete", "image.delete", "image.update", "image.expire",
+  "channel.create", "channel.update", "channel.delete", "channel.export", "dedup.merge", "dedup.dismiss",
+  "metadata.export", "referer.create", "referer.delete",
+];
+
+function auditSection(users: User[]): HTMLElement {
+  let page = 1;
+  const { table, tbody } = dataTable("audit-table", ["时间", "操作者", "动作", "对象", "详情"]);
+  const pager = h("div", { class: "pager" });
+  const count = h("span", { class: "muted", id: "audit-count" });
+  const actor = h("select", { name: "actor" }, h("option", { value: "" }, "全部"), ...users.map((u) => h("option", { value: u.id }, u.name)));
+  const action = h("input", { name: "action", list: "audit-actions", placeholder: "如 config.update", autocomplete: "off" });
+  const target = h("input", { name: "target", placeholder: "精确匹配", autocomplete: "off" });
+  const since = h("input", { type: "datetime-local", name: "since" });
+  const until = h("input", { type: "datetime-local", name: "until" });
+  const apply = h("button", { type: "submit", class: "primary" }, "筛选");
+  const reset = h("button", { type: "reset" }, "清除");
+  const error = h("p", { class: "error", role: "alert" });
+  const f = (label: string, el: HTMLElement) => h("label", { class: "field" }, h("span", null, label), el);
+  const form = h(
+    "form",
+    { class: "filters", id: "audit-filters" },
+    f("操作者", actor),
+    f("动作", action),
+    f("对象", target),
+    f("起（含）", since),
+    f("止（不含）", until),
+    h("div", { class: "filter-actions" }, apply, reset),
+    h("datalist", { id: "audit-actions" }, ...KNOWN_ACTIONS.map((a) => h("option", { value: a }))),
+  );
+
+  const load = async () => {
+    error.textContent = "";
+    try {
+      const q = query({ page, page_size: PAGE_SIZE, actor: actor.value, action: action.value.trim(), target: target.value.trim(), since: localInputToUtc(since.value), until: localInputToUtc(until.value) });
+      const data = await api<Page<AuditEntry>>("GET", `/api/admin/audit${q}`);
+      const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
+      count.textContent = `共 ${data.total} 条`;
+      replace(
+        tbody,
+        ...(data.items.length
+          ? data.items.map((e) => h("tr", { dataset: { id: String(e.id), action: e.action } }, h("td", null, fmtTime(e.created_at)), h("td", null, e.actor_name || e.actor || "系统"), h("td", null, h("code", null, e.action)), h("td", { class: "wrap" }, e.target || "—"), h("td", { class: "wrap" }, e.detail || "—")))
+          : [messageRow(5, "没有符合条件的记录")]),
+      );
+      renderPager(pager, page, pages, (p) => ((page = p), void load()));
+    } catch (err) {
+      error.textContent = errorText(err);
+    }
+  };
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    page = 1;
+    void load();
+  });
+  form.addEventListener("reset", () => setTimeout(() => ((page = 1), void load())));
+  void load();
+  return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "审计日志"), count), form, error, h("div", { class: "table-wrap" }, table), pager);
+}
+
+function alertSection(): HTMLElement {
+  let page = 1;
+  const { table, tbody } = dataTable("alert-history", ["状态", "类型", "对象", "说明", "产生", "解除"]);
+  const pager = h("div", { class: "pager" });
+  const status = h("select", { name: "alert_status", "aria-label": "告警状态" }, h("option", { value: "all" }, "全部"), h("option", { value: "open" }, "未解除"), h("option", { value: "resolved" }, "已解除"));
+  const load = async () => {
+    try {
+      // Open alerts come unpaged without `status`; the full history is paged.
+      const data = await api<Page<Alert>>("GET", status.value === "open" ? "/api/admin/alerts" : `/api/admin/alerts?status=all&page=${page}&page_size=${PAGE_SIZE}`);
+      const items = status.value === "resolved" ? data.items.filter((a) => a.resolved_at) : data.items;
+      replace(
+        tbody,
+        ...(items.length
+          ? items.map((a) =>
+              h("tr", { dataset: { id: String(a.id) } }, h("td", null, a.resolved_at ? badge("已解除", "ok") : badge("未解除", "bad")), h("td", null, ALERT_KINDS[a.kind] ?? a.kind), h("td", null, a.target || "—"), h("td", { class: "wrap" }, a.message), h("td", null, fmtTime(a.opened_at)), h("td", null, fmtTime(a.resolved_at))),
+            )
+          : [messageRow(6, "没有告警")]),
+      );
+      renderPager(pager, page, status.value === "open" ? 1 : Math.max(1, Math.ceil(data.total / PAGE_SIZE)), (p) => ((page = p), void load()));
+    } catch (err) {
+      replace(tbody, messageRow(6, `加载失败：${errorText(err)}`, "error"));
+    }
+  };
+  status.addEventListener("change", () => ((page = 1), void load()));
+  void load();
+  return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "告警历史"), status), h("div", { class: "table-wrap" }, table), pager);
+}
+
+export function auditView(_ctx: ViewContext): HTMLElement {
+  const body = h("div", { class: "stack" }, h("p", { class: "muted" }, "加载中…"));
+  api<Page<User>>("GET", "/api/admin/users").then(
+    (u) => replace(body, alertSection(), auditSection(u.items)),
+    (err) => replace(body, h("p", { class: "error" }, `加载失败：${errorText(err)}`)),
+  );
+  return h("section", { class: "view", id: "audit-view" }, h("h1", null, "审计与告警"), body);
+}

@@ -1,0 +1,69 @@
+// Small building blocks the pages share: tables (that become cards on a phone), page-number
+// pagers, statistic tiles, labelled form fields and UTC/local time conversion for filters.
+import { h, replace, type Child } from "./dom";
+
+/** A table with a header row; `tbody` is filled by the caller. */
+export function dataTable(id: string, headers: string[]): { table: HTMLTableElement; tbody: HTMLTableSectionElement } {
+  const tbody = h("tbody");
+  const table = h("table", { class: "table", id }, h("thead", null, h("tr", null, ...headers.map((t) => h("th", { scope: "col" }, t)))), tbody);
+  return { table, tbody };
+}
+
+/** One full-width message row (empty list, loading, error). */
+export function messageRow(columns: number, text: string, cls = "empty"): HTMLTableRowElement {
+  return h("tr", { class: "message-row" }, h("td", { colSpan: columns, class: cls }, text));
+}
+
+/** Page numbers around the current page, with first/last and gaps: 1 … 4 5 [6] 7 8 … 20. */
+export function pageNumbers(page: number, pages: number): (number | "…")[] {
+  const out: (number | "…")[] = [];
+  for (let p = 1; p <= pages; p++) {
+    if (p === 1 || p === pages || Math.abs(p - page) <= 2) out.push(p);
+    else if (out.at(-1) !== "…") out.push("…");
+  }
+  return out;
+}
+
+export function renderPager(box: HTMLElement, page: number, pages: number, go: (page: number) => void): void {
+  if (pages <= 1) return replace(box);
+  replace(
+    box,
+    h("button", { type: "button", class: "small", disabled: page <= 1, onclick: () => go(page - 1), "aria-label": "上一页" }, "‹ 上一页"),
+    ...pageNumbers(page, pages).map((p) =>
+      p === "…"
+        ? h("span", { class: "muted" }, "…")
+        : h("button", { type: "button", class: p === page ? "small primary" : "small", "aria-current": p === page ? "page" : undefined, dataset: { page: String(p) }, onclick: () => go(p) }, p),
+    ),
+    h("button", { type: "button", class: "small", disabled: page >= pages, onclick: () => go(page + 1), "aria-label": "下一页" }, "下一页 ›"),
+  );
+}
+
+export function stat(label: string, value: Child, note?: Child, id?: string): HTMLElement {
+  return h("div", { class: "stat", id }, h("div", { class: "stat-label" }, label), h("div", { class: "stat-value" }, value), note ? h("div", { class: "stat-note muted" }, note) : null);
+}
+
+/** A label wrapping its control, with an optional hint and a per-field error line. */
+export function labelled(label: string, control: HTMLElement, hint?: string): { el: HTMLElement; error: HTMLElement } {
+  const error = h("small", { class: "field-error", role: "alert" });
+  const el = h("label", { class: "field" }, h("span", null, label), control, hint ? h("small", { class: "muted" }, hint) : null, error);
+  return { el, error };
+}
+
+const pad = (n: number) => String(n).padStart(2, "0");
+
+/** A `datetime-local` value (browser time) as the server's UTC "YYYY-MM-DD HH:MM:SS"; "" stays "". */
+export function localInputToUtc(value: string): string {
+  if (!value) return "";
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) return "";
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+}
+
+export function percent(part: number, whole: number | null): number {
+  return whole ? Math.min(100, Math.round((part / whole) * 100)) : 0;
+}
+
+/** Filters carried in the hash after the page id: `#images?user=<id>`. */
+export function hashParams(): URLSearchParams {
+  return new URLSearchParams(location.hash.split("?")[1] ?? "");
+}

@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { expectError } from "../helpers/client";
+import { KuraServer } from "../helpers/server";
+
+/** A login attempt as seen from `client` (the test process is a trusted proxy). */
+function attempt(server: KuraServer, client: string, name: string): Promise<Response> {
+  return fetch(server.url("/api/admin/auth/login"), {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-forwarded-for": client },
+    body: JSON.stringify({ name, password: "wrong-password" }),
+  });
+}
+
+describe("row 4: login throttling beyond address + name", () => {
+  let server: KuraServer;
+  beforeAll(async () => {
+    server = await KuraServer.start({ env: { KURA_TRUSTED_PROXIES: "127.0.0.1/32" } });
+  });
+  afterAll(() => server.dispose());
+
+  test("one address spraying passwords over 25 names is throttled", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 25; i++) statuses.push((await attempt(server, "203.0.113.7", `name-${i}`)).status);
+    expect(statuses.slice(0, 5)).toEqual(Array(5).fill(401));
+    expect(statuses).toContain(429);
+    const last = await attempt(server, "203.0.113.7", "yet-another-name");
+    expect(last.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await expectError(last, 429)).toMatch(/过于频繁/);
+    // Another address is unaffected.
+    expect((await attempt(server, "203.0.113.8", "name-0")).status).toBe(401);
+  });
+
+  test("password verifications from many addresses at once are capped", async () => {
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => attempt(server, `198.51.100.${i + 1}`, `user-${i}`)));
+    const statuses = answers.map((r) => r.status);
+    // Every address and name is fresh: a 429 here can only come from the concurrency cap.
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    const busy = answers[statuses.indexOf(429)]!;
+    expect(await expectError(busy, 429)).toMatch(/繁忙/);
+    await Promise.all(answers.filter((r) => r !== busy).map((r) => r.arrayBuffer()));
+  });
+});

@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { adminSession, Session } from "../helpers/client";
+import { form, makeJpeg } from "../helpers/images";
+import { KuraServer } from "../helpers/server";
+
+describe("row 7: ref_count does not reveal other users' uploads", () => {
+  let server: KuraServer;
+  let admin: Session;
+  let alice: Session;
+  let bob: Session;
+  beforeAll(async () => {
+    server = await KuraServer.start();
+    admin = await adminSession(server);
+    for (const name of ["alice", "bob"]) await admin.json("POST", "/api/admin/users", { name, password: "password-1" }, 201);
+    alice = new Session(server);
+    bob = new Session(server);
+    await alice.login("alice", "password-1");
+    await bob.login("bob", "password-1");
+  });
+  afterAll(() => server.dispose());
+
+  test("a user sees only their own references to shared bytes; an admin sees them all", async () => {
+    const jpeg = await makeJpeg(40, 30, 77);
+    const bobs = await bob.json("POST", "/api/admin/upload", form(jpeg, "bob.jpg", { exif_policy: "passthrough" }));
+    const alices = await alice.json("POST", "/api/admin/upload", form(jpeg, "alice.jpg", { exif_policy: "passthrough" }));
+    // Same bytes, one blob: the admin sees both references.
+    expect((await admin.json("GET", `/api/admin/images/${alices.id}`)).ref_count).toBe(2);
+    expect((await alice.json("GET", `/api/admin/images/${alices.id}`)).ref_count).toBe(1);
+    const list = await alice.json("GET", "/api/admin/images");
+    expect(list.items.find((i: { id: string }) => i.id === alices.id).ref_count).toBe(1);
+    const patched = await alice.json("PATCH", `/api/admin/images/${alices.id}`, { ttl_hours: 5 });
+    expect(patched.ref_count).toBe(1);
+
+    // Her own second reference counts.
+    const again = await alice.json("POST", "/api/admin/upload", form(jpeg, "alice-2.jpg", { exif_policy: "passthrough" }));
+    expect((await alice.json("GET", `/api/admin/images/${again.id}`)).ref_count).toBe(2);
+    expect((await bob.json("GET", `/api/admin/images/${bobs.id}`)).ref_count).toBe(1);
+    expect((await admin.json("GET", `/api/admin/images/${bobs.id}`)).ref_count).toBe(3);
+  });
+});
