@@ -11,6 +11,7 @@ import type { LoadedChannel } from "../channels/registry";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { openAlert, resolveAlert } from "./alerts";
+import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
 
 export const BACKUP_PREFIX = "_kura/backups/";
@@ -93,7 +94,8 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
   const file = join(app.paths.tmp, name);
   try {
     try {
-      app.db.run(`VACUUM INTO '${file.replaceAll("'", "''")}'`);
+      // In a worker on its own connection: the loop keeps serving while a large database is copied.
+      await vacuumIntoInWorker(app.db.filename, file);
     } catch (err) {
       fail(app, `生成数据库快照失败：${(err as Error).message}`);
     }
