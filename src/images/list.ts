@@ -93,10 +93,13 @@ export function listImages(
   }
   const where = pageSql.length ? `WHERE ${pageSql.join(" AND ")}` : "";
   const offset = paging.cursor !== undefined ? 0 : paging.offset;
+  // Deferred join: the page's rowids come from the (created_at, rowid) index alone, so rows
+  // skipped by OFFSET cost an index step each, not a join with blobs and tokens.
   const rows = db
     .query<ImageView & { _rowid: number }, (string | number)[]>(
-      `${IMAGE_VIEW_SQL.replace("SELECT i.*", "SELECT i.rowid AS _rowid, i.*")} ${where}
-       ORDER BY i.created_at DESC, i.rowid DESC LIMIT ? OFFSET ?`,
+      `${IMAGE_VIEW_SQL.replace("SELECT i.*", "SELECT i.rowid AS _rowid, i.*")}
+       WHERE i.rowid IN (SELECT i.rowid FROM images i ${where} ORDER BY i.created_at DESC, i.rowid DESC LIMIT ? OFFSET ?)
+       ORDER BY i.created_at DESC, i.rowid DESC`,
     )
     .all(...pageArgs, paging.pageSize + 1, offset);
   const more = rows.length > paging.pageSize;

@@ -45,3 +45,21 @@ export function channelUsage(db: Database): Map<number, ChannelUsage> {
       .map(({ channel_id, ...u }) => [channel_id, u]),
   );
 }
+
+/**
+ * Recomputes both rollups from the rows (the same sums migration 0006 backfills with). For
+ * bulk loaders that insert with the triggers set aside, e.g. bench/scale.ts seed.
+ */
+export function rebuildUsageRollups(db: Database) {
+  db.transaction(() => {
+    db.exec("DELETE FROM user_usage");
+    db.exec("DELETE FROM channel_usage");
+    db.exec(`INSERT INTO user_usage (user_id, images, bytes, accesses, traffic)
+      SELECT i.user_id, COUNT(*), COALESCE(SUM(b.size), 0), COALESCE(SUM(i.access_count), 0), COALESCE(SUM(i.access_count * b.size), 0)
+      FROM images i JOIN blobs b ON b.id = i.blob_id GROUP BY i.user_id`);
+    db.exec(`INSERT INTO channel_usage (channel_id, blobs, bytes, failed)
+      SELECT bc.channel_id, COALESCE(SUM(bc.state = 'done'), 0), COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size ELSE 0 END), 0),
+             COALESCE(SUM(bc.state = 'failed'), 0)
+      FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id GROUP BY bc.channel_id`);
+  })();
+}
