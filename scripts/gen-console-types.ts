@@ -39,8 +39,10 @@ export function tsType(schema: Schema, depth = 0): string {
   if (schema.$ref) return String(schema.$ref).split("/").pop()!;
   if (schema.allOf) {
     const parts = schema.allOf.map((s: Schema) => tsType(s, depth));
-    // `required` next to allOf narrows optional members of the referenced shape.
-    if (schema.required?.length) parts.push(`Required<Pick<${parts[0]}, ${schema.required.map((k: string) => JSON.stringify(k)).join(" | ")}>>`);
+    // Own `properties` next to allOf extend the shape; without them, `required` narrows optional
+    // members of the referenced shape.
+    if (schema.properties) parts.push(objectType(schema, depth));
+    else if (schema.required?.length) parts.push(`Required<Pick<${parts[0]}, ${schema.required.map((k: string) => JSON.stringify(k)).join(" | ")}>>`);
     return parts.join(" & ");
   }
   if (schema.oneOf || schema.anyOf) return (schema.oneOf ?? schema.anyOf).map((s: Schema) => tsType(s, depth)).join(" | ");

@@ -5,10 +5,10 @@ import { LoginThrottle } from "./auth/login-throttle";
 import { SessionStore } from "./auth/sessions";
 import { cryptWrapper } from "./channels/crypt-layer";
 import { registerChannelJobs } from "./channels/drain";
-import { cleanTempFiles } from "./channels/drivers/local";
+import { cleanTempFiles, resolveLocalPath, setLocalPathBase } from "./channels/drivers/local";
 import { registerChannelMetrics } from "./channels/metrics";
 import { ChannelRegistry } from "./channels/registry";
-import { seedDefaultChannel } from "./channels/seed";
+import { relativizeDefaultChannel, seedDefaultChannel } from "./channels/seed";
 import type { Bootstrap } from "./config/bootstrap";
 import type { MasterKey } from "./config/master-key";
 import { SettingsStore } from "./config/settings";
@@ -41,7 +41,7 @@ async function cleanLocalChannels(app: AppContext) {
   for (const channel of app.channels.list()) {
     if (channel.row.driver !== "local" || !channel.driver) continue;
     const path = app.channels.repo.secrets(channel.row).config.path;
-    if (path) await cleanTempFiles(path).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
+    if (path) await cleanTempFiles(resolveLocalPath(path)).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
   }
 }
 
@@ -83,7 +83,9 @@ export async function createAppContext(
   app.variants = new VariantService(app);
   app.sessions.pruneExpired();
   app.channels.wrap = cryptWrapper(key);
+  setLocalPathBase(boot.dataDir);
   await seedDefaultChannel(app);
+  relativizeDefaultChannel(app);
   app.channels.reload();
   await cleanLocalChannels(app);
   await resolveUploadIntents(app);

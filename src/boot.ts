@@ -6,6 +6,7 @@ import { randomReadable } from "./auth/secrets";
 import type { Bootstrap } from "./config/bootstrap";
 import { loadMasterKey, MasterKey, writeNewMasterKeyFile } from "./config/master-key";
 import { migrate, openDatabase } from "./db/open";
+import { snapshotBeforeMigration } from "./datadir/pre-migration";
 import { resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
@@ -17,8 +18,20 @@ export function databasePath(dataDir: string): string {
   return join(dataDir, "kura.db");
 }
 
+/**
+ * Maintenance commands (reset-password, backup, check) work on the service's existing data
+ * directory and never create one: run from the wrong directory they would otherwise make a
+ * fresh database and master key whose passwords work nowhere.
+ */
+export function requireExistingDatabase(boot: Bootstrap): void {
+  if (existsSync(databasePath(boot.dataDir)) || existsSync(stagedPath(boot.dataDir))) return;
+  throw new StartupError(
+    `数据目录 ${boot.dataDir} 中没有 Kura 数据库 kura.db；请把 KURA_DATA_DIR 设为服务使用的数据目录（例如 KURA_DATA_DIR=/var/lib/kura），此命令不会新建数据目录`,
+  );
+}
+
 /** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
-function storedFingerprint(path: string): string | undefined {
+export function storedFingerprint(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
   // immutable: a plain read-only open of a WAL database would still create -wal/-shm files.
   const db = new Database(`file:${encodeURI(path)}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
@@ -36,8 +49,25 @@ function storedFingerprint(path: string): string | undefined {
  * Opens the data directory: checks the master key against the database BEFORE
  * writing anything, generates a key for a new database, runs migrations.
  */
+/**
+ * For one-shot commands: opens the existing data directory (never creating one), or logs why
+ * it cannot be used and returns the exit code.
+ */
+export function openExistingDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } | number {
+  try {
+    requireExistingDatabase(boot);
+    return openDataDir(boot, log);
+  } catch (err) {
+    if (err instanceof StartupError) {
+      log.error("无法打开数据目录", { err: err.message });
+      return 1;
+    }
+    throw err;
+  }
+}
+
 export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } {
-  mkdirSync(boot.dataDir, { recursive: true });
+  mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
   const dbPath = databasePath(boot.dataDir);
   // A restore staged by the previous process becomes the database: the key is checked against
   // the staged file first, so a wrong key still refuses before anything is moved.
@@ -59,6 +89,8 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
   const swapped = staged !== undefined && swapInStagedSnapshot(boot.dataDir, dbPath, log);
   const db = openDatabase(dbPath);
   try {
+    // A newer schema refuses inside migrate() before anything is copied or changed.
+    snapshotBeforeMigration(db, dbPath, log);
     migrate(db);
   } catch (err) {
     db.close();

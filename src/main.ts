@@ -2,8 +2,16 @@ import { BootstrapError, readBootstrap } from "./config/bootstrap";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
+const USAGE = "用法: kura [serve | reset-password [用户名] | backup | check | restore <快照文件> | version | selftest]";
+
+/** Commands that read KURA_* and work on the data directory. */
+const DATA_COMMANDS = new Set(["serve", "reset-password", "backup", "check", "restore"]);
+
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...args] = argv;
+  // Database, master key, snapshots and local-channel files are private to the service user
+  // (0600 / 0700), whatever umask the shell or the unit would otherwise give.
+  process.umask(0o077);
   switch (command) {
     case "version":
       console.log(`kura ${BUILD.version} (commit ${BUILD.commit}, built ${BUILD.built_at})`);
@@ -13,28 +21,33 @@ async function main(argv: string[]): Promise<number> {
       await runSelftest();
       return 0;
     }
-    case "serve":
-    case "reset-password": {
-      let boot;
-      try {
-        boot = readBootstrap();
-      } catch (err) {
-        if (err instanceof BootstrapError) {
-          log.error("启动失败", { err: err.message });
-          return 2;
-        }
-        throw err;
-      }
-      if (command === "serve") {
-        const { serve } = await import("./serve");
-        return serve(boot);
-      }
-      const { resetPassword } = await import("./reset-password");
-      return resetPassword(boot, args[0]);
-    }
     default:
-      console.error(`未知命令: ${command}\n用法: kura [serve | reset-password [用户名] | version | selftest]`);
+      if (!DATA_COMMANDS.has(command)) {
+        console.error(`未知命令: ${command}\n${USAGE}`);
+        return 2;
+      }
+  }
+  let boot;
+  try {
+    boot = readBootstrap();
+  } catch (err) {
+    if (err instanceof BootstrapError) {
+      log.error("启动失败", { err: err.message });
       return 2;
+    }
+    throw err;
+  }
+  switch (command) {
+    case "serve":
+      return (await import("./serve")).serve(boot);
+    case "reset-password":
+      return (await import("./reset-password")).resetPassword(boot, args[0]);
+    case "backup":
+      return (await import("./cli/backup")).backupNow(boot);
+    case "check":
+      return (await import("./cli/check")).checkDataDir(boot);
+    default:
+      return (await import("./cli/restore")).restoreFromFile(boot, args[0]);
   }
 }
 

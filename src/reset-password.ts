@@ -1,4 +1,4 @@
-import { ensureBuiltinAdmin, openDataDir, seedDefaultPassword, StartupError } from "./boot";
+import { ensureBuiltinAdmin, openExistingDataDir, seedDefaultPassword } from "./boot";
 import { SessionStore } from "./auth/sessions";
 import type { Bootstrap } from "./config/bootstrap";
 import { log } from "./ops/log";
@@ -6,16 +6,8 @@ import { BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 
 /** `kura reset-password [name]`: re-seeds the factory default password and ends the user's sessions. */
 export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME): Promise<number> {
-  let opened;
-  try {
-    opened = openDataDir(boot, log);
-  } catch (err) {
-    if (err instanceof StartupError) {
-      log.error("无法打开数据目录", { err: err.message });
-      return 1;
-    }
-    throw err;
-  }
+  const opened = openExistingDataDir(boot, log);
+  if (typeof opened === "number") return opened;
   const { db, key } = opened;
   try {
     await ensureBuiltinAdmin(db, log);

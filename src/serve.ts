@@ -5,8 +5,11 @@ import { MAX_UPLOAD_MB_LIMIT } from "./config/settings-schema";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
 import { jsonError } from "./http/errors";
+import { resumeInterruptedBackup } from "./ops/backups";
+import { DataDirError, lockDataDir } from "./datadir/lock";
 import { startBackgroundLoops } from "./loops";
 import { resolveBackupAlertAtStart } from "./ops/backups";
+import { tuneNativeMemory } from "./native/memory-tuning";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
@@ -22,15 +25,18 @@ const MAX_REQUEST_BODY = Math.ceil(MAX_UPLOAD_MB_LIMIT * 1024 * 1024 * (1 + 1 / 
 export async function serve(boot: Bootstrap): Promise<number> {
   let opened;
   try {
+    // Before anything is read or written: a second instance must not even swap in a staged restore.
+    lockDataDir(boot.dataDir);
     opened = openDataDir(boot, log);
   } catch (err) {
-    if (err instanceof StartupError) {
+    if (err instanceof StartupError || err instanceof DataDirError) {
       log.error("启动失败", { err: err.message });
       return 1;
     }
     throw err;
   }
   const { db, key } = opened;
+  tuneNativeMemory();
   await ensureBuiltinAdmin(db, log);
 
   let stopping: Promise<void> | undefined;
@@ -51,9 +57,11 @@ export async function serve(boot: Bootstrap): Promise<number> {
     db.close();
     return 1;
   }
+  app.jobs.adoptOrphans();
   app.jobs.start();
   resolveBackupAlertAtStart(app);
   const loops = startBackgroundLoops(app);
+  void resumeInterruptedBackup(app).catch((err) => log.error("重新备份失败", { err: (err as Error).message }));
 
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
   log.info(cdnPurgeEnabled(app.settings.get()) ? "CDN 缓存刷新已启用" : "CDN 缓存刷新未启用（需要 zone id、API token 和 base_url）");

@@ -190,10 +190,17 @@ const INVALID_TOKEN = "上传令牌无效、已过期或已吊销";
  * token lacks the upload scope. Admin endpoints never call this.
  */
 export function authenticateUploadToken(deps: TokenDeps, request: Request, now = Date.now()): TokenPrincipal {
-  const challenge = { "www-authenticate": 'Bearer realm="kura"' };
   const header = request.headers.get("authorization") ?? "";
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  const plaintext = match?.[1] ?? "";
+  return authenticateUploadTokenText(deps, match?.[1] ?? "", now);
+}
+
+/**
+ * The same checks for a token plaintext that arrived elsewhere (Chevereto's `key`
+ * parameter, a Lsky client that sends the token without `Bearer `).
+ */
+export function authenticateUploadTokenText(deps: TokenDeps, plaintext: string, now = Date.now()): TokenPrincipal {
+  const challenge = { "www-authenticate": 'Bearer realm="kura"' };
   const prefix = tokenPrefixOf(plaintext);
   const found = prefix ? usableToken(deps, prefix, now) : undefined;
   if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new ApiError(401, INVALID_TOKEN, challenge);

@@ -38,6 +38,12 @@ export interface Driver {
   list(prefix: string): AsyncIterable<ObjectInfo>;
   /** Throws when the backend cannot be used; `deep` also writes, reads back and deletes a probe object. */
   probe(deep: boolean): Promise<void>;
+  /**
+   * The object as a plain file on this machine, when the backend keeps it so (local disk, not
+   * encrypted); null when absent. Lets libvips open and shrink-on-load a huge original without
+   * the whole file passing through a JS buffer. Remote and encrypting drivers leave it out.
+   */
+  localFile?(key: string): string | null;
   close?(): Promise<void>;
 }
 

@@ -17,12 +17,28 @@ export interface DriverHooks {
 
 type DriverFactory = (config: Record<string, string>, hooks: DriverHooks) => Driver;
 
+let peerTimeout: { ms: number | undefined } | undefined;
+
+/**
+ * `KURA_CHANNEL_TIMEOUT_MS` (read once): how long an S3, WebDAV or SFTP peer may take to answer
+ * before the attempt fails and the next channel is tried (drivers default to 30 s). A peer that
+ * accepts connections and never answers costs this long per attempt; an invalid value is ignored.
+ */
+export function channelTimeoutMs(): number | undefined {
+  if (!peerTimeout) {
+    const raw = process.env.KURA_CHANNEL_TIMEOUT_MS?.trim() ?? "";
+    const ms = /^\d{1,7}$/.test(raw) && Number(raw) >= 100 ? Number(raw) : undefined;
+    peerTimeout = { ms };
+  }
+  return peerTimeout.ms;
+}
+
 /** Backends by rclone type name. */
 const FACTORIES: Record<string, DriverFactory> = {
   local: createLocalDriver,
-  s3: (config) => createS3Driver(config),
-  webdav: (config) => createWebdavDriver(config),
-  sftp: (config) => createSftpDriver(config),
+  s3: (config) => createS3Driver(config, { timeoutMs: channelTimeoutMs() }),
+  webdav: (config) => createWebdavDriver(config, { timeoutMs: channelTimeoutMs() }),
+  sftp: (config) => createSftpDriver(config, { timeoutMs: channelTimeoutMs() }),
   onedrive: (config, hooks) => createOnedriveDriver(config, { ...hooks, apiBase: apiBaseOverride("onedrive") }),
   drive: (config, hooks) => createDriveDriver(config, { ...hooks, apiBase: apiBaseOverride("drive") }),
   dropbox: (config, hooks) => createDropboxDriver(config, { ...hooks, apiBase: apiBaseOverride("dropbox") }),

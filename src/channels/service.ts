@@ -13,6 +13,7 @@ import { evaluateChannelAlerts } from "../ops/alerts";
 import { startBackfill } from "./backfill";
 import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-layer";
 import type { Driver } from "./driver";
+import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs } from "./factory";
 import { requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
@@ -251,6 +252,8 @@ export function exportChannel(app: AppContext, actor: AuditActor, id: number | u
   const config = app.channels.repo.secrets(row).config;
   let text: string;
   try {
+    // rclone would read a relative local path (the default `storage`) from its own working directory.
+    if (row.driver === "local" && config.path) config.path = resolveLocalPath(config.path);
     text = renderRcloneConfig(row, config, driverOptionSpecs(row.driver), app.key);
   } catch (err) {
     // The renderer's messages name keys, never values.

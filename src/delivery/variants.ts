@@ -2,9 +2,9 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import type { BlobRow } from "../images/repo";
 import { HotBytes } from "./hot-bytes";
-import { openBlob } from "../images/read";
 import { SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
+import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
 import { VariantCache } from "./variant-cache";
 
@@ -72,21 +72,31 @@ export class VariantService {
   }
 
   private async generate(blob: VariantSource, width: number, format: DeliveryFormat, key: string): Promise<VariantBytes> {
-    const source = await openBlob(this.app, blob);
-    const original = Buffer.from(await new Response(source.stream).arrayBuffer());
     const s = this.app.settings.get();
     let bytes: Buffer;
     try {
-      bytes = await this.limiter.run((hold) =>
-        renderVariant(original, {
-          width,
-          format,
-          quality: { webp: s.process_quality_webp, jpeg: s.process_quality_jpeg },
-          webpMethod: s.process_webp_method,
-          timeoutMs: s.process_timeout_ms,
-          hold,
-        }),
-      );
+      // The slot is taken before the original is opened: waiting requests then hold no source
+      // bytes, so memory is bounded by process_workers renders, not by the queue length.
+      bytes = await this.limiter.run(async (hold) => {
+        const source = await openRenderSource(this.app, blob, this.app.paths.tmp);
+        // A spilled file may go only once libvips has really stopped reading it (see `hold`).
+        let running: Promise<void> | undefined;
+        try {
+          return await renderVariant(source.input, {
+            width,
+            format,
+            quality: { webp: s.process_quality_webp, jpeg: s.process_quality_jpeg },
+            webpMethod: s.process_webp_method,
+            timeoutMs: s.process_timeout_ms,
+            hold: (work) => {
+              running = work;
+              hold(work);
+            },
+          });
+        } finally {
+          void (running ?? Promise.resolve()).then(() => source.release());
+        }
+      });
       this.app.metrics.variantRenders.inc({ format, result: "ok" });
     } catch (err) {
       this.app.metrics.variantRenders.inc({ format, result: "error" });

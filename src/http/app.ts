@@ -4,9 +4,12 @@ import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
+import { diskFullError, isDiskFull } from "./disk-full";
+import { proxyMisconfigurationHint } from "./proxy-hint";
 import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
+import { closesConnection } from "./tool-surfaces";
 import { authRoutes } from "./routes/auth";
 import { configRoutes } from "./routes/config";
 import { consoleRoutes } from "./routes/console";
@@ -14,6 +17,8 @@ import { systemRoutes } from "./routes/system";
 import { tokenRoutes } from "./routes/tokens";
 import { userRoutes } from "./routes/users";
 import { uploadRoutes } from "./routes/uploads";
+import { lskyRoutes } from "./routes/lsky";
+import { cheveretoRoutes } from "./routes/chevereto";
 import { imageRoutes } from "./routes/images";
 import { channelRoutes } from "./routes/channels";
 import { channelOAuthRoutes } from "./routes/channel-oauth";
@@ -34,6 +39,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
       if (code === "PARSE") return jsonError(400, "请求体不是有效的 JSON");
       if (code === "NOT_FOUND") return jsonError(404, "接口不存在");
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
+      if (isDiskFull(error)) return diskFullAnswer(app, request, error);
       app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
       return jsonError(500, "服务器内部错误");
     })
@@ -44,6 +50,8 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(configRoutes(app))
     .use(tokenRoutes(app))
     .use(uploadRoutes(app))
+    .use(lskyRoutes(app))
+    .use(cheveretoRoutes(app))
     .use(imageRoutes(app))
     .use(channelRoutes(app))
     .use(channelOAuthRoutes(app))
@@ -55,6 +63,13 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);
   return router;
+}
+
+/** The operator must hear about a full disk; the client gets a clear, retryable 503. */
+function diskFullAnswer(app: AppContext, request: Request, error: unknown): Response {
+  app.log.error("磁盘空间不足，写入失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
+  const e = diskFullError();
+  return jsonError(e.status, e.message, e.headers);
 }
 
 function errorText(error: unknown): string {
@@ -88,6 +103,7 @@ function requestMeters(app: AppContext) {
 export function createFetchHandler(app: AppContext, router: Router) {
   const routes = buildRouteTable(router.routes.map((r) => ({ method: r.method, path: r.path })));
   const meters = requestMeters(app);
+  const hintProxy = proxyMisconfigurationHint(app.bootstrap.trustedProxies, app.log);
   return async (received: Request, server: Server<undefined>): Promise<Response> => {
     const started = performance.now();
     const peer = server.requestIP(received)?.address ?? "";
@@ -95,6 +111,7 @@ export function createFetchHandler(app: AppContext, router: Router) {
     const request = routableRequest(received);
     const path = rawTarget(request.url).path;
     const trusted = app.bootstrap.trustedProxies;
+    hintProxy(peer, request.headers);
     const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };
     setRequestInfo(request, info);
     let response: Response;
@@ -106,10 +123,14 @@ export function createFetchHandler(app: AppContext, router: Router) {
         response = await router.handle(bounded);
       }
     } catch (err) {
-      app.log.error("请求处理失败", { err: errorText(err) });
-      response = jsonError(500, "服务器内部错误");
+      if (isDiskFull(err)) response = diskFullAnswer(app, request, err);
+      else {
+        app.log.error("请求处理失败", { err: errorText(err) });
+        response = jsonError(500, "服务器内部错误");
+      }
     }
     response.headers.set("x-content-type-options", "nosniff");
+    if (closesConnection(path)) response.headers.set("connection", "close");
     const headLength = response.headers.get(HEAD_LENGTH_HEADER);
     if (headLength !== null) {
       response.headers.delete(HEAD_LENGTH_HEADER);

@@ -4,7 +4,7 @@ import { jsonError } from "./errors";
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Routes that stream their bodies to disk under max_upload_mb themselves. */
-const STREAMING_PATHS = new Set(["/api/admin/upload", "/api/upload"]);
+const STREAMING_PATHS = new Set(["/api/admin/upload", "/api/upload", "/api/v1/upload", "/api/1/upload"]);
 
 /** The /s3/ surface bounds every body itself (objects and parts by max_upload_mb, XML bodies by 1 MiB). */
 const isS3Path = (path: string) => path === "/s3" || path.startsWith("/s3/");

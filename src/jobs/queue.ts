@@ -154,6 +154,19 @@ export class JobQueue {
     return id;
   }
 
+  /**
+   * For a process that owns the database alone (Kura runs one process per data dir): any job
+   * still marked running at start was held by a process that died (kill -9, OOM, power loss).
+   * Its lease is ended now rather than after up to `leaseMs` (minutes for drains), so the
+   * interrupted work is claimed again at once, through the usual lapsed-lease path (attempt
+   * counting, fencing, discard on the last attempt). Call before `start()`.
+   */
+  adoptOrphans(): number {
+    const n = this.store.expireAllLeases(this.now());
+    if (n > 0) this.log("info", "接管上次进程中断的任务", { jobs: n });
+    return n;
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;

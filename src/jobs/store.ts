@@ -105,6 +105,11 @@ export class JobStore {
       .all("租约过期（进程可能已崩溃），且已达最大尝试次数", now, now, now, JSON.stringify(localIds));
   }
 
+  /** Ends the lease of every job marked running (see JobQueue.adoptOrphans); returns how many. */
+  expireAllLeases(now: number): number {
+    return this.db.query("UPDATE jobs SET locked_until = ?, updated_at = ? WHERE state = 'running' AND locked_until > ?").run(now, now, now).changes;
+  }
+
   /** Atomically takes up to `limit` due jobs of `kind`, including ones whose lease expired. */
   claim(kind: string, now: number, lockedUntil: number, limit: number, localIds: number[]): ClaimedJob[] {
     if (limit <= 0) return [];

@@ -8,7 +8,7 @@
 //  - several Kura instances of one build on a host can share one copy.
 // Candidates are tried in order; a later one is used when an earlier one cannot be
 // created or its files cannot be loaded (e.g. a home on a `noexec` mount).
-import { lstatSync, mkdirSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -52,4 +52,27 @@ export function prepareCacheDir(c: CacheCandidate): string {
     }
   }
   return c.dir;
+}
+
+/**
+ * Every upgrade unpacks a new `native-sharp-<version>-…` folder next to the old ones. Once this
+ * build's copy is loaded, the folders of other builds are removed so they do not pile up
+ * (a process of another build that already loaded its copy keeps working: Linux keeps
+ * mapped files alive). Temp folders of an extraction in progress (`.tmp-…`) are left alone.
+ */
+export function removeOtherNativeVersions(baseDir: string, keep: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(baseDir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith("native-sharp-") || name === keep) continue;
+    try {
+      rmSync(join(baseDir, name), { recursive: true, force: true });
+    } catch {
+      // Not ours to delete (another user's files in a shared cache): leave it.
+    }
+  }
 }

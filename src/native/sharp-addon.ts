@@ -12,8 +12,8 @@
 // one that embeds both files and calls loadEmbeddedSharpAddon(); running from source
 // never imports this file, so sharp keeps loading from node_modules as usual.
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { nativeCacheCandidates, prepareCacheDir } from "./cache-dirs";
+import { basename, dirname, join } from "node:path";
+import { nativeCacheCandidates, prepareCacheDir, removeOtherNativeVersions } from "./cache-dirs";
 
 export interface EmbeddedFile {
   /** File name the linker expects (the addon's DT_NEEDED entry for libvips). */
@@ -41,10 +41,12 @@ export function loadEmbeddedSharpAddon(embedded: EmbeddedSharp): unknown {
   const failures: string[] = [];
   for (const candidate of nativeCacheCandidates()) {
     try {
-      const dir = ensureExtracted(prepareCacheDir(candidate), embedded);
+      const base = prepareCacheDir(candidate);
+      const dir = ensureExtracted(base, embedded);
       const addon = dlopenAddon(join(dir, addonRelPath(embedded)));
       assertCpuSupported(addon, embedded.platform);
       loadedAddon = addon;
+      removeOtherNativeVersions(base, basename(dir));
       return addon;
     } catch (err) {
       failures.push(`  ${candidate.dir}: ${err instanceof Error ? err.message : String(err)}`);

@@ -11,6 +11,7 @@ import type { LoadedChannel } from "../channels/registry";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { openAlert, resolveAlert } from "./alerts";
+import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./backup-marker";
 import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
 
@@ -92,6 +93,7 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
   const now = new Date();
   const name = snapshotName(now);
   const file = join(app.paths.tmp, name);
+  markBackupStarted(app.bootstrap.dataDir, name);
   try {
     try {
       // In a worker on its own connection: the loop keeps serving while a large database is copied.
@@ -126,7 +128,15 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
     return { name, size, taken_at: takenAt(name), channels: written };
   } finally {
     rmSync(file, { force: true });
+    markBackupEnded(app.bootstrap.dataDir);
   }
+}
+
+/** At start: a backup the previous process did not finish (it crashed mid-way) is taken now. */
+export async function resumeInterruptedBackup(app: AppContext): Promise<void> {
+  if (!backupWasInterrupted(app.bootstrap.dataDir)) return;
+  app.log.info("上次元数据备份未完成（进程中断），现在重新备份");
+  await backupRound(app);
 }
 
 /** One round of the scheduled backup loop; failures are already alerted and logged. */

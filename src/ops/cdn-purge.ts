@@ -7,6 +7,7 @@
 import type { AppContext } from "../context";
 import { cdnPurgeEnabled } from "../config/views";
 import { PermanentJobError } from "../jobs/queue";
+import { imageExtension } from "../console/app/links";
 
 export const CDN_PURGE_JOB = "cdn.purge";
 /** The provider's purge-by-URL limit per call. */
@@ -22,17 +23,21 @@ export interface VariantRow {
 /**
  * Every URL form the spec covers for one image: the bare link, then per variant
  * `?w=<w>` and `?w=<w>&format=<f>` (resized) or `?format=<f>` (format-only).
- * Several formats of one width share `?w=<w>`, hence the set.
+ * Several formats of one width share `?w=<w>`, hence the set. With `extension`, the same
+ * forms of `/i/<id>.<ext>` follow (it serves the same bytes, so a CDN may hold it too).
  */
-export function purgeUrls(baseUrl: string, imageId: string, variants: readonly VariantRow[]): string[] {
-  const link = `${baseUrl}/i/${imageId}`;
-  const urls = new Set([link]);
-  for (const v of variants) {
-    if (v.width > 0) {
-      urls.add(`${link}?w=${v.width}`);
-      urls.add(`${link}?w=${v.width}&format=${v.format}`);
-    } else {
-      urls.add(`${link}?format=${v.format}`);
+export function purgeUrls(baseUrl: string, imageId: string, variants: readonly VariantRow[], extension?: string): string[] {
+  const urls = new Set<string>();
+  const links = [`${baseUrl}/i/${imageId}`, ...(extension ? [`${baseUrl}/i/${imageId}.${extension}`] : [])];
+  for (const link of links) {
+    urls.add(link);
+    for (const v of variants) {
+      if (v.width > 0) {
+        urls.add(`${link}?w=${v.width}`);
+        urls.add(`${link}?w=${v.width}&format=${v.format}`);
+      } else {
+        urls.add(`${link}?format=${v.format}`);
+      }
     }
   }
   return [...urls];
@@ -55,7 +60,8 @@ export function enqueueCdnPurge(app: Pick<AppContext, "db" | "settings" | "jobs"
   const variants = app.db
     .query<VariantRow, [number]>("SELECT width, format FROM variants WHERE blob_id = ? ORDER BY width, format")
     .all(blobId);
-  for (const files of batches(purgeUrls(s.base_url, imageId, variants))) app.jobs.enqueue(CDN_PURGE_JOB, { files });
+  const mime = app.db.query<{ mime: string }, [number]>("SELECT mime FROM blobs WHERE id = ?").get(blobId)?.mime;
+  for (const files of batches(purgeUrls(s.base_url, imageId, variants, mime && imageExtension(mime)))) app.jobs.enqueue(CDN_PURGE_JOB, { files });
 }
 
 /** One purge call. The token is read from the settings at run time, never stored in the job. */

@@ -3,6 +3,7 @@
  * Clients map on `<Code>` (the SDK turns it into an exception class), so codes and statuses follow S3;
  * messages are Chinese and never contain secrets.
  */
+import { DISK_FULL_MESSAGE, isDiskFull } from "../http/disk-full";
 import { ApiError } from "../http/errors";
 import { S3AuthError } from "./s3-auth-error";
 import { xmlDocument, el } from "./xml";
@@ -78,6 +79,7 @@ export function toS3Error(err: unknown): S3Error {
         return new S3Error(err.status >= 500 ? "InternalError" : "InvalidRequest", err.message, err.status >= 500 ? 500 : 400);
     }
   }
+  if (isDiskFull(err)) return new S3Error("ServiceUnavailable", DISK_FULL_MESSAGE, 503, { "retry-after": "60" });
   return new S3Error("InternalError", "服务器内部错误");
 }
 

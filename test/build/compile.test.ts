@@ -2,7 +2,7 @@
 // executable ALONE from an empty directory outside the repo, with a scrubbed environment,
 // so neither node_modules nor source files can be reached by any lookup.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -119,6 +119,23 @@ describe("compiled executable (dist/kura)", () => {
     expect(r.code).toBe(0);
     expect(parseSelftest(r.stdout).ok).toBe(true);
     expect(statSync(lib).size).toBe(size);
+  });
+
+  test("cache folders of other versions are removed once this build's copy is loaded", async () => {
+    const upgradeHome = join(work, "upgrade-home");
+    const cache = join(upgradeHome, ".cache", "kura");
+    const stale = join(cache, "native-sharp-0.0.1-linux-x64-0123456789ab", "sharp-linux-x64", "lib");
+    Bun.spawnSync(["mkdir", "-p", stale, join(cache, ".tmp-1-inflight")]);
+    writeFileSync(join(stale, "old.node"), "old build");
+    writeFileSync(join(cache, "notes.txt"), "not ours");
+    const r = await runKura(["selftest"], { PATH: "/usr/bin:/bin", HOME: upgradeHome });
+    expect(r.code).toBe(0);
+    expect(parseSelftest(r.stdout).ok).toBe(true);
+    const left = readdirSync(cache).sort();
+    expect(left.filter((d) => d.startsWith("native-sharp-"))).toHaveLength(1);
+    expect(left).not.toContain("native-sharp-0.0.1-linux-x64-0123456789ab");
+    expect(left).toContain("notes.txt");
+    expect(left).toContain(".tmp-1-inflight");
   });
 
   test("without a usable home it falls back to a private per-uid dir under TMPDIR", async () => {

@@ -97,7 +97,14 @@ describe("admin console in headless Chromium", () => {
     const url = (await link.textContent())!;
     expect(url).toMatch(new RegExp(`^${server.base}/i/[0-9A-Za-z]{10}$`));
     imageId = url.split("/").pop()!;
-    expect(await page.locator("#upload-results .result.ok .copy-row button").allTextContents()).toEqual(["复制 URL", "复制 Markdown", "复制 HTML"]);
+    expect(await page.locator("#upload-results .result.ok .copy-row button").allTextContents()).toEqual([
+      "复制 URL",
+      "复制 Markdown",
+      "复制 Markdown（带链接）",
+      "复制 HTML",
+      "复制 BBCode",
+      "复制 缩略图",
+    ]);
     // The link really serves the uploaded image.
     const served = await fetch(url);
     expect(served.status).toBe(200);
@@ -164,6 +171,19 @@ describe("admin console in headless Chromium", () => {
     const up = await fetch(uploader.url, { method: "POST", headers: JSON.parse(uploader.customHeader), body: form });
     expect(up.status).toBe(200);
     expect((await up.json())[uploader.jsonPath]).toMatch(/\/i\/[0-9A-Za-z]{10}$/);
+
+    // The Lsky Pro snippet, as picgo-plugin-lankong sends it, and the Chevereto settings, as ShareX sends them.
+    const lankong = JSON.parse(await issued.locator("textarea[data-field=lankong]").inputValue()).picBed.lankong;
+    const lsky = new FormData();
+    lsky.append("file", new Blob([new Uint8Array(await makeJpeg(40, 30, 10))]), "lsky.jpg");
+    const lskyUp = await fetch(`${lankong.server}/api/v1/upload`, { method: "POST", headers: { Authorization: lankong.token }, body: lsky });
+    expect(((await lskyUp.json()) as { data: { links: { url: string } } }).data.links.url).toMatch(/\/i\/[0-9A-Za-z]{10}\.jpg$/);
+    const chevereto = await issued.locator("textarea[data-field=chevereto]").inputValue();
+    const sharex = new FormData();
+    sharex.append("key", chevereto.match(/API key：(\S+)/)![1]!);
+    sharex.append("source", new Blob([new Uint8Array(await makeJpeg(40, 30, 11))]), "sharex.jpg");
+    const cheveretoUp = await fetch(chevereto.match(/：(http\S+)/)![1]!, { method: "POST", body: sharex });
+    expect(cheveretoUp.status).toBe(200);
 
     await page.keyboard.press("Escape");
     await page.locator('#token-table tr[data-name="PicGo-笔记本"]').getByText("有效").waitFor();

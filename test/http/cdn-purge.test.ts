@@ -68,6 +68,9 @@ describe("CDN purge (spec 4.13)", () => {
     expect(res.status).toBe(200);
     await res.arrayBuffer();
   };
+  /** Each URL form for both `/i/<id>` and its extension form `/i/<id>.jpg` (all uploads here are JPEG). */
+  const forms = (id: string, suffixes: string[]) =>
+    [`${BASE_URL}/i/${id}`, `${BASE_URL}/i/${id}.jpg`].flatMap((link) => suffixes.map((q) => link + q)).sort();
   const callsFor = (id: string) => cdn.calls.filter((c) => c.files.some((f) => f.startsWith(`${BASE_URL}/i/${id}`)));
 
   test("deleting an image purges its link and every generated variant URL at once", async () => {
@@ -81,8 +84,7 @@ describe("CDN purge (spec 4.13)", () => {
     expect(call!.at - started).toBeLessThan(10_000);
     expect(call!.path).toBe(`/client/v4/zones/${ZONE}/purge_cache`);
     expect(call!.authorization).toBe(`Bearer ${TOKEN}`);
-    const link = `${BASE_URL}/i/${id}`;
-    expect([...call!.files].sort()).toEqual([link, `${link}?format=png`, `${link}?w=32`, `${link}?w=32&format=webp`].sort());
+    expect([...call!.files].sort()).toEqual(forms(id, ["", "?format=png", "?w=32", "?w=32&format=webp"]));
     expect(server.logs).not.toContain(TOKEN);
   });
 
@@ -95,17 +97,16 @@ describe("CDN purge (spec 4.13)", () => {
     const res = await admin.json("POST", "/api/admin/images/batch-delete", { ids: [many, plain] });
     expect(res.deleted).toBe(2);
 
-    const link = `${BASE_URL}/i/${many}`;
-    const expected = [link, ...widths.flatMap((w) => [`${link}?w=${w}`, `${link}?w=${w}&format=webp`])];
+    const expected = forms(many, ["", ...widths.flatMap((w) => [`?w=${w}`, `?w=${w}&format=webp`])]);
     const calls = await waitFor(() => {
       const got = callsFor(many);
       return got.reduce((n, c) => n + c.files.length, 0) >= expected.length ? got : undefined;
     });
-    expect(calls.length).toBe(2);
+    expect(calls.length).toBe(3);
     for (const c of calls) expect(c.files.length).toBeLessThanOrEqual(100);
     expect(calls.flatMap((c) => c.files).sort()).toEqual(expected.sort());
     const [plainCall] = await waitFor(() => (callsFor(plain).length ? callsFor(plain) : undefined));
-    expect(plainCall!.files).toEqual([`${BASE_URL}/i/${plain}`]);
+    expect([...plainCall!.files].sort()).toEqual(forms(plain, [""]));
     await admin.json("PUT", "/api/admin/config", { process_widths: [16, 32] });
   });
 
@@ -114,8 +115,7 @@ describe("CDN purge (spec 4.13)", () => {
     await get(`/i/${id}?format=webp`);
     await admin.json("PUT", "/api/admin/config", { cleanup_sweep_seconds: 1 });
     const [call] = await waitFor(() => (callsFor(id).length ? callsFor(id) : undefined));
-    const link = `${BASE_URL}/i/${id}`;
-    expect([...call!.files].sort()).toEqual([link, `${link}?format=webp`]);
+    expect([...call!.files].sort()).toEqual(forms(id, ["", "?format=webp"]));
     await admin.json("PUT", "/api/admin/config", { cleanup_sweep_seconds: 300 });
   });
 

@@ -15,11 +15,28 @@ export const localDriverOptions: readonly DriverOptionSpec[] = [
 /** `.<name>.kura-tmp-<rand>`: hidden, next to the target so rename() stays on one filesystem. */
 const TEMP_FILE = /^\..*\.kura-tmp-[0-9a-f]+$/;
 
-export function createLocalDriver(config: Record<string, string>): Driver {
-  const raw = (config.path ?? "").trim();
+/** The data directory, once the service knows it: relative `path`s are resolved against it. */
+let relativeBase: string | undefined;
+
+/**
+ * Lets `path` be relative to the data directory. The default channel is stored as
+ * `storage`, so moving the whole data directory (`./data` → `/var/lib/kura`) keeps it working.
+ */
+export function setLocalPathBase(dataDir: string): void {
+  relativeBase = resolve(dataDir);
+}
+
+/** The absolute directory a local channel's `path` means. */
+export function resolveLocalPath(path: string): string {
+  const raw = path.trim();
   if (raw === "") throw new Error("本地存储缺少 path 配置");
-  if (!isAbsolute(raw)) throw new Error(`本地存储 path 必须是绝对路径: ${raw}`);
-  return new LocalDriver(resolve(raw));
+  if (isAbsolute(raw)) return resolve(raw);
+  if (relativeBase === undefined) throw new Error(`本地存储 path 必须是绝对路径: ${raw}`);
+  return resolve(relativeBase, raw);
+}
+
+export function createLocalDriver(config: Record<string, string>): Driver {
+  return new LocalDriver(resolveLocalPath(config.path ?? ""));
 }
 
 class LocalDriver implements Driver {
@@ -78,6 +95,11 @@ class LocalDriver implements Driver {
     if (!range) return { stream: file.stream(), size: totalSize, totalSize };
     const { start, end } = clampRange(range, totalSize);
     return { stream: file.slice(start, end + 1).stream(), size: end + 1 - start, totalSize };
+  }
+
+  localFile(key: string): string | null {
+    const path = this.pathOf(key);
+    return fileSizeSync(path) === null ? null : path;
   }
 
   async head(key: string): Promise<ObjectInfo | null> {

@@ -520,3 +520,134 @@ export interface BackupSnapshot {
   /** 持有该快照的健康渠道名，按优先级从高到低 */
   channels: string[];
 }
+
+/** Lsky Pro 形状的错误（HTTP 状态码与原生接口相同） */
+export interface LskyError {
+  status: false;
+  /** 中文错误说明 */
+  message: string;
+  data: Record<string, unknown>;
+}
+
+export interface LskyLinks {
+  /** `/i/{id}.{ext}` 绝对地址 */
+  url: string;
+  html: string;
+  /** `[url=…][img]…[/img][/url]` */
+  bbcode: string;
+  markdown: string;
+  markdown_with_link: string;
+  /** 缩略图：`?w=` 取 process_widths 中最小的宽度；未开放缩放时为原图地址 */
+  thumbnail_url: string;
+}
+
+export interface LskyImageFields {
+  /** 图片短 ID（删除接口的 key） */
+  key: string;
+  /** `{id}.{ext}` */
+  name: string;
+  pathname: string;
+  /** 上传时的文件名 */
+  origin_name: string;
+  /** 大小（KiB） */
+  size: number;
+  mimetype: string;
+  extension: string;
+  links: LskyLinks;
+}
+
+export type LskyUploaded = LskyImageFields & {
+  md5: string;
+  sha1: string;
+};
+
+export type LskyImageItem = LskyImageFields & {
+  width: number;
+  height: number;
+  /** 相对时间，如“5 分钟前” */
+  human_date: string;
+  date: Timestamp;
+  album: null;
+};
+
+/** Laravel 分页结构（每页 40 条） */
+export interface LskyPage {
+  current_page: number;
+  data: unknown[];
+  first_page_url: string;
+  from: number | null;
+  last_page: number;
+  last_page_url: string;
+  links: {
+    url: string | null;
+    label: string;
+    active: boolean;
+  }[];
+  next_page_url: string | null;
+  path: string;
+  per_page: number;
+  prev_page_url: string | null;
+  to: number | null;
+  total: number;
+}
+
+export interface CheveretoFile {
+  filename: string;
+  name: string;
+  mime: string;
+  extension: string;
+  url: string;
+  size?: number;
+}
+
+export interface CheveretoSuccess {
+  status_code: 200;
+  success: {
+    message: string;
+    code: 200;
+  };
+  status_txt: "OK";
+  image: {
+    /** 图片短 ID */
+    name: string;
+    extension: string;
+    /** 字节数 */
+    size: number;
+    width: number;
+    height: number;
+    date: Timestamp;
+    date_gmt: Timestamp;
+    title?: string;
+    description?: null;
+    nsfw?: number;
+    md5: string;
+    original_filename: string;
+    filename: string;
+    id_encoded: string;
+    mime: string;
+    size_formatted?: string;
+    /** `/i/{id}.{ext}` 绝对地址 */
+    url: string;
+    /** 没有查看页，与 url 相同 */
+    url_viewer: string;
+    url_short?: string;
+    image: CheveretoFile;
+    thumb: CheveretoFile;
+    medium: CheveretoFile;
+    display_url: string;
+    views?: number;
+    how_long_ago?: string;
+  };
+}
+
+export interface CheveretoError {
+  /** 与 HTTP 状态码相同 */
+  status_code: number;
+  error: {
+    /** 中文错误说明 */
+    message: string;
+    /** 密钥缺失或无效为 100，其余同 status_code */
+    code: number;
+  };
+  status_txt: string;
+}

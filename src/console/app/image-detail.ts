@@ -113,7 +113,7 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
           ["SHA-256", h("code", { class: "hash" }, img.sha256)],
         ]),
         h("div", { class: "result-url" }, href ? h("a", { href, target: "_blank", rel: "noopener" }, url) : url),
-        h("div", { class: "copy-row" }, ...linkForms(url, img.file_name).map((f) => copyButton(`复制 ${f.label}`, () => f.text))),
+        h("div", { class: "copy-row" }, ...linkForms(url, img.file_name, ctx.config.process_widths).map((f) => copyButton(`复制 ${f.label}`, () => f.text))),
       ),
     ),
     h("h3", null, "存储副本"),

@@ -32,6 +32,11 @@ export function showIssued(ctx: ViewContext, issued: TokenIssued, title: string)
     h("h3", null, "ShareX 自定义上传器"),
     copyField("Kura.sxcu", snippets.sharex, { multiline: true, name: "sharex" }),
     h("div", { class: "actions" }, download),
+    h("h3", null, "PicGo / PicList（兰空图床 Lsky Pro V2）"),
+    h("p", { class: "muted" }, "PicGo：picgo install lankong 后合并进 config.json；PicList 内置的兰空图床填同样的服务器与 Token，版本选 V2。"),
+    copyField("config.json", snippets.lankong, { multiline: true, name: "lankong" }),
+    h("h3", null, "ShareX 内置 Chevereto 上传器"),
+    copyField("设置", snippets.chevereto, { multiline: true, name: "chevereto" }),
     h("h3", null, "curl"),
     copyField("命令", snippets.curl, { name: "curl" }),
   );

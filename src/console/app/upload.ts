@@ -1,7 +1,8 @@
 // Upload page: drag & drop / file picker with per-file progress and a status text that
 // matches it (等待中 → 上传中 → 处理中 → 完成 / 失败), an overall x/N counter, retry for
 // failed files, "copy all links", import from URL. The shell keeps this page alive, so
-// results survive switching tabs.
+// results survive switching tabs. Links come in the forms people paste (URL, Markdown,
+// Markdown with link, HTML, BBCode, thumbnail).
 import { api, uploadFile } from "./api";
 import { busy, copyButton, copyText, errorText, fmtBytes, h, safeHref, toast } from "./dom";
 import { linkForms, thumbUrl } from "./links";
@@ -69,7 +70,7 @@ function resultRow(name: string, sizeText: string): Row {
       const href = safeHref(r.url);
       body.append(
         h("div", { class: "result-url" }, href ? h("a", { href, target: "_blank", rel: "noopener", class: "uploaded-url" }, r.url) : r.url),
-        h("div", { class: "copy-row" }, ...linkForms(r.url, name).map((f) => copyButton(`复制 ${f.label}`, () => f.text))),
+        h("div", { class: "copy-row" }, ...linkForms(r.url, name, ctx.config.process_widths).map((f) => copyButton(`复制 ${f.label}`, () => f.text))),
       );
       row.classList.add("ok");
     },

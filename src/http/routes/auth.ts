@@ -31,7 +31,8 @@ function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): s
 }
 
 /** Verifies a password once the throttle admitted it; 429 otherwise (argon2 is the expensive part). */
-async function checkPassword(admission: LoginAdmission, password: string, hash: string | undefined): Promise<boolean> {
+/** Verifies a password under a login admission (429 when refused); shared with the Lsky token endpoint. */
+export async function checkPassword(admission: LoginAdmission, password: string, hash: string | undefined): Promise<boolean> {
   if (!admission.ok) {
     const message = admission.reason === "busy" ? "登录请求过多，服务器繁忙，请稍后再试" : "登录尝试过于频繁，请稍后再试";
     throw new ApiError(429, message, { "retry-after": String(admission.retryAfter) });

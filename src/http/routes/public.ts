@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { serveImage } from "../../delivery/serve-image";
+import { imageExtension } from "../../console/app/links";
 import { authenticate } from "../guard";
 
 /** `/o/<user_id>/<object_key…>` → the two parts, percent-decoded per segment. */
@@ -14,9 +15,21 @@ function splitAlias(rest: string): { userId: string; key: string } | undefined {
   }
 }
 
+/**
+ * `/i/<id>` or `/i/<id>.<ext>`: the extension form (for forums that want one) is the same
+ * image, but only with the image's own extension, so each image has exactly one such URL
+ * (and the CDN purge knows it).
+ */
+function lookupById(app: AppContext, segment: string) {
+  const dot = segment.indexOf(".");
+  if (dot < 0) return app.lookups.byId(segment);
+  const view = app.lookups.byId(segment.slice(0, dot));
+  return view && imageExtension(view.mime) === segment.slice(dot + 1) ? view : undefined;
+}
+
 export function publicRoutes(app: AppContext) {
   const byId = (request: Request, id: string) =>
-    serveImage(app, { area: "i", request, isPublic: true, lookup: () => app.lookups.byId(id) });
+    serveImage(app, { area: "i", request, isPublic: true, lookup: () => lookupById(app, id) });
   const byAlias = (request: Request, rest: string) =>
     serveImage(app, {
       area: "o",

@@ -2,13 +2,13 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { authenticateUploadToken } from "../../auth/tokens";
 import type { AppContext } from "../../context";
-import { receiveMultipart, tempPath } from "../../images/upload/receive";
+import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload, type UploadRequest } from "../../images/upload/service";
-import { fetchToFile, UrlImportError } from "../../net/safe-fetch";
 import { parseBody } from "../body";
-import { ApiError, badRequest } from "../errors";
+import { badRequest } from "../errors";
 import { authenticate } from "../guard";
 import { publicOrigin } from "../request-info";
+import { importFromUrl, uploadMaxBytes } from "../upload-input";
 
 /** Object keys become /o/<user>/<key> aliases: relative, no dot segments, no control characters. */
 const objectKey = z
@@ -36,7 +36,7 @@ const FORM_FIELDS = ["exif_policy", "ttl"] as const;
 const TOKEN_FORM_FIELDS = [...FORM_FIELDS, "object_key"] as const;
 
 export function uploadRoutes(app: AppContext) {
-  const maxBytes = () => app.settings.get().max_upload_mb * 1024 * 1024;
+  const maxBytes = () => uploadMaxBytes(app);
 
   const respond = async (request: Request, req: UploadRequest) => {
     const result = await runUpload(app, app.uploadGate, req);
@@ -57,19 +57,10 @@ export function uploadRoutes(app: AppContext) {
     respond(request, {
       ...owner,
       idempotencyKey: request.headers.get("idempotency-key"),
-      receive: async () => {
-        const path = tempPath(app.paths.tmp, "import");
-        try {
-          const result = await fetchToFile(input.url, path, { maxBytes: maxBytes(), allow: app.bootstrap.importAllow, fileName: input.file_name });
-          return {
-            file: { path, size: result.bytes, fileName: result.suggestedName },
-            options: { exifPolicy: input.exif_policy, ttl: input.ttl, objectKey: input.object_key ?? null },
-          };
-        } catch (err) {
-          if (err instanceof UrlImportError) throw new ApiError(err.status, err.message);
-          throw err;
-        }
-      },
+      receive: async () => ({
+        file: await importFromUrl(app, input.url, input.file_name),
+        options: { exifPolicy: input.exif_policy, ttl: input.ttl, objectKey: input.object_key ?? null },
+      }),
     });
 
   return new Elysia()

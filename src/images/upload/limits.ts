@@ -24,11 +24,17 @@ export class UploadGate {
 
   /** Returns a release function; throws 429 with Retry-After when full. */
   admit(userId: string): () => void {
+    return this.admitReserved(userId, this.reserve());
+  }
+
+  /**
+   * A concurrency slot alone (429 when full), for a body that has to be read before its
+   * user is known (Chevereto's key inside the form); `admitReserved` adds the user's rate.
+   */
+  reserve(): () => void {
     if (this.active >= this.settings.get().max_concurrent_uploads) {
       throw new ApiError(429, "同时进行的上传过多，请稍后重试", { "retry-after": "1" });
     }
-    const wait = this.rate.take(userId);
-    if (wait > 0) throw new ApiError(429, "上传过于频繁，请稍后重试", { "retry-after": String(wait) });
     this.active++;
     let released = false;
     return () => {
@@ -37,5 +43,15 @@ export class UploadGate {
         this.active--;
       }
     };
+  }
+
+  /** The per-user rate check for an upload already holding a slot; the slot is freed when refused. */
+  admitReserved(userId: string, release: () => void): () => void {
+    const wait = this.rate.take(userId);
+    if (wait > 0) {
+      release();
+      throw new ApiError(429, "上传过于频繁，请稍后重试", { "retry-after": String(wait) });
+    }
+    return release;
   }
 }

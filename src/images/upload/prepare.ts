@@ -3,6 +3,7 @@ import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
 import { ApiError } from "../../http/errors";
 import { stripMetadata, stripMetadataToBuffer } from "../exif";
+import { frameBudgetMessage } from "../frame-budget";
 import { SNIFF_BYTES, sniffImageType } from "../sniff";
 import { tempPath, type ReceivedFile } from "./receive";
 
@@ -53,6 +54,8 @@ export async function prepareImage(
   const pixels = width * (meta.height ?? 0);
   if (!width || !frameHeight) throw unsupported();
   if (pixels > opts.maxPixels) throw new ApiError(422, `图片分辨率超过上限（${Math.round(opts.maxPixels / 1e6)} 百万像素）`);
+  const overFrames = frameBudgetMessage(meta.pages ?? 1);
+  if (overFrames) throw new ApiError(422, overFrames);
   // Displayed size: orientations 5–8 swap width and height.
   const swap = (meta.orientation ?? 1) >= 5;
   const described = { mime: type.mime, ext: type.ext, width: swap ? frameHeight : width, height: swap ? width : frameHeight };

@@ -41,6 +41,19 @@ function checkDeclaredLength(request: Request, limit: number, maxBytes: number) 
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(maxBytes);
 }
 
+/** Longest base64 text (plus room for a data: prefix and line breaks) an image within the cap can take. */
+export const base64Limit = (maxBytes: number) => Math.ceil(maxBytes / 3) * 4 + 4096;
+
+export interface MultipartOptions {
+  /** Name of the file part (default `file`). */
+  fileField?: string;
+  /**
+   * A text field that may carry a whole image as base64 (Chevereto's `source`): it may be
+   * as long as `base64Limit(maxBytes)` and is kept even if not in `allowedFields`.
+   */
+  largeField?: string;
+}
+
 /**
  * Streams a multipart/form-data upload to a temp file: the part named `file` goes to
  * disk with a hard cap (413 as soon as it is crossed, nothing more is read), every
@@ -52,12 +65,29 @@ export async function receiveMultipart(
   maxBytes: number,
   allowedFields: readonly string[],
 ): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
+  const { file, fields } = await parseMultipart(request, tmpDir, maxBytes, allowedFields);
+  if (!file) throw badRequest("缺少文件字段 file");
+  return { file, fields };
+}
+
+/** receiveMultipart with a configurable file part that may be absent (the caller decides). */
+export async function parseMultipart(
+  request: Request,
+  tmpDir: string,
+  maxBytes: number,
+  allowedFields: readonly string[],
+  opts: MultipartOptions = {},
+): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
+  const fileField = opts.fileField ?? "file";
   const type = request.headers.get("content-type") ?? "";
-  if (!type.toLowerCase().startsWith("multipart/form-data")) throw badRequest("请求必须是 multipart/form-data，文件字段名为 file");
+  if (!type.toLowerCase().startsWith("multipart/form-data")) throw badRequest(`请求必须是 multipart/form-data，文件字段名为 ${fileField}`);
   if (!request.body) throw badRequest("缺少请求体");
-  checkDeclaredLength(request, maxBytes + MULTIPART_OVERHEAD, maxBytes);
+  const textLimit = opts.largeField ? base64Limit(maxBytes) : FIELD_LIMIT_BYTES;
+  checkDeclaredLength(request, Math.max(maxBytes, textLimit) + MULTIPART_OVERHEAD, maxBytes);
   const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared <= IN_MEMORY_UPLOAD_BYTES) return receiveSmallMultipart(request, maxBytes, allowedFields);
+  const fieldLimit = (name: string) => (name === opts.largeField ? textLimit : FIELD_LIMIT_BYTES);
+  const keeps = (name: string) => name === opts.largeField || allowedFields.includes(name);
+  if (declared <= IN_MEMORY_UPLOAD_BYTES) return receiveSmallMultipart(request, maxBytes, fileField, fieldLimit, keeps);
 
   const path = tempPath(tmpDir, "upload");
   const fields: Record<string, string> = {};
@@ -69,7 +99,7 @@ export async function receiveMultipart(
       try {
         parser = busboy({
           headers: { "content-type": type },
-          limits: { fileSize: maxBytes, fieldSize: FIELD_LIMIT_BYTES, files: 1, fields: 20, parts: 32 },
+          limits: { fileSize: maxBytes, fieldSize: textLimit, files: 1, fields: 20, parts: 32 },
           defParamCharset: "utf8",
         });
       } catch {
@@ -83,7 +113,7 @@ export async function receiveMultipart(
         reject(err);
       };
       parser.on("file", (name, stream, info) => {
-        if (name !== "file" || file) {
+        if (name !== fileField || file) {
           stream.resume();
           return;
         }
@@ -108,8 +138,9 @@ export async function receiveMultipart(
         stream.pipe(out);
       });
       parser.on("field", (name, value, info) => {
-        if (info.valueTruncated || info.nameTruncated) return fail(badRequest(`表单字段 ${name} 超过 1 KiB`));
-        if (allowedFields.includes(name)) fields[name] = value;
+        if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, opts.largeField));
+        if (value.length > fieldLimit(name)) return fail(fieldTooLong(name, maxBytes, opts.largeField));
+        if (keeps(name)) fields[name] = value;
       });
       parser.on("partsLimit", () => fail(badRequest("表单字段过多")));
       parser.on("fieldsLimit", () => fail(badRequest("表单字段过多")));
@@ -122,16 +153,21 @@ export async function receiveMultipart(
     await rm(path, { force: true });
     throw err;
   }
-  if (!file) throw badRequest("缺少文件字段 file");
   return { file, fields };
+}
+
+function fieldTooLong(name: string, maxBytes: number, largeField: string | undefined) {
+  return name === largeField ? tooLarge(maxBytes) : badRequest(`表单字段 ${name} 超过 1 KiB`);
 }
 
 /** A small multipart body with a declared length, parsed natively into memory. */
 async function receiveSmallMultipart(
   request: Request,
   maxBytes: number,
-  allowedFields: readonly string[],
-): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
+  fileField: string,
+  fieldLimit: (name: string) => number,
+  keeps: (name: string) => boolean,
+): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
   let form: FormData;
   try {
     form = await request.formData();
@@ -142,13 +178,14 @@ async function receiveSmallMultipart(
   let upload: File | undefined;
   for (const [name, value] of form.entries()) {
     if (typeof value !== "string") {
-      if (name === "file" && !upload) upload = value;
+      if (name === fileField && !upload) upload = value;
       continue;
     }
-    if (Buffer.byteLength(value) > FIELD_LIMIT_BYTES) throw badRequest(`表单字段 ${name} 超过 1 KiB`);
-    if (allowedFields.includes(name)) fields[name] = value;
+    const limit = fieldLimit(name);
+    if (Buffer.byteLength(value) > limit) throw limit > FIELD_LIMIT_BYTES ? tooLarge(maxBytes) : badRequest(`表单字段 ${name} 超过 1 KiB`);
+    if (keeps(name)) fields[name] = value;
   }
-  if (!upload) throw badRequest("缺少文件字段 file");
+  if (!upload) return { file: undefined, fields };
   if (upload.size > maxBytes) throw tooLarge(maxBytes);
   const bytes = Buffer.from(await upload.arrayBuffer());
   return {

@@ -4,7 +4,7 @@ import { parseSqlTime } from "../../db/time";
 import { ApiError, badRequest } from "../../http/errors";
 import { S3Error } from "../../s3/errors";
 import { storeReference } from "../store";
-import { prepareImage, type ExifPolicy } from "./prepare";
+import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
 
 export const MAX_TTL_SECONDS = 3_153_600_000;
@@ -21,6 +21,8 @@ export interface UploadRequest {
   userId: string;
   tokenId: number | null;
   idempotencyKey?: string | null;
+  /** Also compute MD5 and SHA-1 of the stored bytes (the Lsky Pro answer carries them). */
+  digests?: boolean;
   /** Receives the body into a temp file (multipart, URL import, raw) together with its options. */
   receive: () => Promise<{ file: ReceivedFile; options: UploadOptions }>;
 }
@@ -62,6 +64,25 @@ function replayed(app: AppContext, userId: string, key: string): string | undefi
 export interface UploadOutcome {
   id: string;
   replayed: boolean;
+  /** With `digests`, for a new upload (a replay returns the earlier image without its bytes). */
+  md5?: string;
+  sha1?: string;
+}
+
+/** MD5 and SHA-1 of prepared bytes, in one pass over memory or the temp file. */
+async function legacyDigests(prepared: PreparedImage): Promise<{ md5: string; sha1: string }> {
+  const md5 = new Bun.CryptoHasher("md5");
+  const sha1 = new Bun.CryptoHasher("sha1");
+  if (prepared.bytes) {
+    md5.update(prepared.bytes);
+    sha1.update(prepared.bytes);
+  } else {
+    for await (const chunk of Bun.file(prepared.path!).stream()) {
+      md5.update(chunk);
+      sha1.update(chunk);
+    }
+  }
+  return { md5: md5.digest("hex"), sha1: sha1.digest("hex") };
 }
 
 type UploadGate = { admit(userId: string): () => void };
@@ -130,7 +151,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
       idempotencyKey: key || undefined,
     });
     outcome = "ok";
-    return { id, replayed: false };
+    return { id, replayed: false, ...(req.digests ? await legacyDigests(prepared) : {}) };
   } catch (err) {
     // Invalid input is the client's fault whichever surface reported it: S3 body errors
     // (BadDigest, EntityTooLarge, IncompleteBody) are 4xx S3Errors, not ApiErrors.

@@ -1,0 +1,99 @@
+import { chmodSync, copyFileSync, existsSync, mkdirSync, openSync, readSync, closeSync, renameSync, rmSync } from "node:fs";
+import { resolve } from "node:path";
+import { storedFingerprint } from "../boot";
+import type { Bootstrap } from "../config/bootstrap";
+import { loadMasterKey, masterKeyPath } from "../config/master-key";
+import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
+import { stagedPath } from "../ops/backups";
+
+const SQLITE_HEADER = "SQLite format 3\0";
+
+function hasSqliteHeader(file: string): boolean {
+  const fd = openSync(file, "r");
+  try {
+    const buf = Buffer.alloc(SQLITE_HEADER.length);
+    return readSync(fd, buf, 0, buf.length, 0) === buf.length && buf.toString("latin1") === SQLITE_HEADER;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether a service currently holds the data directory (the staged file then waits for its restart). */
+function serviceRunning(dataDir: string): boolean {
+  try {
+    lockDataDir(dataDir).release();
+    return false;
+  } catch (err) {
+    if (err instanceof DataDirLockedError) return true;
+    if (err instanceof DataDirError) return false;
+    throw err;
+  }
+}
+
+/**
+ * `kura restore FILE`: stages a snapshot downloaded by hand (new-machine recovery) as
+ * `restore.staged.db`; the next start swaps it in exactly like a restore from the console.
+ * The master key the snapshot was taken with must already be in place, so a wrong key is
+ * refused now and not at the next start. Creates the data directory if needed.
+ */
+export function restoreFromFile(boot: Bootstrap, file: string | undefined): number {
+  if (!file) {
+    console.error("用法：kura restore <快照文件>");
+    return 2;
+  }
+  const source = resolve(file);
+  if (!existsSync(source)) {
+    console.error(`找不到快照文件：${source}`);
+    return 1;
+  }
+  if (!hasSqliteHeader(source)) {
+    console.error(`${source} 不是 SQLite 数据库快照`);
+    return 1;
+  }
+  let fingerprint: string | undefined;
+  try {
+    fingerprint = storedFingerprint(source);
+  } catch (err) {
+    console.error(`无法读取快照：${(err as Error).message}`);
+    return 1;
+  }
+  if (!fingerprint) {
+    console.error(`${source} 不是 Kura 的数据库快照（没有主密钥指纹）`);
+    return 1;
+  }
+  let key;
+  try {
+    key = loadMasterKey(boot.dataDir, boot.masterKeyEnv);
+  } catch (err) {
+    console.error(`主密钥无效：${(err as Error).message}`);
+    return 1;
+  }
+  if (!key) {
+    console.error(`缺少主密钥：请先把原机器的 master.key 放到 ${masterKeyPath(boot.dataDir)}（模式 0600），或设置 KURA_MASTER_KEY`);
+    return 1;
+  }
+  if (key.fingerprint !== fingerprint) {
+    console.error("主密钥与快照记录的指纹不匹配：请使用拍摄该快照时的 master.key");
+    return 1;
+  }
+  const target = stagedPath(boot.dataDir);
+  const partial = `${target}.partial`;
+  try {
+    mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
+    copyFileSync(source, partial);
+    chmodSync(partial, 0o600);
+    renameSync(partial, target);
+  } catch (err) {
+    console.error(`无法把快照写入数据目录 ${boot.dataDir}：${(err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
+    return 1;
+  } finally {
+    rmSync(partial, { force: true });
+  }
+  console.log(`已暂存快照 ${source} → ${target}`);
+  console.log(
+    serviceRunning(boot.dataDir)
+      ? "Kura 正在运行：重启服务后换入（systemctl restart kura），原数据库会保留为 kura.db.before-restore-<时间>"
+      : "下次启动 Kura 时换入；若已有数据库，会保留为 kura.db.before-restore-<时间>",
+  );
+  return 0;
+}

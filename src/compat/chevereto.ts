@@ -1,0 +1,82 @@
+// Response shapes of Chevereto's API v1 (app/legacy/routes/api.php of chevereto/chevereto):
+// success {"status_code": 200, "success": {...}, "image": {...}, "status_txt": "OK"},
+// error {"status_code": n, "error": {"message", "code"}, "status_txt": "..."}.
+import { resizedUrl, thumbnailWidth } from "../console/app/links";
+import { humanDate, type CompatImage } from "./common";
+
+export type CheveretoFormat = "json" | "txt" | "redirect";
+
+/** Chevereto's "medium" size is 500 px wide: the smallest allowed width from there up. */
+const MEDIUM_MIN_WIDTH = 500;
+
+const STATUS_TEXT: Record<number, string> = {
+  200: "OK",
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  413: "Payload Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+export const statusText = (status: number) => STATUS_TEXT[status] ?? "Error";
+
+/** `format`: json (default), txt or redirect; anything else falls back to json like Chevereto's switch. */
+export function cheveretoFormat(value: string | null | undefined): CheveretoFormat {
+  return value === "txt" || value === "redirect" ? value : "json";
+}
+
+function sizeFormatted(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The `image` object (Image::formatArray, safe): the stored original plus resized thumb and medium forms. */
+export function cheveretoImage(img: CompatImage, md5: string, now = Date.now()) {
+  const filename = `${img.id}.${img.extension}`;
+  const mediumWidth = img.widths?.filter((w) => w >= MEDIUM_MIN_WIDTH).sort((a, b) => a - b)[0] ?? thumbnailWidth(img.widths);
+  const thumbUrl = resizedUrl(img.url, thumbnailWidth(img.widths));
+  const mediumUrl = resizedUrl(img.url, mediumWidth);
+  const file = (name: string, url: string) => ({ filename, name, mime: img.mime, extension: img.extension, url });
+  return {
+    name: img.id,
+    extension: img.extension,
+    size: img.size,
+    width: img.width,
+    height: img.height,
+    date: img.createdAt,
+    date_gmt: img.createdAt,
+    title: img.fileName.replace(/\.[^.]*$/, ""),
+    description: null,
+    nsfw: 0,
+    md5,
+    original_filename: img.fileName,
+    filename,
+    id_encoded: img.id,
+    mime: img.mime,
+    size_formatted: sizeFormatted(img.size),
+    url: img.url,
+    // No viewer pages: every link is the image itself, so ShareX's "direct link" choice does not matter.
+    url_viewer: img.url,
+    url_short: img.url,
+    image: { ...file(img.id, img.url), size: img.size },
+    thumb: file(`${img.id}.th`, thumbUrl),
+    medium: file(`${img.id}.md`, mediumUrl),
+    display_url: mediumUrl,
+    views: 0,
+    how_long_ago: humanDate(img.createdAt, now),
+  };
+}
+
+export function cheveretoSuccess(image: ReturnType<typeof cheveretoImage>) {
+  return { status_code: 200, success: { message: "image uploaded", code: 200 }, image, status_txt: "OK" };
+}
+
+export function cheveretoError(status: number, message: string, code: number = status) {
+  return { status_code: status, error: { message, code }, status_txt: statusText(status) };
+}

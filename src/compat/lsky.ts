@@ -1,0 +1,88 @@
+// Response shapes of the Lsky Pro V2 API (app/Http/Controllers/Api/V1/* and app/Http/Result.php
+// of lsky-org/lsky-pro): every answer is {"status": bool, "message": "…", "data": …}.
+import { linkSet } from "../console/app/links";
+import type { CompatImage } from "./common";
+import { humanDate } from "./common";
+
+/** Lsky answers `data: {}` when there is nothing to carry (Result.php: `$data ?: new \stdClass`). */
+export function lskyBody(status: boolean, message: string, data: unknown = {}) {
+  return { status, message, data };
+}
+
+export function lskyResponse(httpStatus: number, status: boolean, message: string, data: unknown = {}, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(lskyBody(status, message, data)), {
+    status: httpStatus,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+/** `links` of an image (Image::links): the shared link builders, URL with the extension. */
+export function lskyLinks(img: CompatImage) {
+  const s = linkSet(img.url, img.fileName, img.widths);
+  return {
+    url: s.url,
+    html: s.html,
+    bbcode: s.bbcode,
+    markdown: s.markdown,
+    markdown_with_link: s.markdown_with_link,
+    thumbnail_url: s.thumbnail_url,
+  };
+}
+
+/** The fields both the upload answer and a list item carry. `size` is in KiB, as Lsky stores it. */
+function lskyCommon(img: CompatImage) {
+  const name = `${img.id}.${img.extension}`;
+  return {
+    key: img.id,
+    name,
+    pathname: name,
+    origin_name: img.fileName,
+    size: img.size / 1024,
+    mimetype: img.mime,
+    extension: img.extension,
+  };
+}
+
+/** `data` of POST /api/v1/upload (ImageController::upload). */
+export function lskyUploaded(img: CompatImage, digests: { md5: string; sha1: string }) {
+  return { ...lskyCommon(img), md5: digests.md5, sha1: digests.sha1, links: lskyLinks(img) };
+}
+
+/** One item of GET /api/v1/images; Kura keeps no MD5/SHA-1 of stored images, so they are left out. */
+export function lskyListItem(img: CompatImage, now = Date.now()) {
+  return {
+    ...lskyCommon(img),
+    width: img.width,
+    height: img.height,
+    links: lskyLinks(img),
+    human_date: humanDate(img.createdAt, now),
+    date: img.createdAt,
+    album: null,
+  };
+}
+
+/** Laravel's LengthAwarePaginator::toArray, which Lsky returns for images and albums. */
+export function lskyPage<T>(items: T[], total: number, page: number, perPage: number, path: string) {
+  const lastPage = Math.max(1, Math.ceil(total / perPage));
+  const pageUrl = (n: number) => `${path}?page=${n}`;
+  const from = items.length ? (page - 1) * perPage + 1 : null;
+  return {
+    current_page: page,
+    data: items,
+    first_page_url: pageUrl(1),
+    from,
+    last_page: lastPage,
+    last_page_url: pageUrl(lastPage),
+    links: [
+      { url: page > 1 ? pageUrl(page - 1) : null, label: "&laquo; Previous", active: false },
+      { url: pageUrl(page), label: String(page), active: true },
+      { url: page < lastPage ? pageUrl(page + 1) : null, label: "Next &raquo;", active: false },
+    ],
+    next_page_url: page < lastPage ? pageUrl(page + 1) : null,
+    path,
+    per_page: perPage,
+    prev_page_url: page > 1 ? pageUrl(page - 1) : null,
+    to: from === null ? null : from + items.length - 1,
+    total,
+  };
+}

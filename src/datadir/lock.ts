@@ -1,0 +1,56 @@
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+/** The data directory cannot be locked (not creatable, not writable); the message is shown as is. */
+export class DataDirError extends Error {}
+
+/** Raised when another process holds the data directory; the message names the directory and the remedy. */
+export class DataDirLockedError extends DataDirError {}
+
+export const LOCK_FILE = "kura.lock";
+
+/** Held connections: referenced here so a collected Database can never drop a lock early. */
+const held = new Set<Database>();
+
+/**
+ * Takes an exclusive lock on the data directory for the life of the process, so two
+ * instances never write one database and one storage folder. The lock is SQLite's own
+ * (a POSIX record lock held by a connection in EXCLUSIVE locking mode): the kernel drops
+ * it when the process dies, so a crash never leaves a stale lock behind, and it needs no
+ * native code in the single-file executable.
+ */
+export function lockDataDir(dataDir: string): { release(): void } {
+  const path = join(dataDir, LOCK_FILE);
+  let db: Database;
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    db = new Database(path, { create: true });
+  } catch (err) {
+    throw new DataDirError(`无法在数据目录 ${dataDir} 中创建锁文件 ${LOCK_FILE}：${(err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
+  }
+  try {
+    db.exec("PRAGMA busy_timeout = 0");
+    db.exec("PRAGMA locking_mode = EXCLUSIVE");
+    db.exec("PRAGMA journal_mode = MEMORY");
+    // BEGIN EXCLUSIVE takes the lock and the locking mode keeps it after COMMIT. Nothing is
+    // written, so a start that is refused later (wrong master key) leaves the file unchanged.
+    db.exec("BEGIN EXCLUSIVE");
+    db.exec("COMMIT");
+  } catch (err) {
+    db.close();
+    if (/locked|busy/i.test((err as Error).message)) {
+      throw new DataDirLockedError(
+        `数据目录 ${dataDir} 已被另一个 Kura 进程占用（锁文件 ${LOCK_FILE}）；同一数据目录只能运行一个实例，请先停止它，或用 KURA_DATA_DIR 指定另一个目录`,
+      );
+    }
+    throw err;
+  }
+  held.add(db);
+  return {
+    release: () => {
+      held.delete(db);
+      db.close();
+    },
+  };
+}

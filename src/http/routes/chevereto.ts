@@ -1,0 +1,80 @@
+// Chevereto API v1 compatible upload (POST /api/1/upload), for ShareX's built-in Chevereto
+// uploader and bots written against Chevereto. `key` is an upload token; the upload runs
+// through the one upload pipeline (limits, quota, rate limits, idempotency, metrics).
+import { Elysia } from "elysia";
+import { authenticateUploadTokenText, type TokenPrincipal } from "../../auth/tokens";
+import { cheveretoError, cheveretoFormat, cheveretoImage, cheveretoSuccess, type CheveretoFormat } from "../../compat/chevereto";
+import { cheveretoSource, discardInput, readCheveretoInput, type CheveretoInput } from "../../compat/chevereto-input";
+import { compatImage, storedDigests } from "../../compat/common";
+import type { AppContext } from "../../context";
+import { runUpload } from "../../images/upload/service";
+import { ApiError } from "../errors";
+import { publicOrigin } from "../request-info";
+
+/** Chevereto's error code for a missing or invalid API key. */
+const KEY_ERROR_CODE = 100;
+
+function render(format: CheveretoFormat, status: number, body: object, text: string, location?: string): Response {
+  if (format === "redirect" && location) return new Response(null, { status: 302, headers: { location } });
+  if (format !== "json") return new Response(text, { status, headers: { "content-type": "text/plain; charset=utf-8" } });
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } });
+}
+
+function authenticateKey(app: AppContext, key: string | undefined): TokenPrincipal {
+  if (!key) throw new ApiError(401, "缺少 key：请提供上传令牌（参数 key 或请求头 X-API-Key）");
+  return authenticateUploadTokenText(app, key);
+}
+
+export function cheveretoRoutes(app: AppContext) {
+  const upload = async (request: Request): Promise<Response> => {
+    const query = new URL(request.url).searchParams;
+    let format = cheveretoFormat(query.get("format"));
+    let input: CheveretoInput | undefined;
+    let slot: (() => void) | undefined;
+    try {
+      // A key in the header or query is checked before the body is read; a key inside the
+      // form (ShareX sends it there) can only be checked once the form has been read, so that
+      // read already holds one of the max_concurrent_uploads slots.
+      let key = request.headers.get("x-api-key") ?? query.get("key") ?? undefined;
+      let gate: { admit(userId: string): () => void } = app.uploadGate;
+      if (!key) {
+        const held = (slot = app.uploadGate.reserve());
+        input = await readCheveretoInput(app, request);
+        key = input.fields.key;
+        format = cheveretoFormat(input.fields.format);
+        gate = { admit: (userId) => app.uploadGate.admitReserved(userId, held) };
+      }
+      const t = authenticateKey(app, key);
+      const outcome = await runUpload(app, gate, {
+        userId: t.user.id,
+        tokenId: t.token.id,
+        idempotencyKey: request.headers.get("idempotency-key"),
+        digests: true,
+        receive: async () => {
+          input ??= await readCheveretoInput(app, request);
+          format = cheveretoFormat(input.fields.format ?? query.get("format"));
+          return { file: await cheveretoSource(app, input), options: {} };
+        },
+      });
+      const view = app.images.view(outcome.id)!;
+      const md5 = outcome.md5 ?? (await storedDigests(app, view)).md5;
+      const image = cheveretoImage(compatImage(app, view, publicOrigin(request, app.settings.get().base_url)), md5);
+      return render(format, 200, cheveretoSuccess(image), image.url, image.url);
+    } catch (err) {
+      if (!(err instanceof ApiError)) {
+        app.log.error("请求处理失败", { method: "POST", path: "/api/1/upload", err: err instanceof Error ? err.message : String(err) });
+        return render(format, 500, cheveretoError(500, "服务器内部错误"), "服务器内部错误");
+      }
+      const code = err.status === 401 ? KEY_ERROR_CODE : err.status;
+      const res = render(format, err.status, cheveretoError(err.status, err.message, code), err.message);
+      for (const [name, value] of Object.entries(err.headers)) res.headers.set(name, value);
+      return res;
+    } finally {
+      // A file part the pipeline never took (bad key, 429, replay) must not stay in tmp.
+      await discardInput(input);
+      slot?.();
+    }
+  };
+
+  return new Elysia().post("/api/1/upload", ({ request }) => upload(request), { parse: "none" });
+}

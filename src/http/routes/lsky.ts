@@ -1,0 +1,180 @@
+// Lsky Pro V2 compatible API (/api/v1/*) on upload tokens, for picgo-plugin-lankong, PicList's
+// Lsky uploader and the many scripts written against Lsky. Uploads go through the one upload
+// pipeline (limits, quota, rate limits, idempotency, metrics); only the shapes differ.
+import { Elysia } from "elysia";
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { authenticateUploadTokenText, TokenRepo, type TokenPrincipal } from "../../auth/tokens";
+import { compatImage, storedDigests } from "../../compat/common";
+import { lskyListItem, lskyPage, lskyResponse, lskyUploaded } from "../../compat/lsky";
+import type { AppContext } from "../../context";
+import { sqlTime } from "../../db/time";
+import { deleteReference } from "../../images/delete";
+import { IMAGE_VIEW_SQL, type ImageView } from "../../images/repo";
+import { receiveMultipart } from "../../images/upload/receive";
+import { runUpload } from "../../images/upload/service";
+import { audit } from "../../ops/audit";
+import { parseBody, queryInt } from "../body";
+import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
+import { publicOrigin, requestInfo } from "../request-info";
+import { uploadMaxBytes } from "../upload-input";
+import { checkPassword } from "./auth";
+
+/** Lsky pages its lists by 40. */
+const PER_PAGE = 40;
+const STRATEGY = { id: 1, name: "Kura" };
+
+/** A Map, not an object literal: `order=constructor` must not find an inherited member. */
+const ORDERS = new Map([
+  ["newest", "i.created_at DESC, i.rowid DESC"],
+  ["earliest", "i.created_at ASC, i.rowid ASC"],
+  ["utmost", "b.size DESC, i.rowid DESC"],
+  ["least", "b.size ASC, i.rowid ASC"],
+]);
+
+/** Lsky's TokenController takes `email`; Kura accounts have names, and either key is accepted. */
+const tokenBody = z.object({
+  name: z.string().min(1).max(256).optional(),
+  email: z.string().min(1).max(256).optional(),
+  password: z.string().min(1).max(1024),
+});
+
+/** A JSON, urlencoded or multipart body as a plain object (Laravel reads all three), or a 400 in Lsky's shape. */
+async function readForm(request: Request): Promise<unknown> {
+  const type = (request.headers.get("content-type") ?? "").toLowerCase();
+  try {
+    if (type.startsWith("application/json")) return await request.json();
+    if (type.startsWith("application/x-www-form-urlencoded") || type.startsWith("multipart/form-data")) {
+      const form = await request.formData();
+      return Object.fromEntries([...form.entries()].filter(([, v]) => typeof v === "string"));
+    }
+  } catch {
+    throw badRequest("请求体格式无效");
+  }
+  throw badRequest("请求体必须是 JSON 或表单");
+}
+
+/**
+ * `Authorization: Bearer <token>`; the bare token is accepted too, because the lankong
+ * plugin sends its "token" setting verbatim and users paste just the token.
+ */
+function tokenFrom(app: AppContext, request: Request): TokenPrincipal {
+  const header = (request.headers.get("authorization") ?? "").trim();
+  const plaintext = header.replace(/^Bearer[ \t]+/i, "");
+  return authenticateUploadTokenText(app, plaintext);
+}
+
+/** Runs a handler and turns its ApiError (or a crash) into Lsky's error shape with the same HTTP status. */
+async function lsky(app: AppContext, request: Request, handler: () => Promise<Response> | Response): Promise<Response> {
+  try {
+    return await handler();
+  } catch (err) {
+    if (err instanceof ApiError) return lskyResponse(err.status, false, err.message, {}, err.headers);
+    app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: err instanceof Error ? err.message : String(err) });
+    return lskyResponse(500, false, "服务器内部错误");
+  }
+}
+
+const ok = (message: string, data: unknown = {}) => lskyResponse(200, true, message, data);
+
+export function lskyRoutes(app: AppContext) {
+  const origin = (request: Request) => publicOrigin(request, app.settings.get().base_url);
+
+  const upload = async (request: Request) => {
+    const t = tokenFrom(app, request);
+    const outcome = await runUpload(app, app.uploadGate, {
+      userId: t.user.id,
+      tokenId: t.token.id,
+      idempotencyKey: request.headers.get("idempotency-key"),
+      digests: true,
+      // strategy_id, album_id and permission have no meaning here: one strategy, no albums, links are public.
+      receive: async () => ({ file: (await receiveMultipart(request, app.paths.tmp, uploadMaxBytes(app), [])).file, options: {} }),
+    });
+    const view = app.images.view(outcome.id)!;
+    const digests = outcome.md5 && outcome.sha1 ? { md5: outcome.md5, sha1: outcome.sha1 } : await storedDigests(app, view);
+    return ok("上传成功", lskyUploaded(compatImage(app, view, origin(request)), digests));
+  };
+
+  const list = (request: Request, query: Record<string, string | undefined>) => {
+    const t = tokenFrom(app, request);
+    const page = queryInt(query.page, "page", 1, 1);
+    const path = `${origin(request)}/api/v1/images`;
+    // There are no albums: asking for one gives its (empty) content, as Lsky does for an empty album.
+    if (queryInt(query.album_id, "album_id", 0, 0) > 0) return ok("success", lskyPage([], 0, page, PER_PAGE, path));
+    const where = ["i.user_id = ?"];
+    const args: (string | number)[] = [t.user.id];
+    if (query.keyword) {
+      where.push("i.file_name LIKE ? ESCAPE '\\'");
+      args.push(`%${query.keyword.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
+    }
+    const clause = where.join(" AND ");
+    const total = app.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i WHERE ${clause}`).get(...args)!.n;
+    const rows = app.db
+      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} WHERE ${clause} ORDER BY ${ORDERS.get(query.order ?? "") ?? ORDERS.get("newest")} LIMIT ? OFFSET ?`)
+      .all(...args, PER_PAGE, (page - 1) * PER_PAGE);
+    const base = origin(request);
+    return ok("success", lskyPage(rows.map((v) => lskyListItem(compatImage(app, v, base))), total, page, PER_PAGE, path));
+  };
+
+  /** Own images only; an unknown key is still "删除成功", as in Lsky (deleteImages ignores it). */
+  const remove = (request: Request, key: string) => {
+    const t = tokenFrom(app, request);
+    const view = app.images.view(key);
+    if (view && view.user_id === t.user.id && deleteReference(app, view.id)) {
+      if (view.object_key) app.lookups.forgetAlias(view.user_id, view.object_key);
+      audit(app.db, t.user, "image.delete", view.id, { via: "lsky" });
+    }
+    return ok("删除成功");
+  };
+
+  const profile = (request: Request) => {
+    const t = tokenFrom(app, request);
+    return ok("success", {
+      name: t.user.name,
+      avatar: "",
+      email: "",
+      // KiB like Lsky; 0 = no quota.
+      capacity: (t.user.quota_bytes ?? 0) / 1024,
+      used_capacity: app.images.usedBytes(t.user.id) / 1024,
+      url: "",
+      image_num: app.users.imageCount(t.user.id),
+      album_num: 0,
+      registered_ip: "",
+    });
+  };
+
+  /** Name (or Lsky's `email`) and password → a new upload token, under the login rate limit. */
+  const issueToken = async (request: Request) => {
+    const input = parseBody(tokenBody, await readForm(request));
+    const name = input.name ?? input.email;
+    if (!name) throw new ApiError(400, "字段 name 缺失或类型错误");
+    const user = app.users.byName(name);
+    const verified = await checkPassword(app.loginLimiter.admitLogin(requestInfo(request).client, name), input.password, user?.password_hash);
+    if (!verified || !user) throw unauthorized("用户名或密码错误");
+    if (user.disabled) throw forbidden("该账号已被停用");
+    if (user.must_change_password) throw forbidden("请先在控制台修改出厂默认密码");
+    const tokenName = `lsky-${sqlTime().replace(/\D/g, "")}-${randomBytes(3).toString("hex")}`;
+    const issued = new TokenRepo(app.db).issue(user.id, tokenName, 0);
+    audit(app.db, user, "token.create", issued.id, { name: issued.name, expires_in_hours: 0, via: "lsky" });
+    return lskyResponse(200, true, "success", { token: issued.token }, { "cache-control": "no-store" });
+  };
+
+  return new Elysia()
+    .post("/api/v1/upload", ({ request }) => lsky(app, request, () => upload(request)), { parse: "none" })
+    .get("/api/v1/images", ({ request, query }) => lsky(app, request, () => list(request, query)))
+    .delete("/api/v1/images/:key", ({ request, params }) => lsky(app, request, () => remove(request, params.key)))
+    .get("/api/v1/profile", ({ request }) => lsky(app, request, () => profile(request)))
+    .get("/api/v1/strategies", ({ request }) =>
+      lsky(app, request, () => {
+        tokenFrom(app, request);
+        return ok("success", { strategies: [STRATEGY] });
+      }),
+    )
+    .get("/api/v1/albums", ({ request, query }) =>
+      lsky(app, request, () => {
+        tokenFrom(app, request);
+        return ok("success", lskyPage([], 0, queryInt(query.page, "page", 1, 1), PER_PAGE, `${origin(request)}/api/v1/albums`));
+      }),
+    )
+    .post("/api/v1/tokens", ({ request }) => lsky(app, request, () => issueToken(request)), { parse: "none" });
+}

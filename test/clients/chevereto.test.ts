@@ -1,0 +1,202 @@
+/** The Chevereto API v1 compatible upload, sent the way ShareX's built-in Chevereto uploader and bots send it. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { form, makeJpeg, makePng } from "../helpers/images";
+import { sha256, specJson, startClientFixture, type ClientFixture } from "./fixture";
+
+describe("Chevereto API v1", () => {
+  let f: ClientFixture;
+  let origin: ReturnType<typeof Bun.serve>;
+  let seed = 300;
+  let originImage: Buffer;
+  beforeAll(async () => {
+    // URL sources go through the SSRF-safe import; the test's loopback origin is allowed explicitly.
+    f = await startClientFixture({ KURA_IMPORT_ALLOW: "127.0.0.1/32" });
+    originImage = await makePng(50, 30, 9);
+    origin = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(new Uint8Array(originImage), { headers: { "content-type": "image/png" } }) });
+  });
+  afterAll(async () => {
+    origin.stop(true);
+    await f.dispose();
+  });
+
+  const endpoint = (query = "") => f.server.url(`/api/1/upload${query}`);
+  const imageCount = async () => (await f.admin.json("GET", "/api/admin/images")).total as number;
+
+  /** ShareX's Chevereto uploader: multipart with the args `key` and `format=json` first, then the file as `source`. */
+  function sharexForm(bytes: Uint8Array, key: string, fileName = "Screenshot.png"): FormData {
+    const fd = new FormData();
+    fd.append("key", key);
+    fd.append("format", "json");
+    fd.append("source", new Blob([new Uint8Array(bytes)]), fileName);
+    return fd;
+  }
+
+  test("ShareX file upload: Chevereto's success shape, image.url serves the same bytes, thumb is a resized form", async () => {
+    const png = await makePng(64, 48, seed++);
+    const res = await fetch(endpoint(), { method: "POST", body: sharexForm(png, f.token) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("connection")).toBe("close");
+    const body = await specJson(res, "POST", "/api/1/upload");
+    expect(body.status_code).toBe(200);
+    expect(body.status_txt).toBe("OK");
+    const img = body.image;
+    expect(img.url).toBe(f.server.url(`/i/${img.name}.png`));
+    expect(img).toMatchObject({ extension: "png", mime: "image/png", width: 64, height: 48, size: png.length, original_filename: "Screenshot.png" });
+    expect(img.md5).toBe(new Bun.CryptoHasher("md5").update(png).digest("hex"));
+    // ShareX takes image.url (direct link) or url_viewer, and thumb.url as the thumbnail.
+    expect(img.url_viewer).toBe(img.url);
+    expect(img.thumb.url).toBe(`${img.url}?w=320`);
+    expect(img.medium.url).toBe(`${img.url}?w=640`);
+    const served = await fetch(img.url);
+    expect(served.status).toBe(200);
+    expect(sha256(await served.arrayBuffer())).toBe(sha256(png));
+    const thumb = await fetch(img.thumb.url);
+    expect(thumb.status).toBe(200);
+    expect(thumb.headers.get("content-type")).toMatch(/^image\//);
+  });
+
+  test("base64 source, urlencoded and as a multipart text field (also as a data: URL)", async () => {
+    const jpeg = await makeJpeg(40, 30, seed++);
+    const b64 = jpeg.toString("base64");
+    const urlencoded = await fetch(endpoint(), {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ key: f.token, source: b64 }),
+    });
+    const a = await specJson(urlencoded, "POST", "/api/1/upload");
+    expect(urlencoded.status).toBe(200);
+    expect(sha256(await (await fetch(a.image.url)).arrayBuffer())).toBe(sha256(jpeg));
+
+    const fd = new FormData();
+    fd.append("key", f.token);
+    fd.append("source", `data:image/jpeg;base64,${b64.replace(/(.{76})/g, "$1\n")}`);
+    const multipart = await fetch(endpoint(), { method: "POST", body: fd });
+    expect(multipart.status).toBe(200);
+    const b = await specJson(multipart, "POST", "/api/1/upload");
+    expect(b.image.extension).toBe("jpg");
+    expect(sha256(await (await fetch(b.image.url)).arrayBuffer())).toBe(sha256(jpeg));
+  });
+
+  test("a base64 image larger than max_upload_mb is 413 (the same limit as any upload)", async () => {
+    await f.admin.json("PUT", "/api/admin/config", { max_upload_mb: 1 });
+    try {
+      const big = Buffer.alloc(1024 * 1024 + 10, 7).toString("base64");
+      const res = await fetch(endpoint(), {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ key: f.token, source: big }),
+      });
+      expect(res.status).toBe(413);
+      expect((await specJson(res, "POST", "/api/1/upload")).status_code).toBe(413);
+    } finally {
+      await f.admin.json("PUT", "/api/admin/config", { max_upload_mb: 20 });
+    }
+  });
+
+  test("a bad or missing key is refused in Chevereto's error shape, and nothing is stored", async () => {
+    const before = await imageCount();
+    const png = await makePng(20, 20, seed++);
+    const bad = await fetch(endpoint(), { method: "POST", body: sharexForm(png, "kura_aaaaaaaaaaaa_" + "A".repeat(43)) });
+    expect(bad.status).toBe(401);
+    const body = await specJson(bad, "POST", "/api/1/upload");
+    expect(body.status_code).toBe(401);
+    expect(body.error.code).toBe(100);
+    expect(body.error.message).toMatch(/[\u4e00-\u9fff]/);
+    const fd = new FormData();
+    fd.append("source", new Blob([new Uint8Array(png)]), "x.png");
+    const missing = await fetch(endpoint(), { method: "POST", body: fd });
+    expect(missing.status).toBe(401);
+    expect((await specJson(missing, "POST", "/api/1/upload")).error.code).toBe(100);
+    const header = await fetch(endpoint(), { method: "POST", headers: { "x-api-key": "nonsense" }, body: sharexForm(png, f.token) });
+    expect(header.status).toBe(401);
+    expect(await imageCount()).toBe(before);
+  });
+
+  test("key in the X-API-Key header or the query; format=txt answers the bare link, format=redirect a 302", async () => {
+    const jpeg = await makeJpeg(24, 24, seed++);
+    const fd = new FormData();
+    fd.append("source", new Blob([new Uint8Array(jpeg)]), "a.jpg");
+    const txt = await fetch(endpoint("?format=txt"), { method: "POST", headers: { "x-api-key": f.token }, body: fd });
+    expect(txt.status).toBe(200);
+    expect(txt.headers.get("content-type")).toStartWith("text/plain");
+    const link = await txt.text();
+    expect(link).toMatch(new RegExp(`^${f.server.base}/i/[0-9A-Za-z]{10}\\.jpg$`));
+    expect(sha256(await (await fetch(link)).arrayBuffer())).toBe(sha256(jpeg));
+
+    const redirect = await fetch(endpoint(`?key=${encodeURIComponent(f.token)}&format=redirect`), { method: "POST", body: fd, redirect: "manual" });
+    expect(redirect.status).toBe(302);
+    expect(redirect.headers.get("location")).toMatch(/\/i\/[0-9A-Za-z]{10}\.jpg$/);
+
+    const txtError = await fetch(endpoint("?format=txt&key=wrong"), { method: "POST", body: fd });
+    expect(txtError.status).toBe(401);
+    expect(await txtError.text()).toMatch(/[\u4e00-\u9fff]/);
+  });
+
+  test("a URL source is imported through the SSRF-safe fetch: allowed origin works, other private addresses are refused", async () => {
+    const ok = await fetch(endpoint(), {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", "x-api-key": f.token },
+      body: new URLSearchParams({ source: `http://127.0.0.1:${origin.port}/pic.png` }),
+    });
+    expect(ok.status).toBe(200);
+    const body = await specJson(ok, "POST", "/api/1/upload");
+    expect(body.image.original_filename).toBe("pic.png");
+    expect(sha256(await (await fetch(body.image.url)).arrayBuffer())).toBe(sha256(originImage));
+
+    const refused = await fetch(endpoint(`?source=${encodeURIComponent("http://10.0.0.1/x.png")}`), { method: "POST", headers: { "x-api-key": f.token } });
+    expect(refused.status).toBe(400);
+    expect((await specJson(refused, "POST", "/api/1/upload")).error.message).toContain("不是公网地址");
+  });
+
+  test("invalid base64 and a non-image are refused with the pipeline's statuses", async () => {
+    const garbage = await fetch(endpoint(), {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", "x-api-key": f.token },
+      body: new URLSearchParams({ source: "not base64 at all!" }),
+    });
+    expect(garbage.status).toBe(400);
+    expect((await specJson(garbage, "POST", "/api/1/upload")).status_code).toBe(400);
+    const text = await fetch(endpoint(), { method: "POST", body: sharexForm(new TextEncoder().encode("hello"), f.token, "a.txt") });
+    expect(text.status).toBe(415);
+    expect((await specJson(text, "POST", "/api/1/upload")).status_code).toBe(415);
+  });
+
+  test("reading a form whose key is inside it holds one of the max_concurrent_uploads slots", async () => {
+    await f.admin.json("PUT", "/api/admin/config", { max_concurrent_uploads: 1 });
+    let finish = () => {};
+    try {
+      const png = await makePng(30, 30, seed++);
+      const boundary = "----sharex" + seed;
+      const head = `--${boundary}\r\nContent-Disposition: form-data; name="key"\r\n\r\n${f.token}\r\n--${boundary}\r\nContent-Disposition: form-data; name="source"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`;
+      const resumed = new Promise<void>((resolve) => (finish = resolve));
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode(head));
+          controller.enqueue(png.subarray(0, 10));
+          await resumed;
+          controller.enqueue(png.subarray(10));
+          controller.enqueue(new TextEncoder().encode(`\r\n--${boundary}--\r\n`));
+          controller.close();
+        },
+      });
+      const slow = fetch(endpoint(), { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` }, body, duplex: "half" } as RequestInit);
+      // While that form is still arriving, the one slot is taken: another upload is refused.
+      let other: Response | undefined;
+      for (let i = 0; i < 50 && other?.status !== 429; i++) {
+        await Bun.sleep(20);
+        other = await fetch(f.server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${f.token}` }, body: form(await makeJpeg(16, 16, seed++)) });
+      }
+      expect(other!.status).toBe(429);
+      finish();
+      const done = await slow;
+      expect(done.status).toBe(200);
+      expect((await specJson(done, "POST", "/api/1/upload")).image.original_filename).toBe("slow.png");
+      // The slot is free again.
+      const after = await fetch(f.server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${f.token}` }, body: form(await makeJpeg(16, 16, seed++)) });
+      expect(after.status).toBe(200);
+    } finally {
+      finish();
+      await f.admin.json("PUT", "/api/admin/config", { max_concurrent_uploads: 16 });
+    }
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Fault tier: a full file system, for real (a small tmpfs filled to the last byte). Uploads must
+ * answer a clear Chinese error, leave nothing half-written (no image row without bytes, no
+ * object without a row, no temp file), reads keep working, and uploads work again once space
+ * returns.
+ */
+import { Database } from "bun:sqlite";
+import { afterAll, describe, expect, test } from "bun:test";
+import { readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import sharp from "sharp";
+import { adminSession, expectError } from "../helpers/client";
+import { listFiles } from "../helpers/files";
+import { form, makeJpeg } from "../helpers/images";
+import { KuraServer } from "../helpers/server";
+import { waitReplicaState } from "../http/channels.helpers";
+import { fillDisk, mountTmpfs } from "./harness";
+
+/** A JPEG of noise: it does not compress, so its size is predictable (~300 KB). */
+const noiseJpeg = (seed: number) => {
+  const raw = Buffer.alloc(400 * 300 * 3);
+  let x = seed * 2654435761;
+  for (let i = 0; i < raw.length; i++) raw[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+  return sharp(raw, { raw: { width: 400, height: 300, channels: 3 } }).jpeg({ quality: 95 }).toBuffer();
+};
+
+const mounts: { unmount: () => void }[] = [];
+afterAll(() => {
+  for (const m of mounts) m.unmount();
+});
+
+function dbRows(dataDir: string) {
+  const db = new Database(join(dataDir, "kura.db"), { readonly: true });
+  try {
+    return {
+      images: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM images").get()!.n,
+      blobs: db.query<{ storage_key: string }, []>("SELECT storage_key FROM blobs").all().map((b) => b.storage_key),
+      intents: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM upload_intents").get()!.n,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+describe("full file systems", () => {
+  test("data dir on a full disk: clear Chinese error, nothing half-written, reads work, recovery when space returns", async () => {
+    const fs = mountTmpfs(12);
+    mounts.push(fs);
+    const server = await KuraServer.start({ dataDir: fs.dir });
+    try {
+      const admin = await adminSession(server);
+      const first = await makeJpeg(120, 90, 1);
+      const { id } = await admin.json("POST", "/api/admin/upload", form(first, "before.jpg", { exif_policy: "passthrough" }));
+      const before = dbRows(fs.dir);
+
+      const filler = fillDisk(fs.dir);
+      const big = await noiseJpeg(2);
+      const refused = await admin.request("POST", "/api/admin/upload", form(big, "full.jpg"));
+      // A full disk is the server's temporary condition: a retryable 503 that says so, not a 500.
+      expect(refused.headers.get("retry-after")).not.toBeNull();
+      expect(await expectError(refused, 503)).toContain("存储空间不足");
+
+      // Nothing half-written: same rows, every blob has its object and no object lacks a blob, no temp file.
+      const after = dbRows(fs.dir);
+      expect(after.images).toBe(before.images);
+      expect(after.blobs.sort()).toEqual(before.blobs.sort());
+      expect(after.intents).toBe(0);
+      expect(listFiles(join(fs.dir, "storage")).filter((f) => f.startsWith("img/")).sort()).toEqual(before.blobs.sort());
+      expect(readdirSync(join(fs.dir, "tmp"))).toEqual([]);
+
+      // Reads keep working on a full disk.
+      const read = await fetch(server.url(`/i/${id}`));
+      expect(read.status).toBe(200);
+      expect(Buffer.from(await read.arrayBuffer()).equals(first)).toBe(true);
+      expect((await admin.request("GET", "/api/admin/images")).status).toBe(200);
+
+      // Space returns: the same upload goes through.
+      rmSync(filler);
+      const ok = await admin.json("POST", "/api/admin/upload", form(big, "full.jpg", { exif_policy: "passthrough" }));
+      const back = await fetch(server.url(`/i/${ok.id}`));
+      expect(Buffer.from(await back.arrayBuffer()).equals(big)).toBe(true);
+      expect(server.logs).not.toMatch(/level=ERROR msg=请求处理失败/);
+      expect(server.logs).toMatch(/level=ERROR msg=磁盘空间不足/); // the operator hears about it
+    } finally {
+      await server.dispose();
+    }
+  });
+
+  test("a channel on a full disk: uploads fail over, the replica fails with a Chinese reason, nothing half-written, retried when space returns", async () => {
+    const fs = mountTmpfs(4);
+    mounts.push(fs);
+    const server = await KuraServer.start();
+    try {
+      const admin = await adminSession(server);
+      const channelDir = join(fs.dir, "channel");
+      const full = await admin.json("POST", "/api/admin/channels", { name: "small-disk", driver: "local", config: { path: channelDir }, priority: 50 }, 201);
+      const filler = fillDisk(fs.dir);
+      const bytes = await noiseJpeg(3);
+
+      // The best channel cannot take it: the upload is written to the next one and still succeeds.
+      const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "fo.jpg", { exif_policy: "passthrough" }));
+      const failed = await waitReplicaState(admin, id, full.id, "failed");
+      expect(failed!.last_error).toMatch(/[\u4e00-\u9fff]/);
+      expect(listFiles(channelDir).filter((f) => !f.startsWith("_kura/"))).toEqual([]); // no partial object left behind
+      expect((await fetch(server.url(`/i/${id}`))).status).toBe(200);
+
+      // With two copies required and only one possible, the upload is refused clearly and undone.
+      await admin.json("PUT", "/api/admin/config", { min_success: 2 });
+      const before = dbRows(server.dataDir);
+      const refused = await admin.request("POST", "/api/admin/upload", form(await noiseJpeg(4), "two.jpg"));
+      expect(refused.status).toBe(503);
+      await expectError(refused, 503);
+      const after = dbRows(server.dataDir);
+      expect(after.images).toBe(before.images);
+      expect(after.intents).toBe(0);
+      expect(listFiles(join(server.dataDir, "storage")).filter((f) => f.startsWith("img/")).sort()).toEqual(after.blobs.sort());
+      await admin.json("PUT", "/api/admin/config", { min_success: 1 });
+
+      // Space returns: a check makes the channel healthy and the failed replica is written.
+      rmSync(filler);
+      await admin.json("POST", `/api/admin/channels/${full.id}/check`);
+      await waitReplicaState(admin, id, full.id, "done", 15_000);
+      const stored = listFiles(channelDir).filter((f) => f.startsWith("img/"));
+      expect(stored.length).toBe(1);
+      expect(Buffer.from(await Bun.file(join(channelDir, stored[0]!)).bytes()).equals(bytes)).toBe(true);
+    } finally {
+      await server.dispose();
+    }
+  });
+});

@@ -1,0 +1,139 @@
+/**
+ * Real faults for the fault tier: a small tmpfs that fills up, and a TCP proxy in front of a
+ * channel peer that can pass traffic, hold the request we are waiting for (so a `kill -9` lands
+ * at exactly that point, without sleeps), or accept connections and never answer.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, openSync, closeSync, rmSync, statfsSync, writeSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** A tmpfs of `sizeMb` MiB (needs root, as in CI); `unmount` also removes the mount point. */
+export function mountTmpfs(sizeMb: number): { dir: string; unmount: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "kura-fault-fs-"));
+  const r = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${sizeMb}m`, "tmpfs", dir], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`mount tmpfs failed (the fault tier runs as root): ${r.stderr}`);
+  return {
+    dir,
+    unmount: () => {
+      spawnSync("umount", ["-l", dir]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const freeBytes = (dir: string) => {
+  const s = statfsSync(dir);
+  return s.bavail * s.bsize;
+};
+
+/** Writes a filler file until the file system has at most `leaveBytes` free; returns its path. */
+export function fillDisk(dir: string, leaveBytes = 0, name = "filler.bin"): string {
+  const path = join(dir, name);
+  const fd = openSync(path, "a");
+  const chunk = Buffer.alloc(64 * 1024, 0x5a);
+  try {
+    for (;;) {
+      const room = freeBytes(dir) - leaveBytes;
+      if (room <= 0) break;
+      try {
+        writeSync(fd, chunk, 0, Math.min(chunk.length, room));
+      } catch {
+        break; // ENOSPC: full
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return path;
+}
+
+type Mode = "pass" | "blackhole";
+
+/**
+ * A TCP proxy to `upstreamPort`. Every chunk a client sends is checked against the hold rule:
+ * when it matches, that connection stops being forwarded (the peer "hangs" mid-request) and
+ * `held` resolves. In blackhole mode connections are accepted and nothing is ever answered,
+ * on new connections and on open ones from their next request.
+ */
+export class FaultProxy {
+  readonly sockets = new Set<net.Socket>();
+  /** Connections accepted so far (to see pile-ups). */
+  accepted = 0;
+  private holdRule: ((chunk: string) => boolean) | undefined;
+  private onHeld: ((chunk: string) => void) | undefined;
+  private constructor(
+    private readonly server: net.Server,
+    readonly port: number,
+    public mode: Mode,
+    private readonly upstreamPort: number,
+  ) {}
+
+  static async start(upstreamPort: number, mode: Mode = "pass"): Promise<FaultProxy> {
+    let proxy!: FaultProxy;
+    const server = net.createServer((client) => proxy.accept(client));
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    proxy = new FaultProxy(server, (server.address() as net.AddressInfo).port, mode, upstreamPort);
+    return proxy;
+  }
+
+  get url() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Resolves with the first chunk matching `rule` once one arrives; that request never gets through. */
+  hold(rule: (chunk: string) => boolean): Promise<string> {
+    return new Promise((resolve) => {
+      this.holdRule = rule;
+      this.onHeld = resolve;
+    });
+  }
+
+  release() {
+    this.holdRule = undefined;
+    this.onHeld = undefined;
+  }
+
+  /** Connections currently open from the client side. */
+  get openConnections() {
+    return [...this.sockets].filter((s) => !s.destroyed).length;
+  }
+
+  private accept(client: net.Socket) {
+    this.accepted++;
+    this.sockets.add(client);
+    client.on("close", () => this.sockets.delete(client));
+    client.on("error", () => {});
+    if (this.mode === "blackhole") return; // read nothing, answer nothing
+    const upstream = net.connect(this.upstreamPort, "127.0.0.1");
+    upstream.on("error", () => client.destroy());
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+    let held = false;
+    client.on("data", (chunk) => {
+      if (held) return;
+      if (this.mode === "blackhole") {
+        held = true; // a pooled connection goes silent too, mid-conversation
+        return;
+      }
+      const text = chunk.toString("latin1");
+      if (this.holdRule?.(text)) {
+        held = true;
+        const notify = this.onHeld;
+        this.release();
+        notify?.(text);
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk) => {
+      if (!held) client.write(chunk);
+    });
+  }
+
+  async stop() {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((done) => this.server.close(() => done()));
+  }
+}

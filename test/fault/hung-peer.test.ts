@@ -1,0 +1,115 @@
+/**
+ * Fault tier: a channel peer that accepts TCP connections and never answers (a hung S3 server,
+ * a black-holing firewall). Kura must time out (KURA_CHANNEL_TIMEOUT_MS, here 1.5 s), fail
+ * over for reads and uploads, mark the channel unhealthy, and not pile up sockets or jobs; when
+ * the peer answers again, the missing replicas are written.
+ */
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startS3, TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
+import { adminSession, type Session } from "../helpers/client";
+import { form, makeJpeg } from "../helpers/images";
+import { KuraServer } from "../helpers/server";
+import { waitFor, waitReplicaState } from "../http/channels.helpers";
+import { FaultProxy } from "./harness";
+
+const TIMEOUT_MS = 1_500;
+/** A failover may cost a timeout plus one retry of a failed connection, and the machine is loaded. */
+const FAILOVER_BUDGET_MS = 4 * TIMEOUT_MS + 3_000;
+
+let scratch: string;
+let s3: RunningS3;
+let proxy: FaultProxy;
+let server: KuraServer;
+let admin: Session;
+let hungId = 0;
+let localId = 0;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "kura-fault-hung-"));
+  s3 = await startS3({ directory: join(scratch, "s3"), buckets: ["hung"] });
+  proxy = await FaultProxy.start(s3.port);
+  server = await KuraServer.start({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS) } });
+  admin = await adminSession(server);
+  const ch = await admin.json(
+    "POST",
+    "/api/admin/channels",
+    { name: "hung", driver: "s3", priority: 50, config: { provider: "Minio", endpoint: proxy.url, access_key_id: TEST_CREDENTIALS.accessKeyId, secret_access_key: TEST_CREDENTIALS.secretAccessKey, path: "hung" } },
+    201,
+  );
+  hungId = ch.id;
+  localId = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
+});
+
+afterAll(async () => {
+  await server.dispose();
+  await proxy.stop();
+  await s3.stop().catch(() => {});
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const timed = async <T>(work: () => Promise<T>) => {
+  const t = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - t };
+};
+
+test("a peer that never answers: timeouts, failover for reads and uploads, no pile-up, recovery", async () => {
+  // Written to both while the peer is fine; not read yet, so no copy is in memory.
+  const stored = await Promise.all([1, 2, 3].map(async (i) => {
+    const bytes = await makeJpeg(50 + i, 40, 20 + i);
+    const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, `h${i}.jpg`, { exif_policy: "passthrough" }));
+    await waitReplicaState(admin, id, localId, "done");
+    return { id, bytes };
+  }));
+
+  proxy.mode = "blackhole";
+
+  // Reads fail over to the local channel after the timeout, not after 30 s.
+  const read = await timed(() => fetch(server.url(`/i/${stored[0]!.id}`)));
+  expect(read.value.status).toBe(200);
+  expect(Buffer.from(await read.value.arrayBuffer()).equals(stored[0]!.bytes)).toBe(true);
+  expect(read.ms).toBeLessThan(FAILOVER_BUDGET_MS);
+
+  // Uploads fail over to the next channel, and a burst of work does not pile up sockets or jobs.
+  const burst = await timed(() =>
+    Promise.all([
+      ...[4, 5, 6, 7].map(async (i) => admin.request("POST", "/api/admin/upload", form(await makeJpeg(50 + i, 40, 20 + i), `h${i}.jpg`))),
+      ...stored.slice(1).map((s) => fetch(server.url(`/i/${s.id}`))),
+    ]),
+  );
+  for (const res of burst.value) expect(res.status).toBe(200);
+  expect(burst.ms).toBeLessThan(2 * FAILOVER_BUDGET_MS);
+
+  // The health check times out too and takes the channel out of the write path.
+  const check = await timed(() => admin.json("POST", `/api/admin/channels/${hungId}/check`));
+  expect(check.value.healthy).toBe(false);
+  expect(check.value.last_error).toMatch(/[\u4e00-\u9fff]/);
+  expect(check.ms).toBeLessThan(FAILOVER_BUDGET_MS);
+  const next = await makeJpeg(70, 40, 40);
+  const fast = await timed(() => admin.request("POST", "/api/admin/upload", form(next, "h8.jpg")));
+  expect(fast.value.status).toBe(200);
+  expect(fast.ms).toBeLessThan(TIMEOUT_MS); // an unhealthy channel is not even tried
+
+  // Timed-out attempts let go of their connections, and replication jobs stay one per replica.
+  await waitFor(async () => proxy.openConnections, (n) => n <= 4, 10_000, "timed-out connections to be closed");
+  const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+  try {
+    const jobs = db.query<{ n: number; running: number }, []>("SELECT COUNT(*) AS n, SUM(state = 'running') AS running FROM jobs WHERE kind = 'blob.replicate' AND state != 'completed'").get()!;
+    const missing = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM blob_channels WHERE channel_id = ? AND state != 'done'").get(hungId)!.n;
+    expect(jobs.n).toBeLessThanOrEqual(missing);
+    expect(jobs.running ?? 0).toBeLessThanOrEqual(4); // the replication concurrency
+  } finally {
+    db.close();
+  }
+  expect(server.logs).not.toMatch(/level=ERROR msg=请求处理失败/);
+
+  // The peer answers again: a check makes it healthy and every image gets its replica.
+  proxy.mode = "pass";
+  expect((await admin.json("POST", `/api/admin/channels/${hungId}/check`)).healthy).toBe(true);
+  const images = (await admin.json("GET", "/api/admin/images?limit=100")).items as { id: string }[];
+  for (const img of images) await waitReplicaState(admin, img.id, hungId, "done", 20_000);
+});
