@@ -13,11 +13,12 @@ CREATE TABLE user_usage (
   traffic  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
--- Per channel: done replicas (count and bytes) and failed replicas.
+-- Per channel: done replicas (count and bytes), pending and failed replicas.
 CREATE TABLE channel_usage (
   channel_id INTEGER PRIMARY KEY,
   blobs      INTEGER NOT NULL DEFAULT 0,
   bytes      INTEGER NOT NULL DEFAULT 0,
+  pending    INTEGER NOT NULL DEFAULT 0,
   failed     INTEGER NOT NULL DEFAULT 0
 );
 
@@ -25,9 +26,9 @@ INSERT INTO user_usage (user_id, images, bytes, accesses, traffic)
   SELECT i.user_id, COUNT(*), COALESCE(SUM(b.size), 0), COALESCE(SUM(i.access_count), 0), COALESCE(SUM(i.access_count * b.size), 0)
   FROM images i JOIN blobs b ON b.id = i.blob_id GROUP BY i.user_id;
 
-INSERT INTO channel_usage (channel_id, blobs, bytes, failed)
+INSERT INTO channel_usage (channel_id, blobs, bytes, pending, failed)
   SELECT bc.channel_id, COALESCE(SUM(bc.state = 'done'), 0), COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size ELSE 0 END), 0),
-         COALESCE(SUM(bc.state = 'failed'), 0)
+         COALESCE(SUM(bc.state = 'pending'), 0), COALESCE(SUM(bc.state = 'failed'), 0)
   FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id GROUP BY bc.channel_id;
 
 CREATE TRIGGER usage_image_insert AFTER INSERT ON images BEGIN
@@ -72,16 +73,17 @@ CREATE TRIGGER usage_user_delete AFTER DELETE ON users BEGIN
 END;
 
 CREATE TRIGGER usage_replica_insert AFTER INSERT ON blob_channels BEGIN
-  INSERT INTO channel_usage (channel_id, blobs, bytes, failed)
-    SELECT NEW.channel_id, NEW.state = 'done', CASE WHEN NEW.state = 'done' THEN b.size ELSE 0 END, NEW.state = 'failed'
+  INSERT INTO channel_usage (channel_id, blobs, bytes, pending, failed)
+    SELECT NEW.channel_id, NEW.state = 'done', CASE WHEN NEW.state = 'done' THEN b.size ELSE 0 END, NEW.state = 'pending', NEW.state = 'failed'
     FROM blobs b WHERE b.id = NEW.blob_id
-    ON CONFLICT (channel_id) DO UPDATE SET blobs = blobs + excluded.blobs, bytes = bytes + excluded.bytes, failed = failed + excluded.failed;
+    ON CONFLICT (channel_id) DO UPDATE SET blobs = blobs + excluded.blobs, bytes = bytes + excluded.bytes,
+      pending = pending + excluded.pending, failed = failed + excluded.failed;
 END;
 
 CREATE TRIGGER usage_replica_delete AFTER DELETE ON blob_channels BEGIN
   UPDATE channel_usage SET blobs = blobs - (OLD.state = 'done'),
     bytes = bytes - CASE WHEN OLD.state = 'done' THEN (SELECT size FROM blobs WHERE id = OLD.blob_id) ELSE 0 END,
-    failed = failed - (OLD.state = 'failed')
+    pending = pending - (OLD.state = 'pending'), failed = failed - (OLD.state = 'failed')
   WHERE channel_id = OLD.channel_id;
 END;
 
@@ -89,12 +91,13 @@ CREATE TRIGGER usage_replica_update AFTER UPDATE OF state, blob_id, channel_id O
   WHEN OLD.state != NEW.state OR OLD.blob_id != NEW.blob_id OR OLD.channel_id != NEW.channel_id BEGIN
   UPDATE channel_usage SET blobs = blobs - (OLD.state = 'done'),
     bytes = bytes - CASE WHEN OLD.state = 'done' THEN (SELECT size FROM blobs WHERE id = OLD.blob_id) ELSE 0 END,
-    failed = failed - (OLD.state = 'failed')
+    pending = pending - (OLD.state = 'pending'), failed = failed - (OLD.state = 'failed')
   WHERE channel_id = OLD.channel_id;
-  INSERT INTO channel_usage (channel_id, blobs, bytes, failed)
-    SELECT NEW.channel_id, NEW.state = 'done', CASE WHEN NEW.state = 'done' THEN b.size ELSE 0 END, NEW.state = 'failed'
+  INSERT INTO channel_usage (channel_id, blobs, bytes, pending, failed)
+    SELECT NEW.channel_id, NEW.state = 'done', CASE WHEN NEW.state = 'done' THEN b.size ELSE 0 END, NEW.state = 'pending', NEW.state = 'failed'
     FROM blobs b WHERE b.id = NEW.blob_id
-    ON CONFLICT (channel_id) DO UPDATE SET blobs = blobs + excluded.blobs, bytes = bytes + excluded.bytes, failed = failed + excluded.failed;
+    ON CONFLICT (channel_id) DO UPDATE SET blobs = blobs + excluded.blobs, bytes = bytes + excluded.bytes,
+      pending = pending + excluded.pending, failed = failed + excluded.failed;
 END;
 
 -- The replica rows of a blob go (and leave the rollup) while the blob's size can still be

@@ -16,6 +16,7 @@ export interface UserUsage {
 export interface ChannelUsage {
   blobs: number;
   bytes: number;
+  pending: number;
   failed: number;
 }
 
@@ -40,7 +41,7 @@ export function libraryUsage(db: Database): UserUsage {
 export function channelUsage(db: Database): Map<number, ChannelUsage> {
   return new Map(
     db
-      .query<ChannelUsage & { channel_id: number }, []>("SELECT channel_id, blobs, bytes, failed FROM channel_usage")
+      .query<ChannelUsage & { channel_id: number }, []>("SELECT channel_id, blobs, bytes, pending, failed FROM channel_usage")
       .all()
       .map(({ channel_id, ...u }) => [channel_id, u]),
   );
@@ -57,9 +58,9 @@ export function rebuildUsageRollups(db: Database) {
     db.exec(`INSERT INTO user_usage (user_id, images, bytes, accesses, traffic)
       SELECT i.user_id, COUNT(*), COALESCE(SUM(b.size), 0), COALESCE(SUM(i.access_count), 0), COALESCE(SUM(i.access_count * b.size), 0)
       FROM images i JOIN blobs b ON b.id = i.blob_id GROUP BY i.user_id`);
-    db.exec(`INSERT INTO channel_usage (channel_id, blobs, bytes, failed)
+    db.exec(`INSERT INTO channel_usage (channel_id, blobs, bytes, pending, failed)
       SELECT bc.channel_id, COALESCE(SUM(bc.state = 'done'), 0), COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size ELSE 0 END), 0),
-             COALESCE(SUM(bc.state = 'failed'), 0)
+             COALESCE(SUM(bc.state = 'pending'), 0), COALESCE(SUM(bc.state = 'failed'), 0)
       FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id GROUP BY bc.channel_id`);
   })();
 }

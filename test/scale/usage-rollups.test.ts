@@ -23,12 +23,12 @@ function rollupsAndRecount(dataDir: string) {
          FROM images i JOIN blobs b ON b.id = i.blob_id GROUP BY i.user_id ORDER BY i.user_id`,
       )
       .all();
-    const channels = nonZero(db.query<Row, []>("SELECT channel_id, blobs, bytes, failed FROM channel_usage ORDER BY channel_id").all());
+    const channels = nonZero(db.query<Row, []>("SELECT channel_id, blobs, bytes, pending, failed FROM channel_usage ORDER BY channel_id").all());
     const channelRecount = nonZero(
       db
         .query<Row, []>(
           `SELECT bc.channel_id, SUM(bc.state = 'done') AS blobs, SUM(CASE WHEN bc.state = 'done' THEN b.size ELSE 0 END) AS bytes,
-                  SUM(bc.state = 'failed') AS failed
+                  SUM(bc.state = 'pending') AS pending, SUM(bc.state = 'failed') AS failed
            FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id GROUP BY bc.channel_id ORDER BY bc.channel_id`,
         )
         .all(),
