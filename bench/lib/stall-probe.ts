@@ -2,28 +2,29 @@
 // longest answer: how long the operation held the server's event loop for everyone else.
 export class StallProbe {
   private running = false;
-  private worst = 0;
-  private loop: Promise<void> = Promise.resolve();
+  private worst: number[] = [];
+  private loops: Promise<void>[] = [];
 
   constructor(private readonly urls: string[]) {}
 
   start() {
     this.running = true;
-    this.worst = 0;
-    this.loop = (async () => {
+    this.worst = this.urls.map(() => 0);
+    // One loop per URL: a slow /i/ (disk) does not hide or inflate /healthz (the event loop).
+    this.loops = this.urls.map(async (url, i) => {
       while (this.running) {
         const t0 = performance.now();
-        await Promise.all(this.urls.map((u) => fetch(u).then((r) => r.arrayBuffer())));
-        this.worst = Math.max(this.worst, performance.now() - t0);
+        await fetch(url).then((r) => r.arrayBuffer());
+        this.worst[i] = Math.max(this.worst[i]!, performance.now() - t0);
         await Bun.sleep(5);
       }
-    })();
+    });
   }
 
-  /** Stops probing; the longest probe answer seen, in ms. */
-  async stop(): Promise<number> {
+  /** Stops probing; the longest answer seen per URL, in ms. */
+  async stop(): Promise<number[]> {
     this.running = false;
-    await this.loop;
+    await Promise.all(this.loops);
     return this.worst;
   }
 }

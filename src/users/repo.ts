@@ -34,7 +34,7 @@ export interface UserItem {
 }
 
 // Usage comes from the per-user rollup (migration 0006), not a sum over the user's images.
-const ITEM_SQL = `
+export const USER_ITEM_SQL = `
   SELECT u.id, u.name, u.role, u.quota_bytes, u.default_ttl_hours, u.disabled, u.created_at,
          COALESCE(uu.bytes, 0) AS used_bytes, COALESCE(uu.images, 0) AS image_count
   FROM users u
@@ -59,11 +59,11 @@ export class UserRepo {
   }
 
   list(): UserItem[] {
-    return this.db.query<ItemRow, []>(`${ITEM_SQL} ORDER BY u.created_at, u.id`).all().map(toItem);
+    return this.db.query<ItemRow, []>(`${USER_ITEM_SQL} ORDER BY u.created_at, u.id`).all().map(toItem);
   }
 
   item(id: string): UserItem | undefined {
-    const row = this.db.query<ItemRow, [string]>(`${ITEM_SQL} WHERE u.id = ?`).get(id);
+    const row = this.db.query<ItemRow, [string]>(`${USER_ITEM_SQL} WHERE u.id = ?`).get(id);
     return row ? toItem(row) : undefined;
   }
 

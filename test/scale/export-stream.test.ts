@@ -67,7 +67,10 @@ test("a cancelled export releases its snapshot", async () => {
     const reader = metadataExportStream(ctx.app).getReader();
     await reader.read();
     await reader.cancel();
-    expect(ctx.app.db.query<{ busy: number }, []>("PRAGMA wal_checkpoint(TRUNCATE)").get()!.busy).toBe(0);
+    // The worker releases its read transaction on its own turn: give it a moment.
+    const checkpoint = () => ctx.app.db.query<{ busy: number }, []>("PRAGMA wal_checkpoint(TRUNCATE)").get()!.busy;
+    for (let i = 0; i < 100 && checkpoint() !== 0; i++) await Bun.sleep(20);
+    expect(checkpoint()).toBe(0);
   } finally {
     ctx.close();
     rmSync(dir, { recursive: true, force: true });
