@@ -5,6 +5,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { existsSync, renameSync, rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Driver, GetResult } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
@@ -127,7 +128,8 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
     } else resolveAlert(app, "backup_failed", "");
     return { name, size, taken_at: takenAt(name), channels: written };
   } finally {
-    rmSync(file, { force: true });
+    // Unlinking a snapshot of a large database frees many extents: not on the event loop.
+    await rm(file, { force: true }).catch(() => {});
     markBackupEnded(app.bootstrap.dataDir);
   }
 }
