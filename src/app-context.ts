@@ -62,6 +62,8 @@ export async function createAppContext(
   shutdown: (reason: string) => void,
 ): Promise<AppContext> {
   const metrics = createMetrics();
+  // Multipart parts lived under tmp, just wiped: their uploads cannot complete any more.
+  db.query("DELETE FROM multipart_uploads").run();
   const settings = new SettingsStore(db, key);
   const images = new ImageRepo(db);
   const app = {

@@ -22,7 +22,7 @@ export function registerChannelMetrics(app: AppContext) {
     collect() {
       const now = Date.now();
       if (now - refreshedAt >= app.settings.get().usage_report_seconds * 1000) {
-        // From the per-channel rollup (migration 0006): a row per channel, not a sum over replicas.
+        // From the per-channel rollup (migration 0007): a row per channel, not a sum over replicas.
         usage = app.db
           .query<{ name: string; bytes: number }, []>(
             `SELECT c.name, COALESCE(cu.bytes, 0) AS bytes FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id

@@ -9,7 +9,7 @@ export interface ReplicaCounts {
   failed: number;
 }
 
-/** Replica counters of every channel, from the per-channel rollup (migration 0006). */
+/** Replica counters of every channel, from the per-channel rollup (migration 0007). */
 export function replicaCounts(app: AppContext): Map<number, ReplicaCounts> {
   const out = new Map<number, ReplicaCounts>();
   for (const [channelId, u] of channelUsage(app.db)) out.set(channelId, { done: u.blobs, pending: u.pending, failed: u.failed });

@@ -60,6 +60,7 @@ const settingsShape = {
   process_timeout_ms: duration("ms", 100),
   variants_cache_mb: int(0, 10_485_760),
   idempotency_key_ttl_hours: duration("hours", 1),
+  s3_multipart_expiry_hours: duration("hours", 1),
   audit_retention_days: duration("days", 1),
 };
 
@@ -103,6 +104,7 @@ export const DEFAULT_SETTINGS: Settings = {
   process_timeout_ms: 15_000,
   variants_cache_mb: 1024,
   idempotency_key_ttl_hours: 24,
+  s3_multipart_expiry_hours: 24,
   audit_retention_days: 365,
 };
 

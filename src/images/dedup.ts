@@ -35,7 +35,7 @@ function saveWatermark(app: AppContext, mark: Watermark) {
   app.db.query("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(WATERMARK_KEY, JSON.stringify(mark));
 }
 
-/** Blobs at or below `after` that cannot be compared yet; both sets are small partial indexes (migration 0006). */
+/** Blobs at or below `after` that cannot be compared yet; both sets are small partial indexes (migration 0007). */
 function notReady(app: AppContext, after: number): number[] {
   return app.db
     .query<{ id: number }, [number]>(

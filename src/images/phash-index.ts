@@ -1,7 +1,7 @@
 import type { Database, Statement } from "bun:sqlite";
 
 /**
- * Multi-index hashing over 64-bit perceptual hashes (migration 0006, table phash_index).
+ * Multi-index hashing over 64-bit perceptual hashes (migration 0007, table phash_index).
  * The hash is cut into 7 chunks (10 + 6×9 bits); two hashes within Hamming distance 6
  * differ in at most 6 chunks, so they agree exactly on at least one. A lookup therefore
  * probes 7 (chunk, value) keys and compares only the blobs found there, instead of every

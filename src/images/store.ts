@@ -1,4 +1,5 @@
 import type { AppContext } from "../context";
+import { supersedeObjectKey } from "./object-key";
 import { sqlTime } from "../db/time";
 import { ApiError } from "../http/errors";
 import type { Driver } from "../channels/driver";
@@ -139,7 +140,7 @@ function insertImage(app: AppContext, blobId: number, ref: NewReference): string
   const now = Date.now();
   if (ref.objectKey) {
     // Re-uploading a key re-points the alias to the new image.
-    app.db.query("UPDATE images SET object_key = NULL WHERE user_id = ? AND object_key = ?").run(ref.userId, ref.objectKey);
+    supersedeObjectKey(app.db, ref.userId, ref.objectKey);
     app.lookups.forgetAlias(ref.userId, ref.objectKey);
   }
   const expireAt = ref.ttlSeconds ? sqlTime(now + ref.ttlSeconds * 1000) : null;

@@ -1,6 +1,8 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { SYSTEM_ACTOR, audit } from "../ops/audit";
+import { expireMultipartUploads } from "../s3/multipart-store";
+import { COLD_MARK } from "./cleanup-reason";
 import { deleteReference } from "./delete";
 
 /** Images handled per sweep round, so one round never holds the event loop for long. */
@@ -27,6 +29,7 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
   const { flagged } = await judgeCold(app, now);
   if (expired.length || flagged) app.log.info("清理扫描完成", { expired: expired.length, flagged });
   pruneHousekeeping(app, now);
+  await expireMultipartUploads(app, now);
   return { expired: expired.length, flagged };
 }
 
@@ -36,8 +39,9 @@ const JUDGE_BATCH = 2_000;
 /**
  * Re-judges the cleanup list against `cold_cleanup_days`: flags references not publicly
  * accessed for that long and unflags those that no longer qualify (accessed since, or the
- * threshold was raised or set to 0), so the list never goes stale. Each statement names the
- * condition of its partial index (migration 0006; an exempt image is never flagged) and
+ * threshold was raised or set to 0), so the list never goes stale. Only cold marks are
+ * re-decided: a superseded image stays listed whatever its accesses. Each statement names the
+ * condition of its partial index (migration 0007; an exempt image is never flagged) and
  * changes at most JUDGE_BATCH rows, and the loop yields between statements: a round costs
  * the rows that change, in small steps, never a pass over the library.
  */
@@ -47,13 +51,14 @@ export async function judgeCold(app: Pick<AppContext, "db" | "settings">, now = 
   const unflag = cutoff
     ? app.db.query(
         `UPDATE images SET pending_cleanup = 0 WHERE rowid IN (SELECT rowid FROM images
-           WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) >= ?1 LIMIT ?2)`,
+           WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND ${COLD_MARK} AND COALESCE(last_public_access_at, created_at) >= ?1 LIMIT ?2)`,
       )
     : app.db.query(
-        "UPDATE images SET pending_cleanup = 0 WHERE rowid IN (SELECT rowid FROM images WHERE pending_cleanup = 1 AND cleanup_exempt = 0 LIMIT ?2)",
+        `UPDATE images SET pending_cleanup = 0 WHERE rowid IN (SELECT rowid FROM images
+           WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND ${COLD_MARK} LIMIT ?2)`,
       );
   const flag = app.db.query(
-    `UPDATE images SET pending_cleanup = 1 WHERE rowid IN (SELECT rowid FROM images
+    `UPDATE images SET pending_cleanup = 1, cleanup_reason = 'cold' WHERE rowid IN (SELECT rowid FROM images
        WHERE pending_cleanup = 0 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) < ?1 LIMIT ?2)`,
   );
   const drain = async (statement: typeof flag) => {

@@ -13,7 +13,7 @@ interface TopImage {
   size: number;
 }
 
-/** The first rows of images_top / images_user_top (migration 0006): no sort over the library. */
+/** The first rows of images_top / images_user_top (migration 0007): no sort over the library. */
 function topImages(app: AppContext, userId?: string): TopImage[] {
   const where = userId ? "WHERE i.user_id = ?" : "";
   const args = userId ? [userId] : [];

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 
 /**
- * Readers of the usage rollups (migration 0006): per-user and per-channel sums kept by
+ * Readers of the usage rollups (migration 0007): per-user and per-channel sums kept by
  * triggers in the same transaction as every change to images and replicas, so a quota
  * check, the users list, the dashboards and /metrics read a handful of rows instead of
  * summing a million.
@@ -48,7 +48,7 @@ export function channelUsage(db: Database): Map<number, ChannelUsage> {
 }
 
 /**
- * Recomputes both rollups from the rows (the same sums migration 0006 backfills with). For
+ * Recomputes both rollups from the rows (the same sums migration 0007 backfills with). For
  * bulk loaders that insert with the triggers set aside, e.g. bench/scale.ts seed.
  */
 export function rebuildUsageRollups(db: Database) {

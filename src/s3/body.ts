@@ -20,6 +20,28 @@ export interface BodyDigests {
   sha256: string;
 }
 
+/**
+ * Signed aws-chunked bodies hold one chunk (up to 16 MiB) in memory until its signature checks out;
+ * at most this many are decoded at once, so memory stays bounded (64 MiB) whatever the concurrency.
+ */
+export const MAX_SIGNED_CHUNK_STREAMS = 4;
+let signedStreams = 0;
+
+function admitSignedStream(req: S3Request): () => void {
+  if (!req.auth.payloadMode.startsWith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD")) return () => {};
+  if (signedStreams >= MAX_SIGNED_CHUNK_STREAMS) {
+    throw new S3Error("SlowDown", "同时进行的签名分块（aws-chunked）上传过多，请稍后重试", 503, { "retry-after": "1" });
+  }
+  signedStreams++;
+  let released = false;
+  return () => {
+    if (!released) {
+      released = true;
+      signedStreams--;
+    }
+  };
+}
+
 /** XML request bodies (Complete, Delete) are small. */
 export const MAX_XML_BODY = 1024 * 1024;
 
@@ -68,6 +90,7 @@ export async function consumeBody(req: S3Request, maxBytes: number, sink: (chunk
   // The raw body's sha256 is what x-amz-content-sha256 signs; for aws-chunked it is the framing's job.
   const rawHex = req.auth.payloadMode === "sha256";
   let size = 0;
+  const release = admitSignedStream(req);
   const reader = objectStream(req).getReader();
   try {
     for (;;) {
@@ -83,6 +106,8 @@ export async function consumeBody(req: S3Request, maxBytes: number, sink: (chunk
   } catch (err) {
     await reader.cancel().catch(() => {});
     throw err;
+  } finally {
+    release();
   }
   const digests = { size, md5: md5.digest("hex"), sha256: sha256.digest("hex") };
   if (rawHex) assertPayloadDigest(req.auth.payloadHash, digests.sha256);
@@ -96,11 +121,15 @@ export async function consumeBody(req: S3Request, maxBytes: number, sink: (chunk
   return digests;
 }
 
-/** Streams the object bytes to `path` (mode 0600); the file is removed again on any failure. */
-export async function receiveToFile(req: S3Request, path: string, maxBytes: number): Promise<BodyDigests> {
+/**
+ * Streams the object bytes to `path` (mode 0600); the file is removed again on any failure.
+ * `onChunk` sees each chunk's size before it is written (and may throw to stop the upload).
+ */
+export async function receiveToFile(req: S3Request, path: string, maxBytes: number, onChunk?: (bytes: number) => void): Promise<BodyDigests> {
   const file = await open(path, "w", 0o600);
   try {
     const digests = await consumeBody(req, maxBytes, async (chunk) => {
+      onChunk?.(chunk.length);
       await file.write(chunk);
     });
     await file.close();

@@ -6,6 +6,8 @@ import { createHash } from "node:crypto";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { openBlob } from "../images/read";
+import { folderByKey, FOLDER_OBJECT_SQL, isFolderKey } from "./folders";
+import { validObjectKey } from "./request";
 
 export interface S3Object {
   id: string;
@@ -26,7 +28,10 @@ const OBJECT_SQL = `
 /** Expired images are gone for S3 clients even before the sweeper removes them. */
 const LIVE = "(i.expire_at IS NULL OR i.expire_at > ?)";
 
+/** The image keyed `key`, or the folder marker when `key` ends in `/`. */
 export function objectByKey(app: AppContext, userId: string, key: string): S3Object | undefined {
+  if (isFolderKey(key)) return folderByKey(app, userId, key);
+  if (!validObjectKey(key)) return undefined;
   return (
     app.db
       .query<S3Object, [string, string, string]>(`${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key = ? AND ${LIVE}`)
@@ -37,15 +42,21 @@ export function objectByKey(app: AppContext, userId: string, key: string): S3Obj
 /** Keys strictly after `after`, from `from` on, in S3 (byte) order; SQLite's BINARY collation is UTF-8 byte order. */
 export function objectsAfter(app: AppContext, userId: string, after: string, from: string, limit: number): S3Object[] {
   return app.db
-    .query<S3Object, [string, string, string, string, number]>(
-      `${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key IS NOT NULL AND i.object_key > ? AND i.object_key >= ? AND ${LIVE}
-       ORDER BY i.object_key LIMIT ?`,
+    .query<S3Object, [string, string, string, string, string, string, string, number]>(
+      `SELECT * FROM (
+         ${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key IS NOT NULL AND i.object_key > ? AND i.object_key >= ? AND ${LIVE}
+         UNION ALL
+         ${FOLDER_OBJECT_SQL} WHERE f.user_id = ? AND f.object_key > ? AND f.object_key >= ?
+       ) ORDER BY object_key LIMIT ?`,
     )
-    .all(userId, after, from, sqlTime(), limit);
+    .all(userId, after, from, sqlTime(), userId, after, from, limit);
 }
 
 export function hasObjects(app: AppContext, userId: string): boolean {
-  return !!app.db.query("SELECT 1 FROM images WHERE user_id = ? AND object_key IS NOT NULL LIMIT 1").get(userId);
+  return (
+    !!app.db.query("SELECT 1 FROM images WHERE user_id = ? AND object_key IS NOT NULL LIMIT 1").get(userId) ||
+    !!app.db.query("SELECT 1 FROM s3_folder_markers WHERE user_id = ? LIMIT 1").get(userId)
+  );
 }
 
 export function setObjectMeta(app: AppContext, imageId: string, meta: Record<string, string>) {

@@ -57,6 +57,7 @@ export function authenticateS3(app: AppContext, request: Request, requestId: str
         principal = resolveS3Credential(app, id);
         return principal?.secret;
       },
+      mountPrefix: "/s3",
     },
   );
   const found = principal!;

@@ -7,10 +7,13 @@ import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import { errorResponse, notImplemented, toS3Error } from "./errors";
-import { authenticateS3, type S3Request } from "./request";
-import { createBucket, deleteBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
+import { rawTarget } from "../http/raw-url";
+import { authenticateS3, splitS3Path, type S3Request } from "./request";
+import { isPostPolicyUpload, postObject } from "./ops/post-object";
+import { createBucket, deleteBucket, requireOwnBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
 import { copyObject } from "./ops/copy";
 import { listObjectsV1, listObjectsV2 } from "./ops/list";
+import { listMultipartUploads } from "./ops/list-uploads";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, uploadPart } from "./ops/multipart";
 import { deleteObject, deleteObjects, getObject, putObject } from "./ops/objects";
 
@@ -38,6 +41,7 @@ export function s3Routes(app: AppContext) {
       case "GET":
         if (sub === "versioning") return getVersioning;
         if (sub === "location") return getLocation;
+        if (sub === "uploads") return (r) => listMultipartUploads(app, r);
         if (sub) break;
         return req.query.get("list-type") === "2" ? (r) => listObjectsV2(app, r) : (r) => listObjectsV1(app, r);
       case "HEAD":
@@ -67,7 +71,7 @@ export function s3Routes(app: AppContext) {
       case "PUT":
         if (sub === "partNumber" || sub === "uploadId") {
           if (copySource) break; // UploadPartCopy
-          return (r) => uploadPart(app, r);
+          return (r) => uploadPart(app, uploadGate(), r);
         }
         if (sub) break;
         return copySource ? (r) => copyObject(app, r) : (r) => putObject(app, uploadGate(), r);
@@ -83,18 +87,29 @@ export function s3Routes(app: AppContext) {
     throw notImplemented(`${req.method} 对象${sub ? ` ?${sub}` : copySource ? "（复制分片）" : ""}`);
   };
 
+  /** Browser forms carry their signature in the policy fields, not in headers or the query. */
+  const formUpload = (request: Request, path: string): Promise<Response> => {
+    const { bucket, key } = splitS3Path(path);
+    requireOwnBucket(bucket);
+    if (!bucket || key) throw notImplemented("POST 表单上传只能提交到存储桶地址（/s3/kura）");
+    return postObject(app, uploadGate(), request, bucket);
+  };
+
+  const signedOperation = (request: Request, requestId: string): Promise<Response> | Response => {
+    const req = authenticateS3(app, request, requestId);
+    requireOwnBucket(req.bucket);
+    if (req.bucket) return (req.key === "" ? bucketOp(req) : objectOp(req))(req);
+    if (req.method !== "GET" && req.method !== "HEAD") throw notImplemented(`${req.method} /s3/`);
+    return listBuckets(req);
+  };
+
   const handle = async (request: Request): Promise<Response> => {
     const requestId = randomBytes(8).toString("hex").toUpperCase();
     const resource = new URL(request.url).pathname;
     let response: Response;
     try {
-      const req = authenticateS3(app, request, requestId);
-      let handler: Handler;
-      if (!req.bucket) {
-        if (req.method !== "GET" && req.method !== "HEAD") throw notImplemented(`${req.method} /s3/`);
-        handler = listBuckets;
-      } else handler = req.key === "" ? bucketOp(req) : objectOp(req);
-      response = await handler(req);
+      const target = rawTarget(request.url);
+      response = isPostPolicyUpload(request, target.query) ? await formUpload(request, target.path) : await signedOperation(request, requestId);
     } catch (err) {
       const s3 = toS3Error(err);
       if (s3.status >= 500 && s3.code === "InternalError") {

@@ -55,6 +55,12 @@ export interface VerifyOptions {
   lookupSecret: (accessKeyId: string) => string | undefined;
   /** Injectable clock (epoch ms or Date); defaults to Date.now(). */
   now?: number | Date;
+  /**
+   * Where the surface is mounted (`/s3`). A signature computed over the path without it is accepted
+   * too: clients that cannot put a path in their endpoint (s3cmd, minio-go) reach the surface through
+   * a proxy that maps a host's root onto the mount, and they sign the path they sent.
+   */
+  mountPrefix?: string;
 }
 
 export interface SigV4Auth {
@@ -120,10 +126,15 @@ function parseSignedHeaders(value: string, code: "AuthorizationHeaderMalformed" 
   return list;
 }
 
+/** S3's own answer to V2 signatures in V4-only regions is 400 InvalidRequest. */
+const signatureV2 = () =>
+  new S3AuthError("InvalidRequest", "只支持 AWS Signature V4（AWS4-HMAC-SHA256），不支持 Signature V2：请在客户端设置 signature_version = s3v4");
+
 /** `AWS4-HMAC-SHA256 Credential=…, SignedHeaders=…, Signature=…` (rclone/SDK use ", ", minio-go ","). */
 function parseAuthorizationHeader(value: string, headers: Map<string, string[]>): ParsedAuth {
   const code = "AuthorizationHeaderMalformed";
   const trimmed = value.trim();
+  if (/^AWS [^\s:]+:/.test(trimmed)) throw signatureV2();
   if (!trimmed.startsWith(`${ALGORITHM} `)) throw new S3AuthError(code, `仅支持 ${ALGORITHM} 签名（AWS Signature Version 4）`);
   const fields = new Map<string, string>();
   for (const item of trimmed.slice(ALGORITHM.length).split(",")) {
@@ -205,7 +216,11 @@ export function verifySigV4(req: SigV4Request, opts: VerifyOptions): SigV4Auth {
   const authHeader = headers.get("authorization");
   const presigned = pairs.some(([k]) => k === "X-Amz-Algorithm");
   if (authHeader && presigned) throw new S3AuthError("InvalidArgument", "只能使用一种认证方式：Authorization 头或预签名查询参数");
-  if (!authHeader && !presigned) throw new S3AuthError("AccessDenied", "请求未签名，拒绝匿名访问");
+  if (!authHeader && !presigned) {
+    // awscli v1 `s3 presign` and old SDKs sign with V2: say so instead of calling the request unsigned.
+    if (pairs.some(([k]) => k === "AWSAccessKeyId") && pairs.some(([k]) => k === "Signature")) throw signatureV2();
+    throw new S3AuthError("AccessDenied", "请求未签名，拒绝匿名访问");
+  }
   if (authHeader && authHeader.length > 1) throw new S3AuthError("AuthorizationHeaderMalformed", "Authorization 头出现了多次");
   const parsed = authHeader ? parseAuthorizationHeader(authHeader[0] as string, headers) : parsePresigned(pairs);
 
@@ -244,7 +259,10 @@ export function verifySigV4(req: SigV4Request, opts: VerifyOptions): SigV4Auth {
   const cQuery = canonicalQuery(pairs, parsed.auth === "presigned" ? "X-Amz-Signature" : undefined);
   const cHeaders = canonicalHeaders(parsed.signedHeaders, headers);
   let match: { canonicalRequest: string; stringToSign: string } | undefined;
-  for (const canonicalUri of canonicalUriCandidates(path)) {
+  const mount = opts.mountPrefix;
+  const unmounted = mount && (path === mount || path.startsWith(`${mount}/`)) ? path.slice(mount.length) || "/" : undefined;
+  const uris = [...canonicalUriCandidates(path), ...(unmounted ? canonicalUriCandidates(unmounted) : [])];
+  for (const canonicalUri of uris) {
     const creq = canonicalRequest({ method: req.method, canonicalUri, canonicalQuery: cQuery, canonicalHeaders: cHeaders, signedHeaders: parsed.signedHeaders, payloadHash });
     const sts = stringToSign(parsed.amzDate, scope, creq);
     if (signaturesEqual(signHex(signingKey, sts), parsed.signature)) {

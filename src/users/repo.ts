@@ -33,7 +33,7 @@ export interface UserItem {
   image_count: number;
 }
 
-// Usage comes from the per-user rollup (migration 0006), not a sum over the user's images.
+// Usage comes from the per-user rollup (migration 0007), not a sum over the user's images.
 export const USER_ITEM_SQL = `
   SELECT u.id, u.name, u.role, u.quota_bytes, u.default_ttl_hours, u.disabled, u.created_at,
          COALESCE(uu.bytes, 0) AS used_bytes, COALESCE(uu.images, 0) AS image_count

@@ -93,7 +93,7 @@ export interface Seeded {
 /**
  * The seeded server. Perceptual hashing waits 30 s after upload and the similarity scan an
  * hour, so both run in-process over the stopped server's data (as test/http/review.test.ts
- * does); the cold flag is what the cleanup sweep would set after `cold_cleanup_days`.
+ * does); the cold images get an old upload time, which the sweep at start flags under `cold_cleanup_days`.
  */
 export async function seedServer(bulkCount: number, env: Record<string, string> = {}): Promise<Seeded> {
   const first = await KuraServer.start();
@@ -106,6 +106,7 @@ export async function seedServer(bulkCount: number, env: Record<string, string> 
   const bulk: string[] = [];
   for (let i = 0; i < bulkCount; i++) bulk.push(await upload(await makeJpeg(48, 36, 1000 + i), `bulk-${String(i).padStart(2, "0")}.jpg`));
   await admin.json("POST", "/api/admin/users", { name: "alice", password: "alice-password-1" }, 201);
+  await admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 30 });
 
   await first.stop();
   const ctx = await openContext(first.dataDir);
@@ -115,13 +116,17 @@ export async function seedServer(bulkCount: number, env: Record<string, string> 
   } finally {
     ctx.close();
   }
-  const db = new Database(join(first.dataDir, "kura.db"));
-  for (const id of cold) db.query("UPDATE images SET pending_cleanup = 1, last_public_access_at = '2001-01-01 00:00:00' WHERE id = ?").run(id);
-  // What a failed scheduled backup leaves behind (backupRound opens it; the next full backup resolves it).
-  db.query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES ('backup_failed', '', '快照写入渠道 offsite 失败：连接被拒绝', '2026-01-01 00:00:00', 1)").run();
+  // Uploaded long ago and never viewed: the sweep at start flags them cold (cold_cleanup_days is set below).
+  let db = new Database(join(first.dataDir, "kura.db"));
+  for (const id of cold) db.query("UPDATE images SET created_at = '2001-01-01 00:00:00' WHERE id = ?").run(id);
   db.close();
 
   const server = await KuraServer.start({ dataDir: first.dataDir, env });
+  // What a failed scheduled backup of this process leaves behind (backupRound opens it; the next full
+  // backup resolves it). Written while the server runs: an open backup_failed does not survive a restart.
+  db = new Database(join(first.dataDir, "kura.db"));
+  db.query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES ('backup_failed', '', '快照写入渠道 offsite 失败：连接被拒绝', '2026-01-01 00:00:00', 1)").run();
+  db.close();
   admin = new Session(server);
   const res = await admin.login("admin", ADMIN_PASSWORD);
   if (res.status !== 200) throw new Error(`重新登录失败：${res.status}`);

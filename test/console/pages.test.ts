@@ -110,6 +110,7 @@ describe("console pages", () => {
     expect(kept.ref_count).toBe(2);
 
     const first = seeded.cold[0]!;
+    expect(await page.locator(`#cleanup-table tr[data-id="${first}"] td[data-reason=cold]`).textContent()).toBe("长期未访问");
     await page.locator(`#cleanup-table tr[data-id="${first}"] input[type=checkbox]`).check();
     await page.locator("#cleanup-exempt").click();
     await page.locator(`#cleanup-table tr[data-id="${first}"]`).waitFor({ state: "detached" });

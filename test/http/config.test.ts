@@ -23,7 +23,7 @@ describe("runtime configuration", () => {
       "cleanup_sweep_seconds", "delete_grace_minutes", "default_ttl_hours", "activity_flush_seconds", "cold_cleanup_days",
       "usage_report_seconds", "channel_quota_gb", "dedup_scan_seconds", "dedup_phash_max_distance", "process_widths",
       "process_formats", "process_quality_webp", "process_quality_jpeg", "process_webp_method", "process_workers",
-      "process_timeout_ms", "variants_cache_mb", "idempotency_key_ttl_hours", "audit_retention_days",
+      "process_timeout_ms", "variants_cache_mb", "idempotency_key_ttl_hours", "s3_multipart_expiry_hours", "audit_retention_days",
     ];
     expect(Object.keys(full.settings).sort()).toEqual(keys.sort());
     expect(full.derived).toMatchObject({ cdn_purge_enabled: false, cdn_api_token_set: false });

@@ -37,13 +37,36 @@ describe("S3 protocol details", () => {
   });
   afterAll(() => f.server.dispose());
 
-  test("CreateBucket is 200 for any name, HeadBucket 200, versioning and location are empty", async () => {
-    expect((await signed("PUT", "/s3/photos", { headers: { "x-amz-acl": "private" } })).status).toBe(200);
-    expect((await signed("HEAD", "/s3/photos/")).status).toBe(200);
+  test("only the credential's bucket exists: kura is 200, any other name is NoSuchBucket for every operation", async () => {
+    expect((await signed("PUT", "/s3/kura", { headers: { "x-amz-acl": "private" } })).status).toBe(200);
+    expect((await signed("HEAD", "/s3/kura/")).status).toBe(200);
     expect(await xmlOf(await signed("GET", "/s3/kura?versioning="))).toContain("<VersioningConfiguration");
     expect(await xmlOf(await signed("GET", "/s3/kura?location="))).toContain("<LocationConstraint");
-    // Objects are the user's whatever the bucket name.
-    expect((await signed("HEAD", "/s3/photos/a.jpg")).status).toBe(200);
+    expect((await signed("HEAD", "/s3/kura/a.jpg")).status).toBe(200);
+    for (const [method, path] of [
+      ["PUT", "/s3/photos"],
+      ["GET", "/s3/photos?delimiter=%2F&prefix="],
+      ["GET", "/s3/photos/a.jpg"],
+      ["DELETE", "/s3/photos/a.jpg"],
+      ["PUT", "/s3/Kura/x.jpg"],
+    ] as const) {
+      const res = await signed(method, path, method === "PUT" && path.endsWith(".jpg") ? { body: jpeg } : {});
+      expect(res.status).toBe(404);
+      expect(await res.text()).toContain("<Code>NoSuchBucket</Code>");
+    }
+    expect((await signed("HEAD", "/s3/photos/a.jpg")).status).toBe(404);
+    const copy = await signed("PUT", "/s3/kura/copied.jpg", { headers: { "x-amz-copy-source": "photos/a.jpg" } });
+    expect(copy.status).toBe(404);
+    expect(await copy.text()).toContain("<Code>NoSuchBucket</Code>");
+    // Nothing was deleted or stored through the wrong names.
+    expect((await signed("HEAD", "/s3/kura/a.jpg")).status).toBe(200);
+    expect((await signed("HEAD", "/s3/kura/x.jpg")).status).toBe(404);
+    const buckets = await xmlOf(await signed("GET", "/s3/"));
+    expect([...buckets.matchAll(/<Name>([^<]+)<\/Name>/g)].map((m) => m[1])).toEqual(["kura"]);
+    const created = /<CreationDate>([^<]+)<\/CreationDate>/.exec(buckets)![1]!;
+    const token = (await f.admin.json("GET", "/api/admin/tokens?page_size=100")).items.find((t: { id: number }) => t.id === f.tokenId);
+    expect(new Date(created).getTime()).toBe(new Date(token.created_at.replace(" ", "T") + (token.created_at.endsWith("Z") ? "" : "Z")).getTime());
+    expect(new Date(created).getFullYear()).toBeGreaterThan(2000);
   });
 
   test("ListObjects v1 pages by NextMarker and skips the keys under a CommonPrefix marker", async () => {
@@ -78,7 +101,7 @@ describe("S3 protocol details", () => {
     expect(xml).toContain("<DeleteResult");
     expect(xml).not.toContain("<Deleted>");
     expect((await signed("HEAD", "/s3/kura/e.jpg")).status).toBe(404);
-    for (const [method, path] of [["GET", "/s3/kura/a.jpg?acl="], ["PUT", "/s3/kura?policy="], ["GET", "/s3/kura?uploads="]] as const) {
+    for (const [method, path] of [["GET", "/s3/kura/a.jpg?acl="], ["PUT", "/s3/kura?policy="], ["GET", "/s3/kura/a.jpg?uploadId=0123456789abcdef0123456789abcdef"]] as const) {
       const r = await signed(method, path, method === "PUT" ? { body: "{}" } : {});
       expect(r.status).toBe(501);
       expect(await r.text()).toContain("<Code>NotImplemented</Code>");

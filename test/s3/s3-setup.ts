@@ -37,3 +37,53 @@ export function sdkClient(cred: S3Credential, overrides: { secret?: string; acce
     maxAttempts: 1,
   });
 }
+
+/** A raw SigV4-signed request (aws4) to the fixture's server; `body` may be a stream for chunked uploads. */
+export async function signedRequest(
+  f: S3Fixture,
+  method: string,
+  path: string,
+  opts: { body?: Uint8Array | string; headers?: Record<string, string>; stream?: ReadableStream<Uint8Array>; signal?: AbortSignal; cred?: S3Credential } = {},
+): Promise<Response> {
+  const { default: aws4 } = await import("aws4");
+  const url = new URL(f.server.base);
+  const cred = opts.cred ?? f.cred;
+  const req = aws4.sign(
+    { host: url.host, path, method, service: "s3", region: "us-east-1", headers: { ...opts.headers }, body: opts.stream ? undefined : typeof opts.body === "string" || opts.body === undefined ? (opts.body ?? "") : Buffer.from(opts.body) },
+    { accessKeyId: cred.access_key_id, secretAccessKey: cred.secret_access_key },
+  );
+  const headers = req.headers as Record<string, string>;
+  const body = opts.stream ?? (method === "GET" || method === "HEAD" ? undefined : opts.body);
+  return fetch(`${f.server.base}${path}`, { method, headers, body: body as BodyInit | undefined, signal: opts.signal, ...(opts.stream ? { duplex: "half" } : {}) } as RequestInit);
+}
+
+/** A second user with its own upload token and S3 credential (for quota and isolation tests). */
+export async function s3User(f: S3Fixture, name: string, fields: { quota_bytes?: number } = {}): Promise<{ userId: string; cred: S3Credential }> {
+  const { Session } = await import("../helpers/client");
+  const password = "user-password-1";
+  const user = await f.admin.json("POST", "/api/admin/users", { name, password, role: "user", ...fields }, 201);
+  const session = new Session(f.server);
+  const login = await session.login(name, password);
+  if (login.status !== 200) throw new Error(`login ${name}: ${login.status}`);
+  const token = await session.json("POST", "/api/admin/tokens", { name: `s3-${name}` }, 201);
+  const cred = await session.json<S3Credential>("POST", `/api/admin/tokens/${token.id}/s3-credential`);
+  return { userId: user.id, cred };
+}
+
+/** The real rclone with a config for the fixture's credential as remote `k`; AWS_CA_BUNDLE and RCLONE_* are kept out of its environment. */
+export function rcloneFor(f: S3Fixture, configPath: string) {
+  const { writeFileSync } = require("node:fs") as typeof import("node:fs");
+  writeFileSync(
+    configPath,
+    ["[k]", "type = s3", "provider = Other", `access_key_id = ${f.cred.access_key_id}`, `secret_access_key = ${f.cred.secret_access_key}`,
+      `endpoint = ${f.cred.endpoint}`, `region = ${f.cred.region}`, "force_path_style = true", ""].join("\n"),
+    { mode: 0o600 },
+  );
+  return async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "AWS_CA_BUNDLE" && !k.startsWith("RCLONE_")) env[k] = v;
+    const proc = Bun.spawn(["rclone", "--config", configPath, "--retries", "1", "--low-level-retries", "1", ...args], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    return { code: await proc.exited, out, err };
+  };
+}

@@ -94,6 +94,8 @@ export interface Settings {
   process_timeout_ms?: number;
   variants_cache_mb?: number;
   idempotency_key_ttl_hours?: number;
+  /** 未完成的 S3 分片上传在创建多少小时后由清理扫描删除 */
+  s3_multipart_expiry_hours?: number;
   audit_retention_days?: number;
 }
 
@@ -156,7 +158,7 @@ export interface S3Credential {
   endpoint: string;
   /** 占位区域（不区分区域） */
   region: string;
-  /** 占位桶名（没有桶的概念） */
+  /** 唯一可用的桶名 `kura`；其他桶名返回 NoSuchBucket */
   bucket: string;
   /** 客户端拼接最终地址的前缀，含用户 ID 段，形如 `<origin>/o/<user_id>/` */
   url_prefix: string;
@@ -447,6 +449,8 @@ export interface DedupCandidate {
 
 export interface CleanupItem {
   id: string;
+  /** cold：超过 cold_cleanup_days 未被公开访问；superseded：其对象键（S3 键）已被之后的上传重新指向，旧图片仍占用空间 */
+  reason: "cold" | "superseded";
   /** 相对站点根的公开路径 */
   url: string;
   user_id: string;

@@ -1,5 +1,6 @@
 // #review (admins): similar-image pairs side by side (merge keeping one side, or dismiss) and
-// the cleanup candidates (cold images) with batch delete and exempt.
+// the cleanup candidates (cold images, and images superseded by a later S3 upload to their key)
+// with batch delete and exempt.
 import { api } from "./api";
 import { busy, errorText, fmtBytes, fmtTime, h, replace, toast } from "./dom";
 import { thumbUrl } from "./links";
@@ -81,10 +82,12 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
   );
 }
 
+const REASONS: Record<string, string> = { cold: "长期未访问", superseded: "已被覆盖" };
+
 function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement {
   let page = 1;
   const selected = new Set<string>();
-  const { table, tbody } = dataTable("cleanup-table", ["", "图片", "所有者", "大小", "最近访问", "上传时间"]);
+  const { table, tbody } = dataTable("cleanup-table", ["", "图片", "原因", "所有者", "大小", "最近访问", "上传时间"]);
   const pager = h("div", { class: "pager" });
   const count = h("span", { class: "muted" });
   const del = h("button", { type: "button", class: "danger", id: "cleanup-delete", disabled: true }, "删除所选");
@@ -101,6 +104,7 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
       { dataset: { id: i.id } },
       h("td", null, check),
       h("td", null, h("div", { class: "cell-image" }, h("img", { src: thumbUrl(ctx, i.id), alt: "", loading: "lazy", width: 48, height: 36 }), h("span", { class: "name" }, i.file_name))),
+      h("td", { dataset: { reason: i.reason } }, REASONS[i.reason] ?? i.reason),
       h("td", null, users.get(i.user_id) ?? i.user_id),
       h("td", null, `${fmtBytes(i.size)} · ${i.width}×${i.height}`),
       h("td", null, fmtTime(i.last_access_at, "从未")),
@@ -113,10 +117,10 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
       const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
       if (page > pages) return ((page = pages), load());
       count.textContent = `${data.total} 张`;
-      replace(tbody, ...(data.items.length ? data.items.map(row) : [messageRow(6, "没有待清理的图片")]));
+      replace(tbody, ...(data.items.length ? data.items.map(row) : [messageRow(7, "没有待清理的图片")]));
       renderPager(pager, page, pages, (p) => ((page = p), void load()));
     } catch (err) {
-      replace(tbody, messageRow(6, `加载失败：${errorText(err)}`, "error"));
+      replace(tbody, messageRow(7, `加载失败：${errorText(err)}`, "error"));
     }
   };
   del.addEventListener("click", () => {
@@ -146,11 +150,12 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
   return h(
     "section",
     { "aria-labelledby": "cleanup-title" },
-    h("div", { class: "toolbar" }, h("h2", { id: "cleanup-title" }, "待清理的冷图片"), count, del, exempt),
+    h("div", { class: "toolbar" }, h("h2", { id: "cleanup-title" }, "待清理的图片"), count, del, exempt),
     h(
       "p",
       { class: "muted" },
       ctx.config.cold_cleanup_days ? `超过 ${ctx.config.cold_cleanup_days} 天未被公开访问的图片。` : "冷图判定未开启（设置 → 生命周期与审核 → 冷图判定）。",
+      "“已被覆盖”是 S3 客户端向同一对象键再次上传后留下的旧图：/o/ 链接已指向新图，旧图的 /i/ 链接仍可访问并计入占用。",
       "豁免的图片保留且不再提示；到期的限时图片由后台自动删除，不在此列出。",
     ),
     h("div", { class: "table-wrap" }, table),

@@ -71,11 +71,12 @@ export function reviewRoutes(app: AppContext) {
       const { pageSize, offset } = pagination(query);
       const where = "WHERE i.pending_cleanup = 1 AND i.cleanup_exempt = 0";
       const total = app.db.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM images i ${where}`).get()!.n;
-      // Longest-unused first: never-accessed images count from their upload time.
+      // Longest-unused first: never-accessed images count from their upload time. Superseded images
+      // (an object_key re-pointed to a later upload) are listed with reason "superseded".
       const items = app.db
         .query<Record<string, unknown>, [number, number]>(
           `SELECT i.id, '/i/' || i.id AS url, i.user_id, i.file_name, b.mime, b.size, b.width, b.height,
-                  i.last_public_access_at AS last_access_at, i.created_at
+                  i.last_public_access_at AS last_access_at, i.created_at, COALESCE(i.cleanup_reason, 'cold') AS reason
            FROM images i JOIN blobs b ON b.id = i.blob_id ${where}
            ORDER BY COALESCE(i.last_public_access_at, i.created_at), i.rowid LIMIT ? OFFSET ?`,
         )

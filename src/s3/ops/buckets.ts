@@ -1,17 +1,25 @@
 /**
- * Bucket operations. Kura has no buckets: every name is accepted and means "the user's objects".
- * ListBuckets shows the one placeholder name the console hands out; CreateBucket is a no-op 200 so
- * rclone (which creates the bucket before its first upload) never fails.
+ * Bucket operations. Each credential has exactly one bucket, `kura` (the name the console hands out):
+ * it holds the user's objects. Any other name is NoSuchBucket, so a typo in a sync target can never
+ * address (and delete) the library. CreateBucket of `kura` is a no-op 200 so rclone, which creates the
+ * bucket before its first upload, never fails.
  */
 import type { AppContext } from "../../context";
 import { S3Error } from "../errors";
 import { hasObjects } from "../object-repo";
 import type { S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
+import { parseSqlTime } from "../../db/time";
 
-/** The placeholder bucket of the s3-credential endpoint. */
+/** The one bucket of every S3 credential (the `bucket` of the s3-credential endpoint). */
 export const PLACEHOLDER_BUCKET = "kura";
 const REGION = "us-east-1";
+
+/** Throws NoSuchBucket unless the request names the credential's bucket (bucket-less requests pass). */
+export function requireOwnBucket(bucket: string) {
+  if (bucket === "" || bucket === PLACEHOLDER_BUCKET) return;
+  throw new S3Error("NoSuchBucket", `存储桶 ${bucket} 不存在：Kura 的每个 S3 凭据只有一个存储桶 ${PLACEHOLDER_BUCKET}`);
+}
 
 export function listBuckets(req: S3Request): Response {
   return xmlResponse(
@@ -19,7 +27,7 @@ export function listBuckets(req: S3Request): Response {
       "ListAllMyBucketsResult",
       [
         el("Owner", [el("ID", req.user.id), el("DisplayName", req.user.name)]),
-        el("Buckets", el("Bucket", [el("Name", PLACEHOLDER_BUCKET), el("CreationDate", new Date(0).toISOString())])),
+        el("Buckets", el("Bucket", [el("Name", PLACEHOLDER_BUCKET), el("CreationDate", parseSqlTime(req.token.created_at).toISOString())])),
       ],
       { xmlns: S3_NS },
     ),

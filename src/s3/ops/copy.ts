@@ -6,12 +6,14 @@
 import { basename } from "node:path";
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
+import { supersedeObjectKey } from "../../images/object-key";
 import { newShortId } from "../../images/short-id";
 import { quotaFull } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";
 import { md5Of, objectByKey, parseMeta, setObjectMeta, type S3Object } from "../object-repo";
 import { requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
+import { requireOwnBucket } from "./buckets";
 import { requireValidKey } from "./objects";
 
 /** `x-amz-copy-source: [/]bucket/url-encoded-key[?versionId=…]` → the decoded key. */
@@ -19,6 +21,7 @@ export function copySourceKey(header: string): string {
   const value = header.trim().replace(/^\//, "").replace(/\?.*$/, "");
   const slash = value.indexOf("/");
   if (slash <= 0) throw new S3Error("InvalidArgument", "x-amz-copy-source 格式应为 <bucket>/<key>");
+  requireOwnBucket(value.slice(0, slash));
   try {
     return decodeURIComponent(value.slice(slash + 1));
   } catch {
@@ -39,7 +42,7 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
   const id = app.db.transaction(() => {
     const quota = app.users.byId(req.user.id)?.quota_bytes;
     if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
-    app.db.query("UPDATE images SET object_key = NULL WHERE user_id = ? AND object_key = ?").run(req.user.id, key);
+    supersedeObjectKey(app.db, req.user.id, key);
     app.db.query("UPDATE blobs SET ref_count = ref_count + 1, pending_delete = 0, delete_after = NULL WHERE id = ?").run(source.blob_id);
     let fresh = newShortId();
     while (app.images.view(fresh)) fresh = newShortId();

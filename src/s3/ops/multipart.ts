@@ -2,45 +2,44 @@
  * Multipart uploads: parts are stored as files under <tmp>/multipart/<uploadId>/ (named `<n>.<md5>`,
  * written under a temporary name and renamed, so concurrent, out-of-order parts never see each other
  * half-written); Complete concatenates the listed parts in order into one temp file and stores it like
- * a PutObject. `tmp` is wiped at startup, so an upload open across a restart fails with InvalidPart.
+ * a PutObject. `tmp` is wiped at startup (and the rows with it), so an upload open across a restart is
+ * NoSuchUpload. Limits (multipart-store.ts): open uploads per user, staged bytes against the quota,
+ * every part through the upload gate, expiry of abandoned uploads.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { AppContext } from "../../context";
-import { sqlTime } from "../../db/time";
 import type { UploadGate } from "../../images/upload/limits";
 import { readXmlBody, receiveToFile, type BodyDigests } from "../body";
 import { S3Error, entityTooLarge, malformedXml, noSuchUpload } from "../errors";
+import {
+  addStagedBytes,
+  admitNewUpload,
+  findUploadRow,
+  insertUpload,
+  partsDir,
+  quotaExceeded,
+  quotaRoom,
+  removeUpload,
+  trackReceiving,
+  type UploadRow,
+} from "../multipart-store";
 import { requestMeta, type S3Request } from "../request";
 import { el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
 
-interface UploadRow {
-  upload_id: string;
-  user_id: string;
-  token_id: number | null;
-  object_key: string;
-  meta: string;
-}
-
-const partsDir = (app: AppContext, uploadId: string) => join(app.paths.tmp, "multipart", uploadId);
-
 function findUpload(app: AppContext, req: S3Request): UploadRow {
-  const id = req.query.get("uploadId") ?? "";
-  const row = /^[0-9a-f]{32}$/.test(id)
-    ? app.db.query<UploadRow, [string, string]>("SELECT * FROM multipart_uploads WHERE upload_id = ? AND user_id = ?").get(id, req.user.id)
-    : null;
+  const row = findUploadRow(app, req.user.id, req.query.get("uploadId") ?? "");
   if (!row) throw noSuchUpload();
   return row;
 }
 
 export function createMultipartUpload(app: AppContext, req: S3Request): Response {
   requireValidKey(req.key);
+  admitNewUpload(app, req.user.id);
   const uploadId = randomBytes(16).toString("hex");
-  app.db
-    .query("INSERT INTO multipart_uploads (upload_id, user_id, token_id, object_key, meta, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-    .run(uploadId, req.user.id, req.token.id, req.key, JSON.stringify(requestMeta(req.request)), sqlTime());
+  insertUpload(app, { upload_id: uploadId, user_id: req.user.id, token_id: req.token.id, object_key: req.key, meta: JSON.stringify(requestMeta(req.request)) });
   return xmlResponse(
     el("InitiateMultipartUploadResult", [el("Bucket", req.bucket), el("Key", req.key), el("UploadId", uploadId)], { xmlns: S3_NS }),
   );
@@ -57,11 +56,21 @@ async function storedParts(dir: string): Promise<Map<number, { path: string; md5
   return parts;
 }
 
-export async function uploadPart(app: AppContext, req: S3Request): Promise<Response> {
+export async function uploadPart(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
   const upload = findUpload(app, req);
   const raw = req.query.get("partNumber") ?? "";
   const n = /^\d{1,5}$/.test(raw) ? Number(raw) : 0;
   if (n < 1 || n > 10000) throw new S3Error("InvalidArgument", "partNumber 必须是 1 到 10000 之间的整数");
+  // A part is an upload like any other: same concurrency limit and per-user rate.
+  const release = gate.admit(req.user.id);
+  try {
+    return await receivePart(app, req, upload, n);
+  } finally {
+    release();
+  }
+}
+
+async function receivePart(app: AppContext, req: S3Request, upload: UploadRow, n: number): Promise<Response> {
   const dir = partsDir(app, upload.upload_id);
   await mkdir(dir, { recursive: true });
   // All parts together become one image, so they share the max_upload_mb budget (bounds disk use too).
@@ -69,14 +78,38 @@ export async function uploadPart(app: AppContext, req: S3Request): Promise<Respo
   for (const [number, part] of await storedParts(dir)) if (number !== n) others += (await stat(part.path).catch(() => ({ size: 0 }))).size;
   const maxBytes = maxUploadBytes(app);
   if (others >= maxBytes) throw entityTooLarge(maxBytes);
+  // Staged bytes count against the quota while they are received, not only at Complete.
+  const userId = req.user.id;
+  const used = app.images.usedBytes(userId);
+  const room = quotaRoom(app, userId, used);
+  if (room <= 0) throw quotaExceeded();
+  const cap = Math.min(maxBytes - others, room);
   const partial = join(dir, `${n}.${randomBytes(6).toString("hex")}.partial`);
-  const digests = await receiveToFile(req, partial, maxBytes - others).catch((err: unknown) => {
-    throw err instanceof S3Error && err.code === "EntityTooLarge" ? entityTooLarge(maxBytes) : err;
-  });
+  let received = 0;
+  const digests = await receiveToFile(req, partial, cap, (bytes) => {
+    received += bytes;
+    trackReceiving(userId, bytes);
+    if (Number.isFinite(room) && quotaRoom(app, userId, used) < 0) throw quotaExceeded();
+  })
+    .catch((err: unknown) => {
+      if (err instanceof S3Error && err.code === "EntityTooLarge") throw cap < maxBytes - others ? quotaExceeded() : entityTooLarge(maxBytes);
+      throw err;
+    })
+    .finally(() => trackReceiving(userId, -received));
+  // The upload may have been aborted or expired meanwhile: then the part is dropped, not staged.
+  if (!findUploadRow(app, userId, upload.upload_id)) {
+    await rm(partial, { force: true });
+    throw noSuchUpload();
+  }
   // A re-sent part replaces the earlier one.
   const previous = (await storedParts(dir)).get(n);
-  if (previous) await rm(previous.path, { force: true });
+  let replaced = 0;
+  if (previous) {
+    replaced = (await stat(previous.path).catch(() => ({ size: 0 }))).size;
+    await rm(previous.path, { force: true });
+  }
   await rename(partial, join(dir, `${n}.${digests.md5}`));
+  addStagedBytes(app, upload.upload_id, digests.size - replaced);
   return new Response(null, { status: 200, headers: { etag: `"${digests.md5}"` } });
 }
 
@@ -135,8 +168,7 @@ export async function completeMultipartUpload(app: AppContext, gate: UploadGate,
   const etag = createHash("md5")
     .update(Buffer.concat(listed.map((p) => Buffer.from(stored.get(p.partNumber)!.md5, "hex"))))
     .digest("hex");
-  app.db.query("DELETE FROM multipart_uploads WHERE upload_id = ?").run(upload.upload_id);
-  await rm(dir, { recursive: true, force: true });
+  await removeUpload(app, upload.upload_id);
   return xmlResponse(
     el(
       "CompleteMultipartUploadResult",
@@ -148,7 +180,6 @@ export async function completeMultipartUpload(app: AppContext, gate: UploadGate,
 
 export async function abortMultipartUpload(app: AppContext, req: S3Request): Promise<Response> {
   const upload = findUpload(app, req);
-  app.db.query("DELETE FROM multipart_uploads WHERE upload_id = ?").run(upload.upload_id);
-  await rm(partsDir(app, upload.upload_id), { recursive: true, force: true });
+  await removeUpload(app, upload.upload_id);
   return new Response(null, { status: 204 });
 }

@@ -12,7 +12,8 @@ import { audit } from "../../ops/audit";
 import type { UploadGate } from "../../images/upload/limits";
 import { tempPath } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
-import { readXmlBody, receiveToFile, type BodyDigests } from "../body";
+import { consumeBody, readXmlBody, receiveToFile, type BodyDigests } from "../body";
+import { deleteFolder, EMPTY_MD5, isFolderKey, isFolderObject, putFolder } from "../folders";
 import { S3Error, malformedXml, noSuchKey } from "../errors";
 import { md5Of, objectByKey, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
 import { requestMeta, validObjectKey, type S3Request } from "../request";
@@ -32,7 +33,7 @@ export function requireValidKey(key: string) {
 export async function storeObject(
   app: AppContext,
   gate: UploadGate,
-  req: S3Request,
+  req: Pick<S3Request, "user" | "token">,
   key: string,
   meta: Record<string, string>,
   receive: (path: string) => Promise<BodyDigests>,
@@ -59,6 +60,7 @@ export async function storeObject(
 }
 
 export async function putObject(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
+  if (isFolderKey(req.key)) return putFolderMarker(app, req);
   requireValidKey(req.key);
   const { digests } = await storeObject(app, gate, req, req.key, requestMeta(req.request), (path) =>
     receiveToFile(req, path, maxUploadBytes(app)),
@@ -66,8 +68,22 @@ export async function putObject(app: AppContext, gate: UploadGate, req: S3Reques
   return new Response(null, { status: 200, headers: { etag: `"${digests.md5}"` } });
 }
 
+/** A zero-byte PUT of `dir/`: recorded as a folder marker (any content is refused, it could not be an image). */
+async function putFolderMarker(app: AppContext, req: S3Request): Promise<Response> {
+  try {
+    await consumeBody(req, 0, () => {});
+  } catch (err) {
+    if (err instanceof S3Error && err.code === "EntityTooLarge") {
+      throw new S3Error("InvalidArgument", "以 / 结尾的键是文件夹标记，内容必须为空（0 字节）");
+    }
+    throw err;
+  }
+  putFolder(app, req.user.id, req.key);
+  return new Response(null, { status: 200, headers: { etag: `"${EMPTY_MD5}"` } });
+}
+
 function findObject(app: AppContext, req: S3Request): S3Object {
-  const object = validObjectKey(req.key) ? objectByKey(app, req.user.id, req.key) : undefined;
+  const object = objectByKey(app, req.user.id, req.key);
   if (!object) throw noSuchKey();
   return object;
 }
@@ -110,6 +126,11 @@ export function parseRange(header: string | null, size: number): { start: number
 export async function getObject(app: AppContext, req: S3Request): Promise<Response> {
   const object = findObject(app, req);
   const headers = await objectHeaders(app, object);
+  const precondition = evaluatePreconditions(req.request.headers, headers.etag!, parseSqlTime(object.created_at));
+  if (precondition === 304) {
+    return new Response(null, { status: 304, headers: { etag: headers.etag!, "last-modified": headers["last-modified"]! } });
+  }
+  if (precondition === 412) throw new S3Error("PreconditionFailed", "对象不满足 If-Match / If-Unmodified-Since 条件");
   const range = parseRange(req.request.headers.get("range"), object.size);
   const length = range ? range.end - range.start + 1 : object.size;
   if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${object.size}`;
@@ -118,8 +139,41 @@ export async function getObject(app: AppContext, req: S3Request): Promise<Respon
     // Bun would rewrite Content-Length of a bodiless response; the fetch handler restores it for HEAD.
     return new Response(null, { status, headers: { ...headers, [HEAD_LENGTH_HEADER]: String(length) } });
   }
+  if (isFolderObject(object)) return new Response(null, { status, headers: { ...headers, "content-length": "0" } });
   const blob = await openBlob(app, { id: object.blob_id, storage_key: object.storage_key }, range ? { start: range.start, end: range.end } : undefined);
   return new Response(blob.stream, { status, headers: { ...headers, "content-length": String(length) } });
+}
+
+/** `If-None-Match: "a", "b"` / `*` → the listed ETags (weak prefix dropped). */
+function etagList(header: string): string[] {
+  return header.split(",").map((t) => t.trim().replace(/^W\//, ""));
+}
+
+/** HTTP date in whole seconds, or undefined when unparseable (then the header is ignored, as S3 does). */
+function httpDate(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const ms = Date.parse(header);
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}
+
+/** RFC 9110 §13.2.2 order: If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since. */
+export function evaluatePreconditions(headers: Headers, etag: string, modified: Date): 200 | 304 | 412 {
+  const modifiedS = Math.floor(modified.getTime() / 1000);
+  const ifMatch = headers.get("if-match");
+  if (ifMatch !== null) {
+    const tags = etagList(ifMatch);
+    if (!tags.includes("*") && !tags.includes(etag)) return 412;
+  } else {
+    const since = httpDate(headers.get("if-unmodified-since"));
+    if (since !== undefined && modifiedS > since) return 412;
+  }
+  const ifNoneMatch = headers.get("if-none-match");
+  if (ifNoneMatch !== null) {
+    const tags = etagList(ifNoneMatch);
+    return tags.includes("*") || tags.includes(etag) ? 304 : 200;
+  }
+  const since = httpDate(headers.get("if-modified-since"));
+  return since !== undefined && modifiedS <= since ? 304 : 200;
 }
 
 /** Deletes the user's object (204 even when absent, as S3 does). */
@@ -130,7 +184,11 @@ export function deleteObject(app: AppContext, req: S3Request): Response {
 
 /** Deletes the reference like an admin delete (CDN purge included) and audits it as the token's user. */
 function removeKey(app: AppContext, req: S3Request, key: string) {
-  const object = validObjectKey(key) ? objectByKey(app, req.user.id, key) : undefined;
+  if (isFolderKey(key)) {
+    deleteFolder(app, req.user.id, key);
+    return;
+  }
+  const object = objectByKey(app, req.user.id, key);
   if (!object) return;
   if (deleteReference(app, object.id)) audit(app.db, req.user, "image.delete", object.id, { via: "s3", key, token_id: req.token.id });
   app.lookups.forgetAlias(req.user.id, key);

@@ -1,0 +1,85 @@
+/**
+ * ListMultipartUploads (`GET /s3/kura?uploads`): the user's open uploads in key, then upload-id order,
+ * paged by key-marker/upload-id-marker, grouped by delimiter. `rclone cleanup` and
+ * `rclone backend list-multipart-uploads` use it to find abandoned uploads.
+ */
+import type { AppContext } from "../../context";
+import { parseSqlTime } from "../../db/time";
+import { S3Error } from "../errors";
+import { uploadsAfter } from "../multipart-store";
+import type { S3Request } from "../request";
+import { el, S3_NS, xmlResponse } from "../xml";
+
+function maxUploadsOf(req: S3Request): number {
+  const raw = req.query.get("max-uploads");
+  if (raw === undefined || raw === "") return 1000;
+  if (!/^\d+$/.test(raw)) throw new S3Error("InvalidArgument", "max-uploads 必须是非负整数");
+  return Math.min(Number(raw), 1000);
+}
+
+export function listMultipartUploads(app: AppContext, req: S3Request): Response {
+  const prefix = req.query.get("prefix") ?? "";
+  const delimiter = req.query.get("delimiter") ?? "";
+  const keyMarker = req.query.get("key-marker") ?? "";
+  // Without a key marker the upload-id marker is ignored, as S3 does.
+  const uploadIdMarker = keyMarker ? (req.query.get("upload-id-marker") ?? "") : "";
+  const maxUploads = maxUploadsOf(req);
+  const type = req.query.get("encoding-type");
+  if (type !== undefined && type !== "" && type !== "url") throw new S3Error("InvalidArgument", "encoding-type 只支持 url");
+  const enc = type === "url" ? encodeURIComponent : (s: string) => s;
+
+  // A marker without upload-id-marker skips the whole key; a CommonPrefix marker skips its group.
+  const afterKey = delimiter && keyMarker.endsWith(delimiter) ? keyMarker + "\u{10FFFF}" : keyMarker;
+  const afterId = uploadIdMarker || "~";
+  // Open uploads per user are few (multipart-store caps them), so one query covers every page.
+  const rows = uploadsAfter(app, req.user.id, prefix, afterKey, afterId, 100_000);
+  const uploads: typeof rows = [];
+  const prefixes: string[] = [];
+  let truncated = false;
+  let last: { key: string; uploadId: string } | undefined;
+  for (const row of rows) {
+    const cut = delimiter ? row.object_key.indexOf(delimiter, prefix.length) : -1;
+    const common = cut >= 0 ? row.object_key.slice(0, cut + delimiter.length) : undefined;
+    if (common !== undefined && prefixes.at(-1) === common) continue;
+    if (uploads.length + prefixes.length >= maxUploads) {
+      truncated = true;
+      break;
+    }
+    if (common !== undefined) {
+      prefixes.push(common);
+      last = { key: common, uploadId: "" };
+    } else {
+      uploads.push(row);
+      last = { key: row.object_key, uploadId: row.upload_id };
+    }
+  }
+  const who = [el("ID", req.user.id), el("DisplayName", req.user.name)];
+  return xmlResponse(
+    el(
+      "ListMultipartUploadsResult",
+      [
+        el("Bucket", req.bucket),
+        el("KeyMarker", enc(keyMarker)),
+        el("UploadIdMarker", uploadIdMarker),
+        truncated && last ? [el("NextKeyMarker", enc(last.key)), el("NextUploadIdMarker", last.uploadId)] : undefined,
+        delimiter ? el("Delimiter", enc(delimiter)) : undefined,
+        el("Prefix", enc(prefix)),
+        el("MaxUploads", maxUploads),
+        type === "url" ? el("EncodingType", "url") : undefined,
+        el("IsTruncated", truncated),
+        uploads.map((u) =>
+          el("Upload", [
+            el("Key", enc(u.object_key)),
+            el("UploadId", u.upload_id),
+            el("Initiator", who),
+            el("Owner", who),
+            el("StorageClass", "STANDARD"),
+            el("Initiated", parseSqlTime(u.created_at).toISOString()),
+          ]),
+        ),
+        prefixes.map((p) => el("CommonPrefixes", el("Prefix", enc(p)))),
+      ],
+      { xmlns: S3_NS },
+    ),
+  );
+}

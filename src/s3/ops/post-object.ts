@@ -1,0 +1,155 @@
+/**
+ * POST Object: browser-form uploads signed with a SigV4 POST policy (boto3 `generate_presigned_post`,
+ * the SDK's `createPresignedPost`). The form is streamed: fields first, and the policy is verified when
+ * the file part starts, before a byte of it is stored; then the file goes through the same upload
+ * pipeline (gate, quota, image checks) as a PutObject. Fields after the file are ignored, as in S3.
+ */
+import busboy from "busboy";
+import { createHash } from "node:crypto";
+import { open, rm } from "node:fs/promises";
+import { Readable } from "node:stream";
+import { hasUploadScope, resolveS3Credential, TokenRepo } from "../../auth/tokens";
+import type { AppContext } from "../../context";
+import type { UploadGate } from "../../images/upload/limits";
+import type { BodyDigests } from "../body";
+import { entityTooLarge, S3Error } from "../errors";
+import { MAX_POLICY_BYTES, verifyPostPolicy } from "../post-policy";
+import { el, S3_NS, xmlResponse } from "../xml";
+import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
+
+/** A form upload: no Authorization header or presigned query, a multipart/form-data body. */
+export function isPostPolicyUpload(request: Request, query: string): boolean {
+  return (
+    request.method === "POST" &&
+    !request.headers.has("authorization") &&
+    !/(^|&)X-Amz-Algorithm=/.test(query) &&
+    (request.headers.get("content-type") ?? "").toLowerCase().startsWith("multipart/form-data")
+  );
+}
+
+/** The file part to `path`: hashed, capped at `maxBytes`, at least `minBytes`. */
+async function fileToDisk(stream: Readable, path: string, maxBytes: number, minBytes: number, uploadCap: number): Promise<BodyDigests> {
+  const md5 = createHash("md5");
+  const sha256 = createHash("sha256");
+  let size = 0;
+  const out = await open(path, "w", 0o600);
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        throw maxBytes < uploadCap ? new S3Error("EntityTooLarge", "文件超过策略 content-length-range 允许的大小") : entityTooLarge(uploadCap);
+      }
+      md5.update(chunk);
+      sha256.update(chunk);
+      await out.write(chunk);
+    }
+    await out.close();
+  } catch (err) {
+    await out.close().catch(() => {});
+    await rm(path, { force: true });
+    throw err;
+  }
+  if (size < minBytes) {
+    await rm(path, { force: true });
+    throw new S3Error("EntityTooSmall", "文件小于策略 content-length-range 要求的大小", 400);
+  }
+  return { size, md5: md5.digest("hex"), sha256: sha256.digest("hex") };
+}
+
+function successResponse(fields: Record<string, string>, bucket: string, key: string, etag: string, origin: string): Response {
+  const headers = { etag: `"${etag}"`, location: `${origin}/s3/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}` };
+  const redirect = fields["success_action_redirect"] ?? fields["redirect"];
+  if (redirect && /^https?:\/\//i.test(redirect)) {
+    const target = new URL(redirect);
+    target.searchParams.set("bucket", bucket);
+    target.searchParams.set("key", key);
+    target.searchParams.set("etag", `"${etag}"`);
+    return new Response(null, { status: 303, headers: { ...headers, location: target.toString() } });
+  }
+  const status = fields["success_action_status"];
+  if (status === "201") {
+    return xmlResponse(
+      el("PostResponse", [el("Location", headers.location), el("Bucket", bucket), el("Key", key), el("ETag", `"${etag}"`)], { xmlns: S3_NS }),
+      201,
+      headers,
+    );
+  }
+  return new Response(null, { status: status === "200" ? 200 : 204, headers });
+}
+
+export async function postObject(app: AppContext, gate: UploadGate, request: Request, bucket: string): Promise<Response> {
+  if (!request.body) throw new S3Error("InvalidArgument", "缺少表单内容");
+  const source = Readable.fromWeb(request.body as never);
+  const fields: Record<string, string> = {};
+  let upload: Promise<Response> | undefined;
+
+  const handleFile = async (stream: Readable, fileName: string): Promise<Response> => {
+    let principal: ReturnType<typeof resolveS3Credential>;
+    const policy = verifyPostPolicy(fields, bucket, (id) => {
+      principal = resolveS3Credential(app, id);
+      return principal?.secret;
+    });
+    const { token, user } = principal!;
+    if (!hasUploadScope(token)) throw new S3Error("AccessDenied", "该上传令牌没有上传权限");
+    new TokenRepo(app.db).touch(token);
+    const rawKey = fields["key"];
+    if (rawKey === undefined) throw new S3Error("InvalidArgument", "表单缺少 key 字段");
+    const key = rawKey.replaceAll("${filename}", fileName);
+    policy.check("key", key);
+    if (fields["content-type"] !== undefined) policy.check("content-type", fields["content-type"]);
+    requireValidKey(key);
+    const meta: Record<string, string> = {};
+    for (const [name, value] of Object.entries(fields)) if (name.startsWith("x-amz-meta-")) meta[name] = value;
+    if (fields["content-type"]) meta["content-type"] = fields["content-type"];
+    const uploadCap = maxUploadBytes(app);
+    const cap = Math.min(uploadCap, policy.maxSize ?? Infinity);
+    const { digests } = await storeObject(app, gate, { user, token }, key, meta, (path) => fileToDisk(stream, path, cap, policy.minSize, uploadCap));
+    return successResponse(fields, bucket, key, digests.md5, new URL(request.url).origin);
+  };
+
+  const parsed = new Promise<void>((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: { "content-type": request.headers.get("content-type") ?? "" },
+        limits: { fieldSize: MAX_POLICY_BYTES, fields: 64, files: 1, parts: 80 },
+        defParamCharset: "utf8",
+      });
+    } catch {
+      reject(new S3Error("MalformedPOSTRequest", "表单上传的 multipart 格式无效", 400));
+      return;
+    }
+    const stop = (err: unknown) => {
+      source.unpipe(parser);
+      source.destroy();
+      reject(err);
+    };
+    parser.on("field", (name, value, info) => {
+      if (info.valueTruncated || info.nameTruncated) return stop(new S3Error("MalformedPOSTRequest", `表单字段 ${name} 过长`, 400));
+      if (!upload) fields[name.toLowerCase()] = value;
+    });
+    parser.on("file", (name, stream, info) => {
+      if (upload || name.toLowerCase() !== "file") {
+        stream.resume();
+        return;
+      }
+      upload = handleFile(stream, info.filename ?? "");
+      upload.catch(stop);
+    });
+    parser.on("partsLimit", () => stop(new S3Error("MalformedPOSTRequest", "表单字段过多", 400)));
+    parser.on("fieldsLimit", () => stop(new S3Error("MalformedPOSTRequest", "表单字段过多", 400)));
+    parser.on("error", () => stop(new S3Error("MalformedPOSTRequest", "表单上传的 multipart 格式无效", 400)));
+    parser.on("close", () => resolve());
+    source.on("error", (err) => stop(err));
+    source.pipe(parser);
+  });
+  try {
+    await parsed;
+  } catch (err) {
+    // The upload's own error explains more than the aborted stream's.
+    if (upload) await upload;
+    throw err;
+  }
+  if (!upload) throw new S3Error("InvalidArgument", "表单上传必须包含一个名为 file 的文件字段（放在最后）");
+  return upload;
+}
