@@ -22,11 +22,11 @@ export function registerChannelMetrics(app: AppContext) {
     collect() {
       const now = Date.now();
       if (now - refreshedAt >= app.settings.get().usage_report_seconds * 1000) {
+        // From the per-channel rollup (migration 0007): a row per channel, not a sum over replicas.
         usage = app.db
           .query<{ name: string; bytes: number }, []>(
-            `SELECT c.name, COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size END), 0) AS bytes
-             FROM channels c LEFT JOIN blob_channels bc ON bc.channel_id = c.id LEFT JOIN blobs b ON b.id = bc.blob_id
-             WHERE c.deleting = 0 GROUP BY c.id`,
+            `SELECT c.name, COALESCE(cu.bytes, 0) AS bytes FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id
+             WHERE c.deleting = 0`,
           )
           .all();
         refreshedAt = now;

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { sqlTime } from "../db/time";
+import { userUsage } from "../ops/usage";
 
 export interface BlobRow {
   id: number;
@@ -128,10 +129,8 @@ export class ImageRepo {
       .run(blobId, channelId, state, countAttempt ? 1 : 0, error, sqlTime());
   }
 
-  /** Bytes a user's references count for (in full per reference). */
+  /** Bytes a user's references count for (in full per reference), from the usage rollup. */
   usedBytes(userId: string): number {
-    return this.db
-      .query<{ n: number }, [string]>("SELECT COALESCE(SUM(b.size), 0) AS n FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.user_id = ?")
-      .get(userId)!.n;
+    return userUsage(this.db, userId).bytes;
   }
 }

@@ -3,7 +3,8 @@ import { z } from "zod";
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
-import { IMAGE_VIEW_SQL, type ImageView } from "../../images/repo";
+import { listImages, type ImageListFilter } from "../../images/list";
+import type { ImageView } from "../../images/repo";
 import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
@@ -29,39 +30,25 @@ export function imageRoutes(app: AppContext) {
     .get("/api/admin/images", ({ request, query }) => {
       const p = authenticate(app, request);
       const { pageSize, offset } = pagination(query);
-      const where: string[] = [];
-      const args: (string | number)[] = [];
+      const filter: ImageListFilter = {};
       if (!isAdmin(p)) {
         if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
-        where.push("i.user_id = ?");
-        args.push(p.user.id);
-      } else if (query.user_id) {
-        where.push("i.user_id = ?");
-        args.push(query.user_id);
-      }
-      if (query.search) {
-        where.push("i.file_name LIKE ? ESCAPE '\\'");
-        args.push(`%${query.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
-      }
+        filter.userId = p.user.id;
+      } else if (query.user_id) filter.userId = query.user_id;
+      if (query.search) filter.search = query.search;
       if (query.token_id !== undefined && query.token_id !== "") {
         if (!/^\d+$/.test(query.token_id)) throw badRequest("参数 token_id 必须是整数");
-        where.push("i.token_id = ?");
-        args.push(Number(query.token_id));
+        filter.tokenId = Number(query.token_id);
       }
-      const since = timestampQuery(query.since, "since");
-      const until = timestampQuery(query.until, "until");
-      if (since) where.push("i.created_at >= ?"), args.push(since);
-      if (until) where.push("i.created_at < ?"), args.push(until);
+      filter.since = timestampQuery(query.since, "since");
+      filter.until = timestampQuery(query.until, "until");
       if (query.exempt !== undefined && query.exempt !== "") {
         if (query.exempt !== "1") throw badRequest("参数 exempt 只能是 1");
-        where.push("i.cleanup_exempt = 1");
+        filter.exemptOnly = true;
       }
-      const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
-      const total = app.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${clause}`).get(...args)!.n;
-      const rows = app.db
-        .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${clause} ORDER BY i.created_at DESC, i.rowid DESC LIMIT ? OFFSET ?`)
-        .all(...args, pageSize, offset);
-      return { items: rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total };
+      const cursor = query.cursor === undefined || query.cursor === "" ? undefined : query.cursor;
+      const page = listImages(app.db, filter, { pageSize, offset, cursor });
+      return { items: page.rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total: page.total, next_cursor: page.nextCursor };
     })
     .post("/api/admin/images/batch-delete", ({ request, body }) => {
       const p = authenticate(app, request);
