@@ -37,12 +37,17 @@ function prepareDataPaths(dataDir: string): DataPaths {
   return paths;
 }
 
-/** Temp files of writes a crash interrupted, on local-disk channels (nobody else can be writing yet). */
-async function cleanLocalChannels(app: AppContext) {
+/**
+ * Temp files of writes a crash interrupted, on local-disk channels. Walking a channel of a
+ * million objects takes a while, so this runs in the background after start; only files
+ * older than `startedAt` are removed, so the temp files of uploads running meanwhile stay.
+ */
+async function cleanLocalChannels(app: AppContext, startedAt: number) {
   for (const channel of app.channels.list()) {
     if (channel.row.driver !== "local" || !channel.driver) continue;
     const path = app.channels.repo.secrets(channel.row).config.path;
-    if (path) await cleanTempFiles(resolveLocalPath(path)).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
+    const olderThanMs = Math.max(1, Date.now() - startedAt);
+    if (path) await cleanTempFiles(resolveLocalPath(path), olderThanMs).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
   }
 }
 
@@ -93,7 +98,7 @@ export async function createAppContext(
   await seedDefaultChannel(app);
   relativizeDefaultChannel(app);
   app.channels.reload();
-  await cleanLocalChannels(app);
+  void cleanLocalChannels(app, Date.now());
   await resolveUploadIntents(app);
   registerImageJobs(app);
   registerChannelJobs(app);

@@ -107,7 +107,11 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     // Into the main file at once: the read-only pre-check of a later start reads only that file.
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
-  if (swapped) resetChannelBindings(db, log);
+  if (swapped) {
+    resetChannelBindings(db, log);
+    // The file-name index is keyed by images' rowid, which a VACUUM INTO snapshot may renumber.
+    db.exec("INSERT INTO images_fts (images_fts) VALUES ('rebuild')");
+  }
   return { db, key };
 }
 

@@ -42,7 +42,7 @@ export function startBackgroundLoops(app: AppContext) {
     for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();
     if (changed.includes("backup_interval_hours")) backup.reschedule();
     // A new cold threshold re-judges the cleanup list now, not at the next sweep.
-    if (changed.includes("cold_cleanup_days")) judgeCold(app);
+    if (changed.includes("cold_cleanup_days")) void judgeCold(app).catch((err) => app.log.error("清理列表重新判定失败", { err: (err as Error).message }));
   });
   // Reconciliation lists whole channels: first run a day after start, not at boot.
   const reconcile = startLoop("reconcile", app, () => RECONCILE_INTERVAL_SECONDS * 1000, () => reconcileRound(app), { runAtStart: false });

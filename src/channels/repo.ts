@@ -128,13 +128,12 @@ export class ChannelRepo {
     return !!this.db.query("SELECT 1 FROM channels WHERE name = ? AND id != ?").get(name, exceptId);
   }
 
-  /** Bytes of completed replicas per live channel, for the usage gauge. */
+  /** Bytes of completed replicas per live channel, for the usage gauge: from the per-channel rollup (migration 0007), a row per channel. */
   usage(): { name: string; bytes: number }[] {
     return this.db
       .query<{ name: string; bytes: number }, []>(
-        `SELECT c.name, COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size END), 0) AS bytes
-         FROM channels c LEFT JOIN blob_channels bc ON bc.channel_id = c.id LEFT JOIN blobs b ON b.id = bc.blob_id
-         WHERE c.deleting = 0 GROUP BY c.id`,
+        `SELECT c.name, COALESCE(cu.bytes, 0) AS bytes FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id
+         WHERE c.deleting = 0`,
       )
       .all();
   }

@@ -1,4 +1,5 @@
 import type { AppContext } from "../context";
+import { channelUsage } from "../ops/usage";
 import { isSensitiveConfigKey, isSensitiveTemplateInput, maskValues } from "./masking";
 import type { ChannelRow } from "./repo";
 
@@ -8,15 +9,10 @@ export interface ReplicaCounts {
   failed: number;
 }
 
-/** Replica counters of every channel (one grouped query). */
+/** Replica counters of every channel, from the per-channel rollup (migration 0007). */
 export function replicaCounts(app: AppContext): Map<number, ReplicaCounts> {
-  const rows = app.images.replicaCountsByChannel();
   const out = new Map<number, ReplicaCounts>();
-  for (const r of rows) {
-    const counts = out.get(r.channel_id) ?? { done: 0, pending: 0, failed: 0 };
-    counts[r.state as keyof ReplicaCounts] = r.n;
-    out.set(r.channel_id, counts);
-  }
+  for (const [channelId, u] of channelUsage(app.db)) out.set(channelId, { done: u.blobs, pending: u.pending, failed: u.failed });
   return out;
 }
 

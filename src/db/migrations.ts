@@ -6,6 +6,7 @@ import m0003 from "../../migrations/0003_upload_intents.sql" with { type: "text"
 import m0004 from "../../migrations/0004_image_list_indexes.sql" with { type: "text" };
 import m0005 from "../../migrations/0005_s3.sql" with { type: "text" };
 import m0006 from "../../migrations/0006_s3_clients.sql" with { type: "text" };
+import m0007 from "../../migrations/0007_scale.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -20,4 +21,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 4, name: "0004_image_list_indexes.sql", sql: m0004 },
   { version: 5, name: "0005_s3.sql", sql: m0005 },
   { version: 6, name: "0006_s3_clients.sql", sql: m0006 },
+  { version: 7, name: "0007_scale.sql", sql: m0007 },
 ];

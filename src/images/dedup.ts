@@ -6,23 +6,18 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { audit, type AuditActor } from "../ops/audit";
 import { scheduleBlobDelete } from "./delete";
+import { PHASH_HEX, PhashIndex, phashToInt } from "./phash-index";
 
 /** `meta` row remembering how far the scan got, so each round only compares what is new. */
 const WATERMARK_KEY = "dedup_scan_watermark";
-/** Fresh blobs compared per slice before yielding, so a large first scan never stalls requests. */
-const SLICE = 200;
+/** New blobs indexed per transaction before yielding, so a first scan of a large library never stalls requests. */
+const SLICE = 100;
 
 interface Watermark {
   /** Every blob with a higher id is new to the scan. */
   after: number;
   /** Blobs at or below `after` that could not be compared last time (no hash yet, or pending delete). */
   waiting: number[];
-}
-
-interface Hashed {
-  id: number;
-  hi: number;
-  lo: number;
 }
 
 function readWatermark(app: AppContext): Watermark {
@@ -37,67 +32,78 @@ function readWatermark(app: AppContext): Watermark {
   return { after: 0, waiting: [] };
 }
 
-/** Population count of a 32-bit value (SWAR); Numbers keep the inner loop far cheaper than BigInt. */
-function popcount32(x: number): number {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+function saveWatermark(app: AppContext, mark: Watermark) {
+  app.db.query("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(WATERMARK_KEY, JSON.stringify(mark));
 }
 
-function split(id: number, hex: string): Hashed {
-  return { id, hi: parseInt(hex.slice(0, 8), 16) >>> 0, lo: parseInt(hex.slice(8, 16), 16) >>> 0 };
+/** Blobs at or below `after` that cannot be compared yet; both sets are small partial indexes (migration 0007). */
+function notReady(app: AppContext, after: number): number[] {
+  return app.db
+    .query<{ id: number }, [number]>(
+      "SELECT id FROM blobs WHERE id <= ?1 AND phash = '' UNION SELECT id FROM blobs WHERE id <= ?1 AND pending_delete = 1 ORDER BY id",
+    )
+    .all(after)
+    .map((r) => r.id);
 }
+
+interface Candidate {
+  id: number;
+  phash: string;
+  pending_delete: number;
+}
+
+const ready = (b: Candidate) => !b.pending_delete && PHASH_HEX.test(b.phash);
 
 /**
- * One scan round: blobs hashed since the previous round are compared against every hashed
- * live blob, and each pair within `dedup_phash_max_distance` not already known (in any
- * state) is stored as a pending candidate with blob_a < blob_b. The snapshot and the next
- * watermark are taken together before any await, so a hash stored mid-round is picked up
- * next round; the watermark is only saved at the end, so an interrupted round is redone.
+ * One scan round, incremental (multi-index hashing, see phash-index.ts): each blob hashed
+ * since the previous round, and each waiting one now ready, probes the index for blobs within
+ * `dedup_phash_max_distance`, stores every pair not already known (in any state) as a pending
+ * candidate with blob_a < blob_b, then joins the index. New blobs are taken a slice at a time
+ * with a yield in between, and the watermark is saved after each slice, so a first scan of a
+ * million blobs runs in small steps and resumes where it stopped. A round with nothing new
+ * reads a few index rows and writes nothing.
  */
 export async function scanRound(app: AppContext): Promise<{ compared: number; found: number }> {
   const maxDistance = app.settings.get().dedup_phash_max_distance;
   const mark = readWatermark(app);
-  const rows = app.db
-    .query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs WHERE phash != '' AND pending_delete = 0 ORDER BY id")
-    .all()
-    .filter((r) => /^[0-9a-fA-F]{16}$/.test(r.phash));
-  const waiting = new Set(mark.waiting);
-  const all = rows.map((r) => split(r.id, r.phash));
-  const fresh = all.filter((b) => b.id > mark.after || waiting.has(b.id));
-  const freshIds = new Set(fresh.map((b) => b.id));
-  const next: Watermark = {
-    after: app.db.query<{ n: number }, []>("SELECT COALESCE(MAX(id), 0) AS n FROM blobs").get()!.n,
-    waiting: [],
-  };
-  next.waiting = app.db
-    .query<{ id: number }, [number]>("SELECT id FROM blobs WHERE id <= ? AND (phash = '' OR pending_delete = 1) ORDER BY id")
-    .all(next.after)
-    .map((r) => r.id);
-
+  const index = new PhashIndex(app.db);
   const insert = app.db.query("INSERT OR IGNORE INTO dedup_candidates (blob_a, blob_b, distance, state, created_at) VALUES (?, ?, ?, 'pending', ?)");
+  let compared = 0;
   let found = 0;
-  for (let start = 0; start < fresh.length; start += SLICE) {
-    const pairs: [number, number, number][] = [];
-    for (const f of fresh.slice(start, start + SLICE)) {
-      for (const other of all) {
-        // Two fresh blobs are compared once, from the lower id.
-        if (other.id === f.id || (freshIds.has(other.id) && other.id < f.id)) continue;
-        const distance = popcount32((f.hi ^ other.hi) >>> 0) + popcount32((f.lo ^ other.lo) >>> 0);
-        if (distance <= maxDistance) pairs.push([Math.min(f.id, other.id), Math.max(f.id, other.id), distance]);
-      }
+  const compare = (blob: Candidate) => {
+    const hash = phashToInt(blob.phash);
+    const now = sqlTime();
+    for (const n of index.near(hash, maxDistance, blob.id)) {
+      found += insert.run(Math.min(blob.id, n.blobId), Math.max(blob.id, n.blobId), n.distance, now).changes;
     }
-    if (pairs.length) {
-      const now = sqlTime();
-      app.db.transaction(() => {
-        for (const [a, b, d] of pairs) found += insert.run(a, b, d, now).changes;
-      })();
-    }
-    if (start + SLICE < fresh.length) await Bun.sleep(0);
+    index.add(blob.id, hash);
+    compared++;
+  };
+
+  const byId = app.db.query<Candidate, [number]>("SELECT id, phash, pending_delete FROM blobs WHERE id = ?");
+  const waitingNow = mark.waiting.map((id) => byId.get(id)).filter((b): b is Candidate => !!b && ready(b));
+  if (waitingNow.length) app.db.transaction(() => waitingNow.forEach(compare))();
+
+  const newer = app.db.query<Candidate, [number, number]>("SELECT id, phash, pending_delete FROM blobs WHERE id > ? ORDER BY id LIMIT ?");
+  let after = mark.after;
+  let changed = waitingNow.length > 0;
+  for (;;) {
+    const slice = newer.all(after, SLICE);
+    if (!slice.length) break;
+    app.db.transaction(() => {
+      for (const blob of slice) if (ready(blob)) compare(blob);
+      after = slice.at(-1)!.id;
+      saveWatermark(app, { after, waiting: notReady(app, after) });
+    })();
+    changed = true;
+    if (slice.length < SLICE) break;
+    await Bun.sleep(1);
   }
-  app.db.query("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(WATERMARK_KEY, JSON.stringify(next));
-  if (found) app.log.info("相似图片扫描完成", { compared: fresh.length, found });
-  return { compared: fresh.length, found };
+  // Blobs compared earlier that went pending-delete wait again: if revived, they are compared anew.
+  const waiting = notReady(app, after);
+  if (changed || waiting.join() !== mark.waiting.join()) saveWatermark(app, { after, waiting });
+  if (found) app.log.info("相似图片扫描完成", { compared, found });
+  return { compared, found };
 }
 
 interface CandidateRow {

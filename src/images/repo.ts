@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { sqlTime } from "../db/time";
+import { userUsage } from "../ops/usage";
 
 export interface BlobRow {
   id: number;
@@ -192,25 +193,14 @@ export class ImageRepo {
       .run(blobId, channelId, state, countAttempt ? 1 : 0, error, sqlTime());
   }
 
-  /** Bytes a user's references count for (in full per reference). */
+  /** Bytes a user's references count for (in full per reference), from the usage rollup. */
   usedBytes(userId: string): number {
-    return this.db
-      .query<{ n: number }, [string]>("SELECT COALESCE(SUM(b.size), 0) AS n FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.user_id = ?")
-      .get(userId)!.n;
+    return userUsage(this.db, userId).bytes;
   }
 
   /** How many references to the blob this user holds (a non-admin sees only their own count). */
   ownReferences(blobId: number, userId: string): number {
     return this.db.query<{ n: number }, [number, string]>("SELECT COUNT(*) AS n FROM images WHERE blob_id = ? AND user_id = ?").get(blobId, userId)!.n;
-  }
-
-  /** Replica counters of every channel (one grouped query). */
-  replicaCountsByChannel(): { channel_id: number; state: ReplicaState; n: number }[] {
-    return this.db
-      .query<{ channel_id: number; state: ReplicaState; n: number }, []>(
-        "SELECT channel_id, state, COUNT(*) AS n FROM blob_channels WHERE state IN ('done', 'pending', 'failed') GROUP BY channel_id, state",
-      )
-      .all();
   }
 
   /** Blobs whose replica on this channel is failed or still pending. */

@@ -20,37 +20,56 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
   const expired = app.db
     .query<{ id: string }, [string, number]>("SELECT id FROM images WHERE expire_at IS NOT NULL AND expire_at <= ? LIMIT ?")
     .all(sqlTime(now), SWEEP_BATCH);
-  for (const { id } of expired) {
+  for (const [n, { id }] of expired.entries()) {
     if (deleteReference(app, id)) audit(app.db, SYSTEM_ACTOR, "image.expire", id);
+    // Each delete is its own small transaction; requests get the loop between every few.
+    if (n % 50 === 49) await Bun.sleep(0);
   }
-  const { flagged } = judgeCold(app, now);
+  const { flagged } = await judgeCold(app, now);
   if (expired.length || flagged) app.log.info("清理扫描完成", { expired: expired.length, flagged });
   pruneHousekeeping(app, now);
   return { expired: expired.length, flagged };
 }
 
+/** Rows re-flagged per statement, so re-judging a large library yields between steps. */
+const JUDGE_BATCH = 2_000;
+
 /**
  * Re-judges the cleanup list against `cold_cleanup_days`: flags references not publicly
  * accessed for that long and unflags those that no longer qualify (accessed since, or the
  * threshold was raised or set to 0), so the list never goes stale. Only cold marks are
- * re-decided: a superseded image stays listed whatever its accesses.
+ * re-decided: a superseded image stays listed whatever its accesses. Each statement names the
+ * condition of its partial index (migration 0007; an exempt image is never flagged) and
+ * changes at most JUDGE_BATCH rows, and the loop yields between statements: a round costs
+ * the rows that change, in small steps, never a pass over the library.
  */
-export function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): { flagged: number; unflagged: number } {
+export async function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): Promise<{ flagged: number; unflagged: number }> {
   const days = app.settings.get().cold_cleanup_days;
-  if (days <= 0) {
-    const unflagged = app.db.query(`UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND ${COLD_MARK}`).run().changes;
-    return { flagged: 0, unflagged };
-  }
-  const cutoff = sqlTime(now - days * 86_400_000);
-  const unflagged = app.db
-    .query(`UPDATE images SET pending_cleanup = 0 WHERE pending_cleanup = 1 AND ${COLD_MARK} AND COALESCE(last_public_access_at, created_at) >= ?`)
-    .run(cutoff).changes;
-  const flagged = app.db
-    .query(
-      `UPDATE images SET pending_cleanup = 1, cleanup_reason = 'cold'
-       WHERE pending_cleanup = 0 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) < ?`,
-    )
-    .run(cutoff).changes;
+  const cutoff = days > 0 ? sqlTime(now - days * 86_400_000) : undefined;
+  const unflag = cutoff
+    ? app.db.query(
+        `UPDATE images SET pending_cleanup = 0 WHERE rowid IN (SELECT rowid FROM images
+           WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND ${COLD_MARK} AND COALESCE(last_public_access_at, created_at) >= ?1 LIMIT ?2)`,
+      )
+    : app.db.query(
+        `UPDATE images SET pending_cleanup = 0 WHERE rowid IN (SELECT rowid FROM images
+           WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND ${COLD_MARK} LIMIT ?2)`,
+      );
+  const flag = app.db.query(
+    `UPDATE images SET pending_cleanup = 1, cleanup_reason = 'cold' WHERE rowid IN (SELECT rowid FROM images
+       WHERE pending_cleanup = 0 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) < ?1 LIMIT ?2)`,
+  );
+  const drain = async (statement: typeof flag) => {
+    let total = 0;
+    for (;;) {
+      const changed = statement.run(cutoff ?? "", JUDGE_BATCH).changes;
+      total += changed;
+      if (changed < JUDGE_BATCH) return total;
+      await Bun.sleep(0);
+    }
+  };
+  const unflagged = await drain(unflag);
+  const flagged = cutoff ? await drain(flag) : 0;
   return { flagged, unflagged };
 }
 

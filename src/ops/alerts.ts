@@ -88,12 +88,8 @@ export function evaluateChannelAlerts(app: AlertApp) {
   const channels = app.db
     .query<ChannelState, []>(
       `SELECT c.name, c.healthy, c.last_checked_at, c.last_error, c.deleting,
-              COALESCE(SUM(bc.state = 'failed'), 0) AS failed,
-              COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size ELSE 0 END), 0) AS bytes
-       FROM channels c
-       LEFT JOIN blob_channels bc ON bc.channel_id = c.id
-       LEFT JOIN blobs b ON b.id = bc.blob_id
-       GROUP BY c.id`,
+              COALESCE(cu.failed, 0) AS failed, COALESCE(cu.bytes, 0) AS bytes
+       FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id`,
     )
     .all();
   const inService = channels.filter((c) => !c.deleting);

@@ -6,6 +6,7 @@
 import { resetChannelBindingTimes } from "../channels/repo";
 import type { Database } from "bun:sqlite";
 import { existsSync, renameSync, rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Driver, GetResult } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
@@ -13,6 +14,7 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { openAlert, resolveAlert } from "./alerts";
 import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./backup-marker";
+import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
 
 export const BACKUP_PREFIX = "_kura/backups/";
@@ -96,7 +98,8 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
   markBackupStarted(app.bootstrap.dataDir, name);
   try {
     try {
-      app.db.run(`VACUUM INTO '${file.replaceAll("'", "''")}'`);
+      // In a worker on its own connection: the loop keeps serving while a large database is copied.
+      await vacuumIntoInWorker(app.db.filename, file);
     } catch (err) {
       fail(app, `生成数据库快照失败：${(err as Error).message}`);
     }
@@ -126,7 +129,8 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
     } else resolveAlert(app, "backup_failed", "");
     return { name, size, taken_at: takenAt(name), channels: written };
   } finally {
-    rmSync(file, { force: true });
+    // Unlinking a snapshot of a large database frees many extents: not on the event loop.
+    await rm(file, { force: true }).catch(() => {});
     markBackupEnded(app.bootstrap.dataDir);
   }
 }

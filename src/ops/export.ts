@@ -13,7 +13,7 @@ export function metadataExport(app: AppContext) {
     tokens: all("SELECT id, user_id, name, prefix, scopes, revoked_at, created_at FROM tokens ORDER BY id"),
     images: all<Record<string, unknown>>(
       `SELECT id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, last_public_access_at,
-              access_count, pending_cleanup, cleanup_exempt, created_at FROM images ORDER BY created_at, id`,
+              access_count, pending_cleanup, cleanup_exempt, created_at FROM images ORDER BY created_at, rowid`,
     ).map((r) => ({ ...r, pending_cleanup: !!r.pending_cleanup, cleanup_exempt: !!r.cleanup_exempt })),
     blobs: all<Record<string, unknown>>(
       "SELECT id, sha256, phash, storage_key, mime, size, width, height, ref_count, pending_delete, delete_after, created_at FROM blobs ORDER BY id",

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { sqlTime } from "../db/time";
+import { userUsage } from "../ops/usage";
 
 export const BUILTIN_ADMIN_ID = "default";
 export const BUILTIN_ADMIN_NAME = "admin";
@@ -32,12 +33,12 @@ export interface UserItem {
   image_count: number;
 }
 
-const ITEM_SQL = `
+// Usage comes from the per-user rollup (migration 0007), not a sum over the user's images.
+export const USER_ITEM_SQL = `
   SELECT u.id, u.name, u.role, u.quota_bytes, u.default_ttl_hours, u.disabled, u.created_at,
-         COALESCE(SUM(b.size), 0) AS used_bytes, COUNT(i.id) AS image_count
+         COALESCE(uu.bytes, 0) AS used_bytes, COALESCE(uu.images, 0) AS image_count
   FROM users u
-  LEFT JOIN images i ON i.user_id = u.id
-  LEFT JOIN blobs b ON b.id = i.blob_id`;
+  LEFT JOIN user_usage uu ON uu.user_id = u.id`;
 
 type ItemRow = Omit<UserItem, "disabled"> & { disabled: number };
 const toItem = (r: ItemRow): UserItem => ({ ...r, disabled: !!r.disabled });
@@ -58,11 +59,11 @@ export class UserRepo {
   }
 
   list(): UserItem[] {
-    return this.db.query<ItemRow, []>(`${ITEM_SQL} GROUP BY u.id ORDER BY u.created_at, u.id`).all().map(toItem);
+    return this.db.query<ItemRow, []>(`${USER_ITEM_SQL} ORDER BY u.created_at, u.id`).all().map(toItem);
   }
 
   item(id: string): UserItem | undefined {
-    const row = this.db.query<ItemRow, [string]>(`${ITEM_SQL} WHERE u.id = ? GROUP BY u.id`).get(id);
+    const row = this.db.query<ItemRow, [string]>(`${USER_ITEM_SQL} WHERE u.id = ?`).get(id);
     return row ? toItem(row) : undefined;
   }
 
@@ -100,6 +101,6 @@ export class UserRepo {
   }
 
   imageCount(id: string): number {
-    return this.db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM images WHERE user_id = ?").get(id)!.n;
+    return userUsage(this.db, id).images;
   }
 }

@@ -217,6 +217,8 @@ export interface Image {
 export interface ImageList {
   items: Image[];
   total: number;
+  /** 下一页的游标（传给 cursor 参数）；没有更多时为 null */
+  next_cursor?: string | null;
 }
 
 export interface RefererRule {

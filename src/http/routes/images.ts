@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { deleteReference } from "../../images/delete";
-import type { ImageQuery, ImageView } from "../../images/repo";
+import { listImages, type ImageListFilter } from "../../images/repos/list";
+import type { ImageView } from "../../images/repo";
 import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
@@ -15,29 +16,6 @@ const batchBody = z.strictObject({ ids: z.array(z.string().max(64)).min(1).max(1
 
 const isAdmin = (p: Principal) => p.user.role === "admin";
 
-/** The list's query string as a typed filter; a non-admin only ever sees their own images. */
-function imageQuery(p: Principal, query: Record<string, string | undefined>): ImageQuery {
-  const q: ImageQuery = {};
-  if (!isAdmin(p)) {
-    if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
-    q.userId = p.user.id;
-  } else if (query.user_id) q.userId = query.user_id;
-  if (query.search) q.search = query.search;
-  if (query.token_id !== undefined && query.token_id !== "") {
-    if (!/^\d+$/.test(query.token_id)) throw badRequest("参数 token_id 必须是整数");
-    q.tokenId = Number(query.token_id);
-  }
-  const since = timestampQuery(query.since, "since");
-  const until = timestampQuery(query.until, "until");
-  if (since) q.since = since;
-  if (until) q.until = until;
-  if (query.exempt !== undefined && query.exempt !== "") {
-    if (query.exempt !== "1") throw badRequest("参数 exempt 只能是 1");
-    q.exempt = true;
-  }
-  return q;
-}
-
 export function imageRoutes(app: AppContext) {
   /** The image when the caller may see it: own, or any for an admin. */
   const visible = (p: Principal, id: string): ImageView | undefined => {
@@ -48,8 +26,25 @@ export function imageRoutes(app: AppContext) {
   return sessionRoutes(app, "user")
     .get("/api/admin/images", ({ query, principal: p }) => {
       const { pageSize, offset } = pagination(query);
-      const { rows, total } = app.images.list(imageQuery(p, query), { limit: pageSize, offset });
-      return { items: rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total };
+      const filter: ImageListFilter = {};
+      if (!isAdmin(p)) {
+        if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
+        filter.userId = p.user.id;
+      } else if (query.user_id) filter.userId = query.user_id;
+      if (query.search) filter.search = query.search;
+      if (query.token_id !== undefined && query.token_id !== "") {
+        if (!/^\d+$/.test(query.token_id)) throw badRequest("参数 token_id 必须是整数");
+        filter.tokenId = Number(query.token_id);
+      }
+      filter.since = timestampQuery(query.since, "since");
+      filter.until = timestampQuery(query.until, "until");
+      if (query.exempt !== undefined && query.exempt !== "") {
+        if (query.exempt !== "1") throw badRequest("参数 exempt 只能是 1");
+        filter.exemptOnly = true;
+      }
+      const cursor = query.cursor === undefined || query.cursor === "" ? undefined : query.cursor;
+      const page = listImages(app.db, filter, { pageSize, offset, cursor });
+      return { items: page.rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total: page.total, next_cursor: page.nextCursor };
     })
     .post("/api/admin/images/batch-delete", ({ body, principal: p }) => {
       const { ids } = parseBody(batchBody, body);

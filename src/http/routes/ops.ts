@@ -3,7 +3,7 @@ import type { AppContext } from "../../context";
 import { listOpenAlerts } from "../../ops/alerts";
 import { audit } from "../../ops/audit";
 import { adminDashboard, userDashboard } from "../../ops/dashboard";
-import { metadataExport } from "../../ops/export";
+import { metadataExportStream } from "../../ops/export-stream";
 import { listAlerts, listAudit } from "../../ops/repo";
 import { pagination, timestampQuery } from "../body";
 import { badRequest } from "../errors";
@@ -18,7 +18,7 @@ export function opsRoutes(app: AppContext) {
     .get("/api/admin/export", ({ principal: p }) => {
       audit(app.db, p.user, "metadata.export");
       const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "");
-      return new Response(JSON.stringify(metadataExport(app)), {
+      return new Response(metadataExportStream(app), {
         headers: {
           "content-type": "application/json; charset=utf-8",
           "content-disposition": `attachment; filename="kura-export-${stamp}.json"`,

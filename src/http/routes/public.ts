@@ -20,7 +20,9 @@ function splitAlias(rest: string): { userId: string; key: string } | undefined {
  * image, but only with the image's own extension, so each image has exactly one such URL
  * (and the CDN purge knows it).
  */
-function lookupById(app: AppContext, segment: string) {
+function lookupById(app: AppContext, segment: string | undefined) {
+  // The router leaves the parameter empty when the segment is not valid percent-encoding.
+  if (typeof segment !== "string") return undefined;
   const dot = segment.indexOf(".");
   if (dot < 0) return app.lookups.byId(segment);
   const view = app.lookups.byId(segment.slice(0, dot));

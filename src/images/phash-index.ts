@@ -1,0 +1,95 @@
+import type { Database, Statement } from "bun:sqlite";
+
+/**
+ * Multi-index hashing over 64-bit perceptual hashes (migration 0007, table phash_index).
+ * The hash is cut into 7 chunks (10 + 6×9 bits); two hashes within Hamming distance 6
+ * differ in at most 6 chunks, so they agree exactly on at least one. A lookup therefore
+ * probes 7 (chunk, value) keys and compares only the blobs found there, instead of every
+ * hash in the library.
+ */
+export const CHUNK_BITS = [10, 9, 9, 9, 9, 9, 9] as const;
+/** Largest distance the 7-chunk index answers exactly (pigeonhole: chunks − 1). */
+export const MIH_MAX_DISTANCE = CHUNK_BITS.length - 1;
+
+export const PHASH_HEX = /^[0-9a-fA-F]{16}$/;
+
+/** The hash as SQLite stores it: a signed 64-bit integer. */
+export function phashToInt(hex: string): bigint {
+  return BigInt.asIntN(64, BigInt("0x" + hex));
+}
+
+export function phashChunks(hash: bigint): number[] {
+  let u = BigInt.asUintN(64, hash);
+  const out: number[] = [];
+  for (const bits of CHUNK_BITS) {
+    out.push(Number(u & ((1n << BigInt(bits)) - 1n)));
+    u >>= BigInt(bits);
+  }
+  return out;
+}
+
+function popcount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
+export function hamming(a: bigint, b: bigint): number {
+  const x = BigInt.asUintN(64, a ^ b);
+  return popcount32(Number(x & 0xffffffffn)) + popcount32(Number(x >> 32n));
+}
+
+export interface Neighbour {
+  blobId: number;
+  distance: number;
+}
+
+export class PhashIndex {
+  private readonly insert: Statement;
+  private readonly probe: Statement<{ blob_id: bigint; hash: bigint }, [number, number]>;
+  private readonly everything: Statement<{ blob_id: bigint; hash: bigint }, []>;
+
+  constructor(db: Database) {
+    this.insert = db.query("INSERT OR IGNORE INTO phash_index (chunk, value, blob_id, hash) VALUES (?, ?, ?, ?)");
+    // Blobs waiting for their physical delete are not suggested (they come back if revived).
+    this.probe = db
+      .query<{ blob_id: bigint; hash: bigint }, [number, number]>(
+        `SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id
+         WHERE p.chunk = ? AND p.value = ? AND b.pending_delete = 0`,
+      )
+      .safeIntegers(true);
+    this.everything = db
+      .query<{ blob_id: bigint; hash: bigint }, []>(
+        "SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id WHERE p.chunk = 0 AND b.pending_delete = 0",
+      )
+      .safeIntegers(true);
+  }
+
+  add(blobId: number, hash: bigint) {
+    phashChunks(hash).forEach((value, chunk) => this.insert.run(chunk, value, blobId, hash));
+  }
+
+  /**
+   * Indexed blobs within `maxDistance` of `hash` (other than `self`). Up to 6 this is 7
+   * index probes; a larger setting cannot be answered by the index and compares every hash.
+   */
+  near(hash: bigint, maxDistance: number, self: number): Neighbour[] {
+    const seen = new Set<number>([self]);
+    const out: Neighbour[] = [];
+    const consider = (row: { blob_id: bigint; hash: bigint }) => {
+      const blobId = Number(row.blob_id);
+      if (seen.has(blobId)) return;
+      seen.add(blobId);
+      const distance = hamming(hash, row.hash);
+      if (distance <= maxDistance) out.push({ blobId, distance });
+    };
+    if (maxDistance > MIH_MAX_DISTANCE) {
+      for (const row of this.everything.iterate()) consider(row);
+      return out;
+    }
+    phashChunks(hash).forEach((value, chunk) => {
+      for (const row of this.probe.iterate(chunk, value)) consider(row);
+    });
+    return out;
+  }
+}

@@ -1,0 +1,131 @@
+import { expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { scanRound } from "../../src/images/dedup";
+import { hamming, phashChunks, phashToInt } from "../../src/images/phash-index";
+import { openContext } from "../helpers/context";
+
+/** mulberry32: a fixed-seed generator, so the hash population is the same every run. */
+function rng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const hex64 = (n: bigint) => BigInt.asUintN(64, n).toString(16).padStart(16, "0");
+
+/** Clusters of near-duplicates: a base hash and variants 0–9 bits away, so pairs fall on both sides of 6. */
+function population(count: number, random: () => number): string[] {
+  const out: string[] = [];
+  while (out.length < count) {
+    const base = (BigInt(Math.floor(random() * 2 ** 32)) << 32n) | BigInt(Math.floor(random() * 2 ** 32));
+    const variants = 1 + Math.floor(random() * 8);
+    for (let v = 0; v < variants && out.length < count; v++) {
+      let h = base;
+      const flips = Math.floor(random() * 10);
+      for (let f = 0; f < flips; f++) h ^= 1n << BigInt(Math.floor(random() * 64));
+      out.push(hex64(h));
+    }
+  }
+  return out;
+}
+
+function popcount32(x: number): number {
+  let c = 0;
+  for (; x; x &= x - 1) c++;
+  return c;
+}
+
+/** Every pair, compared on two 32-bit halves (independent of the BigInt code under test). */
+function bruteForce(blobs: { id: number; phash: string }[], maxDistance: number): string[] {
+  const pairs: string[] = [];
+  const hs = blobs.map((b) => ({ id: b.id, hi: parseInt(b.phash.slice(0, 8), 16) | 0, lo: parseInt(b.phash.slice(8), 16) | 0 }));
+  for (let i = 0; i < hs.length; i++) {
+    const a = hs[i]!;
+    for (let j = i + 1; j < hs.length; j++) {
+      const b = hs[j]!;
+      const d = popcount32(a.hi ^ b.hi) + popcount32(a.lo ^ b.lo);
+      if (d <= maxDistance) pairs.push(`${Math.min(a.id, b.id)}-${Math.max(a.id, b.id)}-${d}`);
+    }
+  }
+  return pairs.sort();
+}
+
+test("chunks cover all 64 bits: any two hashes within distance 6 share a chunk", () => {
+  const random = rng(7);
+  for (let n = 0; n < 2000; n++) {
+    const a = phashToInt(population(1, random)[0]!);
+    let b = a;
+    const bits = new Set<number>();
+    while (bits.size < 1 + Math.floor(random() * 6)) bits.add(Math.floor(random() * 64));
+    for (const bit of bits) b ^= 1n << BigInt(bit);
+    expect(hamming(a, b)).toBe(bits.size);
+    const [ca, cb] = [phashChunks(a), phashChunks(b)];
+    expect(ca.some((v, i) => v === cb[i])).toBe(true);
+  }
+});
+
+test("the incremental index finds exactly the pairs a brute-force scan finds; an idle round costs nothing", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kura-dedup-"));
+  const ctx = await openContext(dir);
+  try {
+    const { app } = ctx;
+    const random = rng(20261124);
+    const insert = app.db.query(
+      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, pending_delete, created_at)
+       VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, ?, '2026-01-01 00:00:00')`,
+    );
+    let n = 0;
+    const add = (phash: string, pendingDelete = 0) => Number(insert.run(`sha-${n++}`, phash, pendingDelete).lastInsertRowid);
+    const hashes = population(3000, random);
+    const unhashed: { id: number; phash: string }[] = [];
+    app.db.transaction(() => {
+      hashes.forEach((h, i) => {
+        // Some blobs are not hashed yet at the first round; one waits for its physical delete.
+        if (i % 97 === 5) unhashed.push({ id: add(""), phash: h });
+        else add(h, i === 1234 ? 1 : 0);
+      });
+    })();
+    const maxDistance = app.settings.get().dedup_phash_max_distance;
+    expect(maxDistance).toBe(6);
+    const live = () => app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs WHERE phash != '' AND pending_delete = 0").all();
+    const stored = () =>
+      app.db
+        .query<{ p: string }, []>("SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates")
+        .all()
+        .map((r) => r.p)
+        .sort();
+
+    const t1 = performance.now();
+    const first = await scanRound(app);
+    console.log(`first round over ${n} blobs: ${(performance.now() - t1).toFixed(0)} ms`);
+    const expected = bruteForce(live(), maxDistance);
+    expect(expected.length).toBeGreaterThan(1000);
+    expect(stored()).toEqual(expected);
+    expect(first.found).toBe(expected.length);
+
+    // Late hashes, a revived blob and new uploads: the next round adds exactly the new pairs.
+    const setHash = app.db.query("UPDATE blobs SET phash = ? WHERE id = ?");
+    for (const u of unhashed) setHash.run(u.phash, u.id);
+    app.db.query("UPDATE blobs SET pending_delete = 0 WHERE pending_delete = 1").run();
+    for (const h of population(200, random)) add(h);
+    const second = await scanRound(app);
+    expect(second.compared).toBe(unhashed.length + 1 + 200);
+    expect(stored()).toEqual(bruteForce(live(), maxDistance));
+
+    // Nothing new: no comparison, no write, and (on a quiet machine, well under 10 ms) no time.
+    const t0 = performance.now();
+    const idle = await scanRound(app);
+    const idleMs = performance.now() - t0;
+    expect(idle).toEqual({ compared: 0, found: 0 });
+    console.log(`idle dedup round over ${n} blobs: ${idleMs.toFixed(2)} ms`);
+    expect(idleMs).toBeLessThan(100);
+  } finally {
+    ctx.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
