@@ -44,7 +44,7 @@ async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
     if (!blob || blob.ref_count > 0 || !blob.pending_delete) return undefined;
     if (blob.delete_after && blob.delete_after > sqlTime()) throw new Error("宽限期未到");
     const replicas = app.images.replicas(blob_id);
-    app.db.query("DELETE FROM blobs WHERE id = ?").run(blob_id);
+    app.images.deleteBlobRow(blob_id);
     return { blob, channels: replicas.map((r) => r.channel_id) };
   })();
   if (!claimed) return;
@@ -75,7 +75,7 @@ export async function computePhash(app: AppContext, { blob_id }: { blob_id: numb
     // Undecodable pixels (e.g. a truncated file) can never be hashed: do not retry.
     throw new PermanentJobError(`无法计算感知哈希: ${(err as Error).message}`);
   }
-  app.db.query("UPDATE blobs SET phash = ? WHERE id = ?").run(hash, blob_id);
+  app.images.setPhash(blob_id, hash);
 }
 
 export function registerImageJobs(app: AppContext) {

@@ -218,4 +218,39 @@ export class ImageRepo {
   recordVariant(blobId: number, width: number, format: string, size: number): void {
     this.db.query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)").run(blobId, width, format, size, sqlTime());
   }
+
+  /** Generated variants of a blob, the URLs a CDN may hold. */
+  variantsOf(blobId: number): { width: number; format: string }[] {
+    return this.db.query<{ width: number; format: string }, [number]>("SELECT width, format FROM variants WHERE blob_id = ? ORDER BY width, format").all(blobId);
+  }
+
+  setPhash(blobId: number, hash: string): void {
+    this.db.query("UPDATE blobs SET phash = ? WHERE id = ?").run(hash, blobId);
+  }
+
+  /** Removes the blob row (its replica and variant rows go with it, ON DELETE CASCADE). */
+  deleteBlobRow(blobId: number): void {
+    this.db.query("DELETE FROM blobs WHERE id = ?").run(blobId);
+  }
+
+  /** A pending replica on the channel for every live blob that has none there yet (a new channel's backfill). */
+  addPendingReplicasForAll(channelId: number): void {
+    this.db
+      .query(
+        `INSERT INTO blob_channels (blob_id, channel_id, state, attempts, last_error, updated_at)
+         SELECT id, ?1, 'pending', 0, '', ?2 FROM blobs WHERE pending_delete = 0
+         ON CONFLICT (blob_id, channel_id) DO NOTHING`,
+      )
+      .run(channelId, sqlTime());
+  }
+
+  /** The next batch of blobs, after `afterBlobId` in id order, whose replica on the channel is pending or failed. */
+  unfinishedReplicaBatch(channelId: number, afterBlobId: number, limit: number): number[] {
+    return this.db
+      .query<{ blob_id: number }, [number, number, number]>(
+        "SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('pending', 'failed') AND blob_id > ? ORDER BY blob_id LIMIT ?",
+      )
+      .all(channelId, afterBlobId, limit)
+      .map((r) => r.blob_id);
+  }
 }

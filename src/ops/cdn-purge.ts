@@ -54,13 +54,11 @@ export function batches<T>(items: readonly T[], size = PURGE_BATCH_SIZE): T[][] 
  * because they vanish with the blob later, and the job commits or rolls back with the delete.
  * One job per batch, so a failing batch is retried alone.
  */
-export function enqueueCdnPurge(app: Pick<AppContext, "db" | "settings" | "jobs">, imageId: string, blobId: number) {
+export function enqueueCdnPurge(app: Pick<AppContext, "images" | "settings" | "jobs">, imageId: string, blobId: number) {
   const s = app.settings.get();
   if (!cdnPurgeEnabled(s)) return;
-  const variants = app.db
-    .query<VariantRow, [number]>("SELECT width, format FROM variants WHERE blob_id = ? ORDER BY width, format")
-    .all(blobId);
-  const mime = app.db.query<{ mime: string }, [number]>("SELECT mime FROM blobs WHERE id = ?").get(blobId)?.mime;
+  const variants = app.images.variantsOf(blobId);
+  const mime = app.images.blob(blobId)?.mime;
   for (const files of batches(purgeUrls(s.base_url, imageId, variants, mime && imageExtension(mime)))) app.jobs.enqueue(CDN_PURGE_JOB, { files });
 }
 
