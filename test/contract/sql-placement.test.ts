@@ -23,8 +23,6 @@ const PENDING = new Set([
   "channels/reconcile.ts",
   "channels/seed.ts",
   "cli/check.ts",
-  "config/settings.ts",
-  "delivery/access-log.ts",
   "delivery/referer-rules.ts",
   "images/dedup.ts",
   "images/delete.ts",
