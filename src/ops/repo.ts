@@ -1,7 +1,7 @@
 /**
- * SQL of the operations tables: the audit log (written and listed) and the alerts
- * history as the admin views page through it. ops/alerts.ts still keeps its own
- * statements (see the pending list in test/contract/sql-placement.test.ts).
+ * SQL of the operations tables: the audit log (written and listed), the alerts history
+ * as the admin views page through it, and webhook delivery state. ops/alerts.ts still keeps
+ * its own statements (see the pending list in test/contract/sql-placement.test.ts).
  */
 import type { Database } from "bun:sqlite";
 
@@ -65,4 +65,35 @@ export function listAudit(db: Database, q: AuditQuery, page: Page): { items: Rec
     .query<Record<string, unknown>, (string | number)[]>(`SELECT ${AUDIT_COLUMNS} FROM audit ${clause} ORDER BY id DESC LIMIT ? OFFSET ?`)
     .all(...args, page.limit, page.offset);
   return { items, total };
+}
+
+/** An alert with a webhook delivery still owed (its opening, or its resolution). */
+export interface PendingAlert {
+  id: number;
+  kind: string;
+  target: string;
+  message: string;
+  opened_at: string;
+  resolved_at: string;
+  open_delivered: number;
+  resolved_delivered: number;
+}
+
+export function undeliveredAlerts(db: Database): PendingAlert[] {
+  return db
+    .query<PendingAlert, []>(
+      `SELECT id, kind, target, message, opened_at, resolved_at, open_delivered, resolved_delivered
+       FROM alerts WHERE open_delivered = 0 OR (resolved_at != '' AND resolved_delivered = 0) ORDER BY id`,
+    )
+    .all();
+}
+
+/** The alert's current message (an evaluation may have refreshed it since it was listed). */
+export function alertMessage(db: Database, id: number): string | undefined {
+  return db.query<{ message: string }, [number]>("SELECT message FROM alerts WHERE id = ?").get(id)?.message;
+}
+
+export function markAlertDelivered(db: Database, id: number, status: "open" | "resolved"): void {
+  const column = status === "open" ? "open_delivered" : "resolved_delivered";
+  db.query(`UPDATE alerts SET ${column} = 1 WHERE id = ?`).run(id);
 }

@@ -34,7 +34,6 @@ const PENDING = new Set([
   "ops/export-stream.ts",
   "ops/export.ts",
   "ops/usage.ts",
-  "ops/webhook.ts",
   "s3/folders.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",
