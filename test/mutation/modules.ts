@@ -23,7 +23,12 @@ export const MODULES: Record<string, MutationModule> = {
   },
   "upload-store": {
     mutate: ["src/images/store.ts"],
-    tests: ["test/http/quota-usage.test.ts", "test/http/min-success.test.ts", "test/http/crash.test.ts -t 'channel write'", "test/http/uploads.test.ts"],
+    tests: [
+      "test/http/quota-usage.test.ts",
+      "test/http/min-success.test.ts",
+      "test/http/crash.test.ts -t 'channel write'",
+      "test/http/uploads.test.ts -t 'stores the image on the default|TTL falls back|identical content from two users|Idempotency-Key|quota full|no writable channel|fewer healthy channels'",
+    ],
   },
   delivery: {
     mutate: ["src/delivery/serve-image.ts", "src/delivery/cache-headers.ts", "src/delivery/etag.ts"],
