@@ -17,7 +17,7 @@ export default {
   reporters: ["clear-text", "progress", "json"],
   jsonReporter: { fileName: `reports/mutation/${name}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportMutants: true },
-  tempDirName: ".stryker-tmp",
+  tempDirName: `.stryker-tmp/${name}`,
   // Stryker would rewrite tsconfig.json with the TypeScript JS API, which TypeScript 7 (native) no
   // longer ships; Bun runs the TypeScript directly and needs no rewritten project references.
   tsconfigFile: "stryker-no-tsconfig.json",

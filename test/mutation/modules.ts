@@ -36,7 +36,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   ssrf: {
     mutate: ["src/net/safe-fetch.ts", "src/net/public-address.ts", "src/net/cidr.ts"],
-    tests: ["test/unit/safe-fetch.test.ts", "test/unit/public-address.test.ts"],
+    tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/public-address.test.ts"],
   },
 };
 
