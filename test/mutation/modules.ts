@@ -10,7 +10,7 @@ export interface MutationModule {
 
 export const MODULES: Record<string, MutationModule> = {
   auth: {
-    mutate: ["src/auth/sessions.ts", "src/auth/passwords.ts", "src/auth/tokens.ts", "src/http/guard.ts"],
+    mutate: ["src/auth/sessions.ts", "src/auth/passwords.ts", "src/auth/secrets.ts", "src/auth/tokens.ts", "src/http/guard.ts"],
     tests: ["test/unit/auth-sessions.test.ts", "test/contract/session-guards.test.ts", "test/http/tokens.test.ts"],
   },
   sigv4: {
