@@ -16,5 +16,6 @@ export function signedS3(base: string, cred: Pick<S3Credential, "access_key_id" 
     { accessKeyId: cred.access_key_id, secretAccessKey: cred.secret_access_key },
   );
   const sent = opts.sendInstead ?? opts.body;
-  return fetch(`${base}${path}`, { method, headers: req.headers as Record<string, string>, body: method === "GET" || method === "HEAD" ? undefined : sent });
+  const body = sent && (new Uint8Array(sent) as unknown as BodyInit);
+  return fetch(`${base}${path}`, { method, headers: req.headers as Record<string, string>, body: method === "GET" || method === "HEAD" ? undefined : body });
 }

@@ -135,7 +135,7 @@ describe("URL import refusals carry their Chinese message", () => {
     ];
     for (const [pending, status, code, message] of cases) {
       const err = await pending;
-      expect([err.status, err.code, err.message]).toEqual([status, code, message]);
+      expect([err.status as number, err.code as string, err.message]).toEqual([status, code, message]);
     }
   });
 });
