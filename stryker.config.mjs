@@ -12,8 +12,8 @@ export default {
   mutate: module.mutate,
   // Tests start real servers: two at a time is what a shared 2-core machine takes.
   concurrency: Number(process.env.KURA_MUTATE_CONCURRENCY ?? 2),
-  timeoutFactor: 2,
-  timeoutMS: 20_000,
+  timeoutFactor: 1.5,
+  timeoutMS: 10_000,
   reporters: ["clear-text", "progress", "json"],
   jsonReporter: { fileName: `reports/mutation/${name}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportMutants: true },
