@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { SHARED_DIR } from "../helpers/shared";
 import { MODULES } from "./modules";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -30,7 +31,8 @@ for (const name of names) {
   console.log(`\n=== mutation testing: ${name} ===`);
   const proc = Bun.spawn(["bun", "--bun", join(ROOT, "node_modules/.bin/stryker"), "run"], {
     cwd: ROOT,
-    env: { ...process.env, KURA_MUTATE_MODULE: name },
+    // The sandbox copy lives deeper than the worktree: point the tests at the shared vectors explicitly.
+    env: { ...process.env, KURA_MUTATE_MODULE: name, KURA_SHARED_DIR: SHARED_DIR },
     stdout: "inherit",
     stderr: "inherit",
   });
