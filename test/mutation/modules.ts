@@ -15,7 +15,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   sigv4: {
     mutate: ["src/s3/sigv4.ts"],
-    tests: ["test/unit/s3-sigv4.test.ts", "test/unit/s3-aws-chunked.test.ts"],
+    tests: ["test/unit/s3-sigv4-refusals.test.ts", "test/unit/s3-sigv4.test.ts", "test/unit/s3-aws-chunked.test.ts"],
   },
   "s3-body": {
     mutate: ["src/s3/body.ts"],
