@@ -19,7 +19,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   "s3-body": {
     mutate: ["src/s3/body.ts"],
-    tests: ["test/unit/s3-aws-chunked.test.ts", "test/s3/body-integrity.test.ts"],
+    tests: ["test/unit/s3-body.test.ts", "test/unit/s3-aws-chunked.test.ts", "test/s3/body-integrity.test.ts"],
   },
   crypt: {
     mutate: ["src/channels/crypt-layer.ts", "src/channels/rclone/crypt-data.ts"],
