@@ -119,3 +119,27 @@ describe("receiveToFile and readXmlBody", () => {
     expect(await failure(readXmlBody(s3req(xml, { "content-md5": "AAAA" })))).toBe("BadDigest:请求体的 MD5 与 Content-MD5 不一致");
   });
 });
+
+describe("aws-chunked bodies", () => {
+  const framed = (text: string, headers: Record<string, string>, auth: Record<string, unknown>) =>
+    ({ request: new Request("http://kura.test/s3/kura/a.jpg", { method: "PUT", headers, body: new TextEncoder().encode(text) }), auth }) as unknown as S3Request;
+  const sha = b64("sha256", new TextEncoder().encode("hello"));
+  const SIGNED = { signingKey: Buffer.alloc(32), scope: `20260301/us-east-1/s3/aws4_request`, amzDate: "20260301T120000Z", seedSignature: "0".repeat(64) };
+
+  test("the framing is removed and verified as the signed mode says, never for plain modes", async () => {
+    const { chunks, sink } = collect();
+    const trailer = `5\r\nhello\r\n0\r\nx-amz-checksum-sha256:${sha}\r\n\r\n`;
+    const d = await consumeBody(framed(trailer, { "x-amz-trailer": "x-amz-checksum-sha256" }, { payloadMode: "STREAMING-UNSIGNED-PAYLOAD-TRAILER", decodedContentLength: 5 }), 1e6, sink);
+    expect([d.size, Buffer.concat(chunks).toString()]).toEqual([5, "hello"]);
+    expect(d.sha256).toBe(hex("sha256", new TextEncoder().encode("hello")));
+    expect(await failure(consumeBody(framed(trailer.replace(sha, "AAAA"), { "x-amz-trailer": "x-amz-checksum-sha256" }, { payloadMode: "STREAMING-UNSIGNED-PAYLOAD-TRAILER", decodedContentLength: 5 }), 1e6, () => {}))).toBe(
+      "BadDigest:x-amz-checksum-sha256 校验和与收到的数据不一致",
+    );
+    const forged = `5;chunk-signature=${"0".repeat(64)}\r\nhello\r\n0;chunk-signature=${"0".repeat(64)}\r\n\r\n`;
+    expect(await failure(consumeBody(framed(forged, {}, { payloadMode: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", decodedContentLength: 5, ...SIGNED }), 1e6, () => {}))).toBe(
+      "SignatureDoesNotMatch:分块签名不匹配，数据可能被篡改",
+    );
+    // The same bytes under a plain mode are the object itself.
+    expect((await consumeBody(framed(trailer, {}, { payloadMode: "UNSIGNED-PAYLOAD" }), 1e6, () => {})).size).toBe(trailer.length);
+  });
+});
