@@ -27,11 +27,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   "upload-store": {
     mutate: ["src/images/store.ts"],
-    tests: [
-      "test/http/quota-usage.test.ts",
-      "test/http/min-success.test.ts",
-      "test/http/crash.test.ts -t 'channel write'",
-    ],
+    tests: ["test/unit/upload-store.test.ts", "test/http/quota-usage.test.ts", "test/http/min-success.test.ts"],
   },
   delivery: {
     mutate: ["src/delivery/serve-image.ts", "src/delivery/cache-headers.ts", "src/delivery/etag.ts"],
