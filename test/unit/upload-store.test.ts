@@ -86,7 +86,7 @@ beforeEach(() => {
 });
 
 function prepared(size = 100) {
-  const bytes = new Uint8Array(size).map((_, i) => (i * 13 + ++seed) & 0xff);
+  const bytes = Buffer.from(new Uint8Array(size).map((_, i) => (i * 13 + ++seed) & 0xff));
   return { bytes, size, sha256: createHash("sha256").update(bytes).digest("hex"), mime: "image/png", ext: "png", width: 10, height: 10 };
 }
 const ref = (over: Record<string, unknown> = {}) => ({ userId: "default", tokenId: null, fileName: "x.png", objectKey: null, ttlSeconds: null, ...over });
