@@ -5,6 +5,7 @@ import { PermanentJobError } from "../jobs/queue";
 import { openBlob } from "./read";
 import { perceptualHash, phashToHex } from "./phash";
 import { PHASH_JOB, REPLICATE_JOB } from "./store";
+import { holdAt } from "../testing/hold-points";
 
 export { BLOB_DELETE_JOB } from "./job-names";
 import { BLOB_DELETE_JOB } from "./job-names";
@@ -25,6 +26,7 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
   try {
     const source = await openBlob(app, blob);
     if (source.channelId === channel_id) return;
+    await holdAt("replicate.before-put", `key=${blob.storage_key} channel=${channel_id}`);
     await app.channels.put({ ...target, driver: target.driver }, blob.storage_key, source.stream, blob.size);
     app.images.setReplica(blob_id, channel_id, "done", "", true);
   } catch (err) {

@@ -7,6 +7,7 @@ import type { LoadedChannel } from "../channels/registry";
 import { storageKeyFor, type BlobRow } from "./repo";
 import { newShortId } from "./short-id";
 import type { PreparedImage } from "./upload/prepare";
+import { holdAt } from "../testing/hold-points";
 
 export { PHASH_JOB, REPLICATE_JOB } from "./job-names";
 import { PHASH_JOB, REPLICATE_JOB } from "./job-names";
@@ -90,6 +91,7 @@ export async function storeReference(app: AppContext, prepared: PreparedImage, r
   const needsBytes = !existing || app.images.doneReplicaCount(existing.id) === 0;
   const key = existing?.storage_key ?? storageKeyFor(prepared.sha256, prepared.ext);
   const { written, intents } = needsBytes ? await writeSynchronously(app, prepared, key) : { written: [], intents: [] };
+  if (written.length) await holdAt("upload.before-commit", `key=${key}`);
 
   try {
     return app.db.transaction(() => {
