@@ -22,6 +22,7 @@ import { registerImageJobs } from "./images/jobs";
 import { ImageRepo } from "./images/repo";
 import { resolveUploadIntents } from "./images/store";
 import { UploadGate } from "./images/upload/limits";
+import type { JobKinds } from "./jobs/kinds";
 import { JobQueue } from "./jobs/queue";
 import { registerCdnPurgeJob } from "./ops/cdn-purge";
 import type { Logger } from "./ops/log";
@@ -61,14 +62,19 @@ export async function createAppContext(
   log: Logger,
   shutdown: (reason: string) => void,
 ): Promise<AppContext> {
+  // In dependency order: each part gets only what was built before it, and nothing is patched in later.
   const metrics = createMetrics();
+  const paths = prepareDataPaths(boot.dataDir);
   // Multipart parts lived under tmp, just wiped: their uploads cannot complete any more.
   db.query("DELETE FROM multipart_uploads").run();
   const settings = new SettingsStore(db, key);
   const images = new ImageRepo(db);
-  const app = {
+  const channels = new ChannelRegistry(db, key, log, metrics, cryptWrapper(key));
+  const jobs = new JobQueue<JobKinds>(db, { log: (level, msg, fields) => log[level](msg, fields) });
+  const variants = new VariantService({ settings, paths, images, channels, jobs, log, metrics });
+  const app: AppContext = {
     bootstrap: boot,
-    paths: prepareDataPaths(boot.dataDir),
+    paths,
     db,
     key,
     settings,
@@ -76,20 +82,18 @@ export async function createAppContext(
     users: new UserRepo(db),
     images,
     lookups: new DeliveryLookups(images),
-    channels: new ChannelRegistry(db, key, log, metrics),
-    jobs: new JobQueue(db, { log: (level, msg, fields) => log[level](msg, fields) }),
+    channels,
+    jobs,
     referers: new RefererRules(db),
     access: new AccessBuffer(db, () => settings.get().ttl_renew_on_access),
+    variants,
     loginLimiter: new LoginThrottle(LOGIN_BURST, LOGIN_REFILL_SECONDS),
     uploadGate: new UploadGate(settings),
     metrics,
     log,
     shutdown,
-  } as Omit<AppContext, "variants"> as AppContext;
-  // The variant service reads settings and paths from the finished context.
-  app.variants = new VariantService(app);
+  };
   app.sessions.pruneExpired();
-  app.channels.wrap = cryptWrapper(key);
   setLocalPathBase(boot.dataDir);
   await seedDefaultChannel(app);
   relativizeDefaultChannel(app);

@@ -11,6 +11,7 @@ import type { RefererRules } from "./delivery/referer-rules";
 import type { VariantService } from "./delivery/variants";
 import type { ImageRepo } from "./images/repo";
 import type { UploadGate } from "./images/upload/limits";
+import type { JobKinds } from "./jobs/kinds";
 import type { JobQueue } from "./jobs/queue";
 import type { Logger } from "./ops/log";
 import type { Metrics } from "./ops/metrics";
@@ -36,7 +37,7 @@ export interface AppContext {
   users: UserRepo;
   images: ImageRepo;
   channels: ChannelRegistry;
-  jobs: JobQueue;
+  jobs: JobQueue<JobKinds>;
   referers: RefererRules;
   access: AccessBuffer;
   lookups: DeliveryLookups;

@@ -4,6 +4,7 @@ import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
 import { scanRound } from "./images/dedup";
 import { judgeCold, sweepRound } from "./images/sweep";
+import { expireMultipartUploads } from "./s3/multipart-store";
 import { evaluateChannelAlerts } from "./ops/alerts";
 import { backupRound } from "./ops/backups";
 import { deliverAlertWebhooks } from "./ops/webhook";
@@ -23,7 +24,11 @@ export function startBackgroundLoops(app: AppContext) {
         .then(() => evaluateChannelAlerts(app))
         .then(() => deliverAlertWebhooks(app)),
     activity_flush_seconds: async () => app.access.flush(),
-    cleanup_sweep_seconds: async () => void (await sweepRound(app)),
+    // S3 multipart uploads past their lifetime go with the same round (their parts are temp files).
+    cleanup_sweep_seconds: async () => {
+      await sweepRound(app);
+      await expireMultipartUploads(app);
+    },
     dedup_scan_seconds: async () => void (await scanRound(app)),
   };
   const loops = (Object.keys(rounds) as SecondsSetting[]).map((key) => ({

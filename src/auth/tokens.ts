@@ -1,9 +1,9 @@
+import { Forbidden, Unauthenticated } from "../errors";
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import type { MasterKey } from "../config/master-key";
 import { sqlTime } from "../db/time";
-import { ApiError } from "../http/errors";
 import type { UserRow } from "../users/repo";
 import { randomToken, safeEqual, sha256Hex } from "./secrets";
 
@@ -203,9 +203,9 @@ export function authenticateUploadTokenText(deps: TokenDeps, plaintext: string, 
   const challenge = { "www-authenticate": 'Bearer realm="kura"' };
   const prefix = tokenPrefixOf(plaintext);
   const found = prefix ? usableToken(deps, prefix, now) : undefined;
-  if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new ApiError(401, INVALID_TOKEN, challenge);
+  if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new Unauthenticated(INVALID_TOKEN, 'Bearer realm="kura"');
   if (!hasUploadScope(found.token)) {
-    throw new ApiError(403, "上传令牌没有上传权限", { "www-authenticate": 'Bearer realm="kura", error="insufficient_scope"' });
+    throw new Forbidden("上传令牌没有上传权限", 'Bearer realm="kura", error="insufficient_scope"');
   }
   new TokenRepo(deps.db).touch(found.token, now);
   return found;

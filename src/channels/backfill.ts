@@ -5,7 +5,6 @@
  * in batches, so a large library never holds up the create request.
  */
 import type { AppContext } from "../context";
-import { sqlTime } from "../db/time";
 import { REPLICATE_JOB } from "../images/store";
 import type { JobContext } from "../jobs/queue";
 
@@ -15,13 +14,7 @@ const BATCH = 500;
 /** Marks every live blob pending on the channel and wakes the backfill job. */
 export function startBackfill(app: AppContext, channelId: number) {
   app.db.transaction(() => {
-    app.db
-      .query(
-        `INSERT INTO blob_channels (blob_id, channel_id, state, attempts, last_error, updated_at)
-         SELECT id, ?1, 'pending', 0, '', ?2 FROM blobs WHERE pending_delete = 0
-         ON CONFLICT (blob_id, channel_id) DO NOTHING`,
-      )
-      .run(channelId, sqlTime());
+    app.images.addPendingReplicasForAll(channelId);
     app.jobs.enqueue(BACKFILL_JOB, { channel_id: channelId }, { uniqueKey: String(channelId) });
   })();
 }
@@ -32,12 +25,7 @@ export async function runBackfill(app: AppContext, { channel_id }: { channel_id:
   for (;;) {
     const channel = app.channels.get(channel_id);
     if (!channel || channel.row.deleting) return;
-    const ids = app.db
-      .query<{ blob_id: number }, [number, number, number]>(
-        "SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('pending', 'failed') AND blob_id > ? ORDER BY blob_id LIMIT ?",
-      )
-      .all(channel_id, after, BATCH)
-      .map((r) => r.blob_id);
+    const ids = app.images.unfinishedReplicaBatch(channel_id, after, BATCH);
     if (ids.length === 0) return;
     app.db.transaction(() => {
       for (const blobId of ids) {

@@ -9,14 +9,14 @@
  * never share keys.
  */
 import { randomBytes } from "node:crypto";
-import type { MasterKey } from "../config/master-key.ts";
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "./driver.ts";
-import { assertSafeKey, assertSafePrefix } from "./drivers/object-key.ts";
-import { sizedStream } from "./drivers/sized-body.ts";
-import { CryptRangeError, makeCrypt, type Crypt, type CipherRangePlan } from "./rclone/crypt.ts";
-import { BLOCK_CIPHER_SIZE, BLOCK_DATA_SIZE, HEADER_SIZE, cipherRangeFor } from "./rclone/crypt-data.ts";
-import type { ChannelRow } from "./repo.ts";
-import type { DriverWrapper } from "./registry.ts";
+import type { MasterKey } from "../config/master-key";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "./driver";
+import { assertSafeKey, assertSafePrefix } from "./drivers/object-key";
+import { sizedStream } from "./drivers/sized-body";
+import { CryptRangeError, makeCrypt, type Crypt, type CipherRangePlan } from "./rclone/crypt";
+import { BLOCK_CIPHER_SIZE, BLOCK_DATA_SIZE, HEADER_SIZE, cipherRangeFor } from "./rclone/crypt-data";
+import type { ChannelRow } from "./repo";
+import type { DriverWrapper } from "./registry";
 
 export interface CryptPasswords {
   /** Plain (not obscured) rclone crypt `password`. */

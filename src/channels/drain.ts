@@ -7,9 +7,9 @@
  * empty of ours, the row goes. Deletion failures open `drain_failed` and the
  * job retries with backoff.
  */
+import { Conflict, NotFound } from "../errors";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
-import { badRequest, conflict, notFound } from "../http/errors";
 import { STORAGE_KEY_PATTERN } from "../images/repo";
 import { REPLICATE_JOB } from "../images/store";
 import { JobInterruptedError, type JobContext } from "../jobs/queue";
@@ -21,12 +21,6 @@ import type { Driver } from "./driver";
 export const DRAIN_JOB = "channel.drain";
 const SYSTEM_PREFIX = "_kura/";
 
-/** `purge` query value: absent means true (spec 4.7). */
-export function parsePurge(value: string | undefined): boolean {
-  if (value === undefined || value === "" || value === "true" || value === "1") return true;
-  if (value === "false" || value === "0") return false;
-  throw badRequest("参数 purge 必须是 true 或 false");
-}
 
 /** A live image whose only completed replica (among channels staying in service) is on this channel. */
 function holdsSoleCopy(app: AppContext, channelId: number): boolean {
@@ -53,10 +47,10 @@ function removeRow(app: AppContext, channelId: number) {
 /** DELETE /api/admin/channels/{id}: 204 removed at once, 202 drain started. */
 export function deleteChannel(app: AppContext, actor: AuditActor, id: number | undefined, purge: boolean): 202 | 204 {
   const row = id === undefined ? undefined : app.channels.repo.byId(id);
-  if (!row) throw notFound("存储渠道不存在");
+  if (!row) throw new NotFound("存储渠道不存在");
   // Checked and applied in one transaction, so no replica can become the sole copy in between.
   app.db.transaction(() => {
-    if (holdsSoleCopy(app, row.id)) throw conflict("该渠道持有部分图片的唯一副本，请先等待复制到其他渠道");
+    if (holdsSoleCopy(app, row.id)) throw new Conflict("该渠道持有部分图片的唯一副本，请先等待复制到其他渠道");
     if (purge) {
       app.channels.repo.markDeleting(row.id);
       app.jobs.enqueue(DRAIN_JOB, { channel_id: row.id }, { uniqueKey: String(row.id) });
@@ -183,8 +177,8 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
 
 /** The background jobs of channel administration: backfill of a new channel and drain of a deleted one. */
 export function registerChannelJobs(app: AppContext) {
-  app.jobs.register(BACKFILL_JOB, (payload, ctx) => runBackfill(app, payload as { channel_id: number }, ctx), { concurrency: 1 });
-  app.jobs.register(DRAIN_JOB, (payload, ctx) => runDrain(app, payload as { channel_id: number }, ctx), {
+  app.jobs.register(BACKFILL_JOB, (payload, ctx) => runBackfill(app, payload, ctx), { concurrency: 1 });
+  app.jobs.register(DRAIN_JOB, (payload, ctx) => runDrain(app, payload, ctx), {
     concurrency: 1,
     // Draining retries until the channel is empty; the backoff keeps a dead backend from being hammered.
     maxAttempts: 100_000,

@@ -53,10 +53,7 @@ export async function healthRound(app: AppContext) {
 
 /** Failed replicas on a channel that is healthy again get a fresh replication job. */
 export function requeueFailedReplicas(app: AppContext, channelId: number) {
-  const rows = app.db
-    .query<{ blob_id: number }, [number]>("SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('failed', 'pending')")
-    .all(channelId);
-  for (const row of rows) {
-    app.jobs.enqueue(REPLICATE_JOB, { blob_id: row.blob_id, channel_id: channelId }, { uniqueKey: `${row.blob_id}:${channelId}`, expedite: true });
+  for (const blobId of app.images.unfinishedReplicaBlobIds(channelId)) {
+    app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
   }
 }

@@ -22,13 +22,7 @@ export function registerChannelMetrics(app: AppContext) {
     collect() {
       const now = Date.now();
       if (now - refreshedAt >= app.settings.get().usage_report_seconds * 1000) {
-        // From the per-channel rollup (migration 0007): a row per channel, not a sum over replicas.
-        usage = app.db
-          .query<{ name: string; bytes: number }, []>(
-            `SELECT c.name, COALESCE(cu.bytes, 0) AS bytes FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id
-             WHERE c.deleting = 0`,
-          )
-          .all();
+        usage = app.channels.repo.usage();
         refreshedAt = now;
       }
       // Channels removed or renamed since the last refresh must not linger as stale series.

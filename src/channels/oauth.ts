@@ -11,11 +11,10 @@
  * A self-built app is required (client_id / client_secret): rclone's own app
  * only accepts rclone's localhost redirect, not this server's callback.
  */
+import { Invalid, NotFound } from "../errors";
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { AppContext } from "../context";
-import { parseBody } from "../http/body";
-import { badRequest, notFound } from "../http/errors";
 import type { UserRow } from "../users/repo";
 import { isSensitiveTemplateInput, restoreSentinels, SentinelMisuseError } from "./masking";
 import { callbackPage } from "./oauth/callback-page";
@@ -36,25 +35,26 @@ function flows(app: AppContext): FlowStore {
   return store;
 }
 
-const startBody = z.strictObject({
+export const startAuthorizationBody = z.strictObject({
   template: z.string().min(1).max(64),
   inputs: sourceFields.inputs,
   channel_id: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
+export type StartAuthorizationInput = z.infer<typeof startAuthorizationBody>;
+
 /** POST /api/admin/channel-oauth/start → { auth_url, state }. */
-export function startAuthorization(app: AppContext, user: UserRow, body: unknown): { auth_url: string; state: string } {
-  const input = parseBody(startBody, body);
+export function startAuthorization(app: AppContext, user: UserRow, input: StartAuthorizationInput): { auth_url: string; state: string } {
   const template = findTemplate(input.template);
-  if (!template) throw badRequest(`未知的渠道模板: ${input.template}`);
+  if (!template) throw new Invalid(`未知的渠道模板: ${input.template}`);
   const kind = template.driver;
-  if (!template.requiresOauth || !isOAuthDriver(kind)) throw badRequest(`模板 ${template.id} 不需要授权`);
+  if (!template.requiresOauth || !isOAuthDriver(kind)) throw new Invalid(`模板 ${template.id} 不需要授权`);
   const base = app.settings.get().base_url;
-  if (!base) throw badRequest(`请先在系统设置中填写 base_url：授权回调地址 <base_url>${CALLBACK_PATH} 由它生成`);
+  if (!base) throw new Invalid(`请先在系统设置中填写 base_url：授权回调地址 <base_url>${CALLBACK_PATH} 由它生成`);
 
   const submitted = { ...(input.inputs ?? {}) };
   for (const key of Object.keys(submitted)) {
-    if (!template.fields.some((f) => f.key === key)) throw badRequest(`模板 ${template.id} 不支持字段 ${key}`);
+    if (!template.fields.some((f) => f.key === key)) throw new Invalid(`模板 ${template.id} 不支持字段 ${key}`);
   }
   // The token field plays no part in obtaining a new one.
   delete submitted.token;
@@ -62,7 +62,7 @@ export function startAuthorization(app: AppContext, user: UserRow, body: unknown
   const values = restoreStored(app, input.channel_id, template.id, kind, submitted);
 
   const clientId = values.client_id?.trim() ?? "";
-  if (clientId === "") throw badRequest(`授权需要自建应用的 client_id 和 client_secret，应用的回调地址填写 ${base}${CALLBACK_PATH}`);
+  if (clientId === "") throw new Invalid(`授权需要自建应用的 client_id 和 client_secret，应用的回调地址填写 ${base}${CALLBACK_PATH}`);
   let endpoints: ReturnType<typeof providerEndpoints>;
   let authUrl: URL;
   let tokenUrl: string;
@@ -71,7 +71,7 @@ export function startAuthorization(app: AppContext, user: UserRow, body: unknown
     authUrl = new URL(checkEndpointUrl(endpoints.authUrl, "auth_url"));
     tokenUrl = checkEndpointUrl(endpoints.tokenUrl, "token_url");
   } catch (err) {
-    throw badRequest((err as Error).message);
+    throw new Invalid((err as Error).message);
   }
 
   const redirectUri = `${base}${CALLBACK_PATH}`;
@@ -102,14 +102,14 @@ function restoreStored(app: AppContext, channelId: number | undefined, templateI
   let stored: Record<string, string> | undefined;
   if (channelId) {
     const row = app.channels.repo.byId(channelId);
-    if (!row) throw notFound("存储渠道不存在");
+    if (!row) throw new NotFound("存储渠道不存在");
     const secrets = app.channels.repo.secrets(row);
     stored = row.template === templateId ? secrets.inputs : row.driver === driver ? secrets.config : undefined;
   }
   try {
     return restoreSentinels(submitted, stored, (k) => isSensitiveTemplateInput(templateId, k));
   } catch (err) {
-    if (err instanceof SentinelMisuseError) throw badRequest(err.message);
+    if (err instanceof SentinelMisuseError) throw new Invalid(err.message);
     throw err;
   }
 }
@@ -117,11 +117,11 @@ function restoreStored(app: AppContext, channelId: number | undefined, templateI
 /** GET /api/admin/channel-oauth/callback: exchanges the code; answers an HTML page without the token. */
 export async function finishAuthorization(app: AppContext, user: UserRow, query: Record<string, string | undefined>): Promise<Response> {
   const state = query.state ?? "";
-  if (state === "") throw badRequest("缺少参数 state");
+  if (state === "") throw new Invalid("缺少参数 state");
   const store = flows(app);
   const flow = store.get(state, user.id);
-  if (!flow) throw badRequest("授权请求不存在或已过期，请回到管理后台重新发起授权");
-  if (flow.outcome) throw badRequest("该授权请求已经完成，请回到管理后台继续操作");
+  if (!flow) throw new Invalid("授权请求不存在或已过期，请回到管理后台重新发起授权");
+  if (flow.outcome) throw new Invalid("该授权请求已经完成，请回到管理后台继续操作");
   const fail = (error: string) => {
     store.finish(state, { error });
     app.log.warn("存储渠道 OAuth 授权失败", { provider: flow.label, err: error });
@@ -148,10 +148,10 @@ export async function finishAuthorization(app: AppContext, user: UserRow, query:
 /** GET /api/admin/channel-oauth/result: { pending } until the callback ran, then the token or error — once. */
 export function takeAuthorizationResult(app: AppContext, user: UserRow, query: Record<string, string | undefined>) {
   const state = query.state ?? "";
-  if (state === "") throw badRequest("缺少参数 state");
+  if (state === "") throw new Invalid("缺少参数 state");
   const store = flows(app);
   const flow = store.get(state, user.id);
-  if (!flow) throw notFound("授权请求不存在、已过期或结果已被取走");
+  if (!flow) throw new NotFound("授权请求不存在、已过期或结果已被取走");
   if (!flow.outcome) return { pending: true };
   store.delete(state);
   return "token" in flow.outcome ? { pending: false, token: flow.outcome.token } : { pending: false, error: flow.outcome.error };

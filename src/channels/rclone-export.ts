@@ -10,10 +10,10 @@
  * value wrapped in `"""…"""` keeps its inside exactly, and a line break can
  * never be represented — so values with one are refused (INI injection).
  */
-import type { MasterKey } from "../config/master-key.ts";
-import { cryptPasswords } from "./crypt-layer.ts";
-import type { DriverOptionSpec } from "./drivers/option-spec.ts";
-import { obscure, reveal } from "./rclone/obscure.ts";
+import type { MasterKey } from "../config/master-key";
+import { cryptPasswords } from "./crypt-layer";
+import type { DriverOptionSpec } from "./drivers/option-spec";
+import { obscure, reveal } from "./rclone/obscure";
 
 export interface ExportableChannel {
   id: number;

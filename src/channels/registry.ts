@@ -27,13 +27,13 @@ export type DriverWrapper = (row: ChannelRow, driver: Driver) => Driver;
 export class ChannelRegistry {
   readonly repo: ChannelRepo;
   private channels = new Map<number, LoadedChannel>();
-  wrap: DriverWrapper = (_row, driver) => driver;
-
   constructor(
     private readonly db: Database,
     key: MasterKey,
     private readonly log: Logger,
     private readonly metrics: Metrics,
+    /** Applied to every driver built (the crypt layer for encrypted channels). */
+    private readonly wrap: DriverWrapper = (_row, driver) => driver,
   ) {
     this.repo = new ChannelRepo(db, key);
   }

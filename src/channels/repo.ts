@@ -122,4 +122,24 @@ export class ChannelRepo {
     }
     return scrubChannelError(message, { driver: row.driver, template: row.template, ...secrets });
   }
+
+  /** Whether another channel (not `exceptId`) already has this name. */
+  nameTaken(name: string, exceptId = 0): boolean {
+    return !!this.db.query("SELECT 1 FROM channels WHERE name = ? AND id != ?").get(name, exceptId);
+  }
+
+  /** Bytes of completed replicas per live channel, for the usage gauge: from the per-channel rollup (migration 0007), a row per channel. */
+  usage(): { name: string; bytes: number }[] {
+    return this.db
+      .query<{ name: string; bytes: number }, []>(
+        `SELECT c.name, COALESCE(cu.bytes, 0) AS bytes FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id
+         WHERE c.deleting = 0`,
+      )
+      .all();
+  }
+}
+
+/** Every channel's binding starts now (after a snapshot swap); returns how many channels. */
+export function resetChannelBindingTimes(db: Database, now: string): number {
+  return db.query("UPDATE channels SET bound_at = ?").run(now).changes;
 }

@@ -4,10 +4,9 @@
  * deep-probed first, so a saved channel has proven it can write, read back and
  * delete; nothing is saved when the probe fails.
  */
+import { Conflict, Invalid, NotFound } from "../errors";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
-import { parseBody } from "../http/body";
-import { badRequest, conflict, notFound } from "../http/errors";
 import { audit, type AuditActor } from "../ops/audit";
 import { evaluateChannelAlerts } from "../ops/alerts";
 import { startBackfill } from "./backfill";
@@ -21,7 +20,7 @@ import { completeFromProvider, withToken } from "./oauth/complete";
 import { isOAuthDriver } from "./oauth/providers";
 import { renderRcloneConfig } from "./rclone-export";
 import type { ChannelRow } from "./repo";
-import { createBody, resolveSource, sameValues, testBody, updateBody, type ResolvedSource } from "./source";
+import { resolveSource, sameValues, type CreateChannelInput, type ResolvedSource, type TestChannelInput, type UpdateChannelInput } from "./source";
 import { channelDescription } from "./views";
 
 interface ProbeOptions {
@@ -72,7 +71,7 @@ async function probeForSave(source: ResolvedSource, opts: ProbeOptions): Promise
   }
   const outcome = await probeSource(source, opts);
   if (outcome.refreshedToken) source = withToken(source, outcome.refreshedToken);
-  if (outcome.failure !== null) throw badRequest(`存储渠道探测失败：${outcome.failure}`);
+  if (outcome.failure !== null) throw new Invalid(`存储渠道探测失败：${outcome.failure}`);
   return source;
 }
 
@@ -83,11 +82,11 @@ function reusesStoredToken(input: { template?: string; inputs?: Record<string, s
 }
 
 function checkAutoCreate(source: ResolvedSource, autoCreate: boolean | undefined) {
-  if (autoCreate && source.driver !== "s3") throw badRequest("只有 S3 渠道支持 auto_create_bucket");
+  if (autoCreate && source.driver !== "s3") throw new Invalid("只有 S3 渠道支持 auto_create_bucket");
 }
 
 function nameTaken(app: AppContext, name: string, exceptId = 0): boolean {
-  return !!app.db.query("SELECT 1 FROM channels WHERE name = ? AND id != ?").get(name, exceptId);
+  return app.channels.repo.nameTaken(name, exceptId);
 }
 
 const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed/.test((err as Error)?.message ?? "");
@@ -101,24 +100,24 @@ function sourceAudit(source: ResolvedSource) {
   };
 }
 
-function existing(app: AppContext, id: number | undefined): ChannelRow {
+/** The channel with this id; NotFound otherwise (also for an id that did not parse). */
+export function requireChannel(app: AppContext, id: number | undefined): ChannelRow {
   const row = id === undefined ? undefined : app.channels.repo.byId(id);
-  if (!row) throw notFound("存储渠道不存在");
+  if (!row) throw new NotFound("存储渠道不存在");
   return row;
 }
 
 export function describeChannel(app: AppContext, id: number) {
-  return channelDescription(app, existing(app, id));
+  return channelDescription(app, requireChannel(app, id));
 }
 
-export async function createChannel(app: AppContext, actor: AuditActor, body: unknown) {
-  const input = parseBody(createBody, body);
+export async function createChannel(app: AppContext, actor: AuditActor, input: CreateChannelInput) {
   const encrypted = input.encrypted ?? app.settings.get().encrypt_new_channels;
   const allowDirectLink = input.allow_direct_link ?? false;
-  if (encrypted && allowDirectLink) throw badRequest("加密渠道不能开启直链 (allow_direct_link)");
+  if (encrypted && allowDirectLink) throw new Invalid("加密渠道不能开启直链 (allow_direct_link)");
   let source = resolveSource(input);
   checkAutoCreate(source, input.auto_create_bucket);
-  if (nameTaken(app, input.name)) throw conflict("已存在同名存储渠道");
+  if (nameTaken(app, input.name)) throw new Conflict("已存在同名存储渠道");
 
   source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false });
 
@@ -135,7 +134,7 @@ export async function createChannel(app: AppContext, actor: AuditActor, body: un
       healthy: true,
     });
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict("已存在同名存储渠道");
+    if (isUniqueViolation(err)) throw new Conflict("已存在同名存储渠道");
     throw err;
   }
   app.channels.reload();
@@ -157,9 +156,8 @@ export async function createChannel(app: AppContext, actor: AuditActor, body: un
  * returned as `token` when it was newly submitted — even when the probe then
  * failed — and written straight back to the channel when it was the stored one.
  */
-export async function testChannel(app: AppContext, body: unknown): Promise<{ ok: boolean; error?: string; token?: string }> {
-  const input = parseBody(testBody, body);
-  const row = input.channel_id ? existing(app, input.channel_id) : undefined;
+export async function testChannel(app: AppContext, input: TestChannelInput): Promise<{ ok: boolean; error?: string; token?: string }> {
+  const row = input.channel_id ? requireChannel(app, input.channel_id) : undefined;
   const source = resolveSource(input, row && { row, secrets: app.channels.repo.secrets(row) });
   checkAutoCreate(source, input.auto_create_bucket);
   const encrypted = row ? !!row.encrypted : (input.encrypted ?? app.settings.get().encrypt_new_channels);
@@ -181,14 +179,12 @@ export async function testChannel(app: AppContext, body: unknown): Promise<{ ok:
   return result;
 }
 
-/** PUT: full replacement; a changed config is deep-probed before it is saved. */
-export async function updateChannel(app: AppContext, actor: AuditActor, id: number | undefined, body: unknown) {
-  const row = existing(app, id);
-  const input = parseBody(updateBody, body);
-  if (row.deleting) throw conflict("存储渠道正在删除，不能修改");
-  if (input.encrypted !== undefined && input.encrypted !== !!row.encrypted) throw conflict("渠道的加密设置在创建后不能修改");
-  if (input.allow_direct_link && row.encrypted) throw badRequest("加密渠道不能开启直链 (allow_direct_link)");
-  if (nameTaken(app, input.name, row.id)) throw conflict("已存在同名存储渠道");
+/** PUT: full replacement of an existing channel (see requireChannel); a changed config is deep-probed before it is saved. */
+export async function updateChannel(app: AppContext, actor: AuditActor, row: ChannelRow, input: UpdateChannelInput) {
+  if (row.deleting) throw new Conflict("存储渠道正在删除，不能修改");
+  if (input.encrypted !== undefined && input.encrypted !== !!row.encrypted) throw new Conflict("渠道的加密设置在创建后不能修改");
+  if (input.allow_direct_link && row.encrypted) throw new Invalid("加密渠道不能开启直链 (allow_direct_link)");
+  if (nameTaken(app, input.name, row.id)) throw new Conflict("已存在同名存储渠道");
 
   const stored = app.channels.repo.secrets(row);
   let source = resolveSource(input, { row, secrets: stored });
@@ -216,7 +212,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, id: numb
       if (configChanged) app.channels.repo.recordProbe(row.id, null);
     })();
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict("已存在同名存储渠道");
+    if (isUniqueViolation(err)) throw new Conflict("已存在同名存储渠道");
     throw err;
   }
   app.channels.reload();
@@ -233,7 +229,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, id: numb
 
 /** POST .../check: deep probe now (a failed load is retried first); on success failed replicas are retried. */
 export async function checkChannel(app: AppContext, id: number | undefined) {
-  const row = existing(app, id);
+  const row = requireChannel(app, id);
   if (!app.channels.get(row.id)) app.channels.reload();
   const wasHealthy = app.channels.get(row.id)?.healthy ?? false;
   const after = await app.channels.probe(row.id, true);
@@ -248,7 +244,7 @@ export async function checkChannel(app: AppContext, id: number | undefined) {
 
 /** The rclone config file of one channel (credentials in clear, passwords obscured as rclone stores them). */
 export function exportChannel(app: AppContext, actor: AuditActor, id: number | undefined): { fileName: string; text: string } {
-  const row = existing(app, id);
+  const row = requireChannel(app, id);
   const config = app.channels.repo.secrets(row).config;
   let text: string;
   try {
@@ -257,7 +253,7 @@ export function exportChannel(app: AppContext, actor: AuditActor, id: number | u
     text = renderRcloneConfig(row, config, driverOptionSpecs(row.driver), app.key);
   } catch (err) {
     // The renderer's messages name keys, never values.
-    throw badRequest((err as Error).message);
+    throw new Invalid((err as Error).message);
   }
   audit(app.db, actor, "channel.export", row.id, { name: row.name });
   return { fileName: `kura-${row.id}.conf`, text };

@@ -3,8 +3,8 @@
  * body: template mode (`template` + `inputs`) or custom mode (`driver` +
  * `config`), with sentinels restored from the stored channel (spec 4.7).
  */
+import { Invalid } from "../errors";
 import { z } from "zod";
-import { badRequest } from "../http/errors";
 import { knownDriver } from "./factory";
 import { isSensitiveConfigKey, isSensitiveTemplateInput, restoreSentinels, SentinelMisuseError } from "./masking";
 import type { ChannelRow, ChannelSecrets } from "./repo";
@@ -55,6 +55,10 @@ export const updateBody = z.strictObject({
   encrypted: z.boolean().optional(),
 });
 
+export type CreateChannelInput = z.infer<typeof createBody>;
+export type TestChannelInput = z.infer<typeof testBody>;
+export type UpdateChannelInput = z.infer<typeof updateBody>;
+
 export type SourceInput = { template?: string; inputs?: Record<string, string>; driver?: string; config?: Record<string, string> };
 
 export interface ResolvedSource {
@@ -81,27 +85,27 @@ export function resolveSource(body: SourceInput, stored?: { row: ChannelRow; sec
     checkConfig(source.config);
     return source;
   } catch (err) {
-    if (err instanceof SentinelMisuseError || err instanceof TemplateInputError) throw badRequest(err.message);
+    if (err instanceof SentinelMisuseError || err instanceof TemplateInputError) throw new Invalid(err.message);
     throw err;
   }
 }
 
 function fromTemplate(body: SourceInput, id: string, stored?: { row: ChannelRow; secrets: ChannelSecrets }): ResolvedSource {
   const template = findTemplate(id);
-  if (!template) throw badRequest(`未知的渠道模板: ${id}`);
-  if (body.config !== undefined) throw badRequest("模板模式下不能提交 config，请使用 inputs");
-  if (body.driver !== undefined && body.driver !== template.driver) throw badRequest("driver 与模板不符");
+  if (!template) throw new Invalid(`未知的渠道模板: ${id}`);
+  if (body.config !== undefined) throw new Invalid("模板模式下不能提交 config，请使用 inputs");
+  if (body.driver !== undefined && body.driver !== template.driver) throw new Invalid("driver 与模板不符");
   const previous = stored && stored.row.template === template.id ? stored.secrets.inputs : undefined;
   const inputs = restoreSentinels(body.inputs ?? {}, previous, (k) => isSensitiveTemplateInput(template.id, k));
   return { template: template.id, driver: template.driver, config: buildTemplateConfig(template, inputs), inputs };
 }
 
 function fromCustom(body: SourceInput, stored?: { row: ChannelRow; secrets: ChannelSecrets }): ResolvedSource {
-  if (body.inputs !== undefined) throw badRequest("自定义模式下不能提交 inputs，请使用 driver 和 config");
-  if (!body.driver) throw badRequest("自定义模式需要 driver");
-  if (body.config === undefined) throw badRequest("自定义模式需要 config");
+  if (body.inputs !== undefined) throw new Invalid("自定义模式下不能提交 inputs，请使用 driver 和 config");
+  if (!body.driver) throw new Invalid("自定义模式需要 driver");
+  if (body.config === undefined) throw new Invalid("自定义模式需要 config");
   const driver = body.driver;
-  if (!knownDriver(driver)) throw badRequest(`不支持的存储驱动: ${driver}`);
+  if (!knownDriver(driver)) throw new Invalid(`不支持的存储驱动: ${driver}`);
   const previous = stored && stored.row.driver === driver ? stored.secrets.config : undefined;
   const config = restoreSentinels(body.config, previous, (k) => isSensitiveConfigKey(driver, k));
   return { template: "", driver, config };
@@ -109,8 +113,8 @@ function fromCustom(body: SourceInput, stored?: { row: ChannelRow; secrets: Chan
 
 function checkConfig(config: Record<string, string>) {
   for (const [key, value] of Object.entries(config)) {
-    if (!CONFIG_KEY.test(key)) throw badRequest(`配置项名称无效: ${key.slice(0, 64)}`);
-    if (value.includes("\0") || (!MULTILINE_KEYS.has(key) && /[\r\n]/.test(value))) throw badRequest(`配置项 ${key} 的值不能包含换行或控制字符`);
+    if (!CONFIG_KEY.test(key)) throw new Invalid(`配置项名称无效: ${key.slice(0, 64)}`);
+    if (value.includes("\0") || (!MULTILINE_KEYS.has(key) && /[\r\n]/.test(value))) throw new Invalid(`配置项 ${key} 的值不能包含换行或控制字符`);
   }
   const base = config.public_base_url;
   if (base) {
@@ -121,7 +125,7 @@ function checkConfig(config: Record<string, string>) {
       url = undefined;
     }
     if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password) {
-      throw badRequest("public_base_url 必须是 http 或 https 地址");
+      throw new Invalid("public_base_url 必须是 http 或 https 地址");
     }
   }
 }

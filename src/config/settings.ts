@@ -1,3 +1,4 @@
+import { readSettingRows, writeSettingRows } from "./repo";
 import type { Database } from "bun:sqlite";
 import { EventEmitter } from "node:events";
 import type { MasterKey } from "./master-key";
@@ -45,10 +46,10 @@ export class SettingsStore {
       (k) => JSON.stringify(values[k]) !== JSON.stringify(this.current[k]),
     );
     if (changed.length === 0) return [];
-    const upsert = this.db.query("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-    this.db.transaction(() => {
-      for (const k of changed) upsert.run(k, this.encode(k, values[k]));
-    })();
+    writeSettingRows(
+      this.db,
+      changed.map((k) => [k, this.encode(k, values[k])]),
+    );
     this.current = { ...this.current, ...values };
     this.events.emit("change", changed, this.current);
     return changed;
@@ -61,7 +62,7 @@ export class SettingsStore {
 
   private load(): Settings {
     const settings: Settings = structuredClone(DEFAULT_SETTINGS);
-    const rows = this.db.query<{ key: string; value: string }, []>("SELECT key, value FROM settings").all();
+    const rows = readSettingRows(this.db);
     for (const row of rows) {
       if (!(row.key in DEFAULT_SETTINGS)) continue;
       const key = row.key as SettingKey;

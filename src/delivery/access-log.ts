@@ -1,6 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { sqlTime } from "../db/time";
-import { COLD_MARK } from "../images/cleanup-reason";
+import { applyAccessCounts } from "../images/repos/access";
 
 /**
  * Public access counts are buffered in memory and written in one transaction every
@@ -32,17 +31,6 @@ export class AccessBuffer {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    const renew = this.renewOnAccess();
-    // An access clears a cold mark only; a superseded image stays on the cleanup list.
-    const update = this.db.query(
-      `UPDATE images SET access_count = access_count + ?1, last_public_access_at = ?2,
-         pending_cleanup = CASE WHEN ${COLD_MARK} THEN 0 ELSE pending_cleanup END,
-         expire_at = CASE WHEN ?3 AND ttl_seconds IS NOT NULL AND expire_at IS NOT NULL AND expire_at > ?2
-                          THEN strftime('%Y-%m-%d %H:%M:%S', ?2, '+' || ttl_seconds || ' seconds') ELSE expire_at END
-       WHERE id = ?4`,
-    );
-    this.db.transaction(() => {
-      for (const [id, { count, last }] of batch) update.run(count, sqlTime(last), renew ? 1 : 0, id);
-    })();
+    applyAccessCounts(this.db, batch, this.renewOnAccess());
   }
 }

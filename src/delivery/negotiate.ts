@@ -1,6 +1,6 @@
 // Chooses what `/i/{id}` answers with: the stored original, or a variant (resized and/or
 // converted), and whether the answer depends on `Accept` (spec 4.5 rule 1).
-import type { DeliveryParams } from "./params.ts";
+import type { DeliveryParams } from "./params";
 
 export type DeliveryFormat = "webp" | "jpeg" | "png" | "avif" | "gif";
 

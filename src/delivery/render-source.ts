@@ -6,8 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { AppContext } from "../context";
-import { openBlob, readCandidates } from "../images/read";
+import { openBlob, readCandidates, type BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
 
 /** Above this size a fetched original goes to a temp file instead of a Buffer. */
@@ -22,7 +21,7 @@ export interface RenderSource {
 
 const nothing = async () => {};
 
-export async function openRenderSource(app: AppContext, blob: Pick<BlobRow, "id" | "storage_key">, spillDir: string): Promise<RenderSource> {
+export async function openRenderSource(app: BlobReadDeps, blob: Pick<BlobRow, "id" | "storage_key">, spillDir: string): Promise<RenderSource> {
   const best = readCandidates(app, blob.id)[0];
   const path = best?.healthy ? localFileOf(best.driver, blob.storage_key) : null;
   if (path) return { input: path, release: nothing };

@@ -2,7 +2,7 @@
 // encoded bytes out; caching, single-flight and worker limits live elsewhere.
 import sharp, { type Sharp } from "sharp";
 import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
-import type { DeliveryFormat } from "./negotiate.ts";
+import type { DeliveryFormat } from "./negotiate";
 
 export class ProcessingTimeoutError extends Error {
   constructor(readonly timeoutMs: number) {

@@ -1,6 +1,7 @@
-import type { AppContext } from "../context";
-import { sqlTime } from "../db/time";
+import type { SettingsStore } from "../config/settings";
+import type { BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
+import type { Metrics } from "../ops/metrics";
 import { HotBytes } from "./hot-bytes";
 import { SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
@@ -27,6 +28,13 @@ export const HOT_ITEM_MAX = 2 * 1024 * 1024;
  * otherwise one generation per (blob, width, format) however many requests wait for it,
  * at most `process_workers` encodes at once, each bounded by `process_timeout_ms`.
  */
+/** What the variant service needs: blob reads for originals (and the variants table via images), settings, its cache dir, metrics. */
+export interface VariantDeps extends BlobReadDeps {
+  settings: SettingsStore;
+  paths: { tmp: string; variants: string };
+  metrics: Metrics;
+}
+
 export class VariantService {
   readonly cache: VariantCache;
   /** Hot originals and variants in memory, shared with the original-serving path. */
@@ -34,7 +42,7 @@ export class VariantService {
   private readonly limiter: WorkLimiter;
   private readonly flights = new SingleFlight<string, VariantBytes>();
 
-  constructor(private readonly app: AppContext) {
+  constructor(private readonly app: VariantDeps) {
     const s = app.settings.get();
     // No onEvict hook: the `variants` rows record every URL ever generated for a blob (what a
     // CDN may still cache for a year), not what the local LRU holds, so evictions leave them.
@@ -102,11 +110,7 @@ export class VariantService {
       throw err;
     }
     const path = await this.cache.put(key, bytes);
-    // Recorded so a CDN purge can name every generated URL of the image; the row outlives the
-    // cached file and goes only with the blob (ON DELETE CASCADE).
-    this.app.db
-      .query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)")
-      .run(blob.id, width, format, bytes.length, sqlTime());
+    this.app.images.recordVariant(blob.id, width, format, bytes.length);
     const body = this.hot.set(key, bytes);
     return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes: body, size: bytes.length };
   }

@@ -2,7 +2,9 @@ import { Elysia } from "elysia";
 import type { Server } from "bun";
 import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
-import { ApiError, jsonError } from "./errors";
+import { assertAdminRoutesGuarded } from "./access";
+import { DomainError } from "../errors";
+import { ApiError, httpErrorOf, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { diskFullError, isDiskFull } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
@@ -36,6 +38,8 @@ const UNMETERED = new Set(["/healthz", "/metrics"]);
 export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, any, any, any>[] = []) {
   let router = new Elysia()
     .onError(({ code, error, request }) => {
+      // A handler's own error first: its status wins over Elysia's classification.
+      if (error instanceof ApiError || error instanceof DomainError) return errorAnswer(app, request, error);
       if (code === "PARSE") return jsonError(400, "请求体不是有效的 JSON");
       if (code === "NOT_FOUND") return jsonError(404, "接口不存在");
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
@@ -60,12 +64,17 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(backupRoutes(app))
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);
+  assertAdminRoutesGuarded(router.routes);
   return router;
 }
 
 /** A handler's error as the client sees it: its own status, 503 for a full disk, else a logged 500. */
 function errorAnswer(app: AppContext, request: Request, error: unknown): Response {
   if (error instanceof ApiError) return jsonError(error.status, error.message, error.headers);
+  if (error instanceof DomainError) {
+    const e = httpErrorOf(error);
+    return jsonError(e.status, e.message, e.headers);
+  }
   if (isDiskFull(error)) return diskFullAnswer(app, request, error);
   app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
   return jsonError(500, "服务器内部错误");

@@ -1,3 +1,5 @@
+import { Conflict, DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable, type InvalidProblem } from "../errors";
+
 /** An error with an HTTP status and a Chinese message that is safe to show to users. */
 export class ApiError extends Error {
   constructor(
@@ -31,4 +33,35 @@ export function describeZodIssue(issue: { path: PropertyKey[]; code: string; key
   if (!field) return "请求体必须是 JSON 对象";
   if (issue.code === "invalid_type") return `字段 ${field} 缺失或类型错误`;
   return `字段 ${field} 的值无效`;
+}
+
+const INVALID_STATUS: Record<InvalidProblem, number> = { malformed: 400, too_large: 413, unsupported_type: 415, unprocessable: 422 };
+
+/**
+ * The one place where domain errors become HTTP answers for the JSON surface:
+ * status, the Chinese message unchanged, and the headers each kind promises.
+ */
+export function httpErrorOf(err: DomainError): ApiError {
+  if (err instanceof Invalid) return new ApiError(INVALID_STATUS[err.problem], err.message);
+  if (err instanceof Unauthenticated) return new ApiError(401, err.message, challengeHeader(err.challenge));
+  if (err instanceof Forbidden) return new ApiError(403, err.message, challengeHeader(err.challenge));
+  if (err instanceof QuotaExceeded) return new ApiError(403, err.message);
+  if (err instanceof NotFound) return new ApiError(404, err.message);
+  if (err instanceof Conflict) return new ApiError(409, err.message);
+  if (err instanceof TooMany) return new ApiError(429, err.message, { "retry-after": String(err.retryAfterSeconds) });
+  if (err instanceof Unavailable) {
+    return new ApiError(503, err.message, err.retryAfterSeconds === undefined ? {} : { "retry-after": String(err.retryAfterSeconds) });
+  }
+  return new ApiError(500, "服务器内部错误");
+}
+
+function challengeHeader(challenge: string | undefined): Record<string, string> {
+  return challenge ? { "www-authenticate": challenge } : {};
+}
+
+/** An error the JSON-speaking surfaces can answer as is (ApiError, or a domain error mapped above); undefined for a crash. */
+export function asApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return httpErrorOf(err);
+  return undefined;
 }

@@ -1,3 +1,4 @@
+import { Elysia } from "elysia";
 import type { AppContext } from "../context";
 import { SESSION_COOKIE } from "../auth/sessions";
 import type { UserRow } from "../users/repo";
@@ -58,4 +59,36 @@ export function authenticate(app: AppContext, request: Request, opts: GuardOptio
   }
   if (opts.admin && user.role !== "admin") throw forbidden("需要管理员权限");
   return { user, sessionToken: token };
+}
+
+/**
+ * Who may use a route group: any signed-in user, administrators only, or "self" —
+ * a signed-in user even while still on the factory default password (me, own password).
+ */
+export type Access = "user" | "admin" | "self";
+
+const GUARD_OPTIONS: Record<Access, GuardOptions> = { user: {}, admin: { admin: true }, self: { allowDefaultPassword: true } };
+
+/** The resolver of each session route group, so the router can tell guarded routes apart. */
+const resolverAccess = new WeakMap<Function, Access>();
+
+/**
+ * A route group whose every handler receives `principal`: the session is checked
+ * before the handler runs (401, then CSRF / default password / admin 403), so a
+ * route added to the group cannot forget it.
+ */
+export function sessionRoutes(app: AppContext, access: Access) {
+  const resolvePrincipal = ({ request }: { request: Request }) => ({ principal: authenticate(app, request, GUARD_OPTIONS[access]) });
+  resolverAccess.set(resolvePrincipal, access);
+  return new Elysia().resolve(resolvePrincipal);
+}
+
+/** The access level a registered route was declared with, from the router's own route table. */
+export function routeAccess(route: { hooks?: unknown }): Access | undefined {
+  const hooks = route.hooks as { beforeHandle?: { fn?: unknown }[] } | undefined;
+  for (const hook of hooks?.beforeHandle ?? []) {
+    const access = typeof hook.fn === "function" ? resolverAccess.get(hook.fn) : undefined;
+    if (access) return access;
+  }
+  return undefined;
 }

@@ -1,6 +1,7 @@
 // Similar-image review (spec 3.5, 4.9): a periodic scan pairs blobs whose perceptual hashes
 // are close, and an admin either merges a pair (every reference moves to the kept blob) or
 // dismisses it. Identical bytes never get here: they already share one blob by sha256.
+import { Conflict, Invalid, NotFound } from "../errors";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { audit, type AuditActor } from "../ops/audit";
@@ -105,16 +106,6 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   return { compared, found };
 }
 
-/**
- * FROM/WHERE of the pairs that can still be merged: both blobs live and referenced. A pair
- * whose blob lost its last reference stays pending but would have no image to show. The
- * review list and the dashboard's `pending_dedup` both count from it, so they agree.
- */
-export const LISTABLE_DEDUP = `
-  FROM dedup_candidates c JOIN blobs a ON a.id = c.blob_a JOIN blobs b ON b.id = c.blob_b
-  WHERE c.state = 'pending' AND a.pending_delete = 0 AND b.pending_delete = 0
-    AND EXISTS (SELECT 1 FROM images WHERE blob_id = c.blob_a) AND EXISTS (SELECT 1 FROM images WHERE blob_id = c.blob_b)`;
-
 interface CandidateRow {
   id: number;
   blob_a: number;
@@ -123,10 +114,12 @@ interface CandidateRow {
   state: string;
 }
 
-export type ReviewOutcome = "ok" | "not_found" | "not_pending" | "not_in_pair" | "blob_gone";
-
-function candidate(app: AppContext, id: number): CandidateRow | undefined {
-  return app.db.query<CandidateRow, [number]>("SELECT id, blob_a, blob_b, distance, state FROM dedup_candidates WHERE id = ?").get(id) ?? undefined;
+/** The pair awaiting review: NotFound for an unknown id, Conflict once it was decided. */
+function pendingCandidate(app: AppContext, id: number): CandidateRow {
+  const c = app.db.query<CandidateRow, [number]>("SELECT id, blob_a, blob_b, distance, state FROM dedup_candidates WHERE id = ?").get(id);
+  if (!c) throw new NotFound("相似候选不存在");
+  if (c.state !== "pending") throw new Conflict("该相似候选已处理");
+  return c;
 }
 
 /**
@@ -136,16 +129,14 @@ function candidate(app: AppContext, id: number): CandidateRow | undefined {
  * of the removed blob are dismissed since it no longer has references. Re-pointed images
  * keep their URLs and are deliberately not CDN-purged (spec 6): they still resolve.
  */
-export function merge(app: AppContext, candidateId: number, keepBlobId: number, actor: AuditActor): ReviewOutcome {
-  const outcome = app.db.transaction((): { result: ReviewOutcome; moved: string[] } => {
-    const c = candidate(app, candidateId);
-    if (!c) return { result: "not_found", moved: [] };
-    if (c.state !== "pending") return { result: "not_pending", moved: [] };
-    if (keepBlobId !== c.blob_a && keepBlobId !== c.blob_b) return { result: "not_in_pair", moved: [] };
+export function merge(app: AppContext, candidateId: number, keepBlobId: number, actor: AuditActor): void {
+  const moved = app.db.transaction((): string[] => {
+    const c = pendingCandidate(app, candidateId);
+    if (keepBlobId !== c.blob_a && keepBlobId !== c.blob_b) throw new Invalid("keep_blob_id 必须是该候选中的一方");
     const removedBlobId = keepBlobId === c.blob_a ? c.blob_b : c.blob_a;
     const keep = app.images.blob(keepBlobId);
     const removed = app.images.blob(removedBlobId);
-    if (!keep || !removed || keep.pending_delete || removed.pending_delete) return { result: "blob_gone", moved: [] };
+    if (!keep || !removed || keep.pending_delete || removed.pending_delete) throw new Conflict("候选中的图片已被删除，无法合并");
 
     const moved = app.db
       .query<{ id: string }, [number]>("SELECT id FROM images WHERE blob_id = ?")
@@ -159,22 +150,18 @@ export function merge(app: AppContext, candidateId: number, keepBlobId: number, 
       .query("UPDATE dedup_candidates SET state = 'dismissed' WHERE state = 'pending' AND id != ?1 AND (blob_a = ?2 OR blob_b = ?2)")
       .run(candidateId, removedBlobId);
     audit(app.db, actor, "dedup.merge", candidateId, { keep_blob_id: keepBlobId, removed_blob_id: removedBlobId, images: moved.length });
-    return { result: "ok", moved };
+    return moved;
   })();
   // Delivery caches image rows by id: the re-pointed ones must be read again.
-  for (const id of outcome.moved) app.lookups.forget(id);
-  return outcome.result;
+  for (const id of moved) app.lookups.forget(id);
 }
 
 /** The pair is no longer suggested; a later scan never re-adds it (the pair stays stored). */
-export function dismiss(app: AppContext, candidateId: number, actor: AuditActor): ReviewOutcome {
-  return app.db.transaction((): ReviewOutcome => {
-    const c = candidate(app, candidateId);
-    if (!c) return "not_found";
-    if (c.state !== "pending") return "not_pending";
+export function dismiss(app: AppContext, candidateId: number, actor: AuditActor): void {
+  app.db.transaction(() => {
+    const c = pendingCandidate(app, candidateId);
     app.db.query("UPDATE dedup_candidates SET state = 'dismissed' WHERE id = ?").run(candidateId);
     audit(app.db, actor, "dedup.dismiss", candidateId, { blob_a: c.blob_a, blob_b: c.blob_b });
-    return "ok";
   })();
 }
 

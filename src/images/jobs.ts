@@ -1,16 +1,16 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
+import type { JobKinds } from "../jobs/kinds";
 import { PermanentJobError } from "../jobs/queue";
 import { openBlob } from "./read";
 import { perceptualHash, phashToHex } from "./phash";
 import { PHASH_JOB, REPLICATE_JOB } from "./store";
+import { holdAt } from "../testing/hold-points";
 
-export const BLOB_DELETE_JOB = "blob.delete";
+export { BLOB_DELETE_JOB } from "./job-names";
+import { BLOB_DELETE_JOB } from "./job-names";
 
-interface ReplicatePayload {
-  blob_id: number;
-  channel_id: number;
-}
+type ReplicatePayload = JobKinds["blob.replicate"];
 
 /** Copies a blob to one more channel; failures are recorded on the replica and retried with backoff. */
 async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayload) {
@@ -26,6 +26,7 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
   try {
     const source = await openBlob(app, blob);
     if (source.channelId === channel_id) return;
+    await holdAt("replicate.before-put", `key=${blob.storage_key} channel=${channel_id}`);
     await app.channels.put({ ...target, driver: target.driver }, blob.storage_key, source.stream, blob.size);
     app.images.setReplica(blob_id, channel_id, "done", "", true);
   } catch (err) {
@@ -45,7 +46,7 @@ async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
     if (!blob || blob.ref_count > 0 || !blob.pending_delete) return undefined;
     if (blob.delete_after && blob.delete_after > sqlTime()) throw new Error("宽限期未到");
     const replicas = app.images.replicas(blob_id);
-    app.db.query("DELETE FROM blobs WHERE id = ?").run(blob_id);
+    app.images.deleteBlobRow(blob_id);
     return { blob, channels: replicas.map((r) => r.channel_id) };
   })();
   if (!claimed) return;
@@ -76,12 +77,12 @@ export async function computePhash(app: AppContext, { blob_id }: { blob_id: numb
     // Undecodable pixels (e.g. a truncated file) can never be hashed: do not retry.
     throw new PermanentJobError(`无法计算感知哈希: ${(err as Error).message}`);
   }
-  app.db.query("UPDATE blobs SET phash = ? WHERE id = ?").run(hash, blob_id);
+  app.images.setPhash(blob_id, hash);
 }
 
 export function registerImageJobs(app: AppContext) {
-  app.jobs.register(PHASH_JOB, (payload) => computePhash(app, payload as { blob_id: number }), { concurrency: 1 });
-  app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload as ReplicatePayload), { concurrency: 4 });
-  app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload as { blob_id: number }), { concurrency: 2 });
+  app.jobs.register(PHASH_JOB, (payload) => computePhash(app, payload), { concurrency: 1 });
+  app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload), { concurrency: 4 });
+  app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload), { concurrency: 2 });
 }
 

@@ -1,7 +1,18 @@
-import type { AppContext } from "../context";
 import { ObjectNotFoundError, type ByteRange, type GetResult } from "../channels/driver";
-import type { BlobRow } from "./repo";
-import { REPLICATE_JOB } from "./store";
+import type { ChannelRegistry } from "../channels/registry";
+import type { JobKinds } from "../jobs/kinds";
+import type { JobQueue } from "../jobs/queue";
+import type { Logger } from "../ops/log";
+import { REPLICATE_JOB } from "./job-names";
+import type { BlobRow, ImageRepo } from "./repo";
+
+/** What reading a blob needs: replica records, the live channels, the queue for read repair, a log. */
+export interface BlobReadDeps {
+  images: ImageRepo;
+  channels: ChannelRegistry;
+  jobs: JobQueue<JobKinds>;
+  log: Logger;
+}
 
 export class NoReadableChannelError extends Error {
   constructor() {
@@ -10,14 +21,14 @@ export class NoReadableChannelError extends Error {
 }
 
 /** Channels holding a completed replica: healthy ones first, each group by priority. */
-export function readCandidates(app: AppContext, blobId: number) {
+export function readCandidates(app: BlobReadDeps, blobId: number) {
   const done = new Set(app.images.doneChannelIds(blobId));
   const holders = app.channels.list().filter((c) => c.driver && done.has(c.row.id));
   return [...holders.filter((c) => c.healthy), ...holders.filter((c) => !c.healthy)];
 }
 
 /** Opens the blob's bytes from the best channel, failing over to the next on any error. */
-export async function openBlob(app: AppContext, blob: Pick<BlobRow, "id" | "storage_key">, range?: ByteRange): Promise<GetResult & { channelId: number }> {
+export async function openBlob(app: BlobReadDeps, blob: Pick<BlobRow, "id" | "storage_key">, range?: ByteRange): Promise<GetResult & { channelId: number }> {
   for (const channel of readCandidates(app, blob.id)) {
     try {
       const result = await channel.driver!.get(blob.storage_key, range);
@@ -36,7 +47,7 @@ export async function openBlob(app: AppContext, blob: Pick<BlobRow, "id" | "stor
  * marked failed (the image detail and the channel's replica counts show it at once, and
  * reads stop trying it) and re-replicated now, instead of at the next daily reconciliation.
  */
-function repairMissingReplica(app: AppContext, blobId: number, channelId: number) {
+function repairMissingReplica(app: BlobReadDeps, blobId: number, channelId: number) {
   app.images.setReplica(blobId, channelId, "failed", "读取时发现对象缺失，正在重新复制");
   app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
   app.log.warn("副本对象缺失，已标记失败并重新复制", { channel_id: channelId, blob: blobId });

@@ -34,10 +34,13 @@ export interface ImageRow {
   created_at: string;
 }
 
+/** Where one blob stands on one channel: being copied, copied, given up for now, being removed. */
+export type ReplicaState = "pending" | "done" | "failed" | "deleting";
+
 export interface ReplicaRow {
   blob_id: number;
   channel_id: number;
-  state: string;
+  state: ReplicaState;
   attempts: number;
   last_error: string;
   updated_at: string;
@@ -70,6 +73,47 @@ export function storageKeyFor(sha256: string, ext: string): string {
 
 export const STORAGE_KEY_PATTERN = /^img\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}-[0-9a-f]{8}\.[a-z0-9]+$/;
 
+/** A filter over image references, as the admin list offers it; every field narrows the list. */
+export interface ImageQuery {
+  userId?: string;
+  /** Substring of the file name (matched literally: % and _ are not wildcards). */
+  search?: string;
+  tokenId?: number;
+  /** SQL timestamps: created at or after `since`, strictly before `until`. */
+  since?: string;
+  until?: string;
+  /** Only images exempt from cleanup. */
+  exempt?: boolean;
+}
+
+/** List orders: by upload time or by size, each with a stable tie-break. */
+export type ImageOrder = "newest" | "earliest" | "largest" | "smallest";
+
+const ORDER_SQL: Record<ImageOrder, string> = {
+  newest: "i.created_at DESC, i.rowid DESC",
+  earliest: "i.created_at ASC, i.rowid ASC",
+  largest: "b.size DESC, i.rowid DESC",
+  smallest: "b.size ASC, i.rowid ASC",
+};
+
+export interface Page {
+  limit: number;
+  offset: number;
+  order?: ImageOrder;
+}
+
+function imageWhere(q: ImageQuery): { clause: string; args: (string | number)[] } {
+  const where: string[] = [];
+  const args: (string | number)[] = [];
+  if (q.userId !== undefined) where.push("i.user_id = ?"), args.push(q.userId);
+  if (q.search) where.push("i.file_name LIKE ? ESCAPE '\\'"), args.push(`%${q.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
+  if (q.tokenId !== undefined) where.push("i.token_id = ?"), args.push(q.tokenId);
+  if (q.since) where.push("i.created_at >= ?"), args.push(q.since);
+  if (q.until) where.push("i.created_at < ?"), args.push(q.until);
+  if (q.exempt) where.push("i.cleanup_exempt = 1");
+  return { clause: where.length ? `WHERE ${where.join(" AND ")}` : "", args };
+}
+
 /** How long the set of channels holding a blob may be reused on the read path. */
 const DONE_CHANNELS_TTL_MS = 2_000;
 
@@ -77,6 +121,26 @@ export class ImageRepo {
   private readonly doneCache = new Map<number, { ids: number[]; at: number }>();
 
   constructor(private readonly db: Database) {}
+
+  /** One page of references matching the query (newest first unless told), and how many match in all. */
+  list(q: ImageQuery, page: Page): { rows: ImageView[]; total: number } {
+    const { clause, args } = imageWhere(q);
+    const total = this.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${clause}`).get(...args)!.n;
+    const rows = this.db
+      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${clause} ORDER BY ${ORDER_SQL[page.order ?? "newest"]} LIMIT ? OFFSET ?`)
+      .all(...args, page.limit, page.offset);
+    return { rows, total };
+  }
+
+  /** A new lifetime counted from now (0 seconds = permanent). */
+  setTtl(id: string, seconds: number, now = Date.now()): void {
+    this.db.query("UPDATE images SET expire_at = ?, ttl_seconds = ? WHERE id = ?").run(seconds ? sqlTime(now + seconds * 1000) : null, seconds || null, id);
+  }
+
+  /** Exempting takes the image off the cleanup list; un-exempting lets the next scan judge it again. */
+  setCleanupExempt(id: string, exempt: boolean): void {
+    this.db.query("UPDATE images SET cleanup_exempt = ?, pending_cleanup = 0 WHERE id = ?").run(exempt ? 1 : 0, id);
+  }
 
   /**
    * Channels holding a completed replica of a blob, memoized briefly for the delivery
@@ -119,7 +183,7 @@ export class ImageRepo {
     return this.db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM blob_channels WHERE blob_id = ? AND state = 'done'").get(blobId)!.n;
   }
 
-  setReplica(blobId: number, channelId: number, state: string, error = "", countAttempt = false) {
+  setReplica(blobId: number, channelId: number, state: ReplicaState, error = "", countAttempt = false) {
     this.doneCache.delete(blobId);
     this.db
       .query(
@@ -132,5 +196,61 @@ export class ImageRepo {
   /** Bytes a user's references count for (in full per reference), from the usage rollup. */
   usedBytes(userId: string): number {
     return userUsage(this.db, userId).bytes;
+  }
+
+  /** How many references to the blob this user holds (a non-admin sees only their own count). */
+  ownReferences(blobId: number, userId: string): number {
+    return this.db.query<{ n: number }, [number, string]>("SELECT COUNT(*) AS n FROM images WHERE blob_id = ? AND user_id = ?").get(blobId, userId)!.n;
+  }
+
+  /** Blobs whose replica on this channel is failed or still pending. */
+  unfinishedReplicaBlobIds(channelId: number): number[] {
+    return this.db
+      .query<{ blob_id: number }, [number]>("SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('failed', 'pending')")
+      .all(channelId)
+      .map((r) => r.blob_id);
+  }
+
+  /**
+   * Records a generated variant so a CDN purge can name every generated URL of the image; the
+   * row outlives the cached file and goes only with the blob (ON DELETE CASCADE).
+   */
+  recordVariant(blobId: number, width: number, format: string, size: number): void {
+    this.db.query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)").run(blobId, width, format, size, sqlTime());
+  }
+
+  /** Generated variants of a blob, the URLs a CDN may hold. */
+  variantsOf(blobId: number): { width: number; format: string }[] {
+    return this.db.query<{ width: number; format: string }, [number]>("SELECT width, format FROM variants WHERE blob_id = ? ORDER BY width, format").all(blobId);
+  }
+
+  setPhash(blobId: number, hash: string): void {
+    this.db.query("UPDATE blobs SET phash = ? WHERE id = ?").run(hash, blobId);
+  }
+
+  /** Removes the blob row (its replica and variant rows go with it, ON DELETE CASCADE). */
+  deleteBlobRow(blobId: number): void {
+    this.db.query("DELETE FROM blobs WHERE id = ?").run(blobId);
+  }
+
+  /** A pending replica on the channel for every live blob that has none there yet (a new channel's backfill). */
+  addPendingReplicasForAll(channelId: number): void {
+    this.db
+      .query(
+        `INSERT INTO blob_channels (blob_id, channel_id, state, attempts, last_error, updated_at)
+         SELECT id, ?1, 'pending', 0, '', ?2 FROM blobs WHERE pending_delete = 0
+         ON CONFLICT (blob_id, channel_id) DO NOTHING`,
+      )
+      .run(channelId, sqlTime());
+  }
+
+  /** The next batch of blobs, after `afterBlobId` in id order, whose replica on the channel is pending or failed. */
+  unfinishedReplicaBatch(channelId: number, afterBlobId: number, limit: number): number[] {
+    return this.db
+      .query<{ blob_id: number }, [number, number, number]>(
+        "SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('pending', 'failed') AND blob_id > ? ORDER BY blob_id LIMIT ?",
+      )
+      .all(channelId, afterBlobId, limit)
+      .map((r) => r.blob_id);
   }
 }

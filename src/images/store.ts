@@ -1,15 +1,16 @@
+import { QuotaExceeded, Unavailable } from "../errors";
 import type { AppContext } from "../context";
-import { supersedeObjectKey } from "./object-key";
+import { supersedeObjectKey } from "./repos/object-key";
 import { sqlTime } from "../db/time";
-import { ApiError } from "../http/errors";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import { storageKeyFor, type BlobRow } from "./repo";
 import { newShortId } from "./short-id";
 import type { PreparedImage } from "./upload/prepare";
+import { holdAt } from "../testing/hold-points";
 
-export const REPLICATE_JOB = "blob.replicate";
-export const PHASH_JOB = "blob.phash";
+export { PHASH_JOB, REPLICATE_JOB } from "./job-names";
+import { PHASH_JOB, REPLICATE_JOB } from "./job-names";
 /** Delay before the perceptual hash (a full decode) of a new blob is computed. */
 export const PHASH_DELAY_MS = 30_000;
 
@@ -22,8 +23,8 @@ export interface NewReference {
   idempotencyKey?: string;
 }
 
-const noChannel = () => new ApiError(503, "没有可写入的健康存储渠道，请稍后重试");
-export const quotaFull = () => new ApiError(403, "存储配额已满");
+const noChannel = () => new Unavailable("没有可写入的健康存储渠道，请稍后重试");
+export const quotaFull = () => new QuotaExceeded();
 
 function checkQuota(app: AppContext, userId: string, size: number) {
   const quota = app.users.byId(userId)?.quota_bytes;
@@ -59,7 +60,7 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   }
   if (written.length < app.settings.get().min_success) {
     await undoWrites(app, key, written, intents);
-    throw new ApiError(503, "成功写入的存储渠道数量不足，请稍后重试");
+    throw new Unavailable("成功写入的存储渠道数量不足，请稍后重试");
   }
   return { written, intents };
 }
@@ -90,6 +91,7 @@ export async function storeReference(app: AppContext, prepared: PreparedImage, r
   const needsBytes = !existing || app.images.doneReplicaCount(existing.id) === 0;
   const key = existing?.storage_key ?? storageKeyFor(prepared.sha256, prepared.ext);
   const { written, intents } = needsBytes ? await writeSynchronously(app, prepared, key) : { written: [], intents: [] };
+  if (written.length) await holdAt("upload.before-commit", `key=${key}`);
 
   try {
     return app.db.transaction(() => {

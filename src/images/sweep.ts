@@ -1,7 +1,6 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { SYSTEM_ACTOR, audit } from "../ops/audit";
-import { expireMultipartUploads } from "../s3/multipart-store";
 import { COLD_MARK } from "./cleanup-reason";
 import { deleteReference } from "./delete";
 
@@ -29,7 +28,6 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
   const { flagged } = await judgeCold(app, now);
   if (expired.length || flagged) app.log.info("清理扫描完成", { expired: expired.length, flagged });
   pruneHousekeeping(app, now);
-  await expireMultipartUploads(app, now);
   return { expired: expired.length, flagged };
 }
 

@@ -8,10 +8,7 @@ import type { ImageView } from "./repo";
  */
 export function asSeenBy(app: AppContext, viewer: { id: string; role: string }, v: ImageView): ImageView {
   if (viewer.role === "admin") return v;
-  const own = app.db
-    .query<{ n: number }, [number, string]>("SELECT COUNT(*) AS n FROM images WHERE blob_id = ? AND user_id = ?")
-    .get(v.blob_id, viewer.id)!.n;
-  return { ...v, ref_count: own };
+  return { ...v, ref_count: app.images.ownReferences(v.blob_id, viewer.id) };
 }
 
 /** The list item of spec 2.6. */

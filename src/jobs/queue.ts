@@ -38,11 +38,11 @@
 import type { Database } from "bun:sqlite";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from "./backoff";
 import { JobInterruptedError, PermanentJobError } from "./errors";
-import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./store";
+import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./repo";
 import type { EnqueueOptions, JobContext, JobHandler, JobLog, KindOptions, QueueOptions } from "./types";
 
 export { PermanentJobError, JobInterruptedError } from "./errors";
-export type { JobRow, JobState } from "./store";
+export type { JobRow, JobState } from "./repo";
 export type { BackoffOptions } from "./backoff";
 export type * from "./types";
 
@@ -64,7 +64,11 @@ interface Run {
 const HOUR = 3_600_000;
 const MAX_ERROR_CHARS = 1000;
 
-export class JobQueue {
+/**
+ * `K` maps each job kind to its payload type (the app uses JobKinds from ./kinds),
+ * so register and enqueue are checked against the same shape at compile time.
+ */
+export class JobQueue<K extends object = Record<string, any>> {
   private readonly store: JobStore;
   private readonly kinds = new Map<string, Kind>();
   private readonly runs = new Map<number, Run>();
@@ -101,7 +105,7 @@ export class JobQueue {
   }
 
   /** Register kinds before enqueueing them: the kind's maxAttempts is stored with each job at enqueue. */
-  register<P>(kind: string, handler: JobHandler<P>, opts: KindOptions = {}): void {
+  register<T extends keyof K & string>(kind: T, handler: JobHandler<K[T]>, opts: KindOptions = {}): void {
     if (this.kinds.has(kind)) throw new Error(`任务类型 ${kind} 已注册`);
     this.kinds.set(kind, {
       handler,
@@ -114,7 +118,7 @@ export class JobQueue {
   }
 
   /** Synchronous; call it inside the transaction that makes the work necessary. Returns the job id. */
-  enqueue<P>(kind: string, payload: P, opts: EnqueueOptions = {}): number {
+  enqueue<T extends keyof K & string>(kind: T, payload: K[T], opts: EnqueueOptions = {}): number {
     if (!kind) throw new Error("任务类型不能为空");
     const json = toJson(payload);
     const now = this.now();
@@ -145,7 +149,7 @@ export class JobQueue {
         now,
       });
     } catch (err) {
-      // Another connection inserted the same key between our SELECT and INSERT.
+      // Another connection inserted the same key between our lookup and our insert.
       const existing = uniqueKey !== null && isUniqueViolation(err) ? this.store.findUnfinished(kind, uniqueKey) : null;
       if (existing === null) throw err;
       return existing;

@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { normalizeAddress, parseAddressSet, type AddressSet } from "./cidr.ts";
+import { normalizeAddress, parseAddressSet, type AddressSet } from "./cidr";
 
 /**
  * Decides whether a resolved address is a public Internet destination that the

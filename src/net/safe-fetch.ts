@@ -1,8 +1,8 @@
 import { lookup } from "node:dns/promises";
 import { open, rm } from "node:fs/promises";
 import { isIP } from "node:net";
-import type { AddressSet } from "./cidr.ts";
-import { refusalReason } from "./public-address.ts";
+import type { AddressSet } from "./cidr";
+import { refusalReason } from "./public-address";
 
 /**
  * SSRF-safe download of a user-supplied URL into a file (admin "import image from URL").

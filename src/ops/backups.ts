@@ -3,6 +3,7 @@
  * healthy channel under `_kura/backups/`, listed and fetched back with failover,
  * and a staged restore that is swapped in at the next start.
  */
+import { resetChannelBindingTimes } from "../channels/repo";
 import type { Database } from "bun:sqlite";
 import { existsSync, renameSync, rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -219,6 +220,6 @@ export function swapInStagedSnapshot(dataDir: string, dbPath: string, log: Logge
 
 /** After a swap: objects written after the snapshot must not count as foreign, so every binding starts now. */
 export function resetChannelBindings(db: Database, log: Logger): void {
-  const changed = db.query("UPDATE channels SET bound_at = ?").run(sqlTime()).changes;
+  const changed = resetChannelBindingTimes(db, sqlTime());
   log.info("已重置存储渠道绑定时间", { channels: changed });
 }

@@ -54,13 +54,11 @@ export function batches<T>(items: readonly T[], size = PURGE_BATCH_SIZE): T[][] 
  * because they vanish with the blob later, and the job commits or rolls back with the delete.
  * One job per batch, so a failing batch is retried alone.
  */
-export function enqueueCdnPurge(app: Pick<AppContext, "db" | "settings" | "jobs">, imageId: string, blobId: number) {
+export function enqueueCdnPurge(app: Pick<AppContext, "images" | "settings" | "jobs">, imageId: string, blobId: number) {
   const s = app.settings.get();
   if (!cdnPurgeEnabled(s)) return;
-  const variants = app.db
-    .query<VariantRow, [number]>("SELECT width, format FROM variants WHERE blob_id = ? ORDER BY width, format")
-    .all(blobId);
-  const mime = app.db.query<{ mime: string }, [number]>("SELECT mime FROM blobs WHERE id = ?").get(blobId)?.mime;
+  const variants = app.images.variantsOf(blobId);
+  const mime = app.images.blob(blobId)?.mime;
   for (const files of batches(purgeUrls(s.base_url, imageId, variants, mime && imageExtension(mime)))) app.jobs.enqueue(CDN_PURGE_JOB, { files });
 }
 
@@ -90,7 +88,7 @@ async function purge(app: AppContext, { files }: { files: string[] }, signal: Ab
 }
 
 export function registerCdnPurgeJob(app: AppContext) {
-  app.jobs.register(CDN_PURGE_JOB, (payload, ctx) => purge(app, payload as { files: string[] }, ctx.signal), {
+  app.jobs.register(CDN_PURGE_JOB, (payload, ctx) => purge(app, payload, ctx.signal), {
     concurrency: 2,
     maxAttempts: 12,
     backoff: { baseMs: 2_000, capMs: 30 * 60_000 },

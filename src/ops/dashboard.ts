@@ -1,5 +1,5 @@
 import type { AppContext } from "../context";
-import { LISTABLE_DEDUP } from "../images/dedup";
+import { LISTABLE_DEDUP } from "../images/repos/review";
 import { listOpenAlerts } from "./alerts";
 import { channelUsage, libraryUsage, userUsage } from "./usage";
 

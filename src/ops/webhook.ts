@@ -8,22 +8,12 @@
 import type { AppContext } from "../context";
 import type { AddressSet } from "../net/cidr";
 import { checkedAddress, pinnedRequest, resolveWithOs, UrlImportError } from "../net/safe-fetch";
+import { alertMessage, markAlertDelivered, undeliveredAlerts, type PendingAlert } from "./repo";
 
 /** Spec 6.1 rule 1: a delivery attempt gives up after 10 seconds. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 
 type WebhookApp = Pick<AppContext, "db" | "log" | "settings" | "bootstrap">;
-
-interface PendingAlert {
-  id: number;
-  kind: string;
-  target: string;
-  message: string;
-  opened_at: string;
-  resolved_at: string;
-  open_delivered: number;
-  resolved_delivered: number;
-}
 
 export interface WebhookPayload {
   kind: string;
@@ -94,27 +84,20 @@ export async function deliverAlertWebhooks(app: WebhookApp): Promise<void> {
   const url = app.settings.get().alert_webhook_url;
   // Without a webhook, pending transitions (made while one was set) wait for the next one.
   if (!url) return;
-  const pending = app.db
-    .query<PendingAlert, []>(
-      `SELECT id, kind, target, message, opened_at, resolved_at, open_delivered, resolved_delivered
-       FROM alerts WHERE open_delivered = 0 OR (resolved_at != '' AND resolved_delivered = 0) ORDER BY id`,
-    )
-    .all();
+  const pending = undeliveredAlerts(app.db);
   for (const alert of pending) {
     const steps: Array<"open" | "resolved"> = [];
     if (!alert.open_delivered) steps.push("open");
     if (alert.resolved_at !== "" && !alert.resolved_delivered) steps.push("resolved");
     for (const status of steps) {
-      // The message may have been refreshed by an evaluation since the query above.
-      const current = app.db.query<{ message: string }, [number]>("SELECT message FROM alerts WHERE id = ?").get(alert.id);
-      const payload = webhookPayload({ ...alert, message: current?.message ?? alert.message }, status);
+      // The message may have been refreshed by an evaluation since the list was read.
+      const payload = webhookPayload({ ...alert, message: alertMessage(app.db, alert.id) ?? alert.message }, status);
       const failure = await post(url, payload, app.bootstrap.webhookAllow);
       if (failure !== null) {
         app.log.warn("告警通知发送失败，将在下一轮重试", { kind: alert.kind, target: alert.target, status, err: failure });
         return;
       }
-      const column = status === "open" ? "open_delivered" : "resolved_delivered";
-      app.db.query(`UPDATE alerts SET ${column} = 1 WHERE id = ?`).run(alert.id);
+      markAlertDelivered(app.db, alert.id, status);
       app.log.info("告警通知已发送", { kind: alert.kind, target: alert.target, status });
     }
   }

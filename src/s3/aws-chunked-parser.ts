@@ -5,9 +5,9 @@
  * so at most one chunk is ever buffered. All framing errors are S3AuthError.
  */
 import { createHash, type Hash } from "node:crypto";
-import { S3AuthError } from "./s3-auth-error.ts";
-import { checksumCalculator, type ChecksumCalculator } from "./checksums.ts";
-import { EMPTY_SHA256, sha256Hex, signaturesEqual, signHex } from "./sigv4-canonical.ts";
+import { S3AuthError } from "./s3-auth-error";
+import { checksumCalculator, type ChecksumCalculator } from "./checksums";
+import { EMPTY_SHA256, sha256Hex, signaturesEqual, signHex } from "./sigv4-canonical";
 
 /** Longest accepted chunk-size or trailer line (a signed size line is about 100 bytes). */
 export const MAX_LINE_BYTES = 1024;

@@ -3,10 +3,10 @@
  * Pull-based, so a slow consumer slows the upload instead of growing memory; the parser holds at
  * most one signed chunk. The stream errors with S3AuthError on any framing, size or signature problem.
  */
-import { AwsChunkedParser, type AwsChunkedOptions } from "./aws-chunked-parser.ts";
+import { AwsChunkedParser, type AwsChunkedOptions } from "./aws-chunked-parser";
 
-export type { AwsChunkedOptions, ChunkSigning } from "./aws-chunked-parser.ts";
-export { AwsChunkedParser, MAX_LINE_BYTES, DEFAULT_MAX_SIGNED_CHUNK } from "./aws-chunked-parser.ts";
+export type { AwsChunkedOptions, ChunkSigning } from "./aws-chunked-parser";
+export { AwsChunkedParser, MAX_LINE_BYTES, DEFAULT_MAX_SIGNED_CHUNK } from "./aws-chunked-parser";
 
 export function decodeAwsChunked(body: ReadableStream<Uint8Array>, opts: AwsChunkedOptions = {}): ReadableStream<Uint8Array> {
   const parser = new AwsChunkedParser(opts);

@@ -4,6 +4,7 @@
  * messages are Chinese and never contain secrets.
  */
 import { DISK_FULL_MESSAGE, isDiskFull } from "../http/disk-full";
+import { DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable } from "../errors";
 import { ApiError } from "../http/errors";
 import { S3AuthError } from "./s3-auth-error";
 import { xmlDocument, el } from "./xml";
@@ -60,6 +61,7 @@ export const entityTooLarge = (maxBytes: number) => new S3Error("EntityTooLarge"
 export function toS3Error(err: unknown): S3Error {
   if (err instanceof S3Error) return err;
   if (err instanceof S3AuthError) return new S3Error(err.code, err.message, err.status);
+  if (err instanceof DomainError) return s3ErrorOf(err);
   if (err instanceof ApiError) {
     const headers = err.headers;
     switch (err.status) {
@@ -84,6 +86,22 @@ export function toS3Error(err: unknown): S3Error {
   }
   if (isDiskFull(err)) return new S3Error("ServiceUnavailable", DISK_FULL_MESSAGE, 503, { "retry-after": "60" });
   return new S3Error("InternalError", "服务器内部错误");
+}
+
+/**
+ * The one place where domain errors become S3 errors: codes clients map on, 4xx the
+ * caller can fix, 503 SlowDown / ServiceUnavailable (with Retry-After) worth retrying.
+ */
+function s3ErrorOf(err: DomainError): S3Error {
+  if (err instanceof Invalid) return new S3Error(err.problem === "too_large" ? "EntityTooLarge" : "InvalidArgument", err.message);
+  if (err instanceof Unauthenticated || err instanceof Forbidden || err instanceof QuotaExceeded) return new S3Error("AccessDenied", err.message);
+  if (err instanceof NotFound) return new S3Error("NoSuchKey", err.message);
+  if (err instanceof TooMany) return new S3Error("SlowDown", err.message, 503, { "retry-after": String(err.retryAfterSeconds) });
+  if (err instanceof Unavailable) {
+    return new S3Error("ServiceUnavailable", err.message, 503, err.retryAfterSeconds === undefined ? {} : { "retry-after": String(err.retryAfterSeconds) });
+  }
+  // Conflict: S3 has no general code for it; the message says what to do.
+  return new S3Error("InvalidRequest", err.message);
 }
 
 /** The XML error response; HEAD answers carry no body, as S3's do. */

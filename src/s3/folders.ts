@@ -5,7 +5,7 @@
  */
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
-import type { S3Object } from "./object-repo";
+import type { S3Object } from "./object";
 import { validObjectKey } from "./request";
 
 export const EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e";

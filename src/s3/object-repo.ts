@@ -7,19 +7,10 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { openBlob } from "../images/read";
 import { folderByKey, FOLDER_OBJECT_SQL, isFolderKey } from "./folders";
+import type { S3Object } from "./object";
 import { validObjectKey } from "./request";
 
-export interface S3Object {
-  id: string;
-  blob_id: number;
-  object_key: string;
-  created_at: string;
-  s3_meta: string;
-  mime: string;
-  size: number;
-  md5: string;
-  storage_key: string;
-}
+export type { S3Object } from "./object";
 
 const OBJECT_SQL = `
   SELECT i.id, i.blob_id, i.object_key, i.created_at, i.s3_meta, b.mime, b.size, b.md5, b.storage_key

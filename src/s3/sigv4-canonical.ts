@@ -3,7 +3,7 @@
  * signing key. Pure functions over already-split request parts; sigv4.ts decides what to feed them.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { S3AuthError } from "./s3-auth-error.ts";
+import { S3AuthError } from "./s3-auth-error";
 
 export const ALGORITHM = "AWS4-HMAC-SHA256";
 export const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

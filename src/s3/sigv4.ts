@@ -4,7 +4,7 @@
  * What real clients send is documented in shared/s3/README.md; every captured request verifies here.
  */
 import { createHash } from "node:crypto";
-import { S3AuthError } from "./s3-auth-error.ts";
+import { S3AuthError } from "./s3-auth-error";
 import {
   ALGORITHM,
   canonicalHeaders,
@@ -19,9 +19,9 @@ import {
   signaturesEqual,
   signHex,
   stringToSign,
-} from "./sigv4-canonical.ts";
+} from "./sigv4-canonical";
 
-export { S3AuthError } from "./s3-auth-error.ts";
+export { S3AuthError } from "./s3-auth-error";
 
 export const MAX_CLOCK_SKEW_MS = 15 * 60 * 1000;
 export const MAX_PRESIGNED_EXPIRES_S = 7 * 24 * 3600;

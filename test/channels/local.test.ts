@@ -175,9 +175,24 @@ describe("local driver: probe", () => {
     await expect(driver.probe(true)).rejects.toThrow("本地存储目录不可用");
   });
 
-  test.skipIf(process.getuid?.() === 0)("fails when the base is not writable", async () => {
+  test("fails when the base is not writable", async () => {
+    const { chmod, chown } = await import("node:fs/promises");
+    if (process.getuid?.() === 0) {
+      // Root ignores permissions: probe as `nobody` in a child process instead (see unprivileged-probe.ts).
+      const { probeAsNobody, NOBODY } = await import("./unprivileged-probe.ts");
+      const base = await mkdtemp(join(tmpdir(), "kura-ro-base-"));
+      try {
+        await chmod(base, 0o755); // nobody may enter and read, not write
+        expect(await probeAsNobody(base)).toEqual({ ok: false, message: expect.stringContaining("没有权限") });
+        // Control: the same unprivileged probe succeeds once nobody owns the directory.
+        await chown(base, NOBODY.uid, NOBODY.gid);
+        expect(await probeAsNobody(base)).toEqual({ ok: true });
+      } finally {
+        await rm(base, { recursive: true, force: true });
+      }
+      return;
+    }
     const base = await freshBase();
-    const { chmod } = await import("node:fs/promises");
     await chmod(base, 0o555);
     try {
       await expect(createLocalDriver({ path: base }).probe(false)).rejects.toThrow("没有权限");

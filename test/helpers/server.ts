@@ -3,6 +3,11 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "../..");
+/**
+ * The server dies with the test process that started it: `bun test --bail` (as `bun run mutate` runs it)
+ * exits without afterAll hooks, and a killed test run must not leave servers behind.
+ */
+const DIE_WITH_PARENT = Bun.which("setpriv") ? ["setpriv", "--pdeathsig", "SIGKILL"] : [];
 
 export interface StartOptions {
   dataDir?: string;
@@ -29,7 +34,7 @@ export class KuraServer {
     for (const [k, v] of Object.entries({ ...process.env, KURA_LISTEN: "127.0.0.1:0", KURA_DATA_DIR: dataDir, ...opts.env })) {
       if (v !== undefined) env[k] = v;
     }
-    const proc = Bun.spawn(["bun", "run", join(ROOT, "src/main.ts"), ...(opts.args ?? ["serve"])], {
+    const proc = Bun.spawn([...DIE_WITH_PARENT, "bun", "run", join(ROOT, "src/main.ts"), ...(opts.args ?? ["serve"])], {
       cwd: dataDir,
       env,
       stdout: "pipe",

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { adminSession, type Session } from "../helpers/client";
 import { form, makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
+import { queryDb } from "./channels.helpers";
 
 interface PurgeCall {
   at: number;
@@ -134,19 +135,24 @@ describe("CDN purge (spec 4.13)", () => {
   });
 
   test("no purge unless base_url, zone id and token are all set", async () => {
+    const purgeJobsFor = (id: string) => queryDb(server, "SELECT id FROM jobs WHERE kind = 'cdn.purge' AND payload LIKE ?", `%/i/${id}%`).length;
+    const deleted: string[] = [];
+    const before = cdn.calls.length;
     for (const missing of ["base_url", "cdn_provider_zone_id", "cdn_provider_api_token"] as const) {
       const config = await admin.json("PUT", "/api/admin/config", { ...COMPLETE, [missing]: "" });
       expect(config.derived.cdn_purge_enabled).toBe(false);
       const id = await upload();
       await admin.json("DELETE", `/api/admin/images/${id}`, undefined, 204);
+      deleted.push(id);
     }
-    const before = cdn.calls.length;
-    await Bun.sleep(2500);
+    // The purge job is queued in the delete's own transaction: none queued means none can ever call the CDN.
+    expect(deleted.map(purgeJobsFor)).toEqual([0, 0, 0]);
     expect(cdn.calls.length).toBe(before);
     // Control: complete again, and the same flow does reach the fake.
     await admin.json("PUT", "/api/admin/config", COMPLETE);
     const id = await upload();
     await admin.json("DELETE", `/api/admin/images/${id}`, undefined, 204);
+    expect(purgeJobsFor(id)).toBeGreaterThan(0);
     await waitFor(() => (callsFor(id).length ? true : undefined));
   });
 });

@@ -1,40 +1,129 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
-import { readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminSession, Session } from "../helpers/client";
 import { form, makeJpeg } from "../helpers/images";
 import { listFiles } from "../helpers/files";
 import { KuraServer } from "../helpers/server";
+import { waitReplicaState } from "./channels.helpers";
 
-test("killing the server during a burst of uploads leaves every row with bytes and no orphans", async () => {
-  const server = await KuraServer.start();
-  const admin = await adminSession(server);
-  const images = await Promise.all(Array.from({ length: 40 }, (_, i) => makeJpeg(200, 150, 1000 + i)));
-  const inflight = images.map((bytes, i) => admin.request("POST", "/api/admin/upload", form(bytes, `burst-${i}.jpg`)).catch(() => undefined));
-  await Bun.sleep(150);
-  await server.stop("SIGKILL");
-  await Promise.all(inflight);
+// Deterministic crash tests: the test-only hold points of src/testing/hold-points.ts (enabled by
+// KURA_TEST_HOOKS) park an upload at an exact step; the test SIGKILLs the server while it is parked
+// there, proves from the dead server's files that the crash happened at that step, then restarts
+// without hooks and checks recovery.
 
-  const restarted = await KuraServer.start({ dataDir: server.dataDir });
+const PASSWORD = "admin-password-1";
+
+function readDb<T>(dataDir: string, sql: string): T[] {
+  const db = new Database(join(dataDir, "kura.db"), { readonly: true });
   try {
-    const s = new Session(restarted);
-    await s.login("admin", "admin-password-1");
-    await s.json("GET", "/api/admin/images");
-    const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
-    const blobs = db.query<{ storage_key: string }, []>("SELECT storage_key FROM blobs").all().map((b) => b.storage_key);
-    const rows = db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM images i JOIN blobs b ON b.id = i.blob_id").get()!.n;
-    const intents = db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM upload_intents").get()!.n;
-    db.close();
-    const files = listFiles(join(server.dataDir, "storage")).filter((f) => f.startsWith("img/"));
-    // Every image row has its bytes, every object belongs to a row, and staging was emptied.
-    for (const key of blobs) expect(files).toContain(key);
-    expect(files.sort()).toEqual([...blobs].sort());
-    expect(intents).toBe(0);
-    expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
-    expect(rows).toBe(blobs.length);
+    return db.query(sql).all() as T[];
   } finally {
-    await restarted.dispose();
+    db.close();
+  }
+}
+
+/** Storage keys of every upload parked at `point` so far (one log line each). */
+function heldKeys(server: KuraServer, point: string): string[] {
+  return [...server.logs.matchAll(new RegExp(`kura-test-hook held point=${point.replace(".", "\\.")} key=(\\S+)`, "g"))].map((m) => m[1]!);
+}
+
+async function waitHeld(server: KuraServer, point: string, count: number, timeoutMs = 30_000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  while (heldKeys(server, point).length < count) {
+    if (Date.now() > deadline || server.proc.exitCode !== null) throw new Error(`no upload held at ${point}:\n${server.logs}`);
+    await Bun.sleep(20);
+  }
+  return heldKeys(server, point);
+}
+
+test("a kill between the channel write and the commit leaves intents that the restart cleans up: no orphan, no row without bytes", async () => {
+  const server = await KuraServer.start({ env: { KURA_TEST_HOOKS: "upload.before-commit" } });
+  let restarted: KuraServer | undefined;
+  try {
+    const admin = await adminSession(server, PASSWORD);
+    const images = await Promise.all([1, 2, 3].map((i) => makeJpeg(120, 90, 700 + i)));
+    const inflight = images.map((bytes, i) => admin.request("POST", "/api/admin/upload", form(bytes, `held-${i}.jpg`)).catch(() => undefined));
+    // At least one upload is parked after its channel write; give the others a moment to join it.
+    await waitHeld(server, "upload.before-commit", 1);
+    await Promise.race([waitHeld(server, "upload.before-commit", images.length, 5_000).catch(() => undefined)]);
+    const held = heldKeys(server, "upload.before-commit");
+    await server.stop("SIGKILL");
+    const answers = await Promise.all(inflight);
+    // Held uploads never answered: the kill interrupted them, not a finished request.
+    expect(answers.filter((r) => r?.status === 200).length).toBe(0);
+
+    // The dead server's state proves where it stopped: bytes on the channel, intent rows, no blob rows.
+    const storage = join(server.dataDir, "storage");
+    const intents = readDb<{ storage_key: string }>(server.dataDir, "SELECT storage_key FROM upload_intents").map((r) => r.storage_key);
+    expect(held.length).toBeGreaterThanOrEqual(1);
+    for (const key of held) {
+      expect(listFiles(storage)).toContain(key);
+      expect(intents).toContain(key);
+    }
+    expect(readDb(server.dataDir, "SELECT id FROM blobs")).toEqual([]);
+
+    restarted = await KuraServer.start({ dataDir: server.dataDir });
+    const s = new Session(restarted);
+    expect((await s.login("admin", PASSWORD)).status).toBe(200);
+    expect((await s.json("GET", "/api/admin/images")).items).toEqual([]);
+    // Recovery: every intent resolved by deleting the uncommitted object, staging emptied.
+    expect(readDb(server.dataDir, "SELECT id FROM upload_intents")).toEqual([]);
+    expect(readDb(server.dataDir, "SELECT id FROM blobs")).toEqual([]);
+    expect(listFiles(storage).filter((f) => f.startsWith("img/"))).toEqual([]);
+    expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
+
+    // The recovered server still stores and serves uploads normally.
+    const fresh = await makeJpeg(50, 50, 799);
+    const { id } = await s.json("POST", "/api/admin/upload", form(fresh, "after.jpg", { exif_policy: "passthrough" }));
+    const served = await fetch(restarted.url(`/i/${id}`));
+    expect(Buffer.from(await served.arrayBuffer()).equals(fresh)).toBe(true);
+  } finally {
+    await restarted?.dispose();
     await server.dispose();
   }
 });
+
+test("a kill between the commit and the replication keeps the row with its bytes and the restart finishes the copy", async () => {
+  const spare = mkdtempSync(join(tmpdir(), "kura-crash-spare-"));
+  const server = await KuraServer.start({ env: { KURA_TEST_HOOKS: "replicate.before-put" } });
+  let restarted: KuraServer | undefined;
+  try {
+    const admin = await adminSession(server, PASSWORD);
+    const channel = await admin.json("POST", "/api/admin/channels", { name: "spare", driver: "local", config: { path: spare }, priority: 1 }, 201);
+    const bytes = await makeJpeg(80, 60, 731);
+    // The upload commits (200) after the synchronous write to the best channel ("local").
+    const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "commit.jpg", { exif_policy: "passthrough" }));
+    const [key] = await waitHeld(server, "replicate.before-put", 1);
+    const target = Number(server.logs.match(/held point=replicate\.before-put key=\S+ channel=(\d+)/)![1]);
+    await server.stop("SIGKILL");
+    const dirOf = (channelId: number) => (channelId === channel.id ? spare : join(server.dataDir, "storage"));
+
+    // Interrupted exactly there: the row and the synchronous copy exist, the replica being copied does not.
+    const [blob] = readDb<{ id: number; storage_key: string }>(server.dataDir, "SELECT id, storage_key FROM blobs");
+    expect(blob?.storage_key).toBe(key!);
+    const replicas = readDb<{ channel_id: number; state: string }>(server.dataDir, `SELECT channel_id, state FROM blob_channels WHERE blob_id = ${blob!.id}`);
+    expect(replicas.length).toBe(2);
+    expect(replicas.find((r) => r.channel_id === target)?.state).not.toBe("done");
+    const synced = replicas.find((r) => r.channel_id !== target)!;
+    expect(synced.state).toBe("done");
+    expect(readFileSync(join(dirOf(synced.channel_id), key!)).equals(bytes)).toBe(true);
+    expect(listFiles(dirOf(target)).filter((f) => f.startsWith("img/"))).toEqual([]);
+
+    restarted = await KuraServer.start({ dataDir: server.dataDir });
+    const s = new Session(restarted);
+    expect((await s.login("admin", PASSWORD)).status).toBe(200);
+    // The killed job's lease (60 s, src/jobs/queue.ts) has to lapse before it is claimed again.
+    await waitReplicaState(s, id, target, "done", 120_000);
+    for (const dir of [spare, join(server.dataDir, "storage")]) expect(readFileSync(join(dir, key!)).equals(bytes)).toBe(true);
+    expect(readDb(server.dataDir, "SELECT id FROM upload_intents")).toEqual([]);
+    const served = await fetch(restarted.url(`/i/${id}`));
+    expect(Buffer.from(await served.arrayBuffer()).equals(bytes)).toBe(true);
+  } finally {
+    await restarted?.dispose();
+    await server.dispose();
+    rmSync(spare, { recursive: true, force: true });
+  }
+}, 180_000);

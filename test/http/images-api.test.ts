@@ -114,8 +114,13 @@ describe("image admin API", () => {
     await expectError(await carol.request("DELETE", `/api/admin/images/${a.id}`), 404);
     expect((await admin.request("DELETE", `/api/admin/images/${a.id}`)).status).toBe(204);
     await expectError(await admin.request("GET", `/api/admin/images/${a.id}`), 404);
-    await Bun.sleep(500);
-    expect(blobFile()).toHaveLength(1); // carol still references it
+    // Carol still references it: the blob is neither marked for deletion nor has a delete job queued.
+    const state = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+    const blob = state.query<{ id: number; ref_count: number; pending_delete: number }, [string]>("SELECT id, ref_count, pending_delete FROM blobs WHERE sha256 = ?").get(sha)!;
+    const deleteJobs = state.query("SELECT id FROM jobs WHERE kind = 'blob.delete' AND json_extract(payload, '$.blob_id') = ?").all(blob.id);
+    state.close();
+    expect([blob.ref_count, blob.pending_delete, deleteJobs.length]).toEqual([1, 0, 0]);
+    expect(blobFile()).toHaveLength(1);
     expect((await carol.json("GET", `/api/admin/images/${b.id}`)).ref_count).toBe(1);
     await carol.json("DELETE", `/api/admin/images/${b.id}`, undefined, 204);
     const deadline = Date.now() + 10_000;

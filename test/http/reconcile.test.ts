@@ -60,7 +60,12 @@ test("reconciliation deletes our orphans, counts foreign objects and re-queues p
     await reconcileRound(app);
     const line = logs.find((l) => l.msg === "每日对账完成");
     expect(Object.keys(line!.fields)).toEqual(expect.arrayContaining(["objects", "bytes", "foreign", "orphans_deleted", "phantoms_requeued"]));
-    expect(kept.id).toBeTruthy();
+    // The referenced object survived both passes and its replica is still done.
+    const keptRow = app.db
+      .query<{ storage_key: string; state: string }, [string]>("SELECT b.storage_key, bc.state FROM images i JOIN blobs b ON b.id = i.blob_id JOIN blob_channels bc ON bc.blob_id = b.id WHERE i.id = ?")
+      .get(kept.id);
+    expect(keptRow?.state).toBe("done");
+    expect(existsSync(join(root, keptRow!.storage_key))).toBe(true);
   } finally {
     close();
     await server.dispose();

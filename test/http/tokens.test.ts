@@ -8,7 +8,8 @@ import { databasePath } from "../../src/boot";
 import { loadMasterKey, MasterKey } from "../../src/config/master-key";
 import { migrate, openDatabase } from "../../src/db/open";
 import { parseSqlTime, sqlTime } from "../../src/db/time";
-import { ApiError } from "../../src/http/errors";
+import { DomainError } from "../../src/errors";
+import { ApiError, httpErrorOf } from "../../src/http/errors";
 import { UserRepo } from "../../src/users/repo";
 import { adminSession, expectError, Session } from "../helpers/client";
 import { assertMatchesSpec } from "../helpers/openapi";
@@ -25,7 +26,9 @@ function authStatus(deps: TokenDeps, header?: string): number {
   try {
     authenticateUploadToken(deps, bearer(header));
     return 200;
-  } catch (err) {
+  } catch (caught) {
+    // Domain errors reach the client through the JSON surface's one mapping.
+    const err = caught instanceof DomainError ? httpErrorOf(caught) : caught;
     if (!(err instanceof ApiError)) throw err;
     if (err.status === 401) expect(err.headers["www-authenticate"]).toStartWith("Bearer");
     expect(err.message).toMatch(/[\u4e00-\u9fff]/);

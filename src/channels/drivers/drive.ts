@@ -1,14 +1,14 @@
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
-import type { OAuthApiClient } from "../oauth/api-client.ts";
-import { baseName, byKey, dirOfPrefix, mayHoldPrefix, oauthClient, parentOf, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit.ts";
-import { ApiRequestError, OAuthError } from "../oauth/errors.ts";
-import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged.ts";
-import { FILE_FIELDS, FOLDER_MIME, googleErrorCode, queryString, resolveDriveSettings, type DriveFile, type DriveSettings } from "./drive/config.ts";
-import { DriveFolders } from "./drive/folders.ts";
-import { uploadFile } from "./drive/upload.ts";
-import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import type { OAuthApiClient } from "../oauth/api-client";
+import { baseName, byKey, dirOfPrefix, mayHoldPrefix, oauthClient, parentOf, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
+import { ApiRequestError, OAuthError } from "../oauth/errors";
+import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
+import { FILE_FIELDS, FOLDER_MIME, googleErrorCode, queryString, resolveDriveSettings, type DriveFile, type DriveSettings } from "./drive/config";
+import { DriveFolders } from "./drive/folders";
+import { uploadFile } from "./drive/upload";
+import { assertSafeKey, assertSafePrefix } from "./object-key";
 
-export { driveDriverOptions } from "./drive/config.ts";
+export { driveDriverOptions } from "./drive/config";
 
 export function createDriveDriver(config: Record<string, string>, opts: OAuthDriverOptions = {}): DriveDriver {
   return new DriveDriver(resolveDriveSettings(config, opts.apiBase), oauthClient("drive", config, opts, googleErrorCode));

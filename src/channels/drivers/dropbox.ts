@@ -1,14 +1,14 @@
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
-import type { OAuthApiClient } from "../oauth/api-client.ts";
-import { chunksOf, toBytes } from "../oauth/body.ts";
-import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit.ts";
-import { ApiRequestError, OAuthError } from "../oauth/errors.ts";
-import { decodeName, DROPBOX_NAMES, encodePath } from "../oauth/names.ts";
-import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged.ts";
-import { dropboxErrorCode, headerJson, resolveDropboxSettings, type DropboxEntry, type DropboxSettings } from "./dropbox/config.ts";
-import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import type { OAuthApiClient } from "../oauth/api-client";
+import { chunksOf, toBytes } from "../oauth/body";
+import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
+import { ApiRequestError, OAuthError } from "../oauth/errors";
+import { decodeName, DROPBOX_NAMES, encodePath } from "../oauth/names";
+import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
+import { dropboxErrorCode, headerJson, resolveDropboxSettings, type DropboxEntry, type DropboxSettings } from "./dropbox/config";
+import { assertSafeKey, assertSafePrefix } from "./object-key";
 
-export { dropboxDriverOptions } from "./dropbox/config.ts";
+export { dropboxDriverOptions } from "./dropbox/config";
 
 export function createDropboxDriver(config: Record<string, string>, opts: OAuthDriverOptions = {}): DropboxDriver {
   return new DropboxDriver(resolveDropboxSettings(config, opts.apiBase), oauthClient("dropbox", config, opts, dropboxErrorCode));

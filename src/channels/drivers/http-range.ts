@@ -1,5 +1,5 @@
-import type { ByteRange, GetResult } from "../driver.ts";
-import { clampRange, sliceStream } from "./sized-body.ts";
+import type { ByteRange, GetResult } from "../driver";
+import { clampRange, sliceStream } from "./sized-body";
 
 /**
  * Turning an HTTP GET answer into a GetResult, for drivers that send `Range`.

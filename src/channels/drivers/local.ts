@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import { constants, statSync } from "node:fs";
 import { access, lstat, mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
-import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
-import type { DriverOptionSpec } from "./option-spec.ts";
-import { clampRange, sizedStream } from "./sized-body.ts";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import { assertSafeKey, assertSafePrefix } from "./object-key";
+import type { DriverOptionSpec } from "./option-spec";
+import { clampRange, sizedStream } from "./sized-body";
 
 /** Same key names as rclone's `local` backend: its remote is just `path`. */
 export const localDriverOptions: readonly DriverOptionSpec[] = [

@@ -1,11 +1,11 @@
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
-import { OAuthApiClient } from "../oauth/api-client.ts";
-import { chunksOf, toBytes } from "../oauth/body.ts";
-import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit.ts";
-import { OAuthError } from "../oauth/errors.ts";
-import { decodeName, encodePath, ONEDRIVE_NAMES } from "../oauth/names.ts";
-import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged.ts";
-import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import { OAuthApiClient } from "../oauth/api-client";
+import { chunksOf, toBytes } from "../oauth/body";
+import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
+import { OAuthError } from "../oauth/errors";
+import { decodeName, encodePath, ONEDRIVE_NAMES } from "../oauth/names";
+import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
+import { assertSafeKey, assertSafePrefix } from "./object-key";
 import {
   graphErrorCode,
   resolveOnedriveSettings,
@@ -13,9 +13,9 @@ import {
   type GraphDrive,
   type GraphItem,
   type OnedriveSettings,
-} from "./onedrive/config.ts";
+} from "./onedrive/config";
 
-export { onedriveDriverOptions } from "./onedrive/config.ts";
+export { onedriveDriverOptions } from "./onedrive/config";
 
 export function createOnedriveDriver(config: Record<string, string>, opts: OAuthDriverOptions = {}): OnedriveDriver {
   return new OnedriveDriver(resolveOnedriveSettings(config, opts.apiBase), oauthClient("onedrive", config, opts, graphErrorCode));

@@ -1,4 +1,4 @@
-import { reveal } from "../rclone/obscure.ts";
+import { reveal } from "../rclone/obscure";
 
 /**
  * Static description of one driver config key, used to build channel templates

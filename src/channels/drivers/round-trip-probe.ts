@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Driver } from "../driver.ts";
+import type { Driver } from "../driver";
 
 /**
  * The deep probe: write a random object under `_kura/probe/`, read it back and

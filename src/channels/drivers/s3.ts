@@ -1,16 +1,16 @@
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
-import { contentTypeOf } from "./content-type.ts";
-import { partialResult, rangeHeader, wholeResult } from "./http-range.ts";
-import type { HttpDriverOptions } from "./http-transport.ts";
-import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
-import { roundTripProbe } from "./round-trip-probe.ts";
-import { S3Client } from "./s3/client.ts";
-import { resolveS3Settings, type S3Settings } from "./s3/config.ts";
-import { S3RequestError } from "./s3/errors.ts";
-import { parseListPage } from "./s3/xml.ts";
-import { uploadPayload } from "./sized-body.ts";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import { contentTypeOf } from "./content-type";
+import { partialResult, rangeHeader, wholeResult } from "./http-range";
+import type { HttpDriverOptions } from "./http-transport";
+import { assertSafeKey, assertSafePrefix } from "./object-key";
+import { roundTripProbe } from "./round-trip-probe";
+import { S3Client } from "./s3/client";
+import { resolveS3Settings, type S3Settings } from "./s3/config";
+import { S3RequestError } from "./s3/errors";
+import { parseListPage } from "./s3/xml";
+import { uploadPayload } from "./sized-body";
 
-export { s3DriverOptions, S3_PROVIDERS } from "./s3/config.ts";
+export { s3DriverOptions, S3_PROVIDERS } from "./s3/config";
 
 export type S3DriverOptions = HttpDriverOptions;
 

@@ -1,15 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { SFTPWrapper } from "ssh2";
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
-import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
-import { roundTripProbe } from "./round-trip-probe.ts";
-import { clampRange, sizedStream } from "./sized-body.ts";
-import { resolveSftpSettings, type SftpSettings } from "./sftp/config.ts";
-import { hasStatus, operationError, SFTP_STATUS, SftpError } from "./sftp/errors.ts";
-import { isUnsupportedExtension, readStream, sftpOps, SourceReadError, writeAll } from "./sftp/ops.ts";
-import { SftpSession } from "./sftp/session.ts";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import { assertSafeKey, assertSafePrefix } from "./object-key";
+import { roundTripProbe } from "./round-trip-probe";
+import { clampRange, sizedStream } from "./sized-body";
+import { resolveSftpSettings, type SftpSettings } from "./sftp/config";
+import { hasStatus, operationError, SFTP_STATUS, SftpError } from "./sftp/errors";
+import { isUnsupportedExtension, readStream, sftpOps, SourceReadError, writeAll } from "./sftp/ops";
+import { SftpSession } from "./sftp/session";
 
-export { sftpDriverOptions } from "./sftp/config.ts";
+export { sftpDriverOptions } from "./sftp/config";
 
 export interface SftpDriverOptions {
   /** Time allowed for connecting and logging in. */

@@ -1,4 +1,4 @@
-import type { ByteRange } from "../driver.ts";
+import type { ByteRange } from "../driver";
 
 /**
  * Upload bodies arrive as a stream with a size promised by the caller. Backends

@@ -1,18 +1,18 @@
 import { createHash } from "node:crypto";
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver.ts";
-import { contentTypeOf } from "./content-type.ts";
-import { partialResult, rangeHeader, wholeResult } from "./http-range.ts";
-import type { HttpDriverOptions } from "./http-transport.ts";
-import { assertSafeKey, assertSafePrefix } from "./object-key.ts";
-import { roundTripProbe } from "./round-trip-probe.ts";
-import { uploadPayload } from "./sized-body.ts";
-import { DavClient } from "./webdav/client.ts";
-import { resolveWebdavSettings, usesOwncloudExtensions, type WebdavSettings } from "./webdav/config.ts";
-import { WebdavRequestError } from "./webdav/errors.ts";
-import { OWNCLOUD_PROPFIND, parseMultistatus, STANDARD_PROPFIND, type DavEntry } from "./webdav/multistatus.ts";
-import { parentOf, relativeFromHref, urlOf } from "./webdav/paths.ts";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import { contentTypeOf } from "./content-type";
+import { partialResult, rangeHeader, wholeResult } from "./http-range";
+import type { HttpDriverOptions } from "./http-transport";
+import { assertSafeKey, assertSafePrefix } from "./object-key";
+import { roundTripProbe } from "./round-trip-probe";
+import { uploadPayload } from "./sized-body";
+import { DavClient } from "./webdav/client";
+import { resolveWebdavSettings, usesOwncloudExtensions, type WebdavSettings } from "./webdav/config";
+import { WebdavRequestError } from "./webdav/errors";
+import { OWNCLOUD_PROPFIND, parseMultistatus, STANDARD_PROPFIND, type DavEntry } from "./webdav/multistatus";
+import { parentOf, relativeFromHref, urlOf } from "./webdav/paths";
 
-export { webdavDriverOptions, WEBDAV_VENDORS } from "./webdav/config.ts";
+export { webdavDriverOptions, WEBDAV_VENDORS } from "./webdav/config";
 
 export type WebdavDriverOptions = HttpDriverOptions;
 

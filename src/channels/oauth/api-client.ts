@@ -4,9 +4,9 @@
  * be answered by refreshing the token and sending the request again, and
  * throttling (429) and 5xx answers are retried a couple of times.
  */
-import { ApiRequestError, hostOf, networkError } from "./errors.ts";
-import { authorizationHeader } from "./token.ts";
-import type { FetchLike, TokenSource } from "./token-source.ts";
+import { ApiRequestError, hostOf, networkError } from "./errors";
+import { authorizationHeader } from "./token";
+import type { FetchLike, TokenSource } from "./token-source";
 
 export interface ApiCall {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";

@@ -3,7 +3,7 @@
  * chunk at a time: a chunk in memory can be sent again after a 401 (token
  * refresh) or a throttled answer, which a half-consumed stream cannot.
  */
-import { sizedStream } from "../drivers/sized-body.ts";
+import { sizedStream } from "../drivers/sized-body";
 
 /** The whole body as bytes (for single-request uploads), checked against `size`. */
 export async function toBytes(body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<Uint8Array> {

@@ -5,10 +5,10 @@
  * exactly what `rclone config` would have stored, so the rclone export works.
  * A provider that cannot be asked makes creation fail with 400.
  */
+import { Invalid } from "../../errors";
 import { createDriveDriver } from "../drivers/drive";
 import { ONEDRIVE_DRIVE_TYPES } from "../drivers/onedrive/config";
 import { createOnedriveDriver } from "../drivers/onedrive";
-import { badRequest } from "../../http/errors";
 import { scrubChannelError } from "../masking";
 import type { ResolvedSource } from "../source";
 import { buildTemplateConfig, findTemplate } from "../templates";
@@ -44,7 +44,7 @@ export async function completeFromProvider(source: ResolvedSource, onTokenRefres
       return await query();
     } catch (err) {
       const reason = scrubChannelError((err as Error).message || "请求失败", source);
-      throw badRequest(`向存储服务查询${what}失败：${reason}`);
+      throw new Invalid(`向存储服务查询${what}失败：${reason}`);
     }
   };
   if (source.driver === "onedrive" && !source.config.drive_id?.trim()) {

@@ -1,17 +1,17 @@
-import { roundTripProbe as sharedRoundTripProbe } from "../drivers/round-trip-probe.ts";
+import { roundTripProbe as sharedRoundTripProbe } from "../drivers/round-trip-probe";
 /**
  * What the three OAuth drivers share: options every one of them takes, the
  * rclone options they all have (client_id, client_secret, token, auth_url,
  * token_url), the `path` root, rclone's size syntax, and the prefix walk.
  */
-import type { Driver, ObjectInfo } from "../driver.ts";
-import { assertSafeKey } from "../drivers/object-key.ts";
-import type { DriverOptionSpec } from "../drivers/option-spec.ts";
-import { OAuthApiClient } from "./api-client.ts";
-import { OAuthError } from "./errors.ts";
-import { checkEndpointUrl, providerEndpoints, type OAuthDriverKind } from "./providers.ts";
-import { parseToken } from "./token.ts";
-import { TokenSource, type FetchLike } from "./token-source.ts";
+import type { Driver, ObjectInfo } from "../driver";
+import { assertSafeKey } from "../drivers/object-key";
+import type { DriverOptionSpec } from "../drivers/option-spec";
+import { OAuthApiClient } from "./api-client";
+import { OAuthError } from "./errors";
+import { checkEndpointUrl, providerEndpoints, type OAuthDriverKind } from "./providers";
+import { parseToken } from "./token";
+import { TokenSource, type FetchLike } from "./token-source";
 
 export interface OAuthDriverOptions {
   /** Replaces the provider's API origin (tests against a local fake; see providers.ts). */

@@ -1,6 +1,6 @@
-import { ObjectNotFoundError, type ByteRange, type GetResult } from "../driver.ts";
-import { clampRange, sliceStream } from "../drivers/sized-body.ts";
-import { OAuthError } from "./errors.ts";
+import { ObjectNotFoundError, type ByteRange, type GetResult } from "../driver";
+import { clampRange, sliceStream } from "../drivers/sized-body";
+import { OAuthError } from "./errors";
 
 /** Refuses a download answered 404 (absent object) or 416 (unsatisfiable range), draining its body. */
 export async function refuseMissingOrBadRange(response: Response, key: string, range: ByteRange | undefined): Promise<void> {

@@ -6,8 +6,8 @@
  * providers may rotate the refresh token, and losing the new one would lock
  * the channel out after the old one lapses.
  */
-import { hostOf, networkError, OAuthError, safeCode } from "./errors.ts";
-import { isExpired, serializeToken, tokenFromResponse, type OAuthToken } from "./token.ts";
+import { hostOf, networkError, OAuthError, safeCode } from "./errors";
+import { isExpired, serializeToken, tokenFromResponse, type OAuthToken } from "./token";
 
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 

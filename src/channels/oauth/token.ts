@@ -5,7 +5,7 @@
  * this shape means the sealed config exports to rclone unchanged and a token
  * pasted from `rclone authorize` works here.
  */
-import { OAuthError } from "./errors.ts";
+import { OAuthError } from "./errors";
 
 export interface OAuthToken {
   accessToken: string;

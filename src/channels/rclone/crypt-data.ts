@@ -10,7 +10,7 @@
  */
 import nacl from "tweetnacl";
 import { randomBytes } from "node:crypto";
-import type { CryptKeys } from "./crypt-keys.ts";
+import type { CryptKeys } from "./crypt-keys";
 
 export const MAGIC = Uint8Array.from([0x52, 0x43, 0x4c, 0x4f, 0x4e, 0x45, 0x00, 0x00]); // "RCLONE\0\0"
 export const NONCE_SIZE = 24;

@@ -6,8 +6,8 @@
  * → base32 "extended hex" (0-9a-v), lower case, no '=' padding.
  * Deterministic: the same segment encrypts the same everywhere.
  */
-import type { CryptKeys } from "./crypt-keys.ts";
-import { emeTransform } from "./eme.ts";
+import type { CryptKeys } from "./crypt-keys";
+import { emeTransform } from "./eme";
 
 const NAME_BLOCK = 16;
 /** rclone refuses decoded names over 2048 bytes (the EME limit). */

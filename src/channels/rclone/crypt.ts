@@ -5,8 +5,8 @@
  * Passwords here are the *plain* values; the exported rclone.conf stores them
  * obscured (see obscure.ts).
  */
-import { deriveCryptKeys, type CryptKeys } from "./crypt-keys.ts";
-import { decryptPath, encryptPath, type NameOptions } from "./crypt-names.ts";
+import { deriveCryptKeys, type CryptKeys } from "./crypt-keys";
+import { decryptPath, encryptPath, type NameOptions } from "./crypt-names";
 import {
   cipherRangeFor,
   decryptRange,
@@ -18,11 +18,11 @@ import {
   type CipherFetcher,
   type CipherRangePlan,
   type PlainRange,
-} from "./crypt-data.ts";
+} from "./crypt-data";
 
-export { obscure, reveal } from "./obscure.ts";
-export { CryptRangeError, type CipherFetcher, type CipherRangePlan, type PlainRange } from "./crypt-data.ts";
-export type { CryptKeys } from "./crypt-keys.ts";
+export { obscure, reveal } from "./obscure";
+export { CryptRangeError, type CipherFetcher, type CipherRangePlan, type PlainRange } from "./crypt-data";
+export type { CryptKeys } from "./crypt-keys";
 
 export interface Crypt {
   readonly keys: CryptKeys;

@@ -8,7 +8,7 @@ import { audit } from "../../ops/audit";
 import type { UserRow } from "../../users/repo";
 import { parseBody } from "../body";
 import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
-import { authenticate, readCookie } from "../guard";
+import { authenticate, readCookie, sessionRoutes } from "../guard";
 import { requestInfo } from "../request-info";
 
 const loginBody = z.object({ name: z.string().min(1).max(256), password: z.string().min(1).max(1024) });
@@ -47,6 +47,24 @@ export async function checkPassword(admission: LoginAdmission, password: string,
 }
 
 export function authRoutes(app: AppContext) {
+  // Reachable on the factory default password, so it can be changed.
+  const ownAccount = sessionRoutes(app, "self")
+    .get("/api/admin/me", ({ set, principal: p }) => {
+      set.headers["cache-control"] = "no-store";
+      return principal(app, p.user, p.sessionToken);
+    })
+    .put("/api/admin/me/password", async ({ request, body, set, principal: p }) => {
+      const input = parseBody(changePasswordBody, body);
+      if (!(await checkPassword(app.loginLimiter.admitCheck(), input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
+      if (input.old_password === input.new_password) throw badRequest("新密码不能与原密码相同");
+      app.users.setPassword(p.user.id, await hashPassword(input.new_password), false);
+      app.sessions.deleteAllForUser(p.user.id);
+      audit(app.db, p.user, "user.password_change", p.user.id);
+      set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
+      set.status = 204;
+    });
+
+  // Login and logout are the open exceptions listed in ../access.ts.
   return new Elysia()
     .post("/api/admin/auth/login", async ({ body, request, set }) => {
       const input = parseBody(loginBody, body);
@@ -69,20 +87,5 @@ export function authRoutes(app: AppContext) {
       set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
       set.status = 204;
     })
-    .get("/api/admin/me", ({ request, set }) => {
-      const p = authenticate(app, request, { allowDefaultPassword: true });
-      set.headers["cache-control"] = "no-store";
-      return principal(app, p.user, p.sessionToken);
-    })
-    .put("/api/admin/me/password", async ({ request, body, set }) => {
-      const p = authenticate(app, request, { allowDefaultPassword: true });
-      const input = parseBody(changePasswordBody, body);
-      if (!(await checkPassword(app.loginLimiter.admitCheck(), input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
-      if (input.old_password === input.new_password) throw badRequest("新密码不能与原密码相同");
-      app.users.setPassword(p.user.id, await hashPassword(input.new_password), false);
-      app.sessions.deleteAllForUser(p.user.id);
-      audit(app.db, p.user, "user.password_change", p.user.id);
-      set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
-      set.status = 204;
-    });
+    .use(ownAccount);
 }

@@ -1,8 +1,7 @@
-import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { BackupFailedError, listSnapshots, openSnapshot, SNAPSHOT_NAME, stageSnapshot, stagedPath, takeSnapshot } from "../../ops/backups";
 import { ApiError, notFound } from "../errors";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 
 /** Time for the restore response to reach the client before the server stops accepting. */
 const RESTORE_SHUTDOWN_DELAY_MS = 200;
@@ -16,14 +15,12 @@ function checkedName(name: string): string {
 
 /** Metadata backups (spec 4.11): list, take now, download, restore. */
 export function backupRoutes(app: AppContext) {
-  return new Elysia()
-    .get("/api/admin/backups", async ({ request }) => {
-      authenticate(app, request, { admin: true });
+  return sessionRoutes(app, "admin")
+    .get("/api/admin/backups", async () => {
       const items = await listSnapshots(app);
       return { items, total: items.length };
     })
-    .post("/api/admin/backups", async ({ request, set }) => {
-      authenticate(app, request, { admin: true });
+    .post("/api/admin/backups", async ({ set }) => {
       try {
         const item = await takeSnapshot(app);
         set.status = 201;
@@ -33,8 +30,7 @@ export function backupRoutes(app: AppContext) {
         throw err;
       }
     })
-    .get("/api/admin/backups/:name", async ({ request, params }) => {
-      authenticate(app, request, { admin: true });
+    .get("/api/admin/backups/:name", async ({ params }) => {
       const name = checkedName(params.name);
       const opened = await openSnapshot(app, name);
       if (!opened) throw snapshotMissing();
@@ -47,8 +43,7 @@ export function backupRoutes(app: AppContext) {
         },
       });
     })
-    .post("/api/admin/backups/:name/restore", async ({ request, params }) => {
-      authenticate(app, request, { admin: true });
+    .post("/api/admin/backups/:name/restore", async ({ params }) => {
       const name = checkedName(params.name);
       if (!(await stageSnapshot(app, name))) throw snapshotMissing();
       // Shut down only after this response has been sent; the swap happens at the next start.

@@ -1,24 +1,19 @@
-import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
-import { finishAuthorization, startAuthorization, takeAuthorizationResult } from "../../channels/oauth";
-import { authenticate } from "../guard";
+import { finishAuthorization, startAuthorization, startAuthorizationBody, takeAuthorizationResult } from "../../channels/oauth";
+import { parseBody } from "../body";
+import { sessionRoutes } from "../guard";
 
 /** OAuth authorization of cloud-drive channels (spec 4.7); administrators only. */
 export function channelOAuthRoutes(app: AppContext) {
-  const admin = (request: Request) => authenticate(app, request, { admin: true });
-
-  return new Elysia()
-    .post("/api/admin/channel-oauth/start", ({ request, body, set }) => {
-      const p = admin(request);
+  return sessionRoutes(app, "admin")
+    .post("/api/admin/channel-oauth/start", ({ body, set, principal: p }) => {
       set.headers["cache-control"] = "no-store";
-      return startAuthorization(app, p.user, body);
+      return startAuthorization(app, p.user, parseBody(startAuthorizationBody, body));
     })
-    .get("/api/admin/channel-oauth/callback", async ({ request, query }) => {
-      const p = admin(request);
+    .get("/api/admin/channel-oauth/callback", async ({ query, principal: p }) => {
       return finishAuthorization(app, p.user, query);
     })
-    .get("/api/admin/channel-oauth/result", ({ request, query, set }) => {
-      const p = admin(request);
+    .get("/api/admin/channel-oauth/result", ({ query, set, principal: p }) => {
       set.headers["cache-control"] = "no-store";
       return takeAuthorizationResult(app, p.user, query);
     });

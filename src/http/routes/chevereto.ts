@@ -8,7 +8,7 @@ import { cheveretoSource, discardInput, readCheveretoInput, type CheveretoInput 
 import { compatImage, storedDigests } from "../../compat/common";
 import type { AppContext } from "../../context";
 import { runUpload } from "../../images/upload/service";
-import { ApiError } from "../errors";
+import { ApiError, asApiError } from "../errors";
 import { publicOrigin } from "../request-info";
 
 /** Chevereto's error code for a missing or invalid API key. */
@@ -60,9 +60,10 @@ export function cheveretoRoutes(app: AppContext) {
       const md5 = outcome.md5 ?? (await storedDigests(app, view)).md5;
       const image = cheveretoImage(compatImage(app, view, publicOrigin(request, app.settings.get().base_url)), md5);
       return render(format, 200, cheveretoSuccess(image), image.url, image.url);
-    } catch (err) {
-      if (!(err instanceof ApiError)) {
-        app.log.error("请求处理失败", { method: "POST", path: "/api/1/upload", err: err instanceof Error ? err.message : String(err) });
+    } catch (caught) {
+      const err = asApiError(caught);
+      if (!err) {
+        app.log.error("请求处理失败", { method: "POST", path: "/api/1/upload", err: caught instanceof Error ? caught.message : String(caught) });
         return render(format, 500, cheveretoError(500, "服务器内部错误"), "服务器内部错误");
       }
       const code = err.status === 401 ? KEY_ERROR_CODE : err.status;

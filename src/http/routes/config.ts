@@ -4,20 +4,13 @@ import { SettingsValidationError } from "../../config/settings";
 import { configAuditDetail, fullConfig, publicConfig } from "../../config/views";
 import { audit } from "../../ops/audit";
 import { badRequest } from "../errors";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 
 export function configRoutes(app: AppContext) {
-  return new Elysia()
-    .get("/api/admin/config", ({ request }) => {
-      authenticate(app, request);
-      return publicConfig(app.settings.get());
-    })
-    .get("/api/admin/config/full", ({ request }) => {
-      authenticate(app, request, { admin: true });
-      return fullConfig(app);
-    })
-    .put("/api/admin/config", ({ request, body }) => {
-      const p = authenticate(app, request, { admin: true });
+  const anyUser = sessionRoutes(app, "user").get("/api/admin/config", () => publicConfig(app.settings.get()));
+  const adminOnly = sessionRoutes(app, "admin")
+    .get("/api/admin/config/full", () => fullConfig(app))
+    .put("/api/admin/config", ({ body, principal: p }) => {
       if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("请求体必须是 JSON 对象");
       let changed: string[];
       try {
@@ -32,4 +25,5 @@ export function configRoutes(app: AppContext) {
       }
       return fullConfig(app);
     });
+  return new Elysia().use(anyUser).use(adminOnly);
 }

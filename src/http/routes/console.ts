@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import consoleBundle from "../../console/index.html" with { type: "text" };
 // Runs at bundle time (see src/console/bundle.ts): the finished browser script becomes a
 // string literal here, so the compiled executable needs no console source files.
-import { consoleScript } from "../../console/bundle.ts" with { type: "macro" };
+import { consoleScript } from "../../console/bundle" with { type: "macro" };
 
 // A text import yields the file's contents; Bun's types describe the HTML-bundle form.
 const template = consoleBundle as unknown as string;

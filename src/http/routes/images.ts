@@ -1,15 +1,13 @@
-import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
-import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
-import { listImages, type ImageListFilter } from "../../images/list";
+import { listImages, type ImageListFilter } from "../../images/repos/list";
 import type { ImageView } from "../../images/repo";
 import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
 import { badRequest, forbidden, notFound } from "../errors";
-import { authenticate, type Principal } from "../guard";
+import { sessionRoutes, type Principal } from "../guard";
 
 const patchBody = z
   .strictObject({ ttl_hours: z.number().int().min(0).max(876_000).optional(), cleanup_exempt: z.boolean().optional() })
@@ -18,7 +16,6 @@ const batchBody = z.strictObject({ ids: z.array(z.string().max(64)).min(1).max(1
 
 const isAdmin = (p: Principal) => p.user.role === "admin";
 
-
 export function imageRoutes(app: AppContext) {
   /** The image when the caller may see it: own, or any for an admin. */
   const visible = (p: Principal, id: string): ImageView | undefined => {
@@ -26,9 +23,8 @@ export function imageRoutes(app: AppContext) {
     return v && (isAdmin(p) || v.user_id === p.user.id) ? asSeenBy(app, p.user, v) : undefined;
   };
 
-  return new Elysia()
-    .get("/api/admin/images", ({ request, query }) => {
-      const p = authenticate(app, request);
+  return sessionRoutes(app, "user")
+    .get("/api/admin/images", ({ query, principal: p }) => {
       const { pageSize, offset } = pagination(query);
       const filter: ImageListFilter = {};
       if (!isAdmin(p)) {
@@ -50,8 +46,7 @@ export function imageRoutes(app: AppContext) {
       const page = listImages(app.db, filter, { pageSize, offset, cursor });
       return { items: page.rows.map((v) => imageItem(asSeenBy(app, p.user, v))), total: page.total, next_cursor: page.nextCursor };
     })
-    .post("/api/admin/images/batch-delete", ({ request, body }) => {
-      const p = authenticate(app, request);
+    .post("/api/admin/images/batch-delete", ({ body, principal: p }) => {
       const { ids } = parseBody(batchBody, body);
       let deleted = 0;
       const failed: { id: string; error: string }[] = [];
@@ -70,37 +65,26 @@ export function imageRoutes(app: AppContext) {
       }
       return { deleted, failed };
     })
-    .get("/api/admin/images/:id", ({ request, params }) => {
-      const p = authenticate(app, request);
+    .get("/api/admin/images/:id", ({ params, principal: p }) => {
       const v = visible(p, params.id);
       if (!v) throw notFound("图片不存在");
       return imageDetail(app, v);
     })
-    .patch("/api/admin/images/:id", ({ request, params, body }) => {
-      const p = authenticate(app, request);
+    .patch("/api/admin/images/:id", ({ params, body, principal: p }) => {
       const v = visible(p, params.id);
       if (!v) throw notFound("图片不存在");
       const input = parseBody(patchBody, body);
       if (input.cleanup_exempt !== undefined && !isAdmin(p)) throw forbidden("只有管理员可以设置清理豁免");
       if (input.ttl_hours !== undefined && v.user_id !== p.user.id) throw forbidden("只有图片所有者可以修改有效期");
       app.db.transaction(() => {
-        if (input.ttl_hours !== undefined) {
-          const seconds = input.ttl_hours * 3600;
-          app.db
-            .query("UPDATE images SET expire_at = ?, ttl_seconds = ? WHERE id = ?")
-            .run(seconds ? sqlTime(Date.now() + seconds * 1000) : null, seconds || null, v.id);
-        }
-        if (input.cleanup_exempt !== undefined) {
-          // Exempting takes the image off the cleanup list; un-exempting lets the next scan judge it again.
-          app.db.query("UPDATE images SET cleanup_exempt = ?, pending_cleanup = 0 WHERE id = ?").run(input.cleanup_exempt ? 1 : 0, v.id);
-        }
+        if (input.ttl_hours !== undefined) app.images.setTtl(v.id, input.ttl_hours * 3600);
+        if (input.cleanup_exempt !== undefined) app.images.setCleanupExempt(v.id, input.cleanup_exempt);
       })();
       app.lookups.forget(v.id);
       audit(app.db, p.user, "image.update", v.id, input);
       return imageDetail(app, asSeenBy(app, p.user, app.images.view(v.id)!));
     })
-    .delete("/api/admin/images/:id", ({ request, params, set }) => {
-      const p = authenticate(app, request);
+    .delete("/api/admin/images/:id", ({ params, set, principal: p }) => {
       if (!visible(p, params.id) || !deleteReference(app, params.id)) throw notFound("图片不存在");
       audit(app.db, p.user, "image.delete", params.id);
       set.status = 204;

@@ -10,12 +10,12 @@ import { lskyListItem, lskyPage, lskyResponse, lskyUploaded } from "../../compat
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
-import { IMAGE_VIEW_SQL, type ImageView } from "../../images/repo";
+import type { ImageOrder } from "../../images/repo";
 import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
 import { audit } from "../../ops/audit";
 import { parseBody, queryInt } from "../body";
-import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
+import { ApiError, asApiError, badRequest, forbidden, unauthorized } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadMaxBytes } from "../upload-input";
 import { checkPassword } from "./auth";
@@ -25,11 +25,12 @@ const PER_PAGE = 40;
 const STRATEGY = { id: 1, name: "Kura" };
 
 /** A Map, not an object literal: `order=constructor` must not find an inherited member. */
-const ORDERS = new Map([
-  ["newest", "i.created_at DESC, i.rowid DESC"],
-  ["earliest", "i.created_at ASC, i.rowid ASC"],
-  ["utmost", "b.size DESC, i.rowid DESC"],
-  ["least", "b.size ASC, i.rowid ASC"],
+/** Lsky's `order` values; anything else lists newest first. */
+const ORDERS = new Map<string, ImageOrder>([
+  ["newest", "newest"],
+  ["earliest", "earliest"],
+  ["utmost", "largest"],
+  ["least", "smallest"],
 ]);
 
 /** Lsky's TokenController takes `email`; Kura accounts have names, and either key is accepted. */
@@ -64,13 +65,14 @@ function tokenFrom(app: AppContext, request: Request): TokenPrincipal {
   return authenticateUploadTokenText(app, plaintext);
 }
 
-/** Runs a handler and turns its ApiError (or a crash) into Lsky's error shape with the same HTTP status. */
+/** Runs a handler and turns its ApiError or domain error (or a crash) into Lsky's error shape with the same HTTP status. */
 async function lsky(app: AppContext, request: Request, handler: () => Promise<Response> | Response): Promise<Response> {
   try {
     return await handler();
-  } catch (err) {
-    if (err instanceof ApiError) return lskyResponse(err.status, false, err.message, {}, err.headers);
-    app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: err instanceof Error ? err.message : String(err) });
+  } catch (caught) {
+    const err = asApiError(caught);
+    if (err) return lskyResponse(err.status, false, err.message, {}, err.headers);
+    app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: caught instanceof Error ? caught.message : String(caught) });
     return lskyResponse(500, false, "服务器内部错误");
   }
 }
@@ -101,17 +103,10 @@ export function lskyRoutes(app: AppContext) {
     const path = `${origin(request)}/api/v1/images`;
     // There are no albums: asking for one gives its (empty) content, as Lsky does for an empty album.
     if (queryInt(query.album_id, "album_id", 0, 0) > 0) return ok("success", lskyPage([], 0, page, PER_PAGE, path));
-    const where = ["i.user_id = ?"];
-    const args: (string | number)[] = [t.user.id];
-    if (query.keyword) {
-      where.push("i.file_name LIKE ? ESCAPE '\\'");
-      args.push(`%${query.keyword.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
-    }
-    const clause = where.join(" AND ");
-    const total = app.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i WHERE ${clause}`).get(...args)!.n;
-    const rows = app.db
-      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} WHERE ${clause} ORDER BY ${ORDERS.get(query.order ?? "") ?? ORDERS.get("newest")} LIMIT ? OFFSET ?`)
-      .all(...args, PER_PAGE, (page - 1) * PER_PAGE);
+    const { rows, total } = app.images.list(
+      { userId: t.user.id, search: query.keyword || undefined },
+      { limit: PER_PAGE, offset: (page - 1) * PER_PAGE, order: ORDERS.get(query.order ?? "") ?? "newest" },
+    );
     const base = origin(request);
     return ok("success", lskyPage(rows.map((v) => lskyListItem(compatImage(app, v, base))), total, page, PER_PAGE, path));
   };

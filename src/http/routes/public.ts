@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { serveImage } from "../../delivery/serve-image";
 import { imageExtension } from "../../console/app/links";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 
 /** `/o/<user_id>/<object_key…>` → the two parts, percent-decoded per segment. */
 function splitAlias(rest: string): { userId: string; key: string } | undefined {
@@ -43,21 +43,22 @@ export function publicRoutes(app: AppContext) {
       },
     });
 
+  // Authentication errors stay JSON (the guard runs first); image errors from here on are plain text.
+  const thumbnails = sessionRoutes(app, "user").get("/api/admin/images/:id/thumb", ({ request, params, principal: p }) =>
+    serveImage(app, {
+      area: "thumb",
+      request,
+      isPublic: false,
+      lookup: () => {
+        const v = app.images.view(params.id);
+        return v && (p.user.role === "admin" || v.user_id === p.user.id) ? v : undefined;
+      },
+    }),
+  );
+
   // Elysia routes HEAD to these GET handlers; serveImage answers HEAD without a body.
   return new Elysia()
     .get("/i/:id", ({ request, params }) => byId(request, params.id))
     .get("/o/*", ({ request, params }) => byAlias(request, params["*"]))
-    .get("/api/admin/images/:id/thumb", ({ request, params }) => {
-      // Authentication errors stay JSON; image errors from here on are plain text.
-      const p = authenticate(app, request);
-      return serveImage(app, {
-        area: "thumb",
-        request,
-        isPublic: false,
-        lookup: () => {
-          const v = app.images.view(params.id);
-          return v && (p.user.role === "admin" || v.user_id === p.user.id) ? v : undefined;
-        },
-      });
-    });
+    .use(thumbnails);
 }

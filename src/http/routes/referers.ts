@@ -1,23 +1,20 @@
-import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { InvalidRefererPatternError, validateRefererPattern } from "../../delivery/referer";
 import { audit } from "../../ops/audit";
 import { idParam, parseBody } from "../body";
 import { badRequest, conflict, notFound } from "../errors";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 
 const ruleBody = z.strictObject({ pattern: z.string().min(1).max(253) });
 
 export function refererRoutes(app: AppContext) {
-  return new Elysia()
-    .get("/api/admin/referer-whitelist", ({ request }) => {
-      authenticate(app, request, { admin: true });
+  return sessionRoutes(app, "admin")
+    .get("/api/admin/referer-whitelist", () => {
       const items = app.referers.list();
       return { items, total: items.length };
     })
-    .post("/api/admin/referer-whitelist", ({ request, body, set }) => {
-      const p = authenticate(app, request, { admin: true });
+    .post("/api/admin/referer-whitelist", ({ body, set, principal: p }) => {
       const input = parseBody(ruleBody, body);
       let pattern: string;
       try {
@@ -32,8 +29,7 @@ export function refererRoutes(app: AppContext) {
       set.status = 201;
       return rule;
     })
-    .delete("/api/admin/referer-whitelist/:id", ({ request, params, set }) => {
-      const p = authenticate(app, request, { admin: true });
+    .delete("/api/admin/referer-whitelist/:id", ({ params, set, principal: p }) => {
       const id = idParam(params.id);
       if (id === undefined || !app.referers.remove(id)) throw notFound("规则不存在");
       audit(app.db, p.user, "referer.delete", id);

@@ -1,11 +1,10 @@
-import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { s3SecretFor, TokenNameTakenError, TokenRepo, tokenState, type TokenRow } from "../../auth/tokens";
 import { audit } from "../../ops/audit";
 import { idParam, pagination, parseBody } from "../body";
 import { conflict, forbidden, notFound } from "../errors";
-import { authenticate, type Principal } from "../guard";
+import { sessionRoutes, type Principal } from "../guard";
 import { publicOrigin } from "../request-info";
 
 /** At most 64 characters, counted as code points like JSON Schema's maxLength. */
@@ -46,9 +45,8 @@ export function tokenRoutes(app: AppContext) {
     if (tokenState(row) !== "active") throw conflict(message);
   };
 
-  return new Elysia()
-    .get("/api/admin/tokens", ({ request, query }) => {
-      const p = authenticate(app, request);
+  return sessionRoutes(app, "user")
+    .get("/api/admin/tokens", ({ query, principal: p }) => {
       const { pageSize, offset } = pagination(query);
       const userId = query.user_id || p.user.id;
       if (userId !== p.user.id) {
@@ -57,8 +55,7 @@ export function tokenRoutes(app: AppContext) {
       }
       return repo.listForUser(userId, pageSize, offset);
     })
-    .post("/api/admin/tokens", ({ request, body, set }) => {
-      const p = authenticate(app, request);
+    .post("/api/admin/tokens", ({ body, set, principal: p }) => {
       const input = parseBody(issueBody, body);
       let issued;
       try {
@@ -72,23 +69,20 @@ export function tokenRoutes(app: AppContext) {
       set.headers["cache-control"] = NO_STORE;
       return issued;
     })
-    .delete("/api/admin/tokens/:id", ({ request, params, set }) => {
-      const p = authenticate(app, request);
+    .delete("/api/admin/tokens/:id", ({ params, set, principal: p }) => {
       const row = visible(p, params.id, false);
       if (tokenState(row) === "active") throw conflict("令牌仍然有效，请先吊销");
       repo.delete(row.id);
       audit(app.db, p.user, "token.delete", row.id, { name: row.name, owner: row.user_id });
       set.status = 204;
     })
-    .post("/api/admin/tokens/:id/revoke", ({ request, params, set }) => {
-      const p = authenticate(app, request);
+    .post("/api/admin/tokens/:id/revoke", ({ params, set, principal: p }) => {
       const row = visible(p, params.id, false);
       // Idempotent: revoking again succeeds and keeps the first revoked_at.
       if (repo.revoke(row.id)) audit(app.db, p.user, "token.revoke", row.id, { name: row.name, owner: row.user_id });
       set.status = 204;
     })
-    .post("/api/admin/tokens/:id/rotate", ({ request, params, set }) => {
-      const p = authenticate(app, request);
+    .post("/api/admin/tokens/:id/rotate", ({ params, set, principal: p }) => {
       const row = visible(p, params.id, true);
       requireActive(row, "只能轮换有效的令牌");
       // The UPDATE re-checks the state, so a concurrent revoke cannot be undone by rotation.
@@ -98,8 +92,7 @@ export function tokenRoutes(app: AppContext) {
       set.headers["cache-control"] = NO_STORE;
       return issued;
     })
-    .post("/api/admin/tokens/:id/s3-credential", ({ request, params, set }) => {
-      const p = authenticate(app, request);
+    .post("/api/admin/tokens/:id/s3-credential", ({ request, params, set, principal: p }) => {
       const row = visible(p, params.id, true);
       requireActive(row, "令牌已吊销或已过期，无法获取 S3 凭据");
       const origin = publicOrigin(request, app.settings.get().base_url);

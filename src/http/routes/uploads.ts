@@ -6,7 +6,7 @@ import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload, type UploadRequest } from "../../images/upload/service";
 import { parseBody } from "../body";
 import { badRequest } from "../errors";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 import { publicOrigin } from "../request-info";
 import { importFromUrl, uploadMaxBytes } from "../upload-input";
 
@@ -63,19 +63,19 @@ export function uploadRoutes(app: AppContext) {
       }),
     });
 
-  return new Elysia()
+  const sessionUploads = sessionRoutes(app, "user")
     .post(
       "/api/admin/upload",
-      ({ request }) => {
-        const p = authenticate(app, request);
-        return fileUpload(request, { userId: p.user.id, tokenId: null }, FORM_FIELDS);
-      },
+      ({ request, principal: p }) => fileUpload(request, { userId: p.user.id, tokenId: null }, FORM_FIELDS),
       { parse: "none" },
     )
-    .post("/api/admin/upload/url", ({ request, body }) => {
-      const p = authenticate(app, request);
-      return urlUpload(request, { userId: p.user.id, tokenId: null }, parseBody(urlImportBody, body));
-    })
+    .post("/api/admin/upload/url", ({ request, body, principal: p }) =>
+      urlUpload(request, { userId: p.user.id, tokenId: null }, parseBody(urlImportBody, body)),
+    );
+
+  // Upload tokens (Bearer) rather than sessions: checked per request by authenticateUploadToken.
+  return new Elysia()
+    .use(sessionUploads)
     .post(
       "/api/upload",
       ({ request }) => {

@@ -1,4 +1,3 @@
-import { Elysia } from "elysia";
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { hashPassword, MIN_PASSWORD_LENGTH } from "../../auth/passwords";
@@ -6,7 +5,7 @@ import { audit } from "../../ops/audit";
 import { BUILTIN_ADMIN_ID, newUserId } from "../../users/repo";
 import { parseBody } from "../body";
 import { badRequest, conflict, forbidden, notFound } from "../errors";
-import { authenticate } from "../guard";
+import { sessionRoutes } from "../guard";
 
 const name = z.string().trim().min(1).max(64).regex(/^[^\s\u0000-\u001f/\\]+$/);
 const role = z.enum(["admin", "user"]);
@@ -34,14 +33,12 @@ export function userRoutes(app: AppContext) {
   };
   const existing = (id: string) => app.users.byId(id) ?? (() => { throw notFound("用户不存在"); })();
 
-  return new Elysia()
-    .get("/api/admin/users", ({ request }) => {
-      authenticate(app, request, { admin: true });
+  return sessionRoutes(app, "admin")
+    .get("/api/admin/users", () => {
       const items = app.users.list();
       return { items, total: items.length };
     })
-    .post("/api/admin/users", async ({ request, body, set }) => {
-      const p = authenticate(app, request, { admin: true });
+    .post("/api/admin/users", async ({ body, set, principal: p }) => {
       const input = parseBody(createBody, body);
       if (nameTaken(input.name)) throw conflict("用户名已存在");
       const id = newUserId();
@@ -59,8 +56,7 @@ export function userRoutes(app: AppContext) {
       set.status = 201;
       return app.users.item(id);
     })
-    .put("/api/admin/users/:id", ({ request, body, params }) => {
-      const p = authenticate(app, request, { admin: true });
+    .put("/api/admin/users/:id", ({ body, params, principal: p }) => {
       const user = existing(params.id);
       const input = parseBody(updateBody, body);
       if (user.id === BUILTIN_ADMIN_ID && (input.disabled || input.role !== "admin")) {
@@ -80,8 +76,7 @@ export function userRoutes(app: AppContext) {
       audit(app.db, p.user, "user.update", user.id, { name: input.name, role: input.role, disabled: input.disabled });
       return app.users.item(user.id);
     })
-    .delete("/api/admin/users/:id", ({ request, params, set }) => {
-      const p = authenticate(app, request, { admin: true });
+    .delete("/api/admin/users/:id", ({ params, set, principal: p }) => {
       const user = existing(params.id);
       if (user.id === BUILTIN_ADMIN_ID) throw forbidden("内置管理员不能被删除");
       if (user.id === p.user.id) throw badRequest("不能删除当前登录的用户");
@@ -90,8 +85,7 @@ export function userRoutes(app: AppContext) {
       audit(app.db, p.user, "user.delete", user.id, { name: user.name });
       set.status = 204;
     })
-    .post("/api/admin/users/:id/password", async ({ request, params, body, set }) => {
-      const p = authenticate(app, request, { admin: true });
+    .post("/api/admin/users/:id/password", async ({ params, body, set, principal: p }) => {
       const user = existing(params.id);
       const input = parseBody(passwordBody, body);
       app.users.setPassword(user.id, await hashPassword(input.password), false);

@@ -1,6 +1,6 @@
+import { TooMany } from "../../errors";
 import { TokenBucketLimiter } from "../../auth/rate-limit";
 import type { SettingsStore } from "../../config/settings";
-import { ApiError } from "../../http/errors";
 
 /**
  * Upload admission: at most `max_concurrent_uploads` in flight, and per user at most
@@ -33,7 +33,7 @@ export class UploadGate {
    */
   reserve(): () => void {
     if (this.active >= this.settings.get().max_concurrent_uploads) {
-      throw new ApiError(429, "同时进行的上传过多，请稍后重试", { "retry-after": "1" });
+      throw new TooMany("同时进行的上传过多，请稍后重试", 1);
     }
     this.active++;
     let released = false;
@@ -50,7 +50,7 @@ export class UploadGate {
     const wait = this.rate.take(userId);
     if (wait > 0) {
       release();
-      throw new ApiError(429, "上传过于频繁，请稍后重试", { "retry-after": String(wait) });
+      throw new TooMany("上传过于频繁，请稍后重试", wait);
     }
     return release;
   }

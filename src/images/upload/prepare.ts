@@ -1,7 +1,7 @@
+import { Invalid } from "../../errors";
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
-import { ApiError } from "../../http/errors";
 import { stripMetadata, stripMetadataToBuffer } from "../exif";
 import { frameBudgetMessage } from "../frame-budget";
 import { SNIFF_BYTES, sniffImageType } from "../sniff";
@@ -19,7 +19,7 @@ export type PreparedImage = Pick<ReceivedFile, "path" | "bytes"> & {
 
 export type ExifPolicy = "strip" | "passthrough";
 
-export const unsupported = () => new ApiError(415, "不支持的图片格式（仅支持 JPEG、PNG、GIF、WebP、AVIF）");
+export const unsupported = () => new Invalid("不支持的图片格式（仅支持 JPEG、PNG、GIF、WebP、AVIF）", "unsupported_type");
 
 export async function sha256File(path: string): Promise<string> {
   const hasher = new Bun.CryptoHasher("sha256");
@@ -53,9 +53,9 @@ export async function prepareImage(
   // Every frame of an animation is decoded, so the budget counts them all.
   const pixels = width * (meta.height ?? 0);
   if (!width || !frameHeight) throw unsupported();
-  if (pixels > opts.maxPixels) throw new ApiError(422, `图片分辨率超过上限（${Math.round(opts.maxPixels / 1e6)} 百万像素）`);
+  if (pixels > opts.maxPixels) throw new Invalid(`图片分辨率超过上限（${Math.round(opts.maxPixels / 1e6)} 百万像素）`, "unprocessable");
   const overFrames = frameBudgetMessage(meta.pages ?? 1);
-  if (overFrames) throw new ApiError(422, overFrames);
+  if (overFrames) throw new Invalid(overFrames, "unprocessable");
   // Displayed size: orientations 5–8 swap width and height.
   const swap = (meta.orientation ?? 1) >= 5;
   const described = { mime: type.mime, ext: type.ext, width: swap ? frameHeight : width, height: swap ? width : frameHeight };

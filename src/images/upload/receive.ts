@@ -1,3 +1,4 @@
+import { Invalid } from "../../errors";
 import busboy from "busboy";
 import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -5,13 +6,12 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../../auth/secrets";
-import { ApiError, badRequest } from "../../http/errors";
 
 export const FIELD_LIMIT_BYTES = 1024;
 /** Room for multipart boundaries and small fields on top of the file itself. */
 const MULTIPART_OVERHEAD = 64 * 1024;
 
-export const tooLarge = (maxBytes: number) => new ApiError(413, `图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`);
+export const tooLarge = (maxBytes: number) => new Invalid(`图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`, "too_large");
 
 export function tempPath(tmpDir: string, label: string): string {
   return join(tmpDir, `${label}-${Date.now()}-${randomBytes(6).toString("hex")}`);
@@ -66,7 +66,7 @@ export async function receiveMultipart(
   allowedFields: readonly string[],
 ): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
   const { file, fields } = await parseMultipart(request, tmpDir, maxBytes, allowedFields);
-  if (!file) throw badRequest("缺少文件字段 file");
+  if (!file) throw new Invalid("缺少文件字段 file");
   return { file, fields };
 }
 
@@ -80,8 +80,8 @@ export async function parseMultipart(
 ): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
   const fileField = opts.fileField ?? "file";
   const type = request.headers.get("content-type") ?? "";
-  if (!type.toLowerCase().startsWith("multipart/form-data")) throw badRequest(`请求必须是 multipart/form-data，文件字段名为 ${fileField}`);
-  if (!request.body) throw badRequest("缺少请求体");
+  if (!type.toLowerCase().startsWith("multipart/form-data")) throw new Invalid(`请求必须是 multipart/form-data，文件字段名为 ${fileField}`);
+  if (!request.body) throw new Invalid("缺少请求体");
   const textLimit = opts.largeField ? base64Limit(maxBytes) : FIELD_LIMIT_BYTES;
   checkDeclaredLength(request, Math.max(maxBytes, textLimit) + MULTIPART_OVERHEAD, maxBytes);
   const declared = Number(request.headers.get("content-length") ?? NaN);
@@ -103,7 +103,7 @@ export async function parseMultipart(
           defParamCharset: "utf8",
         });
       } catch {
-        reject(badRequest("multipart 请求格式无效"));
+        reject(new Invalid("multipart 请求格式无效"));
         return;
       }
       let pendingWrite: Promise<void> = Promise.resolve();
@@ -142,11 +142,11 @@ export async function parseMultipart(
         if (value.length > fieldLimit(name)) return fail(fieldTooLong(name, maxBytes, opts.largeField));
         if (keeps(name)) fields[name] = value;
       });
-      parser.on("partsLimit", () => fail(badRequest("表单字段过多")));
-      parser.on("fieldsLimit", () => fail(badRequest("表单字段过多")));
-      parser.on("error", () => fail(badRequest("multipart 请求格式无效")));
+      parser.on("partsLimit", () => fail(new Invalid("表单字段过多")));
+      parser.on("fieldsLimit", () => fail(new Invalid("表单字段过多")));
+      parser.on("error", () => fail(new Invalid("multipart 请求格式无效")));
       parser.on("close", () => pendingWrite.then(resolve, reject));
-      source.on("error", () => fail(badRequest("上传中断")));
+      source.on("error", () => fail(new Invalid("上传中断")));
       source.pipe(parser);
     });
   } catch (err) {
@@ -157,7 +157,7 @@ export async function parseMultipart(
 }
 
 function fieldTooLong(name: string, maxBytes: number, largeField: string | undefined) {
-  return name === largeField ? tooLarge(maxBytes) : badRequest(`表单字段 ${name} 超过 1 KiB`);
+  return name === largeField ? tooLarge(maxBytes) : new Invalid(`表单字段 ${name} 超过 1 KiB`);
 }
 
 /** A small multipart body with a declared length, parsed natively into memory. */
@@ -172,7 +172,7 @@ async function receiveSmallMultipart(
   try {
     form = await request.formData();
   } catch {
-    throw badRequest("multipart 请求格式无效");
+    throw new Invalid("multipart 请求格式无效");
   }
   const fields: Record<string, string> = {};
   let upload: File | undefined;
@@ -182,7 +182,7 @@ async function receiveSmallMultipart(
       continue;
     }
     const limit = fieldLimit(name);
-    if (Buffer.byteLength(value) > limit) throw limit > FIELD_LIMIT_BYTES ? tooLarge(maxBytes) : badRequest(`表单字段 ${name} 超过 1 KiB`);
+    if (Buffer.byteLength(value) > limit) throw limit > FIELD_LIMIT_BYTES ? tooLarge(maxBytes) : new Invalid(`表单字段 ${name} 超过 1 KiB`);
     if (keeps(name)) fields[name] = value;
   }
   if (!upload) return { file: undefined, fields };

@@ -1,8 +1,8 @@
+import { Invalid, isClientRejection } from "../../errors";
 import { rm } from "node:fs/promises";
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
-import { ApiError, badRequest } from "../../http/errors";
-import { S3Error } from "../../s3/errors";
+import { findIdempotencyKey } from "../repos/idempotency";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -32,13 +32,13 @@ export function parseTtl(value: unknown): number | undefined {
   if (value === undefined || value === null || value === "") return undefined;
   if (value === "never") return 0;
   const n = typeof value === "number" ? value : typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
-  if (!Number.isInteger(n) || n < 0 || n > MAX_TTL_SECONDS) throw badRequest("ttl 必须是 0 到 3153600000 之间的整数秒，或 never");
+  if (!Number.isInteger(n) || n < 0 || n > MAX_TTL_SECONDS) throw new Invalid("ttl 必须是 0 到 3153600000 之间的整数秒，或 never");
   return n;
 }
 
 function parseExifPolicy(value: string | undefined, fallback: ExifPolicy): ExifPolicy {
   if (value === undefined || value === "") return fallback;
-  if (value !== "strip" && value !== "passthrough") throw badRequest("exif_policy 只能是 strip 或 passthrough");
+  if (value !== "strip" && value !== "passthrough") throw new Invalid("exif_policy 只能是 strip 或 passthrough");
   return value;
 }
 
@@ -52,9 +52,7 @@ function effectiveTtlSeconds(app: AppContext, userId: string, requested: number 
 
 /** An earlier upload by the same user with the same Idempotency-Key, within retention. */
 function replayed(app: AppContext, userId: string, key: string): string | undefined {
-  const row = app.db
-    .query<{ image_id: string; created_at: string }, [string, string]>("SELECT image_id, created_at FROM idempotency_keys WHERE user_id = ? AND key = ?")
-    .get(userId, key);
+  const row = findIdempotencyKey(app.db, userId, key);
   if (!row) return undefined;
   const retentionMs = app.settings.get().idempotency_key_ttl_hours * 3_600_000;
   if (parseSqlTime(row.created_at).getTime() + retentionMs < Date.now()) return undefined;
@@ -122,7 +120,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
   let release: (() => void) | undefined;
   try {
     const key = req.idempotencyKey?.trim();
-    if (key && key.length > 255) throw badRequest("Idempotency-Key 过长");
+    if (key && key.length > 255) throw new Invalid("Idempotency-Key 过长");
     if (key) {
       const previous = replayed(app, req.userId, key);
       if (previous) {
@@ -154,8 +152,8 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
     return { id, replayed: false, ...(req.digests ? await legacyDigests(prepared) : {}) };
   } catch (err) {
     // Invalid input is the client's fault whichever surface reported it: S3 body errors
-    // (BadDigest, EntityTooLarge, IncompleteBody) are 4xx S3Errors, not ApiErrors.
-    outcome = (err instanceof ApiError || err instanceof S3Error) && err.status < 500 ? "rejected" : "failed";
+    // (BadDigest, EntityTooLarge, IncompleteBody) are 4xx S3Errors, not domain errors.
+    outcome = isClientRejection(err) ? "rejected" : "failed";
     throw err;
   } finally {
     release?.();

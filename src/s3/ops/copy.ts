@@ -6,7 +6,7 @@
 import { basename } from "node:path";
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
-import { supersedeObjectKey } from "../../images/object-key";
+import { supersedeObjectKey } from "../../images/repos/object-key";
 import { newShortId } from "../../images/short-id";
 import { quotaFull } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";

@@ -1,7 +1,7 @@
-import { OAuthError, safeCode } from "../../oauth/errors.ts";
-import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit.ts";
-import { defaultApiOrigin, DRIVE_SCOPES, driveScope } from "../../oauth/providers.ts";
-import { parseBool, type DriverOptionSpec } from "../option-spec.ts";
+import { OAuthError, safeCode } from "../../oauth/errors";
+import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit";
+import { defaultApiOrigin, DRIVE_SCOPES, driveScope } from "../../oauth/providers";
+import { parseBool, type DriverOptionSpec } from "../option-spec";
 
 /** Keys named exactly like rclone's drive options, plus Kura's reserved `path`. */
 export const driveDriverOptions: readonly DriverOptionSpec[] = [

@@ -1,6 +1,6 @@
-import type { OAuthApiClient } from "../../oauth/api-client.ts";
-import { baseName, parentOf } from "../../oauth/driver-kit.ts";
-import { FILE_FIELDS, FOLDER_MIME, queryString, type DriveFile, type DriveSettings } from "./config.ts";
+import type { OAuthApiClient } from "../../oauth/api-client";
+import { baseName, parentOf } from "../../oauth/driver-kit";
+import { FILE_FIELDS, FOLDER_MIME, queryString, type DriveFile, type DriveSettings } from "./config";
 
 /**
  * Google Drive addresses files by id, not path: a path is resolved one folder

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type { OAuthApiClient } from "../../oauth/api-client.ts";
-import { chunksOf, toBytes } from "../../oauth/body.ts";
-import { OAuthError } from "../../oauth/errors.ts";
-import { FILE_FIELDS, type DriveSettings } from "./config.ts";
+import type { OAuthApiClient } from "../../oauth/api-client";
+import { chunksOf, toBytes } from "../../oauth/body";
+import { OAuthError } from "../../oauth/errors";
+import { FILE_FIELDS, type DriveSettings } from "./config";
 
 /** Where the bytes go: a new file in a folder, or new content for an existing file id. */
 export type UploadTarget = { create: { name: string; parentId: string } } | { update: string };

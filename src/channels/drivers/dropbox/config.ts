@@ -1,6 +1,6 @@
-import { OAuthError, safeCode } from "../../oauth/errors.ts";
-import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit.ts";
-import type { DriverOptionSpec } from "../option-spec.ts";
+import { OAuthError, safeCode } from "../../oauth/errors";
+import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit";
+import type { DriverOptionSpec } from "../option-spec";
 
 /** Keys named exactly like rclone's dropbox options, plus Kura's reserved `path`. */
 export const dropboxDriverOptions: readonly DriverOptionSpec[] = [

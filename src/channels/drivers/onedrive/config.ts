@@ -1,7 +1,7 @@
-import { OAuthError, safeCode } from "../../oauth/errors.ts";
-import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit.ts";
-import { defaultApiOrigin, ONEDRIVE_REGIONS } from "../../oauth/providers.ts";
-import type { DriverOptionSpec } from "../option-spec.ts";
+import { OAuthError, safeCode } from "../../oauth/errors";
+import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit";
+import { defaultApiOrigin, ONEDRIVE_REGIONS } from "../../oauth/providers";
+import type { DriverOptionSpec } from "../option-spec";
 
 export const ONEDRIVE_DRIVE_TYPES = ["personal", "business", "documentLibrary"] as const;
 

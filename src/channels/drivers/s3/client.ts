@@ -1,8 +1,8 @@
 import aws4 from "aws4";
-import { networkError } from "../driver-errors.ts";
-import { fetchWithTimeout, sendWithRetry, type FetchLike, type HttpBody } from "../http-transport.ts";
-import type { S3Settings } from "./config.ts";
-import { errorFromResponse } from "./errors.ts";
+import { networkError } from "../driver-errors";
+import { fetchWithTimeout, sendWithRetry, type FetchLike, type HttpBody } from "../http-transport";
+import type { S3Settings } from "./config";
+import { errorFromResponse } from "./errors";
 
 export interface S3Call {
   method: "GET" | "PUT" | "HEAD" | "DELETE";

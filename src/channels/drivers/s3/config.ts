@@ -1,5 +1,5 @@
-import type { DriverOptionSpec } from "../option-spec.ts";
-import { parseBool } from "../option-spec.ts";
+import type { DriverOptionSpec } from "../option-spec";
+import { parseBool } from "../option-spec";
 
 /** Provider names exactly as rclone v1.60 (the Debian 12 build we interoperate with) lists them. */
 export const S3_PROVIDERS = [

@@ -1,4 +1,4 @@
-import { text } from "./xml.ts";
+import { text } from "./xml";
 
 /**
  * Errors shown to admins (channel `last_error`, probe results). Built only from

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { utils } from "ssh2";
-import { revealOption, type DriverOptionSpec } from "../option-spec.ts";
+import { revealOption, type DriverOptionSpec } from "../option-spec";
 
 /**
  * Keys named exactly like rclone's sftp backend options, plus Kura's `path`.

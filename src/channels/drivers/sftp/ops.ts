@@ -3,7 +3,7 @@
  * operations the driver needs: pipelined writes and a read-ahead stream.
  */
 import type { FileEntryWithStats, OpenMode, SFTPWrapper, Stats } from "ssh2";
-import { operationError } from "./errors.ts";
+import { operationError } from "./errors";
 
 function call<T>(fn: (cb: (err: Error | null | undefined, value: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {

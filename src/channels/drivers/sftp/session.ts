@@ -5,10 +5,10 @@
  */
 import { readFile } from "node:fs/promises";
 import { Client, type ConnectConfig, type SFTPWrapper } from "ssh2";
-import type { SftpSettings } from "./config.ts";
-import { checkKey } from "./config.ts";
-import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors.ts";
-import { parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts.ts";
+import type { SftpSettings } from "./config";
+import { checkKey } from "./config";
+import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors";
+import { parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts";
 
 interface Live {
   client: Client;

@@ -1,7 +1,7 @@
-import { networkError } from "../driver-errors.ts";
-import { fetchWithTimeout, sendWithRetry, type FetchLike, type HttpBody } from "../http-transport.ts";
-import type { WebdavSettings } from "./config.ts";
-import { WebdavRequestError } from "./errors.ts";
+import { networkError } from "../driver-errors";
+import { fetchWithTimeout, sendWithRetry, type FetchLike, type HttpBody } from "../http-transport";
+import type { WebdavSettings } from "./config";
+import { WebdavRequestError } from "./errors";
 
 export interface DavCall {
   method: "GET" | "PUT" | "DELETE" | "PROPFIND" | "MKCOL";

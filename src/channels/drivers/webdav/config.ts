@@ -1,5 +1,5 @@
-import { assertSafeKey } from "../object-key.ts";
-import { revealOption, type DriverOptionSpec } from "../option-spec.ts";
+import { assertSafeKey } from "../object-key";
+import { revealOption, type DriverOptionSpec } from "../option-spec";
 
 /**
  * Vendors Kura can talk to. rclone 1.60 also knows `sharepoint` (Microsoft

@@ -1,4 +1,4 @@
-import { child, childrenOf, parseXml, XmlSyntaxError, type XmlElement } from "./xml.ts";
+import { child, childrenOf, parseXml, XmlSyntaxError, type XmlElement } from "./xml";
 
 const DAV = "DAV:";
 

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
-import { badRequest } from "../http/errors";
-import { libraryUsage, userUsage } from "../ops/usage";
-import { IMAGE_VIEW_SQL, type ImageView } from "./repo";
+import { Invalid } from "../../errors";
+import { libraryUsage, userUsage } from "../../ops/usage";
+import { IMAGE_VIEW_SQL, type ImageView } from "../repo";
 
 /**
  * The image list query (spec 2.6): newest first, filtered, paged either by `page`
@@ -42,7 +42,7 @@ export function decodeCursor(text: string): Position {
   } catch {
     // falls through to the refusal
   }
-  throw badRequest("参数 cursor 无效");
+  throw new Invalid("参数 cursor 无效");
 }
 
 /** An FTS5 phrase: the term in double quotes, inner quotes doubled, matches it as a substring. */

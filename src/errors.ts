@@ -1,0 +1,119 @@
+/**
+ * Domain errors: what went wrong in the service's own terms, with a Chinese message
+ * that is safe to show to users. Domain code throws these; each surface maps them to
+ * its protocol in one place (JSON statuses in src/http/errors.ts, S3 codes in
+ * src/s3/errors.ts), so no domain module knows about HTTP or XML.
+ */
+export abstract class DomainError extends Error {
+  abstract readonly kind: DomainErrorKind;
+}
+
+export type DomainErrorKind =
+  | "invalid"
+  | "unauthenticated"
+  | "forbidden"
+  | "not_found"
+  | "conflict"
+  | "quota_exceeded"
+  | "too_many"
+  | "unavailable";
+
+/** What exactly was wrong with the input: the surfaces tell these apart (413, 415, 422 in HTTP). */
+export type InvalidProblem = "malformed" | "too_large" | "unsupported_type" | "unprocessable";
+
+/** The request's input is wrong; repeating it unchanged fails again. */
+export class Invalid extends DomainError {
+  readonly kind = "invalid";
+  constructor(
+    message: string,
+    readonly problem: InvalidProblem = "malformed",
+  ) {
+    super(message);
+    this.name = "Invalid";
+  }
+}
+
+/** No valid credentials; `challenge` is the scheme to offer (a WWW-Authenticate value). */
+export class Unauthenticated extends DomainError {
+  readonly kind = "unauthenticated";
+  constructor(
+    message: string,
+    readonly challenge?: string,
+  ) {
+    super(message);
+    this.name = "Unauthenticated";
+  }
+}
+
+/** Known caller, not allowed; `challenge` names a missing scope when there is one. */
+export class Forbidden extends DomainError {
+  readonly kind = "forbidden";
+  constructor(
+    message: string,
+    readonly challenge?: string,
+  ) {
+    super(message);
+    this.name = "Forbidden";
+  }
+}
+
+export class NotFound extends DomainError {
+  readonly kind = "not_found";
+  constructor(message = "目标不存在") {
+    super(message);
+    this.name = "NotFound";
+  }
+}
+
+/** The target's current state forbids the change (a duplicate name, a sole copy, already decided). */
+export class Conflict extends DomainError {
+  readonly kind = "conflict";
+  constructor(message: string) {
+    super(message);
+    this.name = "Conflict";
+  }
+}
+
+/** The owner's storage quota would be exceeded. */
+export class QuotaExceeded extends DomainError {
+  readonly kind = "quota_exceeded";
+  constructor(message = "存储配额已满") {
+    super(message);
+    this.name = "QuotaExceeded";
+  }
+}
+
+/** Too many requests for now; retry after `retryAfterSeconds`. */
+export class TooMany extends DomainError {
+  readonly kind = "too_many";
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+    this.name = "TooMany";
+  }
+}
+
+/** A dependency (storage channels, disk) cannot serve now; worth retrying later. */
+export class Unavailable extends DomainError {
+  readonly kind = "unavailable";
+  constructor(
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = "Unavailable";
+  }
+}
+
+/**
+ * True when an error means the client's request was refused (a 4xx of any surface),
+ * false for faults of the service or its dependencies. Surface errors carry a numeric
+ * `status`; this reads it without importing them.
+ */
+export function isClientRejection(err: unknown): boolean {
+  if (err instanceof DomainError) return err.kind !== "unavailable";
+  const status = (err as { status?: unknown } | null)?.status;
+  return typeof status === "number" && status >= 400 && status < 500;
+}

@@ -1,0 +1,22 @@
+/** SQL of public access accounting: counts, last access, cold-mark clearing and TTL renewal. */
+import type { Database } from "bun:sqlite";
+import { sqlTime } from "../../db/time";
+import { COLD_MARK } from "../cleanup-reason";
+
+/**
+ * Writes buffered access counts in one transaction. With `renew`, expiry restarts from the last
+ * access when that access came before the expiry. An access clears a cold mark only; a superseded
+ * image stays on the cleanup list.
+ */
+export function applyAccessCounts(db: Database, batch: ReadonlyMap<string, { count: number; last: number }>, renew: boolean): void {
+  const update = db.query(
+    `UPDATE images SET access_count = access_count + ?1, last_public_access_at = ?2,
+       pending_cleanup = CASE WHEN ${COLD_MARK} THEN 0 ELSE pending_cleanup END,
+       expire_at = CASE WHEN ?3 AND ttl_seconds IS NOT NULL AND expire_at IS NOT NULL AND expire_at > ?2
+                        THEN strftime('%Y-%m-%d %H:%M:%S', ?2, '+' || ttl_seconds || ' seconds') ELSE expire_at END
+     WHERE id = ?4`,
+  );
+  db.transaction(() => {
+    for (const [id, { count, last }] of batch) update.run(count, sqlTime(last), renew ? 1 : 0, id);
+  })();
+}

@@ -1,0 +1,10 @@
+/** SQL of the Idempotency-Key records: which image an earlier upload with the same key produced, and when. */
+import type { Database } from "bun:sqlite";
+
+export function findIdempotencyKey(db: Database, userId: string, key: string): { image_id: string; created_at: string } | undefined {
+  return (
+    db
+      .query<{ image_id: string; created_at: string }, [string, string]>("SELECT image_id, created_at FROM idempotency_keys WHERE user_id = ? AND key = ?")
+      .get(userId, key) ?? undefined
+  );
+}

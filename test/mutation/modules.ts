@@ -1,0 +1,54 @@
+// Mutation-testing scopes for `bun run mutate` (StrykerJS, not in CI): each security- or data-critical
+// module is mutated on its own and judged only by the fast, targeted tests that exercise it, so a
+// run fits a small shared machine. Results and accepted survivors: test/README.md.
+export interface MutationModule {
+  /** Source files Stryker mutates. */
+  mutate: string[];
+  /** Test files (optionally with a `-t` filter) that judge the mutants. */
+  tests: string[];
+}
+
+export const MODULES: Record<string, MutationModule> = {
+  auth: {
+    mutate: ["src/auth/sessions.ts", "src/auth/passwords.ts", "src/auth/secrets.ts", "src/auth/tokens.ts", "src/http/guard.ts"],
+    tests: ["test/unit/auth-sessions.test.ts", "test/contract/session-guards.test.ts", "test/http/tokens.test.ts"],
+  },
+  sigv4: {
+    mutate: ["src/s3/sigv4.ts"],
+    tests: ["test/unit/s3-sigv4-refusals.test.ts", "test/unit/s3-sigv4.test.ts", "test/unit/s3-aws-chunked.test.ts"],
+  },
+  "s3-body": {
+    mutate: ["src/s3/body.ts"],
+    tests: ["test/unit/s3-body.test.ts", "test/unit/s3-aws-chunked.test.ts", "test/s3/body-integrity.test.ts"],
+  },
+  crypt: {
+    mutate: ["src/channels/crypt-layer.ts", "src/channels/rclone/crypt-data.ts"],
+    tests: ["test/unit/crypt-layer.test.ts", "test/unit/crypt-layer-nonces.test.ts", "test/unit/rclone-crypt.test.ts"],
+  },
+  "upload-store": {
+    mutate: ["src/images/store.ts"],
+    tests: ["test/unit/upload-store.test.ts", "test/http/quota-usage.test.ts", "test/http/min-success.test.ts"],
+  },
+  delivery: {
+    mutate: ["src/delivery/serve-image.ts", "src/delivery/cache-headers.ts", "src/delivery/etag.ts"],
+    tests: ["test/unit/delivery-conditional.test.ts", "test/unit/delivery-headers.test.ts", "test/http/delivery-bytes.test.ts", "test/http/delivery.test.ts"],
+  },
+  /** The conditional-request parser alone, judged by its unit tests (minutes instead of an hour). */
+  "delivery-etag": {
+    mutate: ["src/delivery/etag.ts"],
+    tests: ["test/unit/delivery-conditional.test.ts", "test/unit/delivery-headers.test.ts"],
+  },
+  ssrf: {
+    mutate: ["src/net/safe-fetch.ts", "src/net/public-address.ts", "src/net/cidr.ts"],
+    tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/public-address.test.ts"],
+  },
+};
+
+/** The shell command Stryker's command runner runs per mutant: `bun test --bail` over the module's tests. */
+export function testCommand(tests: string[]): string {
+  const plain = tests.filter((t) => !t.includes(" -t "));
+  const filtered = tests.filter((t) => t.includes(" -t "));
+  return [plain.length ? `bun test --bail --timeout 60000 ${plain.join(" ")}` : "", ...filtered.map((t) => `bun test --bail --timeout 60000 ${t}`)]
+    .filter(Boolean)
+    .join(" && ");
+}

@@ -1,0 +1,35 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AppContext } from "../../src/context";
+import type { UserRow } from "../../src/users/repo";
+import { openContext } from "../helpers/context";
+
+/**
+ * The real application context in this process, over a fresh data dir: services are
+ * called as plain functions, no server is spawned. The built-in admin is the actor.
+ */
+export async function serviceContext(): Promise<{ app: AppContext; admin: UserRow; dataDir: string; dispose: () => void }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "kura-service-"));
+  const { app, close } = await openContext(dataDir);
+  const admin = app.users.byName("admin")!;
+  return {
+    app,
+    admin,
+    dataDir,
+    dispose: () => {
+      close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The error a call threw (failing the test when it did not throw). */
+export async function thrown(run: () => unknown): Promise<unknown> {
+  try {
+    await run();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected the call to throw");
+}
