@@ -1,6 +1,7 @@
 // Upload throughput: POST /api/admin/upload of ~200 KB distinct JPEGs at concurrency 8,
-// next to an in-process baseline (sharp metadata + sha256 + fsync'd write) measured in
-// the same run. Target: upload rate >= 0.5 x baseline rate.
+// next to a bare Bun HTTP server doing multipart parsing + sha256 + sharp metadata + an
+// fsync'd write (the reference) and an in-process baseline of the same work without HTTP,
+// all measured in the same run. Target: upload rate >= 0.8 x the bare server's rate.
 //
 //   bun run bench/upload.ts [--n 200] [--concurrency 8] [--warmup 8] [--baseline-ms 1000]
 //                           [--policies strip,passthrough] [--entry other/src/main.ts]
@@ -13,8 +14,10 @@ import { BenchServer } from "./lib/server";
 import { adminSession, type BenchSession } from "./lib/session";
 import { fmtMiB, fmtMs, fmtRate, runPool, summarize, table, type RunResult, type Summary } from "./lib/stats";
 import { runBaseline, type BaselineResult } from "./lib/upload-baseline";
+import { BARE_READY } from "./lib/bare-upload-server";
 
-const TARGET_RATIO = 0.5;
+const TARGET_RATIO = 0.8;
+const BARE_ENTRY = new URL("./lib/bare-upload-server.ts", import.meta.url).pathname;
 type Policy = "strip" | "passthrough";
 
 const argv = process.argv.slice(2);
@@ -42,6 +45,26 @@ interface UploadRow {
   otherCores: number;
   /** Baseline rate measured right before and right after this run, averaged. */
   baselinePerSecond: number;
+  /** Bare server rate measured right before and right after this run, averaged. */
+  barePerSecond: number;
+}
+
+interface BareSegment {
+  run: RunResult;
+  serverCpuMs: number;
+  otherCores: number;
+}
+
+/** The bare reference server, same client, same bodies, same concurrency as the Kura runs. */
+async function bareSegment(bare: BenchServer, bodies: MultipartBody[]): Promise<BareSegment> {
+  const cpu0 = bare.cpuMs();
+  const load = new BackgroundLoad(() => bare.cpuMs() + ownCpuMs());
+  const run = await runPool(bodies, concurrency, async (b) => {
+    const res = await fetch(bare.url("/upload"), { method: "POST", headers: { "content-type": b.contentType }, body: b.body });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`参照服务器上传失败：HTTP ${res.status}：${text}`);
+  });
+  return { run, serverCpuMs: (bare.cpuMs() - cpu0) / run.count, otherCores: load.cores() };
 }
 
 /** One fresh server per policy: a fresh database means no blob dedup across runs. */
@@ -104,15 +127,36 @@ async function main() {
   // interleaved with the upload runs and each run is compared with its neighbours.
   log("基准预热 …");
   await runBaseline(warmImages, concurrency);
-  const baselines = [await baselineSegment(measured)];
+  const bare = await BenchServer.start({ entry: BARE_ENTRY, ready: BARE_READY });
+  const bares: BareSegment[] = [];
+  const baselines: (BaselineResult & { otherCores: number })[] = [];
   const uploads: UploadRow[] = [];
-  for (const policy of policies) {
-    log(`上传：exif_policy=${policy} …`);
-    const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody));
+  let bareRss = 0;
+  try {
+    await bareSegment(bare, warmImages.map(toBody));
+    bares.push(await bareSegment(bare, measured.map(toBody)));
     baselines.push(await baselineSegment(measured));
-    const around = (rate(baselines.at(-2)!) + rate(baselines.at(-1)!)) / 2;
-    uploads.push({ policy, summary: summarize(r.run), ...r, baselinePerSecond: around });
+    for (const policy of policies) {
+      log(`上传：exif_policy=${policy} …`);
+      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody));
+      bares.push(await bareSegment(bare, measured.map(toBody)));
+      baselines.push(await baselineSegment(measured));
+      const around = (rate(baselines.at(-2)!) + rate(baselines.at(-1)!)) / 2;
+      const bareAround = (rate(bares.at(-2)!.run) + rate(bares.at(-1)!.run)) / 2;
+      uploads.push({ policy, summary: summarize(r.run), ...r, baselinePerSecond: around, barePerSecond: bareAround });
+    }
+    bareRss = bare.peakRssBytes();
+  } finally {
+    await bare.dispose();
   }
+  const bareAll: RunResult = {
+    count: bares.reduce((s, b) => s + b.run.count, 0),
+    wallMs: bares.reduce((s, b) => s + b.run.wallMs, 0),
+    latenciesMs: bares.flatMap((b) => b.run.latenciesMs),
+  };
+  const bareSummary = summarize(bareAll);
+  const bareCpu = bares.reduce((s, b) => s + b.serverCpuMs * b.run.count, 0) / bareAll.count;
+  const bareOther = bares.reduce((s, b) => s + b.otherCores, 0) / bares.length;
 
   const all: RunResult = {
     count: baselines.reduce((s, b) => s + b.count, 0),
@@ -122,7 +166,8 @@ async function main() {
   const baseCpu = baselines.reduce((s, b) => s + b.cpuMsPerOp * b.count, 0) / all.count;
   const baseOther = baselines.reduce((s, b) => s + b.otherCores, 0) / baselines.length;
   const base = summarize(all);
-  const ratio = (u: UploadRow) => u.summary.perSecond / u.baselinePerSecond;
+  const ratio = (u: UploadRow) => u.summary.perSecond / u.barePerSecond;
+  const vsInProcess = (u: UploadRow) => u.summary.perSecond / u.baselinePerSecond;
 
   console.log(`\nKura upload bench — ${new Date().toISOString()} — ${machineSummary()}`);
   console.log(`${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run\n`);
@@ -130,7 +175,8 @@ async function main() {
     table(
       ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "peak RSS MiB", "other load"],
       [
-        ["baseline: sharp.metadata + sha256 + write+fsync", fmtRate(base.perSecond), fmtMs(base.p50Ms), fmtMs(base.p99Ms), "1.00", baseCpu.toFixed(2), "-", baseOther.toFixed(2)],
+        ["bare Bun server: multipart+sha256+metadata+fsync", fmtRate(bareSummary.perSecond), fmtMs(bareSummary.p50Ms), fmtMs(bareSummary.p99Ms), "1.00", bareCpu.toFixed(2), fmtMiB(bareRss), bareOther.toFixed(2)],
+        ["in-process: sharp.metadata + sha256 + write+fsync", fmtRate(base.perSecond), fmtMs(base.p50Ms), fmtMs(base.p99Ms), (base.perSecond / bareSummary.perSecond).toFixed(2), baseCpu.toFixed(2), "-", baseOther.toFixed(2)],
         ...uploads.map((u) => [
           `POST /api/admin/upload exif_policy=${u.policy}`,
           fmtRate(u.summary.perSecond),
@@ -145,15 +191,18 @@ async function main() {
     ),
   );
   console.log(
-    `\nbaseline segments (per s): ${baselines.map((b) => fmtRate(rate(b))).join(", ")}; each ratio uses the two segments around its run.` +
-      `\nCPU ms/op: server process, all threads (uploads) / this process (baseline). bench client CPU per upload: ${uploads.map((u) => u.clientCpuMs.toFixed(2)).join(" / ")} ms.` +
+    `\nratio: upload rate / the bare server's rate in the two segments around the run (bare segments per s: ${bares.map((b) => fmtRate(rate(b.run))).join(", ")}).` +
+      `\nvs the in-process baseline (segments per s: ${baselines.map((b) => fmtRate(rate(b))).join(", ")}): ${uploads.map((u) => `${u.policy} ${vsInProcess(u).toFixed(2)}`).join(", ")}.` +
+      `\nCPU ms/op: server process, all threads (Kura, bare server) / this process (in-process baseline); Kura / bare: ${uploads.map((u) => `${u.policy} ${(u.serverCpuMs / bareCpu).toFixed(2)}x`).join(", ")}. bench client CPU per upload: ${uploads.map((u) => u.clientCpuMs.toFixed(2)).join(" / ")} ms.` +
       `\nother load: average cores used by other processes during the run; well above 0 means the numbers are disturbed.`,
   );
   const worst = Math.min(...uploads.map(ratio));
   console.log(`\ntarget ratio >= ${TARGET_RATIO}: ${worst >= TARGET_RATIO ? "PASS" : "FAIL"} (worst ${worst.toFixed(2)}); total ${((performance.now() - started) / 1000).toFixed(1)} s`);
   if (asJson) {
     const rows = uploads.map((u) => ({ ...u, ratio: ratio(u) }));
-    console.log(JSON.stringify({ date: new Date().toISOString(), n, concurrency, avg_kb: avgKb, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }));
+    console.log(
+      JSON.stringify({ date: new Date().toISOString(), n, concurrency, avg_kb: avgKb, bare: { ...bareSummary, cpu_ms: bareCpu }, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }),
+    );
   }
 }
 

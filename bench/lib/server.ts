@@ -16,6 +16,8 @@ export interface BenchServerOptions {
   /** Extra environment for the child (undefined removes a variable). */
   env?: Record<string, string | undefined>;
   startTimeoutMs?: number;
+  /** The log line that says the process listens, with the address as group 1 (default: Kura's). */
+  ready?: RegExp;
 }
 
 /** Kura on a random loopback port with a temporary data directory it deletes on dispose. */
@@ -39,7 +41,7 @@ export class BenchServer {
     const proc = Bun.spawn(["bun", ...(opts.bunArgs ?? []), "run", opts.entry ?? join(ROOT, "src/main.ts"), "serve"], { cwd: dataDir, env, stdout: "pipe", stderr: "pipe" });
     const server = new BenchServer(proc, dataDir);
     void server.pump();
-    const ready = await server.waitForLog(READY, opts.startTimeoutMs ?? 20_000).catch(() => undefined);
+    const ready = await server.waitForLog(opts.ready ?? READY, opts.startTimeoutMs ?? 20_000).catch(() => undefined);
     if (!ready) {
       await server.dispose();
       throw new Error(`服务未能启动（退出码 ${proc.exitCode}）：\n${server.logs}`);

@@ -2,9 +2,13 @@
  * A small in-memory LRU of hot image bytes (originals and variants). Content behind a
  * key never changes (originals are content-addressed blobs, variants are derived from
  * them), so entries need no invalidation beyond eviction and blob deletion.
+ *
+ * Entries are Blobs: `new Response(blob)` (and `blob.slice` for ranges) shares the bytes,
+ * while `new Response(uint8Array)` copies them on every request, which for a 200 KB
+ * original was a third of the server's CPU per delivery (bench/README.md).
  */
 export class HotBytes {
-  private readonly entries = new Map<string, Uint8Array>();
+  private readonly entries = new Map<string, Blob>();
   private total = 0;
 
   constructor(
@@ -12,7 +16,7 @@ export class HotBytes {
     readonly maxItemBytes: number,
   ) {}
 
-  get(key: string): Uint8Array | undefined {
+  get(key: string): Blob | undefined {
     const bytes = this.entries.get(key);
     if (!bytes) return undefined;
     this.entries.delete(key);
@@ -20,24 +24,29 @@ export class HotBytes {
     return bytes;
   }
 
-  /** Keeps `bytes` when small enough, evicting the least recently used entries. */
-  set(key: string, bytes: Uint8Array) {
-    if (bytes.byteLength > this.maxItemBytes || bytes.byteLength > this.maxBytes) return;
+  /**
+   * Keeps `bytes` when small enough, evicting the least recently used entries. Returns
+   * them as a Blob either way, ready to be a response body.
+   */
+  set(key: string, bytes: Uint8Array | Blob): Blob {
+    const blob = bytes instanceof Blob ? bytes : new Blob([bytes as Uint8Array<ArrayBuffer>]);
+    if (blob.size > this.maxItemBytes || blob.size > this.maxBytes) return blob;
     this.delete(key);
-    this.entries.set(key, bytes);
-    this.total += bytes.byteLength;
+    this.entries.set(key, blob);
+    this.total += blob.size;
     for (const [k, v] of this.entries) {
       if (this.total <= this.maxBytes) break;
       this.entries.delete(k);
-      this.total -= v.byteLength;
+      this.total -= v.size;
     }
+    return blob;
   }
 
   delete(key: string) {
     const old = this.entries.get(key);
     if (!old) return;
     this.entries.delete(key);
-    this.total -= old.byteLength;
+    this.total -= old.size;
   }
 
   /** Drops every entry whose key starts with `prefix` (all bytes of one blob). */

@@ -56,7 +56,7 @@ export async function serveImage(app: AppContext, req: DeliveryRequest): Promise
   if (ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers });
   try {
     const variant = await app.variants.get(blobOf(image), rep.width, rep.format as DeliveryFormat);
-    const body = variant.path ? Bun.file(variant.path) : asBody(variant.bytes!);
+    const body = variant.path ? Bun.file(variant.path) : variant.bytes!;
     headers["Content-Type"] = formatToMime(rep.format as DeliveryFormat);
     headers[isGet ? "Content-Length" : HEAD_LENGTH_HEADER] = String(variant.size);
     return new Response(isGet ? body : null, { status: 200, headers });
@@ -93,29 +93,26 @@ async function serveOriginal(app: AppContext, req: DeliveryRequest, image: Image
   try {
     if (range) {
       const part = hot
-        ? { stream: hot.subarray(range.start, range.end + 1), size: range.end + 1 - range.start }
+        ? { stream: hot.slice(range.start, range.end + 1), size: range.end + 1 - range.start }
         : await openBlob(app, blobOf(image), range);
       headers["Content-Length"] = String(part.size);
       headers["Content-Range"] = `bytes ${range.start}-${range.start + part.size - 1}/${image.size}`;
-      return new Response(part.stream instanceof Uint8Array ? asBody(part.stream) : part.stream, { status: 206, headers });
+      return new Response(part.stream, { status: 206, headers });
     }
-    if (hot) return new Response(asBody(hot), { status: 200, headers: { ...headers, "Content-Length": String(hot.byteLength) } });
+    if (hot) {
+      headers["Content-Length"] = String(hot.size);
+      return new Response(hot, { status: 200, headers });
+    }
     const result = await openBlob(app, blobOf(image));
     headers["Content-Length"] = String(result.size);
     if (result.size > HOT_ITEM_MAX) return new Response(result.stream, { status: 200, headers });
     // Small originals are read whole and kept hot: the next request costs no storage read.
-    const bytes = new Uint8Array(await new Response(result.stream).arrayBuffer());
-    app.variants.hot.set(image.sha256, bytes);
-    return new Response(asBody(bytes), { status: 200, headers });
+    const bytes = app.variants.hot.set(image.sha256, new Uint8Array(await new Response(result.stream).arrayBuffer()));
+    return new Response(bytes, { status: 200, headers });
   } catch (err) {
     if (err instanceof NoReadableChannelError) return plain(503, err.message);
     throw err;
   }
-}
-
-/** Bytes as a response body (Bun sends any Uint8Array; the DOM typings want an ArrayBuffer-backed one). */
-function asBody(bytes: Uint8Array): BodyInit {
-  return bytes as unknown as BodyInit;
 }
 
 /** The blob fields delivery needs, straight from the image view (no second query). */

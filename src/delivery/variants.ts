@@ -12,7 +12,7 @@ import { VariantCache } from "./variant-cache";
 export interface VariantBytes {
   /** A cached file to stream, or the bytes (in memory when hot or not kept on disk). */
   path?: string;
-  bytes?: Uint8Array;
+  bytes?: Blob;
   size: number;
 }
 
@@ -63,16 +63,15 @@ export class VariantService {
     const hot = this.hot.get(key);
     if (hot) {
       this.app.metrics.variantLookups.inc({ result: "hit" });
-      return { bytes: hot, size: hot.byteLength };
+      return { bytes: hot, size: hot.size };
     }
     const hit = this.cache.get(key);
     const file = hit && Bun.file(hit.path);
     if (hit && file && (await file.exists())) {
       this.app.metrics.variantLookups.inc({ result: "hit" });
       if (hit.size > HOT_ITEM_MAX) return { path: hit.path, size: hit.size };
-      const bytes = new Uint8Array(await file.arrayBuffer());
-      this.hot.set(key, bytes);
-      return { bytes, size: bytes.byteLength };
+      const bytes = this.hot.set(key, new Uint8Array(await file.arrayBuffer()));
+      return { bytes, size: bytes.size };
     }
     if (hit) await this.cache.delete(key);
     this.app.metrics.variantLookups.inc({ result: "miss" });
@@ -112,8 +111,8 @@ export class VariantService {
     }
     const path = await this.cache.put(key, bytes);
     this.app.images.recordVariant(blob.id, width, format, bytes.length);
-    this.hot.set(key, bytes);
-    return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes, size: bytes.length };
+    const body = this.hot.set(key, bytes);
+    return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes: body, size: bytes.length };
   }
 
   /** Drops every cached variant of a blob (physical delete). */

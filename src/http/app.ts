@@ -12,6 +12,7 @@ import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
 import { closesConnection } from "./tool-surfaces";
+import { IMAGE_ROUTE, imageFastPath } from "./image-fast-path";
 import { authRoutes } from "./routes/auth";
 import { configRoutes } from "./routes/config";
 import { consoleRoutes } from "./routes/console";
@@ -37,17 +38,12 @@ const UNMETERED = new Set(["/healthz", "/metrics"]);
 export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, any, any, any>[] = []) {
   let router = new Elysia()
     .onError(({ code, error, request }) => {
-      if (error instanceof ApiError) return jsonError(error.status, error.message, error.headers);
-      if (error instanceof DomainError) {
-        const e = httpErrorOf(error);
-        return jsonError(e.status, e.message, e.headers);
-      }
+      // A handler's own error first: its status wins over Elysia's classification.
+      if (error instanceof ApiError || error instanceof DomainError) return errorAnswer(app, request, error);
       if (code === "PARSE") return jsonError(400, "请求体不是有效的 JSON");
       if (code === "NOT_FOUND") return jsonError(404, "接口不存在");
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
-      if (isDiskFull(error)) return diskFullAnswer(app, request, error);
-      app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
-      return jsonError(500, "服务器内部错误");
+      return errorAnswer(app, request, error);
     })
     .use(systemRoutes(app))
     .use(consoleRoutes())
@@ -70,6 +66,18 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
   for (const plugin of extra) router = router.use(plugin);
   assertAdminRoutesGuarded(router.routes);
   return router;
+}
+
+/** A handler's error as the client sees it: its own status, 503 for a full disk, else a logged 500. */
+function errorAnswer(app: AppContext, request: Request, error: unknown): Response {
+  if (error instanceof ApiError) return jsonError(error.status, error.message, error.headers);
+  if (error instanceof DomainError) {
+    const e = httpErrorOf(error);
+    return jsonError(e.status, e.message, e.headers);
+  }
+  if (isDiskFull(error)) return diskFullAnswer(app, request, error);
+  app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
+  return jsonError(500, "服务器内部错误");
 }
 
 /** The operator must hear about a full disk; the client gets a clear, retryable 503. */
@@ -106,13 +114,30 @@ function requestMeters(app: AppContext) {
 /**
  * The Bun.serve fetch handler around the router: resolves the client address once,
  * records request metrics by route template, and adds nosniff to every response.
+ * `/i/` delivery skips the router and the client address (see image-fast-path.ts).
  */
 export function createFetchHandler(app: AppContext, router: Router) {
   const routes = buildRouteTable(router.routes.map((r) => ({ method: r.method, path: r.path })));
   const meters = requestMeters(app);
   const hintProxy = proxyMisconfigurationHint(app.bootstrap.trustedProxies, app.log);
-  return async (received: Request, server: Server<undefined>): Promise<Response> => {
-    const started = performance.now();
+  const fastImage = imageFastPath(app);
+
+  /** Headers every response gets, then the metrics. */
+  const finish = (request: Request, path: string, response: Response, route: string | undefined, started: number) => {
+    response.headers.set("x-content-type-options", "nosniff");
+    if (closesConnection(path)) response.headers.set("connection", "close");
+    const headLength = response.headers.get(HEAD_LENGTH_HEADER);
+    if (headLength !== null) {
+      response.headers.delete(HEAD_LENGTH_HEADER);
+      if (request.method === "HEAD") response.headers.set("content-length", headLength);
+    }
+    if (!UNMETERED.has(path)) {
+      meters.observe(request.method, route ?? routes.match(request.method, path) ?? "unmatched", response.status, (performance.now() - started) / 1000);
+    }
+    return response;
+  };
+
+  const routed = async (received: Request, server: Server<undefined>, started: number): Promise<Response> => {
     const peer = server.requestIP(received)?.address ?? "";
     // From here on the router, the body cap, the S3 surface and the metrics share one path.
     const request = routableRequest(received);
@@ -136,17 +161,19 @@ export function createFetchHandler(app: AppContext, router: Router) {
         response = jsonError(500, "服务器内部错误");
       }
     }
-    response.headers.set("x-content-type-options", "nosniff");
-    if (closesConnection(path)) response.headers.set("connection", "close");
-    const headLength = response.headers.get(HEAD_LENGTH_HEADER);
-    if (headLength !== null) {
-      response.headers.delete(HEAD_LENGTH_HEADER);
-      if (request.method === "HEAD") response.headers.set("content-length", headLength);
-    }
-    if (!UNMETERED.has(path)) {
-      const route = requestInfo(request).route ?? routes.match(request.method, path) ?? "unmatched";
-      meters.observe(request.method, route, response.status, (performance.now() - started) / 1000);
-    }
-    return response;
+    return finish(request, path, response, requestInfo(request).route, started);
+  };
+
+  return (received: Request, server: Server<undefined>): Promise<Response> => {
+    const started = performance.now();
+    const path = rawTarget(received.url).path;
+    const delivered = fastImage(received, path);
+    if (!delivered) return routed(received, server, started);
+    // The one-time reverse-proxy hint needs the peer only when the header is there.
+    if (received.headers.has("x-forwarded-for")) hintProxy(server.requestIP(received)?.address ?? "", received.headers);
+    return delivered.then(
+      (response) => finish(received, path, response, IMAGE_ROUTE, started),
+      (err: unknown) => finish(received, path, errorAnswer(app, received, err), IMAGE_ROUTE, started),
+    );
   };
 }

@@ -319,6 +319,28 @@ describe("console pages", () => {
     }
     await page.locator(`#image-pager button[data-page="1"]`).click();
     await page.locator(`#image-pager button[data-page="1"][aria-current=page]`).waitFor();
+    // "Load more" appends page 2 by the API's cursor: 48 tiles, in the API's order, no repeats,
+    // and the pager moves on to page 2 (its "next" is page 3).
+    const firstTwo = [
+      ...(await seeded.api.json("GET", "/api/admin/images?page=1&page_size=24")).items,
+      ...(await seeded.api.json("GET", "/api/admin/images?page=2&page_size=24")).items,
+    ].map((i: { id: string }) => i.id);
+    const cursorRequests: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().includes("/api/admin/images?") && r.url().includes("cursor=")) cursorRequests.push(r.url());
+    });
+    await page.locator("#image-more").click();
+    await page.locator("#image-grid .tile").nth(47).waitFor();
+    expect(await page.locator("#image-grid .tile").evaluateAll((tiles) => tiles.map((t) => (t as HTMLElement).dataset.id))).toEqual(firstTwo);
+    expect(cursorRequests.length).toBe(1);
+    expect(new URL(cursorRequests[0]!).searchParams.has("page")).toBe(false);
+    await page.locator(`#image-pager button[data-page="2"][aria-current=page]`).waitFor();
+    expect(await page.locator("#image-count").textContent()).toContain("已显示 48 张");
+    // Picks stay ticked across the append; page numbers still work afterwards.
+    expect(await page.locator(`.tile[data-id="${picked[0]}"] .pick input`).isChecked()).toBe(true);
+    await page.locator(`#image-pager button[data-page="1"]`).click();
+    await page.locator(`#image-pager button[data-page="1"][aria-current=page]`).waitFor();
+    expect(await page.locator("#image-grid .tile").count()).toBe(24);
     // The selection survived paging: the first page's pick is still ticked.
     expect(await page.locator(`.tile[data-id="${picked[0]}"] .pick input`).isChecked()).toBe(true);
     expect(await page.locator("#selection-info").textContent()).toContain("已选 3 张");

@@ -1,5 +1,6 @@
 // #images: grid with the list API's filters (owner, token, date range, exempt, file name),
-// page numbers, a selection that survives paging and filtering, batch delete and batch copy of
+// page numbers plus "load more" (keyset: the API's next_cursor, so appending stays fast however
+// deep the library goes), a selection that survives paging and filtering, batch delete and batch copy of
 // links in any of the link formats. The detail panel lives in image-detail.ts.
 import { api, query } from "./api";
 import { busy, copyText, errorText, fmtBytes, h, replace, toast } from "./dom";
@@ -13,6 +14,10 @@ const PAGE_SIZE = 24;
 export function imagesView(ctx: ViewContext): HTMLElement {
   const isAdmin = ctx.me.user.role === "admin";
   let page = 1;
+  /** Pages appended by "load more" after `page`; the pager marks the last one loaded. */
+  let extra = 0;
+  let total = 0;
+  let nextCursor: string | null = null;
   /** Selected images by id, kept across pages so links and deletes can span them. */
   const selected = new Map<string, Image>();
   let shown: Image[] = [];
@@ -20,6 +25,7 @@ export function imagesView(ctx: ViewContext): HTMLElement {
   const grid = h("div", { class: "grid", id: "image-grid" });
   const pager = h("div", { class: "pager", id: "image-pager" });
   const count = h("span", { class: "muted", id: "image-count" });
+  const more = h("button", { type: "button", id: "image-more", hidden: true }, "加载更多");
   const search = h("input", { type: "search", name: "search", placeholder: "文件名关键字", "aria-label": "按文件名搜索" });
   const owner = h("select", { name: "owner", "aria-label": "所有者" }, h("option", { value: "" }, "全部用户"));
   const token = h("select", { name: "token", "aria-label": "上传令牌" }, h("option", { value: "" }, "全部来源"));
@@ -95,18 +101,44 @@ export function imagesView(ctx: ViewContext): HTMLElement {
         return load();
       }
       shown = data.items;
-      count.textContent = `共 ${data.total} 张 · 第 ${page} / ${pages} 页`;
+      extra = 0;
+      total = data.total;
+      nextCursor = data.next_cursor ?? null;
       const filtered = Object.values(f).some((v) => v);
       replace(grid, ...(data.items.length ? data.items.map(card) : [h("p", { class: "empty" }, filtered ? "没有匹配的图片" : "还没有图片，去“上传”页传一张吧")]));
-      renderPager(pager, page, pages, (p) => {
-        page = p;
-        void load();
-      });
+      showPosition();
       updateSelection();
     } catch (err) {
       replace(grid, h("p", { class: "error" }, `加载失败：${errorText(err)}`));
     }
   }
+
+  /** Count line, pager and the "load more" button for what the grid holds now. */
+  function showPosition() {
+    const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+    const last = page + extra;
+    count.textContent = extra ? `共 ${total} 张 · 第 ${page}–${last} / ${pages} 页（已显示 ${shown.length} 张）` : `共 ${total} 张 · 第 ${page} / ${pages} 页`;
+    renderPager(pager, last, pages, (p) => {
+      page = p;
+      void load();
+    });
+    more.hidden = !nextCursor;
+  }
+
+  /** Appends the next page below the grid by cursor (no OFFSET scan on the server). */
+  async function loadMore(): Promise<void> {
+    if (!nextCursor) return;
+    const data = await api<Page<Image>>("GET", `/api/admin/images${query({ cursor: nextCursor, page_size: PAGE_SIZE, ...filters() })}`);
+    const fresh = data.items.filter((img) => !shown.some((s) => s.id === img.id));
+    shown = [...shown, ...fresh];
+    grid.append(...fresh.map(card));
+    extra += 1;
+    total = data.total;
+    nextCursor = data.next_cursor ?? null;
+    showPosition();
+    updateSelection();
+  }
+  more.addEventListener("click", () => void busy(more, loadMore));
 
   /** Token choices follow the owner filter (admins) or are the person's own tokens. */
   async function loadTokens(): Promise<void> {
@@ -200,6 +232,7 @@ export function imagesView(ctx: ViewContext): HTMLElement {
     ),
     h("div", { class: "toolbar selection-bar" }, h("label", { class: "inline-check" }, selectPage, "全选本页"), selInfo, clearSel, format, copyLinks, deleteSelected),
     grid,
+    h("div", { class: "load-more" }, more),
     pager,
   );
 }

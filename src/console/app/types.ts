@@ -36,6 +36,8 @@ export type Replica = NonNullable<Image["replicas"]>[number];
 export interface Page<T> {
   items: T[];
   total: number;
+  /** Lists with keyset pagination (images): the cursor of the next page, null at the end. */
+  next_cursor?: string | null;
 }
 
 /** What every view gets from the shell. */

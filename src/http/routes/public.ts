@@ -20,7 +20,7 @@ function splitAlias(rest: string): { userId: string; key: string } | undefined {
  * image, but only with the image's own extension, so each image has exactly one such URL
  * (and the CDN purge knows it).
  */
-function lookupById(app: AppContext, segment: string | undefined) {
+export function imageByIdSegment(app: AppContext, segment: string | undefined) {
   // The router leaves the parameter empty when the segment is not valid percent-encoding.
   if (typeof segment !== "string") return undefined;
   const dot = segment.indexOf(".");
@@ -31,7 +31,7 @@ function lookupById(app: AppContext, segment: string | undefined) {
 
 export function publicRoutes(app: AppContext) {
   const byId = (request: Request, id: string) =>
-    serveImage(app, { area: "i", request, isPublic: true, lookup: () => lookupById(app, id) });
+    serveImage(app, { area: "i", request, isPublic: true, lookup: () => imageByIdSegment(app, id) });
   const byAlias = (request: Request, rest: string) =>
     serveImage(app, {
       area: "o",
