@@ -4,23 +4,12 @@
 // (like Kura) so both sides pay the same HTTP and scheduling costs; the bench reads the
 // port from the ready line and the process CPU from /proc.
 import { mkdtempSync, rmSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
+import { writeDurably } from "./upload-baseline";
 
 export const BARE_READY = /bare upload server listening on (\S+)/;
-
-async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
-  const handle = await open(path, "wx", 0o644);
-  try {
-    let offset = 0;
-    while (offset < bytes.byteLength) offset += (await handle.write(bytes, offset)).bytesWritten;
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
 
 if (import.meta.main) {
   const dir = mkdtempSync(join(tmpdir(), "kura-bench-bare-"));

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { runPool, type RunResult } from "./stats";
 
-async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
+/** Writes the file and fsyncs it: the durability an upload must have before it is answered. */
+export async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
   const handle = await open(path, "wx", 0o644);
   try {
     let offset = 0;
