@@ -1,11 +1,7 @@
 import type { Database } from "bun:sqlite";
-import { sqlTime } from "../db/time";
+import { deleteRefererRule, insertRefererRule, listRefererRules, type RefererRule, refererPatterns } from "./repo";
 
-export interface RefererRule {
-  id: number;
-  pattern: string;
-  created_at: string;
-}
+export type { RefererRule };
 
 /**
  * The hotlink allowlist, cached in memory for the hot path and refreshed on every
@@ -19,7 +15,7 @@ export class RefererRules {
   }
 
   list(): RefererRule[] {
-    return this.db.query<RefererRule, []>("SELECT id, pattern, created_at FROM referer_rules ORDER BY id").all();
+    return listRefererRules(this.db);
   }
 
   current(): readonly string[] {
@@ -28,19 +24,18 @@ export class RefererRules {
 
   /** undefined when the pattern already exists. */
   add(pattern: string): RefererRule | undefined {
-    const res = this.db.query("INSERT OR IGNORE INTO referer_rules (pattern, created_at) VALUES (?, ?)").run(pattern, sqlTime());
-    if (res.changes === 0) return undefined;
-    this.refresh();
-    return this.db.query<RefererRule, [number]>("SELECT id, pattern, created_at FROM referer_rules WHERE id = ?").get(Number(res.lastInsertRowid))!;
+    const rule = insertRefererRule(this.db, pattern);
+    if (rule) this.refresh();
+    return rule;
   }
 
   remove(id: number): boolean {
-    const removed = this.db.query("DELETE FROM referer_rules WHERE id = ?").run(id).changes > 0;
+    const removed = deleteRefererRule(this.db, id);
     this.refresh();
     return removed;
   }
 
   private refresh() {
-    this.patterns = this.db.query<{ pattern: string }, []>("SELECT pattern FROM referer_rules").all().map((r) => r.pattern);
+    this.patterns = refererPatterns(this.db);
   }
 }

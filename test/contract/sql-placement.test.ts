@@ -23,7 +23,6 @@ const PENDING = new Set([
   "channels/reconcile.ts",
   "channels/seed.ts",
   "cli/check.ts",
-  "delivery/referer-rules.ts",
   "images/dedup.ts",
   "images/delete.ts",
   "images/phash-index.ts",
