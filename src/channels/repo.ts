@@ -40,6 +40,11 @@ export class ChannelRepo {
     return this.db.query<ChannelRow, [number]>("SELECT * FROM channels WHERE id = ?").get(id) ?? undefined;
   }
 
+  /** Whether any channel exists (deleting ones included). */
+  any(): boolean {
+    return !!this.db.query("SELECT 1 FROM channels LIMIT 1").get();
+  }
+
   secrets(row: ChannelRow): ChannelSecrets {
     return JSON.parse(this.key.decrypt(row.config_sealed)) as ChannelSecrets;
   }

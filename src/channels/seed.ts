@@ -1,8 +1,11 @@
 import { isAbsolute, resolve } from "node:path";
 import type { AppContext } from "../context";
+import { readMeta, writeMeta } from "../db/meta";
 
 /** The default channel's `path`, relative to the data directory so the directory can be moved. */
 export const DEFAULT_STORAGE_PATH = "storage";
+
+const SEEDED_FLAG = "default_channel_seeded";
 
 /**
  * First start: a local-disk channel named `local` under <data_dir>/storage, so the
@@ -10,14 +13,12 @@ export const DEFAULT_STORAGE_PATH = "storage";
  * later is respected.
  */
 export async function seedDefaultChannel(app: AppContext) {
-  const seeded = app.db.query("SELECT 1 FROM meta WHERE key = 'default_channel_seeded'").get();
-  if (seeded) return;
+  if (readMeta(app.db, SEEDED_FLAG) !== undefined) return;
   app.db.transaction(() => {
-    const exists = app.db.query("SELECT 1 FROM channels LIMIT 1").get();
-    if (!exists) {
+    if (!app.channels.repo.any()) {
       app.channels.repo.insert({ name: "local", driver: "local", secrets: { config: { path: DEFAULT_STORAGE_PATH } }, healthy: true });
     }
-    app.db.query("INSERT INTO meta (key, value) VALUES ('default_channel_seeded', '1')").run();
+    writeMeta(app.db, SEEDED_FLAG, "1");
   })();
   app.log.info("已创建默认本地存储渠道", { channel: "local", path: app.paths.storage });
 }

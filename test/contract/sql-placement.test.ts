@@ -21,7 +21,6 @@ const PENDING = new Set([
   "boot.ts",
   "channels/drain.ts",
   "channels/reconcile.ts",
-  "channels/seed.ts",
   "cli/check.ts",
   "images/dedup.ts",
   "images/delete.ts",
