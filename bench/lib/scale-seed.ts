@@ -12,7 +12,7 @@ import { phashChunks, phashToInt } from "../../src/images/phash-index";
 import { storageKeyFor } from "../../src/images/repo";
 import { newShortId } from "../../src/images/short-id";
 import type { Logger } from "../../src/ops/log";
-import { rebuildUsageRollups } from "../../src/ops/usage";
+import { rebuildUsageRollups } from "../../src/ops/repos/usage";
 import { makeJpeg, PHOTO_200KB } from "./jpegs";
 
 export const SCALE_ADMIN_PASSWORD = "scale-admin-password-1";

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context";
-import { channelUsage } from "../ops/usage";
+import { channelUsage } from "../ops/repos/usage";
 import { isSensitiveConfigKey, isSensitiveTemplateInput, maskValues } from "./masking";
 import type { ChannelRow } from "./repo";
 

@@ -1,7 +1,7 @@
 import type { AppContext } from "../context";
 import { LISTABLE_DEDUP } from "../images/repos/review";
 import { listOpenAlerts } from "./alerts";
-import { channelUsage, libraryUsage, userUsage } from "./usage";
+import { channelUsage, libraryUsage, userUsage } from "./repos/usage";
 
 const TOP_IMAGES = 10;
 

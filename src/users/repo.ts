@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { sqlTime } from "../db/time";
-import { userUsage } from "../ops/usage";
+import { userUsage } from "../ops/repos/usage";
 
 export const BUILTIN_ADMIN_ID = "default";
 export const BUILTIN_ADMIN_NAME = "admin";

@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { Invalid } from "../../errors";
-import { libraryUsage, userUsage } from "../../ops/usage";
+import { libraryUsage, userUsage } from "../../ops/repos/usage";
 import { IMAGE_VIEW_SQL, type ImageView } from "../repo";
 
 /**
