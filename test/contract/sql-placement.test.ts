@@ -31,7 +31,6 @@ const PENDING = new Set([
   "ops/dashboard.ts",
   "ops/export-stream.ts",
   "ops/export.ts",
-  "s3/folders.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",
   "s3/ops/copy.ts",
