@@ -33,7 +33,6 @@ const PENDING = new Set([
   "ops/export.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",
-  "s3/ops/copy.ts",
 ]);
 
 function filesWithSql(): string[] {

@@ -7,6 +7,7 @@ import { basename } from "node:path";
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { supersedeObjectKey } from "../../images/repos/object-key";
+import { addBlobReference, insertImageRow } from "../../images/repos/references";
 import { newShortId } from "../../images/short-id";
 import { quotaFull } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";
@@ -43,15 +44,20 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
     const quota = app.users.byId(req.user.id)?.quota_bytes;
     if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
     supersedeObjectKey(app.db, req.user.id, key);
-    app.db.query("UPDATE blobs SET ref_count = ref_count + 1, pending_delete = 0, delete_after = NULL WHERE id = ?").run(source.blob_id);
+    addBlobReference(app.db, source.blob_id);
     let fresh = newShortId();
     while (app.images.view(fresh)) fresh = newShortId();
-    app.db
-      .query(
-        `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(fresh, source.blob_id, req.user.id, req.token.id, basename(key).slice(0, 255), key, ttl ? sqlTime(now + ttl * 1000) : null, ttl || null, sqlTime(now));
+    insertImageRow(app.db, {
+      id: fresh,
+      blobId: source.blob_id,
+      userId: req.user.id,
+      tokenId: req.token.id,
+      fileName: basename(key).slice(0, 255),
+      objectKey: key,
+      expireAt: ttl ? sqlTime(now + ttl * 1000) : null,
+      ttlSeconds: ttl || null,
+      createdAt: sqlTime(now),
+    });
     return fresh;
   })();
   app.lookups.forgetAlias(req.user.id, key);
