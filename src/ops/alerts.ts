@@ -7,6 +7,15 @@
  */
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
+import {
+  channelAlertStates,
+  insertAlert,
+  openAlertId,
+  openAlertTargets,
+  resolveOpenAlert,
+  selectOpenAlerts,
+  setAlertMessage,
+} from "./repo";
 
 export type AlertKind = "channel_unhealthy" | "replication_failed" | "channel_quota_exceeded" | "drain_failed" | "backup_failed";
 
@@ -16,26 +25,19 @@ const webhookConfigured = (app: AlertApp) => app.settings.get().alert_webhook_ur
 
 /** Opens the alert, or refreshes the message of the one already open. Returns true when newly opened. */
 export function openAlert(app: AlertApp, kind: AlertKind, target: string, message: string): boolean {
-  const open = app.db
-    .query<{ id: number }, [string, string]>("SELECT id FROM alerts WHERE kind = ? AND target = ? AND resolved_at = ''")
-    .get(kind, target);
-  if (open) {
-    app.db.query("UPDATE alerts SET message = ? WHERE id = ?").run(message, open.id);
+  const open = openAlertId(app.db, kind, target);
+  if (open !== undefined) {
+    setAlertMessage(app.db, open, message);
     return false;
   }
-  app.db
-    .query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES (?, ?, ?, ?, ?)")
-    .run(kind, target, message, sqlTime(), webhookConfigured(app) ? 0 : 1);
+  insertAlert(app.db, { kind, target, message, openedAt: sqlTime(), openDelivered: !webhookConfigured(app) });
   app.log.warn("告警已触发", { kind, target, message });
   return true;
 }
 
 /** Resolves the open alert of this kind and target, if any. Returns true when one was resolved. */
 export function resolveAlert(app: AlertApp, kind: AlertKind, target: string): boolean {
-  const delivered = webhookConfigured(app) ? 0 : 1;
-  const changed = app.db
-    .query("UPDATE alerts SET resolved_at = ?, resolved_delivered = ? WHERE kind = ? AND target = ? AND resolved_at = ''")
-    .run(sqlTime(), delivered, kind, target).changes;
+  const changed = resolveOpenAlert(app.db, kind, target, sqlTime(), !webhookConfigured(app));
   if (changed > 0) app.log.info("告警已解除", { kind, target });
   return changed > 0;
 }
@@ -51,32 +53,15 @@ export interface AlertItem {
 
 /** Every unresolved alert, newest first: `GET /api/admin/alerts` and the dashboard (spec 6.2) show the same list. */
 export function listOpenAlerts(app: Pick<AppContext, "db">): AlertItem[] {
-  return app.db
-    .query<AlertItem, []>("SELECT id, kind, target, message, opened_at, resolved_at FROM alerts WHERE resolved_at = '' ORDER BY id DESC")
-    .all();
+  return selectOpenAlerts(app.db) as AlertItem[];
 }
 
-function openTargets(app: AlertApp, kind: AlertKind): string[] {
-  return app.db
-    .query<{ target: string }, [string]>("SELECT target FROM alerts WHERE kind = ? AND resolved_at = ''")
-    .all(kind)
-    .map((r) => r.target);
-}
+const openTargets = (app: AlertApp, kind: AlertKind): string[] => openAlertTargets(app.db, kind);
 
 /** Opens/refreshes an alert for each target in `holding`, resolves the kind's other open alerts. */
 function reconcile(app: AlertApp, kind: AlertKind, holding: Map<string, string>) {
   for (const [target, message] of holding) openAlert(app, kind, target, message);
   for (const target of openTargets(app, kind)) if (!holding.has(target)) resolveAlert(app, kind, target);
-}
-
-interface ChannelState {
-  name: string;
-  healthy: number;
-  last_checked_at: string;
-  last_error: string;
-  deleting: number;
-  failed: number;
-  bytes: number;
 }
 
 /**
@@ -85,13 +70,7 @@ interface ChannelState {
  * once the channel is gone (or no longer draining).
  */
 export function evaluateChannelAlerts(app: AlertApp) {
-  const channels = app.db
-    .query<ChannelState, []>(
-      `SELECT c.name, c.healthy, c.last_checked_at, c.last_error, c.deleting,
-              COALESCE(cu.failed, 0) AS failed, COALESCE(cu.bytes, 0) AS bytes
-       FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id`,
-    )
-    .all();
+  const channels = channelAlertStates(app.db);
   const inService = channels.filter((c) => !c.deleting);
 
   const unhealthy = new Map<string, string>();

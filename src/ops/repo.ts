@@ -1,7 +1,7 @@
 /**
  * SQL of the operations tables: the audit log (written and listed), the alerts history
- * as the admin views page through it, and webhook delivery state. ops/alerts.ts still keeps
- * its own statements (see the pending list in test/contract/sql-placement.test.ts).
+ * as the admin views page through it, webhook delivery state, and the open alerts that
+ * ops/alerts.ts opens, refreshes and resolves.
  */
 import type { Database } from "bun:sqlite";
 
@@ -96,4 +96,72 @@ export function alertMessage(db: Database, id: number): string | undefined {
 export function markAlertDelivered(db: Database, id: number, status: "open" | "resolved"): void {
   const column = status === "open" ? "open_delivered" : "resolved_delivered";
   db.query(`UPDATE alerts SET ${column} = 1 WHERE id = ?`).run(id);
+}
+
+/** The id of the open alert of this kind and target, if any (a partial unique index allows one). */
+export function openAlertId(db: Database, kind: string, target: string): number | undefined {
+  return db.query<{ id: number }, [string, string]>("SELECT id FROM alerts WHERE kind = ? AND target = ? AND resolved_at = ''").get(kind, target)?.id;
+}
+
+export function setAlertMessage(db: Database, id: number, message: string): void {
+  db.query("UPDATE alerts SET message = ? WHERE id = ?").run(message, id);
+}
+
+export function insertAlert(db: Database, alert: { kind: string; target: string; message: string; openedAt: string; openDelivered: boolean }): void {
+  db.query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES (?, ?, ?, ?, ?)").run(
+    alert.kind,
+    alert.target,
+    alert.message,
+    alert.openedAt,
+    alert.openDelivered ? 1 : 0,
+  );
+}
+
+/** Resolves the open alert of this kind and target; returns how many rows changed (0 or 1). */
+export function resolveOpenAlert(db: Database, kind: string, target: string, resolvedAt: string, delivered: boolean): number {
+  return db
+    .query("UPDATE alerts SET resolved_at = ?, resolved_delivered = ? WHERE kind = ? AND target = ? AND resolved_at = ''")
+    .run(resolvedAt, delivered ? 1 : 0, kind, target).changes;
+}
+
+export interface OpenAlertRow {
+  id: number;
+  kind: string;
+  target: string;
+  message: string;
+  opened_at: string;
+  resolved_at: string;
+}
+
+/** Every unresolved alert, newest first. */
+export function selectOpenAlerts(db: Database): OpenAlertRow[] {
+  return db.query<OpenAlertRow, []>(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE resolved_at = '' ORDER BY id DESC`).all();
+}
+
+export function openAlertTargets(db: Database, kind: string): string[] {
+  return db
+    .query<{ target: string }, [string]>("SELECT target FROM alerts WHERE kind = ? AND resolved_at = ''")
+    .all(kind)
+    .map((r) => r.target);
+}
+
+/** Each channel's health and rollup counts, for the channel alert kinds. */
+export interface ChannelAlertState {
+  name: string;
+  healthy: number;
+  last_checked_at: string;
+  last_error: string;
+  deleting: number;
+  failed: number;
+  bytes: number;
+}
+
+export function channelAlertStates(db: Database): ChannelAlertState[] {
+  return db
+    .query<ChannelAlertState, []>(
+      `SELECT c.name, c.healthy, c.last_checked_at, c.last_error, c.deleting,
+              COALESCE(cu.failed, 0) AS failed, COALESCE(cu.bytes, 0) AS bytes
+       FROM channels c LEFT JOIN channel_usage cu ON cu.channel_id = c.id`,
+    )
+    .all();
 }

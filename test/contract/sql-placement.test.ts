@@ -27,7 +27,6 @@ const PENDING = new Set([
   "images/phash-index.ts",
   "images/store.ts",
   "images/sweep.ts",
-  "ops/alerts.ts",
   "ops/dashboard.ts",
   "ops/export-stream.ts",
   "ops/export.ts",
