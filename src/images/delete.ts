@@ -2,6 +2,7 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { enqueueCdnPurge } from "../ops/cdn-purge";
 import { BLOB_DELETE_JOB } from "./jobs";
+import { blobIdOfImage, markBlobPendingDelete, removeImageReference } from "./repos/references";
 
 /**
  * Deletes one image reference at once; when the blob's count drops to zero its physical
@@ -9,15 +10,14 @@ import { BLOB_DELETE_JOB } from "./jobs";
  */
 export function deleteReference(app: AppContext, imageId: string): boolean {
   const deleted = app.db.transaction(() => {
-    const image = app.db.query<{ blob_id: number }, [string]>("SELECT blob_id FROM images WHERE id = ?").get(imageId);
-    if (!image) return undefined;
+    const blobId = blobIdOfImage(app.db, imageId);
+    if (blobId === undefined) return undefined;
     // The purge fires now, not after the grace period (spec 4.13); it reads the variants first.
-    enqueueCdnPurge(app, imageId, image.blob_id);
-    app.db.query("DELETE FROM images WHERE id = ?").run(imageId);
-    app.db.query("UPDATE blobs SET ref_count = ref_count - 1 WHERE id = ?").run(image.blob_id);
-    const blob = app.images.blob(image.blob_id)!;
+    enqueueCdnPurge(app, imageId, blobId);
+    removeImageReference(app.db, imageId, blobId);
+    const blob = app.images.blob(blobId)!;
     if (blob.ref_count <= 0) scheduleBlobDelete(app, blob.id);
-    return image.blob_id;
+    return blobId;
   })();
   if (deleted === undefined) return false;
   app.lookups.forget(imageId);
@@ -30,6 +30,6 @@ export function deleteReference(app: AppContext, imageId: string): boolean {
  */
 export function scheduleBlobDelete(app: AppContext, blobId: number) {
   const runAt = Date.now() + app.settings.get().delete_grace_minutes * 60_000;
-  app.db.query("UPDATE blobs SET ref_count = 0, pending_delete = 1, delete_after = ? WHERE id = ?").run(sqlTime(runAt), blobId);
+  markBlobPendingDelete(app.db, blobId, sqlTime(runAt));
   app.jobs.enqueue(BLOB_DELETE_JOB, { blob_id: blobId }, { runAt, uniqueKey: `blob-delete:${blobId}:${runAt}` });
 }

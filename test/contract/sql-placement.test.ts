@@ -23,7 +23,6 @@ const PENDING = new Set([
   "channels/reconcile.ts",
   "cli/check.ts",
   "images/dedup.ts",
-  "images/delete.ts",
   "images/phash-index.ts",
   "images/store.ts",
   "images/sweep.ts",

@@ -1,4 +1,4 @@
-/** SQL of image references: one more image row pointing at an existing blob. */
+/** SQL of image references: image rows pointing at a blob, added and removed with the blob's ref_count. */
 import type { Database } from "bun:sqlite";
 
 /** One more reference to the blob; a blob waiting for physical delete is kept after all. */
@@ -23,4 +23,19 @@ export function insertImageRow(db: Database, row: NewImageRow): void {
     `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(row.id, row.blobId, row.userId, row.tokenId, row.fileName, row.objectKey, row.expireAt, row.ttlSeconds, row.createdAt);
+}
+
+export function blobIdOfImage(db: Database, imageId: string): number | undefined {
+  return db.query<{ blob_id: number }, [string]>("SELECT blob_id FROM images WHERE id = ?").get(imageId)?.blob_id;
+}
+
+/** Deletes the image row and drops its blob's reference count by one. */
+export function removeImageReference(db: Database, imageId: string, blobId: number): void {
+  db.query("DELETE FROM images WHERE id = ?").run(imageId);
+  db.query("UPDATE blobs SET ref_count = ref_count - 1 WHERE id = ?").run(blobId);
+}
+
+/** An unreferenced blob waits for its physical delete until `deleteAfter` (a re-upload revives it). */
+export function markBlobPendingDelete(db: Database, blobId: number, deleteAfter: string): void {
+  db.query("UPDATE blobs SET ref_count = 0, pending_delete = 1, delete_after = ? WHERE id = ?").run(deleteAfter, blobId);
 }
