@@ -1,15 +1,13 @@
 import type { Database } from "bun:sqlite";
 import type { MasterKey } from "../config/master-key";
 import { sqlTime } from "../db/time";
+import { deleteExpiredSessions, deleteSession, deleteUserSessions, insertSession, type SessionRow, sessionByHash } from "./repo";
 import { randomToken, safeEqual, sha256Hex } from "./secrets";
 
 export const SESSION_COOKIE = "kura_session";
 export const SESSION_DAYS = 30;
 
-export interface SessionRow {
-  user_id: string;
-  expires_at: string;
-}
+export type { SessionRow };
 
 /** Sessions: the cookie value is random; only its sha256 is stored. Not extended by use. */
 export class SessionStore {
@@ -21,31 +19,27 @@ export class SessionStore {
   create(userId: string, now = Date.now()): { token: string; expiresAt: Date } {
     const token = randomToken();
     const expiresAt = new Date(now + SESSION_DAYS * 86_400_000);
-    this.db
-      .query("INSERT INTO sessions (id_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
-      .run(sha256Hex(token), userId, sqlTime(now), sqlTime(expiresAt));
+    insertSession(this.db, sha256Hex(token), userId, sqlTime(now), sqlTime(expiresAt));
     return { token, expiresAt };
   }
 
   /** The session's user id when the token is valid and unexpired. */
   lookup(token: string, now = Date.now()): string | undefined {
-    const row = this.db
-      .query<SessionRow, [string]>("SELECT user_id, expires_at FROM sessions WHERE id_hash = ?")
-      .get(sha256Hex(token));
+    const row = sessionByHash(this.db, sha256Hex(token));
     if (!row || row.expires_at <= sqlTime(now)) return undefined;
     return row.user_id;
   }
 
   delete(token: string) {
-    this.db.query("DELETE FROM sessions WHERE id_hash = ?").run(sha256Hex(token));
+    deleteSession(this.db, sha256Hex(token));
   }
 
   deleteAllForUser(userId: string) {
-    this.db.query("DELETE FROM sessions WHERE user_id = ?").run(userId);
+    deleteUserSessions(this.db, userId);
   }
 
   pruneExpired(now = Date.now()) {
-    this.db.query("DELETE FROM sessions WHERE expires_at <= ?").run(sqlTime(now));
+    deleteExpiredSessions(this.db, sqlTime(now));
   }
 
   /** CSRF token bound to the session: derived, so nothing extra is stored. */
