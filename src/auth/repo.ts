@@ -1,5 +1,19 @@
-/** SQL of the auth tables: sessions (stored by the sha256 of their cookie value). */
+/** SQL of the auth tables: sessions and upload tokens (both stored by the sha256 of their secret). */
 import type { Database } from "bun:sqlite";
+
+/** An upload token as stored: only the sha256 of its plaintext. */
+export interface TokenRow {
+  id: number;
+  user_id: string;
+  name: string;
+  prefix: string;
+  secret_hash: string;
+  scopes: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
 
 export interface SessionRow {
   user_id: string;
@@ -25,4 +39,58 @@ export function deleteUserSessions(db: Database, userId: string): void {
 /** Deletes the sessions expired at `now` (SQL time text). */
 export function deleteExpiredSessions(db: Database, now: string): void {
   db.query("DELETE FROM sessions WHERE expires_at <= ?").run(now);
+}
+
+export function tokenById(db: Database, id: number): TokenRow | undefined {
+  return db.query<TokenRow, [number]>("SELECT * FROM tokens WHERE id = ?").get(id) ?? undefined;
+}
+
+export function tokenByPrefix(db: Database, prefix: string): TokenRow | undefined {
+  return db.query<TokenRow, [string]>("SELECT * FROM tokens WHERE prefix = ?").get(prefix) ?? undefined;
+}
+
+/** Newest first; a rotated token counts as new. */
+export function tokensOfUser(db: Database, userId: string, limit: number, offset: number): { rows: TokenRow[]; total: number } {
+  const rows = db
+    .query<TokenRow, [string, number, number]>("SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?")
+    .all(userId, limit, offset);
+  const total = db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM tokens WHERE user_id = ?").get(userId)!.n;
+  return { rows, total };
+}
+
+/** The new token's id; throws SQLite's UNIQUE error when the owner already has a token of that name. */
+export function insertToken(
+  db: Database,
+  t: { userId: string; name: string; prefix: string; secretHash: string; expiresAt: string | null; createdAt: string },
+): number {
+  return db
+    .query<{ id: number }, [string, string, string, string, string | null, string]>(
+      "INSERT INTO tokens (user_id, name, prefix, secret_hash, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, 'upload', ?, ?) RETURNING id",
+    )
+    .get(t.userId, t.name, t.prefix, t.secretHash, t.expiresAt, t.createdAt)!.id;
+}
+
+/** New prefix and secret for a token active at `now`, in one statement; the token's name, or undefined when not active. */
+export function replaceTokenSecret(db: Database, id: number, prefix: string, secretHash: string, now: string): string | undefined {
+  return (
+    db
+      .query<{ name: string }, [string, string, string, number, string]>(
+        `UPDATE tokens SET prefix = ?, secret_hash = ?, created_at = ?, last_used_at = NULL
+         WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) RETURNING name`,
+      )
+      .get(prefix, secretHash, now, id, now)?.name
+  );
+}
+
+/** True when this call revoked it; a second revoke keeps the first revoked_at. */
+export function revokeToken(db: Database, id: number, now: string): boolean {
+  return db.query("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now, id).changes > 0;
+}
+
+export function deleteToken(db: Database, id: number): void {
+  db.query("DELETE FROM tokens WHERE id = ?").run(id);
+}
+
+export function setTokenLastUsed(db: Database, id: number, at: string): void {
+  db.query("UPDATE tokens SET last_used_at = ? WHERE id = ?").run(at, id);
 }

@@ -5,6 +5,7 @@ import type { AppContext } from "../context";
 import type { MasterKey } from "../config/master-key";
 import { sqlTime } from "../db/time";
 import type { UserRow } from "../users/repo";
+import { deleteToken, insertToken, type TokenRow, replaceTokenSecret, revokeToken, setTokenLastUsed, tokenById, tokenByPrefix, tokensOfUser } from "./repo";
 import { randomToken, safeEqual, sha256Hex } from "./secrets";
 
 /**
@@ -14,18 +15,7 @@ import { randomToken, safeEqual, sha256Hex } from "./secrets";
  * and equal to the S3 access key id. Only sha256(plaintext) is stored; a lookup
  * goes by prefix, then compares hashes in constant time.
  */
-export interface TokenRow {
-  id: number;
-  user_id: string;
-  name: string;
-  prefix: string;
-  secret_hash: string;
-  scopes: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-  revoked_at: string | null;
-  created_at: string;
-}
+export type { TokenRow };
 
 /** The list item of spec 2.4: no hash, no plaintext, no owner. */
 export type TokenItem = Omit<TokenRow, "user_id" | "secret_hash">;
@@ -94,19 +84,16 @@ export class TokenRepo {
   constructor(private readonly db: Database) {}
 
   byId(id: number): TokenRow | undefined {
-    return this.db.query<TokenRow, [number]>("SELECT * FROM tokens WHERE id = ?").get(id) ?? undefined;
+    return tokenById(this.db, id);
   }
 
   byPrefix(prefix: string): TokenRow | undefined {
-    return this.db.query<TokenRow, [string]>("SELECT * FROM tokens WHERE prefix = ?").get(prefix) ?? undefined;
+    return tokenByPrefix(this.db, prefix);
   }
 
   /** Newest first; a rotated token counts as new. */
   listForUser(userId: string, limit: number, offset: number): { items: TokenItem[]; total: number } {
-    const rows = this.db
-      .query<TokenRow, [string, number, number]>("SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?")
-      .all(userId, limit, offset);
-    const total = this.db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM tokens WHERE user_id = ?").get(userId)!.n;
+    const { rows, total } = tokensOfUser(this.db, userId, limit, offset);
     return { items: rows.map(toTokenItem), total };
   }
 
@@ -115,12 +102,8 @@ export class TokenRepo {
     const expiresAt = expiresInHours > 0 ? sqlTime(now + expiresInHours * 3_600_000) : null;
     const { prefix, plaintext } = this.freshPlaintext();
     try {
-      const row = this.db
-        .query<{ id: number }, [string, string, string, string, string | null, string]>(
-          "INSERT INTO tokens (user_id, name, prefix, secret_hash, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, 'upload', ?, ?) RETURNING id",
-        )
-        .get(userId, name, prefix, sha256Hex(plaintext), expiresAt, sqlTime(now))!;
-      return { id: row.id, name, prefix, token: plaintext };
+      const id = insertToken(this.db, { userId, name, prefix, secretHash: sha256Hex(plaintext), expiresAt, createdAt: sqlTime(now) });
+      return { id, name, prefix, token: plaintext };
     } catch (err) {
       if (isNameConflict(err)) throw new TokenNameTakenError(name);
       throw err;
@@ -134,29 +117,23 @@ export class TokenRepo {
    */
   rotate(id: number, now = Date.now()): IssuedToken | undefined {
     const { prefix, plaintext } = this.freshPlaintext();
-    const t = sqlTime(now);
-    const row = this.db
-      .query<{ name: string }, [string, string, string, number, string]>(
-        `UPDATE tokens SET prefix = ?, secret_hash = ?, created_at = ?, last_used_at = NULL
-         WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) RETURNING name`,
-      )
-      .get(prefix, sha256Hex(plaintext), t, id, t);
-    return row ? { id, name: row.name, prefix, token: plaintext } : undefined;
+    const name = replaceTokenSecret(this.db, id, prefix, sha256Hex(plaintext), sqlTime(now));
+    return name !== undefined ? { id, name, prefix, token: plaintext } : undefined;
   }
 
   /** True when this call revoked it; a second revoke keeps the first revoked_at. */
   revoke(id: number, now = Date.now()): boolean {
-    return this.db.query("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(sqlTime(now), id).changes > 0;
+    return revokeToken(this.db, id, sqlTime(now));
   }
 
   delete(id: number): void {
-    this.db.query("DELETE FROM tokens WHERE id = ?").run(id);
+    deleteToken(this.db, id);
   }
 
   /** Records use, but only when the stored time is older than the resolution. */
   touch(row: TokenRow, now = Date.now()): void {
     if (row.last_used_at && row.last_used_at > sqlTime(now - LAST_USED_RESOLUTION_MS)) return;
-    this.db.query("UPDATE tokens SET last_used_at = ? WHERE id = ?").run(sqlTime(now), row.id);
+    setTokenLastUsed(this.db, row.id, sqlTime(now));
   }
 
   private freshPlaintext() {

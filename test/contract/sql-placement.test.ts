@@ -16,7 +16,6 @@ const isRepository = (file: string) => file.endsWith("/repo.ts") || file.include
  */
 const PENDING = new Set([
   "app-context.ts",
-  "auth/tokens.ts",
   "boot.ts",
   "channels/drain.ts",
   "channels/reconcile.ts",
