@@ -2,6 +2,7 @@ import type { AppContext } from "../context";
 import { parseSqlTime } from "../db/time";
 import { REPLICATE_JOB } from "../images/store";
 import { STORAGE_KEY_PATTERN } from "../images/repo";
+import { intentKeysOnChannel } from "../images/repos/intents";
 import type { LoadedChannel } from "./registry";
 
 /** Objects this young may belong to an upload that has not committed yet: never judged. */
@@ -28,17 +29,8 @@ export async function reconcileChannel(app: AppContext, channel: LoadedChannel, 
   if (!driver) throw new Error(channel.loadError ?? "渠道未加载");
   const result: ReconcileResult = { objects: 0, bytes: 0, foreign: 0, orphans_deleted: 0, phantoms_requeued: 0 };
   const boundAt = parseSqlTime(channel.row.bound_at).getTime();
-  const known = new Map(
-    app.db
-      .query<{ id: number; storage_key: string; state: string | null }, [number]>(
-        `SELECT b.id, b.storage_key, bc.state FROM blobs b LEFT JOIN blob_channels bc ON bc.blob_id = b.id AND bc.channel_id = ?`,
-      )
-      .all(channel.row.id)
-      .map((r) => [r.storage_key, r]),
-  );
-  const intents = new Set(
-    app.db.query<{ storage_key: string }, [number]>("SELECT storage_key FROM upload_intents WHERE channel_id = ?").all(channel.row.id).map((r) => r.storage_key),
-  );
+  const known = new Map(app.images.blobStatesOn(channel.row.id).map((r) => [r.storage_key, r]));
+  const intents = new Set(intentKeysOnChannel(app.db, channel.row.id));
   const seen = new Set<string>();
   for await (const object of driver.list("")) {
     result.objects++;

@@ -253,4 +253,13 @@ export class ImageRepo {
       .all(channelId, afterBlobId, limit)
       .map((r) => r.blob_id);
   }
+
+  /** Every blob with the state of its replica on the channel (null when it has none there), for reconciliation. */
+  blobStatesOn(channelId: number): { id: number; storage_key: string; state: string | null }[] {
+    return this.db
+      .query<{ id: number; storage_key: string; state: string | null }, [number]>(
+        `SELECT b.id, b.storage_key, bc.state FROM blobs b LEFT JOIN blob_channels bc ON bc.blob_id = b.id AND bc.channel_id = ?`,
+      )
+      .all(channelId);
+  }
 }
