@@ -25,7 +25,6 @@ const PENDING = new Set([
   "images/sweep.ts",
   "ops/dashboard.ts",
   "ops/export-stream.ts",
-  "ops/export.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",
 ]);
