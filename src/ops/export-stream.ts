@@ -1,6 +1,7 @@
 import { channelList } from "../channels/views";
 import type { AppContext } from "../context";
 import { USER_ITEM_SQL } from "../users/repo";
+import { EXPORT_SQL, SNAPSHOT_PIN_SQL } from "./repos/export";
 
 /**
  * The metadata export (spec 2.12, the same document export.ts builds in memory) as a
@@ -21,24 +22,10 @@ interface Section {
 
 const SECTIONS: Section[] = [
   { name: "users", sql: `${USER_ITEM_SQL} ORDER BY u.created_at, u.id`, booleans: ["disabled"] },
-  { name: "tokens", sql: "SELECT id, user_id, name, prefix, scopes, revoked_at, created_at FROM tokens ORDER BY id", booleans: [] },
-  {
-    // Upload order along the created_at index (rowid breaks ties): no sort of the whole table up front.
-    name: "images",
-    sql: `SELECT id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, last_public_access_at,
-                 access_count, pending_cleanup, cleanup_exempt, created_at FROM images ORDER BY created_at, rowid`,
-    booleans: ["pending_cleanup", "cleanup_exempt"],
-  },
-  {
-    name: "blobs",
-    sql: "SELECT id, sha256, phash, storage_key, mime, size, width, height, ref_count, pending_delete, delete_after, created_at FROM blobs ORDER BY id",
-    booleans: ["pending_delete"],
-  },
-  {
-    name: "blob_channels",
-    sql: "SELECT blob_id, channel_id, state, attempts, last_error, updated_at FROM blob_channels ORDER BY blob_id, channel_id",
-    booleans: [],
-  },
+  { name: "tokens", sql: EXPORT_SQL.tokens, booleans: [] },
+  { name: "images", sql: EXPORT_SQL.images, booleans: ["pending_cleanup", "cleanup_exempt"] },
+  { name: "blobs", sql: EXPORT_SQL.blobs, booleans: ["pending_delete"] },
+  { name: "blob_channels", sql: EXPORT_SQL.blob_channels, booleans: [] },
 ];
 
 /** Runs in the worker: `start` opens the snapshot, each `next` answers one chunk, `done` at the end. */
@@ -75,7 +62,7 @@ self.onmessage = (event) => {
       db.run("PRAGMA busy_timeout = 5000");
       db.run("BEGIN");
       // The first read pins the snapshot: everything after comes from this moment.
-      db.query("SELECT COUNT(*) FROM schema_migrations").get();
+      db.query(${JSON.stringify(SNAPSHOT_PIN_SQL)}).get();
       chunks = generate(msg.sections, msg.channelsJson, msg.rowsPerChunk);
       postMessage({ type: "ready" });
     } else if (msg.type === "stop") {

@@ -24,7 +24,6 @@ const PENDING = new Set([
   "images/store.ts",
   "images/sweep.ts",
   "ops/dashboard.ts",
-  "ops/export-stream.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",
 ]);

@@ -11,3 +11,6 @@ export const EXPORT_SQL = {
   blobs: "SELECT id, sha256, phash, storage_key, mime, size, width, height, ref_count, pending_delete, delete_after, created_at FROM blobs ORDER BY id",
   blob_channels: "SELECT blob_id, channel_id, state, attempts, last_error, updated_at FROM blob_channels ORDER BY blob_id, channel_id",
 } as const;
+
+/** The streamed export's first read inside its transaction: it pins the snapshot every section is read from. */
+export const SNAPSHOT_PIN_SQL = "SELECT COUNT(*) FROM schema_migrations";
