@@ -23,7 +23,6 @@ const PENDING = new Set([
   "images/phash-index.ts",
   "images/store.ts",
   "images/sweep.ts",
-  "ops/dashboard.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",
 ]);

@@ -1,0 +1,55 @@
+/** SQL of the dashboards (spec 2.13): reads along the indexes and rollups of migration 0007, never a sort of the library. */
+import type { Database } from "bun:sqlite";
+import { LISTABLE_DEDUP } from "../../images/repos/review";
+
+export interface TopImageRow {
+  id: string;
+  file_name: string;
+  access_count: number;
+  size: number;
+}
+
+/** The first rows of images_top / images_user_top: the most accessed images, of one user or of all. */
+export function topImageRows(db: Database, limit: number, userId?: string): TopImageRow[] {
+  const where = userId ? "WHERE i.user_id = ?" : "";
+  const args = userId ? [userId] : [];
+  return db
+    .query<TopImageRow, string[]>(
+      `SELECT i.id, i.file_name, i.access_count, b.size FROM images i ${userId ? "INDEXED BY images_user_top" : "INDEXED BY images_top"}
+       JOIN blobs b ON b.id = i.blob_id ${where}
+       ORDER BY i.access_count DESC, i.created_at DESC LIMIT ${limit}`,
+    )
+    .all(...args);
+}
+
+export interface UserUsageRow {
+  id: string;
+  name: string;
+  images: number;
+  storage_bytes: number;
+  total_accesses: number;
+  traffic_estimate_bytes: number;
+}
+
+/** Images, bytes and estimated traffic of every user, from the usage rollup; biggest first. */
+export function perUserUsage(db: Database): UserUsageRow[] {
+  return db
+    .query<UserUsageRow, []>(
+      `SELECT u.id, u.name, COALESCE(uu.images, 0) AS images, COALESCE(uu.bytes, 0) AS storage_bytes,
+              COALESCE(uu.accesses, 0) AS total_accesses, COALESCE(uu.traffic, 0) AS traffic_estimate_bytes
+       FROM users u LEFT JOIN user_usage uu ON uu.user_id = u.id
+       ORDER BY storage_bytes DESC, u.name`,
+    )
+    .all();
+}
+
+const count = (db: Database, sql: string) => db.query<{ n: number }, []>(sql).get()!.n;
+
+/** The admin overview's counters: users, images awaiting cleanup review, duplicate pairs awaiting review. */
+export function reviewCounts(db: Database): { users: number; pending_cleanup: number; pending_dedup: number } {
+  return {
+    users: count(db, "SELECT COUNT(*) AS n FROM users"),
+    pending_cleanup: count(db, "SELECT COUNT(*) AS n FROM images WHERE pending_cleanup = 1 AND cleanup_exempt = 0"),
+    pending_dedup: count(db, `SELECT COUNT(*) AS n ${LISTABLE_DEDUP}`),
+  };
+}
