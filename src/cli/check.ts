@@ -1,5 +1,6 @@
 import type { Bootstrap } from "../config/bootstrap";
 import type { AppContext } from "../context";
+import { type CountedTable, foreignKeyViolations, integrityCheck, rowCount } from "../db/health";
 import { schemaVersion } from "../db/open";
 import { openForMaintenance } from "./maintenance";
 
@@ -9,12 +10,10 @@ interface Finding {
 }
 
 function checkDatabase(app: AppContext): Finding[] {
-  const integrity = app.db.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check);
-  const foreign = app.db.query("PRAGMA foreign_key_check").all().length;
-  const count = (table: string) => app.db.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM ${table}`).get()!.n;
-  const states = app.db
-    .query<{ state: string; n: number }, []>("SELECT state, COUNT(*) AS n FROM blob_channels GROUP BY state ORDER BY state")
-    .all();
+  const integrity = integrityCheck(app.db);
+  const foreign = foreignKeyViolations(app.db);
+  const count = (table: CountedTable) => rowCount(app.db, table);
+  const states = app.images.replicaStateCounts();
   const integrityOk = integrity.length === 1 && integrity[0] === "ok";
   return [
     { ok: integrityOk, line: `数据库完整性：${integrityOk ? "正常" : integrity.slice(0, 5).join("；")}` },
@@ -28,9 +27,7 @@ function checkDatabase(app: AppContext): Finding[] {
 async function checkChannels(app: AppContext): Promise<Finding[]> {
   const findings: Finding[] = [];
   for (const channel of app.channels.list()) {
-    const replicas = app.db
-      .query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM blob_channels WHERE channel_id = ? AND state = 'done'")
-      .get(channel.row.id)!.n;
+    const replicas = app.images.doneReplicasOn(channel.row.id);
     // Deep probe: a real write, read and delete, as the channel test in the console does.
     const after = await app.channels.probe(channel.row.id, true);
     const ok = !!after?.healthy;

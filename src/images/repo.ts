@@ -262,4 +262,14 @@ export class ImageRepo {
       )
       .all(channelId);
   }
+
+  /** How many replicas are in each state, over all channels. */
+  replicaStateCounts(): { state: string; n: number }[] {
+    return this.db.query<{ state: string; n: number }, []>("SELECT state, COUNT(*) AS n FROM blob_channels GROUP BY state ORDER BY state").all();
+  }
+
+  /** Completed replicas on one channel. */
+  doneReplicasOn(channelId: number): number {
+    return this.db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM blob_channels WHERE channel_id = ? AND state = 'done'").get(channelId)!.n;
+  }
 }

@@ -18,7 +18,6 @@ const PENDING = new Set([
   "app-context.ts",
   "boot.ts",
   "channels/drain.ts",
-  "cli/check.ts",
   "images/dedup.ts",
   "images/phash-index.ts",
   "images/store.ts",
