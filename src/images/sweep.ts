@@ -1,8 +1,10 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { SYSTEM_ACTOR, audit } from "../ops/audit";
-import { COLD_MARK } from "./cleanup-reason";
+import { pruneAudit } from "../ops/repo";
 import { deleteReference } from "./delete";
+import { expiredImageIds, flagColdBatch, unflagColdBatch } from "./repos/cleanup";
+import { pruneIdempotencyKeys } from "./repos/idempotency";
 
 /** Images handled per sweep round, so one round never holds the event loop for long. */
 const SWEEP_BATCH = 500;
@@ -17,9 +19,7 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
   // Buffered accesses first: a view shortly before expiry renews the image instead of
   // being lost with it, and a recent view keeps it off the cleanup list.
   app.access.flush();
-  const expired = app.db
-    .query<{ id: string }, [string, number]>("SELECT id FROM images WHERE expire_at IS NOT NULL AND expire_at <= ? LIMIT ?")
-    .all(sqlTime(now), SWEEP_BATCH);
+  const expired = expiredImageIds(app.db, sqlTime(now), SWEEP_BATCH);
   for (const [n, { id }] of expired.entries()) {
     if (deleteReference(app, id)) audit(app.db, SYSTEM_ACTOR, "image.expire", id);
     // Each delete is its own small transaction; requests get the loop between every few.
@@ -46,30 +46,17 @@ const JUDGE_BATCH = 2_000;
 export async function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): Promise<{ flagged: number; unflagged: number }> {
   const days = app.settings.get().cold_cleanup_days;
   const cutoff = days > 0 ? sqlTime(now - days * 86_400_000) : undefined;
-  const unflag = cutoff
-    ? app.db.query(
-        `UPDATE images SET pending_cleanup = 0 WHERE rowid IN (SELECT rowid FROM images
-           WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND ${COLD_MARK} AND COALESCE(last_public_access_at, created_at) >= ?1 LIMIT ?2)`,
-      )
-    : app.db.query(
-        `UPDATE images SET pending_cleanup = 0 WHERE rowid IN (SELECT rowid FROM images
-           WHERE pending_cleanup = 1 AND cleanup_exempt = 0 AND ${COLD_MARK} LIMIT ?2)`,
-      );
-  const flag = app.db.query(
-    `UPDATE images SET pending_cleanup = 1, cleanup_reason = 'cold' WHERE rowid IN (SELECT rowid FROM images
-       WHERE pending_cleanup = 0 AND cleanup_exempt = 0 AND COALESCE(last_public_access_at, created_at) < ?1 LIMIT ?2)`,
-  );
-  const drain = async (statement: typeof flag) => {
+  const drain = async (batch: () => number) => {
     let total = 0;
     for (;;) {
-      const changed = statement.run(cutoff ?? "", JUDGE_BATCH).changes;
+      const changed = batch();
       total += changed;
       if (changed < JUDGE_BATCH) return total;
       await Bun.sleep(0);
     }
   };
-  const unflagged = await drain(unflag);
-  const flagged = cutoff ? await drain(flag) : 0;
+  const unflagged = await drain(() => unflagColdBatch(app.db, cutoff, JUDGE_BATCH));
+  const flagged = cutoff ? await drain(() => flagColdBatch(app.db, cutoff, JUDGE_BATCH)) : 0;
   return { flagged, unflagged };
 }
 
@@ -77,6 +64,6 @@ export async function judgeCold(app: Pick<AppContext, "db" | "settings">, now = 
 function pruneHousekeeping(app: AppContext, now: number) {
   const s = app.settings.get();
   app.sessions.pruneExpired(now);
-  app.db.query("DELETE FROM idempotency_keys WHERE created_at < ?").run(sqlTime(now - s.idempotency_key_ttl_hours * 3_600_000));
-  app.db.query("DELETE FROM audit WHERE created_at < ?").run(sqlTime(now - s.audit_retention_days * 86_400_000));
+  pruneIdempotencyKeys(app.db, sqlTime(now - s.idempotency_key_ttl_hours * 3_600_000));
+  pruneAudit(app.db, sqlTime(now - s.audit_retention_days * 86_400_000));
 }

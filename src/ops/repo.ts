@@ -43,6 +43,11 @@ export function insertAudit(db: Database, e: AuditEntry): void {
 }
 
 /** Every alert ever opened, newest first. */
+/** Drops audit entries written before `before` (SQL time), past their retention. */
+export function pruneAudit(db: Database, before: string): void {
+  db.query("DELETE FROM audit WHERE created_at < ?").run(before);
+}
+
 export function listAlerts(db: Database, page: Page): { items: unknown[]; total: number } {
   const total = db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM alerts").get()!.n;
   const items = db.query(`SELECT ${ALERT_COLUMNS} FROM alerts ORDER BY id DESC LIMIT ? OFFSET ?`).all(page.limit, page.offset);

@@ -21,7 +21,6 @@ const PENDING = new Set([
   "images/dedup.ts",
   "images/phash-index.ts",
   "images/store.ts",
-  "images/sweep.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",
 ]);

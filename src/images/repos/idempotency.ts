@@ -8,3 +8,8 @@ export function findIdempotencyKey(db: Database, userId: string, key: string): {
       .get(userId, key) ?? undefined
   );
 }
+
+/** Forgets keys recorded before `before` (SQL time). */
+export function pruneIdempotencyKeys(db: Database, before: string): void {
+  db.query("DELETE FROM idempotency_keys WHERE created_at < ?").run(before);
+}
