@@ -1,4 +1,5 @@
-import type { Database, Statement } from "bun:sqlite";
+import type { Database } from "bun:sqlite";
+import { type PhashRow, type PhashStatements, phashStatements } from "./repos/phash";
 
 /**
  * Multi-index hashing over 64-bit perceptual hashes (migration 0007, table phash_index).
@@ -45,28 +46,14 @@ export interface Neighbour {
 }
 
 export class PhashIndex {
-  private readonly insert: Statement;
-  private readonly probe: Statement<{ blob_id: bigint; hash: bigint }, [number, number]>;
-  private readonly everything: Statement<{ blob_id: bigint; hash: bigint }, []>;
+  private readonly sql: PhashStatements;
 
   constructor(db: Database) {
-    this.insert = db.query("INSERT OR IGNORE INTO phash_index (chunk, value, blob_id, hash) VALUES (?, ?, ?, ?)");
-    // Blobs waiting for their physical delete are not suggested (they come back if revived).
-    this.probe = db
-      .query<{ blob_id: bigint; hash: bigint }, [number, number]>(
-        `SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id
-         WHERE p.chunk = ? AND p.value = ? AND b.pending_delete = 0`,
-      )
-      .safeIntegers(true);
-    this.everything = db
-      .query<{ blob_id: bigint; hash: bigint }, []>(
-        "SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id WHERE p.chunk = 0 AND b.pending_delete = 0",
-      )
-      .safeIntegers(true);
+    this.sql = phashStatements(db);
   }
 
   add(blobId: number, hash: bigint) {
-    phashChunks(hash).forEach((value, chunk) => this.insert.run(chunk, value, blobId, hash));
+    phashChunks(hash).forEach((value, chunk) => this.sql.insert.run(chunk, value, blobId, hash));
   }
 
   /**
@@ -76,7 +63,7 @@ export class PhashIndex {
   near(hash: bigint, maxDistance: number, self: number): Neighbour[] {
     const seen = new Set<number>([self]);
     const out: Neighbour[] = [];
-    const consider = (row: { blob_id: bigint; hash: bigint }) => {
+    const consider = (row: PhashRow) => {
       const blobId = Number(row.blob_id);
       if (seen.has(blobId)) return;
       seen.add(blobId);
@@ -84,11 +71,11 @@ export class PhashIndex {
       if (distance <= maxDistance) out.push({ blobId, distance });
     };
     if (maxDistance > MIH_MAX_DISTANCE) {
-      for (const row of this.everything.iterate()) consider(row);
+      for (const row of this.sql.everything.iterate()) consider(row);
       return out;
     }
     phashChunks(hash).forEach((value, chunk) => {
-      for (const row of this.probe.iterate(chunk, value)) consider(row);
+      for (const row of this.sql.probe.iterate(chunk, value)) consider(row);
     });
     return out;
   }

@@ -19,7 +19,6 @@ const PENDING = new Set([
   "boot.ts",
   "channels/drain.ts",
   "images/dedup.ts",
-  "images/phash-index.ts",
   "images/store.ts",
   "s3/multipart-store.ts",
   "s3/object-repo.ts",

@@ -1,0 +1,29 @@
+/** SQL of the perceptual-hash index (migration 0007, table phash_index): prepared once per index. */
+import type { Database, Statement } from "bun:sqlite";
+
+export type PhashRow = { blob_id: bigint; hash: bigint };
+
+export interface PhashStatements {
+  /** (chunk, value, blob_id, hash): one row per chunk of a blob's hash. */
+  insert: Statement;
+  /** The blobs whose hash has `value` in chunk `chunk`. */
+  probe: Statement<PhashRow, [number, number]>;
+  /** Every indexed blob once (chunk 0), for distances the index cannot answer. */
+  everything: Statement<PhashRow, []>;
+}
+
+/** Hashes come back as bigint (they are signed 64-bit). Blobs waiting for their physical delete are left out (they come back if revived). */
+export function phashStatements(db: Database): PhashStatements {
+  return {
+    insert: db.query("INSERT OR IGNORE INTO phash_index (chunk, value, blob_id, hash) VALUES (?, ?, ?, ?)"),
+    probe: db
+      .query<PhashRow, [number, number]>(
+        `SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id
+         WHERE p.chunk = ? AND p.value = ? AND b.pending_delete = 0`,
+      )
+      .safeIntegers(true),
+    everything: db
+      .query<PhashRow, []>("SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id WHERE p.chunk = 0 AND b.pending_delete = 0")
+      .safeIntegers(true),
+  };
+}
