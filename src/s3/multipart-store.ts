@@ -8,38 +8,41 @@ import { join } from "node:path";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { S3Error } from "./errors";
+import {
+  changeStagedBytes,
+  countUploads,
+  deleteUploadRow,
+  insertUploadRow,
+  selectUpload,
+  selectUploadsAfter,
+  sumStagedBytes,
+  type UploadRow,
+  uploadIdsStartedBefore,
+} from "./repo";
+
+export type { UploadRow };
 
 /** Open (neither completed nor aborted) uploads one user may have at once. */
 export const MAX_OPEN_UPLOADS_PER_USER = 20;
-
-export interface UploadRow {
-  upload_id: string;
-  user_id: string;
-  token_id: number | null;
-  object_key: string;
-  meta: string;
-  created_at: string;
-  staged_bytes: number;
-}
 
 export const partsDir = (app: AppContext, uploadId: string) => join(app.paths.tmp, "multipart", uploadId);
 
 export function findUploadRow(app: AppContext, userId: string, uploadId: string): UploadRow | undefined {
   if (!/^[0-9a-f]{32}$/.test(uploadId)) return undefined;
-  return app.db.query<UploadRow, [string, string]>("SELECT * FROM multipart_uploads WHERE upload_id = ? AND user_id = ?").get(uploadId, userId) ?? undefined;
+  return selectUpload(app.db, userId, uploadId);
 }
 
 export function openUploadCount(app: AppContext, userId: string): number {
-  return app.db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM multipart_uploads WHERE user_id = ?").get(userId)!.n;
+  return countUploads(app.db, userId);
 }
 
 /** Bytes of every stored part of the user's open uploads. */
 export function stagedBytes(app: AppContext, userId: string): number {
-  return app.db.query<{ n: number }, [string]>("SELECT COALESCE(SUM(staged_bytes), 0) AS n FROM multipart_uploads WHERE user_id = ?").get(userId)!.n;
+  return sumStagedBytes(app.db, userId);
 }
 
 export function addStagedBytes(app: AppContext, uploadId: string, delta: number) {
-  app.db.query("UPDATE multipart_uploads SET staged_bytes = MAX(0, staged_bytes + ?) WHERE upload_id = ?").run(delta, uploadId);
+  changeStagedBytes(app.db, uploadId, delta);
 }
 
 /** Bytes of parts being received right now, per user: counted with the staged bytes so concurrent parts cannot overshoot together. */
@@ -79,33 +82,25 @@ export function admitNewUpload(app: AppContext, userId: string) {
 }
 
 export function insertUpload(app: AppContext, row: Omit<UploadRow, "created_at" | "staged_bytes">) {
-  app.db
-    .query("INSERT INTO multipart_uploads (upload_id, user_id, token_id, object_key, meta, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-    .run(row.upload_id, row.user_id, row.token_id, row.object_key, row.meta, sqlTime());
+  insertUploadRow(app.db, row, sqlTime());
 }
 
 /** Removes the row and the part files (Complete, Abort, expiry). */
 export async function removeUpload(app: AppContext, uploadId: string) {
-  app.db.query("DELETE FROM multipart_uploads WHERE upload_id = ?").run(uploadId);
+  deleteUploadRow(app.db, uploadId);
   await rm(partsDir(app, uploadId), { recursive: true, force: true });
 }
 
 /** The user's uploads in S3 order (key, then upload id), after the markers, up to `limit`. */
 export function uploadsAfter(app: AppContext, userId: string, prefix: string, keyMarker: string, uploadIdMarker: string, limit: number): UploadRow[] {
-  return app.db
-    .query<UploadRow, [string, string, string, string, string, string, number]>(
-      `SELECT * FROM multipart_uploads
-       WHERE user_id = ? AND substr(object_key, 1, length(?)) = ? AND (object_key > ? OR (object_key = ? AND upload_id > ?))
-       ORDER BY object_key, upload_id LIMIT ?`,
-    )
-    .all(userId, prefix, prefix, keyMarker, keyMarker, uploadIdMarker, limit);
+  return selectUploadsAfter(app.db, userId, prefix, keyMarker, uploadIdMarker, limit);
 }
 
 /** Cleanup sweep: uploads older than `s3_multipart_expiry_hours` are aborted. */
 export async function expireMultipartUploads(app: AppContext, now = Date.now()): Promise<number> {
   const cutoff = sqlTime(now - app.settings.get().s3_multipart_expiry_hours * 3_600_000);
-  const rows = app.db.query<{ upload_id: string }, [string]>("SELECT upload_id FROM multipart_uploads WHERE created_at < ? LIMIT 500").all(cutoff);
-  for (const { upload_id } of rows) await removeUpload(app, upload_id);
+  const rows = uploadIdsStartedBefore(app.db, cutoff);
+  for (const uploadId of rows) await removeUpload(app, uploadId);
   if (rows.length) app.log.info("已清除过期的 S3 分片上传", { count: rows.length });
   return rows.length;
 }

@@ -1,4 +1,4 @@
-/** SQL of the S3 surface: folder markers (s3_folder_markers) and the objects' listing columns. */
+/** SQL of the S3 surface: folder markers (s3_folder_markers), the objects' listing columns, open multipart uploads. */
 import type { Database } from "bun:sqlite";
 import { sqlTime } from "../db/time";
 import type { S3Object } from "./object";
@@ -23,4 +23,67 @@ export function upsertFolder(db: Database, userId: string, key: string) {
 
 export function deleteFolderRow(db: Database, userId: string, key: string): boolean {
   return db.query("DELETE FROM s3_folder_markers WHERE user_id = ? AND object_key = ?").run(userId, key).changes > 0;
+}
+
+/** One open multipart upload (neither completed nor aborted). */
+export interface UploadRow {
+  upload_id: string;
+  user_id: string;
+  token_id: number | null;
+  object_key: string;
+  meta: string;
+  created_at: string;
+  staged_bytes: number;
+}
+
+export function selectUpload(db: Database, userId: string, uploadId: string): UploadRow | undefined {
+  return db.query<UploadRow, [string, string]>("SELECT * FROM multipart_uploads WHERE upload_id = ? AND user_id = ?").get(uploadId, userId) ?? undefined;
+}
+
+export function countUploads(db: Database, userId: string): number {
+  return db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM multipart_uploads WHERE user_id = ?").get(userId)!.n;
+}
+
+/** Bytes of every stored part of the user's open uploads. */
+export function sumStagedBytes(db: Database, userId: string): number {
+  return db.query<{ n: number }, [string]>("SELECT COALESCE(SUM(staged_bytes), 0) AS n FROM multipart_uploads WHERE user_id = ?").get(userId)!.n;
+}
+
+/** Adds `delta` (negative for a replaced part) to the staged bytes, never below zero. */
+export function changeStagedBytes(db: Database, uploadId: string, delta: number) {
+  db.query("UPDATE multipart_uploads SET staged_bytes = MAX(0, staged_bytes + ?) WHERE upload_id = ?").run(delta, uploadId);
+}
+
+export function insertUploadRow(db: Database, row: Omit<UploadRow, "created_at" | "staged_bytes">, createdAt: string) {
+  db.query("INSERT INTO multipart_uploads (upload_id, user_id, token_id, object_key, meta, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
+    row.upload_id,
+    row.user_id,
+    row.token_id,
+    row.object_key,
+    row.meta,
+    createdAt,
+  );
+}
+
+export function deleteUploadRow(db: Database, uploadId: string) {
+  db.query("DELETE FROM multipart_uploads WHERE upload_id = ?").run(uploadId);
+}
+
+/** The user's uploads in S3 order (key, then upload id), after the markers, up to `limit`. */
+export function selectUploadsAfter(db: Database, userId: string, prefix: string, keyMarker: string, uploadIdMarker: string, limit: number): UploadRow[] {
+  return db
+    .query<UploadRow, [string, string, string, string, string, string, number]>(
+      `SELECT * FROM multipart_uploads
+       WHERE user_id = ? AND substr(object_key, 1, length(?)) = ? AND (object_key > ? OR (object_key = ? AND upload_id > ?))
+       ORDER BY object_key, upload_id LIMIT ?`,
+    )
+    .all(userId, prefix, prefix, keyMarker, keyMarker, uploadIdMarker, limit);
+}
+
+/** Up to 500 uploads started before `cutoff` (SQL time). */
+export function uploadIdsStartedBefore(db: Database, cutoff: string): string[] {
+  return db
+    .query<{ upload_id: string }, [string]>("SELECT upload_id FROM multipart_uploads WHERE created_at < ? LIMIT 500")
+    .all(cutoff)
+    .map((r) => r.upload_id);
 }
