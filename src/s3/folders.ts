@@ -8,7 +8,7 @@ import type { S3Object } from "./object";
 import { deleteFolderRow, selectFolder, upsertFolder } from "./repo";
 import { validObjectKey } from "./request";
 
-export { EMPTY_MD5, FOLDER_MIME, FOLDER_OBJECT_SQL } from "./repo";
+export { EMPTY_MD5, FOLDER_MIME } from "./repo";
 
 /** `a/b/` is a folder key when `a/b` is a valid object key. */
 export function isFolderKey(key: string): boolean {

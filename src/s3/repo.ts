@@ -7,11 +7,55 @@ import type { S3Object } from "./object";
 export const EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e";
 export const FOLDER_MIME = "application/x-directory";
 
-/** Columns shaped like object-repo's OBJECT_SQL, so listings can merge both kinds. */
+/** Columns shaped like OBJECT_SQL, so listings can merge both kinds. */
 export const FOLDER_OBJECT_SQL = `
   SELECT '' AS id, 0 AS blob_id, f.object_key, f.created_at, '' AS s3_meta, '${FOLDER_MIME}' AS mime, 0 AS size,
          '${EMPTY_MD5}' AS md5, '' AS storage_key
   FROM s3_folder_markers f`;
+
+/** Every image with an object_key is an object; its columns with the blob's. */
+const OBJECT_SQL = `
+  SELECT i.id, i.blob_id, i.object_key, i.created_at, i.s3_meta, b.mime, b.size, b.md5, b.storage_key
+  FROM images i JOIN blobs b ON b.id = i.blob_id`;
+
+/** Expired images are gone for S3 clients even before the sweeper removes them. */
+const LIVE = "(i.expire_at IS NULL OR i.expire_at > ?)";
+
+/** The live image keyed `key` for this user. */
+export function selectObject(db: Database, userId: string, key: string): S3Object | undefined {
+  return db.query<S3Object, [string, string, string]>(`${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key = ? AND ${LIVE}`).get(userId, key, sqlTime()) ?? undefined;
+}
+
+/** Objects and folder markers with keys strictly after `after`, from `from` on, in S3 (byte) order; SQLite's BINARY collation is UTF-8 byte order. */
+export function selectObjectsAfter(db: Database, userId: string, after: string, from: string, limit: number): S3Object[] {
+  return db
+    .query<S3Object, [string, string, string, string, string, string, string, number]>(
+      `SELECT * FROM (
+         ${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key IS NOT NULL AND i.object_key > ? AND i.object_key >= ? AND ${LIVE}
+         UNION ALL
+         ${FOLDER_OBJECT_SQL} WHERE f.user_id = ? AND f.object_key > ? AND f.object_key >= ?
+       ) ORDER BY object_key LIMIT ?`,
+    )
+    .all(userId, after, from, sqlTime(), userId, after, from, limit);
+}
+
+/** Whether the user has any object or folder marker (a bucket that is not empty). */
+export function userHasObjects(db: Database, userId: string): boolean {
+  return (
+    !!db.query("SELECT 1 FROM images WHERE user_id = ? AND object_key IS NOT NULL LIMIT 1").get(userId) ||
+    !!db.query("SELECT 1 FROM s3_folder_markers WHERE user_id = ? LIMIT 1").get(userId)
+  );
+}
+
+/** Stores the x-amz-meta-* headers of an object, as JSON. */
+export function updateObjectMeta(db: Database, imageId: string, metaJson: string) {
+  db.query("UPDATE images SET s3_meta = ? WHERE id = ?").run(metaJson, imageId);
+}
+
+/** Records a blob's MD5 the first time it is known (all references share the bytes). */
+export function setBlobMd5(db: Database, blobId: number, md5: string) {
+  db.query("UPDATE blobs SET md5 = ? WHERE id = ? AND md5 = ''").run(md5, blobId);
+}
 
 export function selectFolder(db: Database, userId: string, key: string): S3Object | undefined {
   return db.query<S3Object, [string, string]>(`${FOLDER_OBJECT_SQL} WHERE f.user_id = ? AND f.object_key = ?`).get(userId, key) ?? undefined;

@@ -20,7 +20,6 @@ const PENDING = new Set([
   "channels/drain.ts",
   "images/dedup.ts",
   "images/store.ts",
-  "s3/object-repo.ts",
 ]);
 
 function filesWithSql(): string[] {
