@@ -9,6 +9,7 @@
  */
 import { Conflict, NotFound } from "../errors";
 import type { AppContext } from "../context";
+import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
 import { STORAGE_KEY_PATTERN } from "../images/repo";
 import { REPLICATE_JOB } from "../images/store";
@@ -17,31 +18,15 @@ import { audit, type AuditActor } from "../ops/audit";
 import { openAlert, resolveAlert } from "../ops/alerts";
 import { BACKFILL_JOB, runBackfill } from "./backfill";
 import type { Driver } from "./driver";
+import { deleteChannelRows, holdsSoleCopy, intentExists, intentSince, runningJobForChannel, storageKeyOfSha } from "./repos/drain";
 
 export const DRAIN_JOB = "channel.drain";
 const SYSTEM_PREFIX = "_kura/";
 
 
-/** A live image whose only completed replica (among channels staying in service) is on this channel. */
-function holdsSoleCopy(app: AppContext, channelId: number): boolean {
-  return !!app.db
-    .query(
-      `SELECT 1 FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id
-       WHERE bc.channel_id = ?1 AND bc.state = 'done' AND b.pending_delete = 0
-         AND NOT EXISTS (
-           SELECT 1 FROM blob_channels o JOIN channels c ON c.id = o.channel_id
-           WHERE o.blob_id = bc.blob_id AND o.channel_id != ?1 AND o.state = 'done' AND c.deleting = 0)
-       LIMIT 1`,
-    )
-    .get(channelId);
-}
-
 /** Removes the row and everything recorded about the channel (replica rows cascade). */
 function removeRow(app: AppContext, channelId: number) {
-  app.db.query("DELETE FROM upload_intents WHERE channel_id = ?").run(channelId);
-  app.db.query("DELETE FROM blob_channels WHERE channel_id = ?").run(channelId);
-  app.db.query("DELETE FROM meta WHERE key = ?").run(progressKey(channelId));
-  app.db.query("DELETE FROM channels WHERE id = ?").run(channelId);
+  deleteChannelRows(app.db, channelId, progressKey(channelId));
 }
 
 /** DELETE /api/admin/channels/{id}: 204 removed at once, 202 drain started. */
@@ -50,7 +35,7 @@ export function deleteChannel(app: AppContext, actor: AuditActor, id: number | u
   if (!row) throw new NotFound("存储渠道不存在");
   // Checked and applied in one transaction, so no replica can become the sole copy in between.
   app.db.transaction(() => {
-    if (holdsSoleCopy(app, row.id)) throw new Conflict("该渠道持有部分图片的唯一副本，请先等待复制到其他渠道");
+    if (holdsSoleCopy(app.db, row.id)) throw new Conflict("该渠道持有部分图片的唯一副本，请先等待复制到其他渠道");
     if (purge) {
       app.channels.repo.markDeleting(row.id);
       app.jobs.enqueue(DRAIN_JOB, { channel_id: row.id }, { uniqueKey: String(row.id) });
@@ -73,12 +58,12 @@ interface Progress {
 
 /** Counts survive retries and restarts, so the final log line reports the whole drain. */
 function loadProgress(app: AppContext, channelId: number): Progress {
-  const row = app.db.query<{ value: string }, [string]>("SELECT value FROM meta WHERE key = ?").get(progressKey(channelId));
-  return row ? (JSON.parse(row.value) as Progress) : { objects: 0, system_objects: 0 };
+  const value = readMeta(app.db, progressKey(channelId));
+  return value !== undefined ? (JSON.parse(value) as Progress) : { objects: 0, system_objects: 0 };
 }
 
 function saveProgress(app: AppContext, channelId: number, progress: Progress) {
-  app.db.query("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(progressKey(channelId), JSON.stringify(progress));
+  writeMeta(app.db, progressKey(channelId), JSON.stringify(progress));
 }
 
 /** Retry later without an alert: writes that started before the channel was marked are still landing. */
@@ -88,22 +73,17 @@ class DrainBusyError extends Error {}
 const LIVE_INTENT_MS = 60 * 60_000;
 
 function writesInFlight(app: AppContext, channelId: number): boolean {
-  const replicating = app.db
-    .query("SELECT 1 FROM jobs WHERE kind = ? AND state = 'running' AND json_extract(payload, '$.channel_id') = ? LIMIT 1")
-    .get(REPLICATE_JOB, channelId);
-  const uploading = app.db
-    .query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND created_at > ? LIMIT 1")
-    .get(channelId, sqlTime(Date.now() - LIVE_INTENT_MS));
-  return !!replicating || !!uploading;
+  const replicating = runningJobForChannel(app.db, REPLICATE_JOB, channelId);
+  const uploading = intentSince(app.db, channelId, sqlTime(Date.now() - LIVE_INTENT_MS));
+  return replicating || uploading;
 }
 
 /** An image object is ours when its key is in our format and names a blob we know (or an upload intent on this channel). */
 function isOurImageObject(app: AppContext, channelId: number, key: string): boolean {
   if (!STORAGE_KEY_PATTERN.test(key)) return false;
   const sha256 = key.slice("img/ab/cd/".length, "img/ab/cd/".length + 64);
-  const blob = app.db.query<{ storage_key: string }, [string]>("SELECT storage_key FROM blobs WHERE sha256 = ?").get(sha256);
-  if (blob?.storage_key === key) return true;
-  return !!app.db.query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND storage_key = ? LIMIT 1").get(channelId, key);
+  if (storageKeyOfSha(app.db, sha256) === key) return true;
+  return intentExists(app.db, channelId, key);
 }
 
 export async function runDrain(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {

@@ -1,0 +1,43 @@
+/** SQL of deleting a channel and draining it: sole-copy check, writes in flight, ownership of listed objects, the row's removal. */
+import type { Database } from "bun:sqlite";
+import { deleteMeta } from "../../db/meta";
+
+/** A live image whose only completed replica (among channels staying in service) is on this channel. */
+export function holdsSoleCopy(db: Database, channelId: number): boolean {
+  return !!db
+    .query(
+      `SELECT 1 FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id
+       WHERE bc.channel_id = ?1 AND bc.state = 'done' AND b.pending_delete = 0
+         AND NOT EXISTS (
+           SELECT 1 FROM blob_channels o JOIN channels c ON c.id = o.channel_id
+           WHERE o.blob_id = bc.blob_id AND o.channel_id != ?1 AND o.state = 'done' AND c.deleting = 0)
+       LIMIT 1`,
+    )
+    .get(channelId);
+}
+
+/** Removes the channel row and everything recorded about it, its meta entry `metaKey` included. */
+export function deleteChannelRows(db: Database, channelId: number, metaKey: string) {
+  db.query("DELETE FROM upload_intents WHERE channel_id = ?").run(channelId);
+  db.query("DELETE FROM blob_channels WHERE channel_id = ?").run(channelId);
+  deleteMeta(db, metaKey);
+  db.query("DELETE FROM channels WHERE id = ?").run(channelId);
+}
+
+/** Whether a job of `kind` whose payload names this channel is running now. */
+export function runningJobForChannel(db: Database, kind: string, channelId: number): boolean {
+  return !!db.query("SELECT 1 FROM jobs WHERE kind = ? AND state = 'running' AND json_extract(payload, '$.channel_id') = ? LIMIT 1").get(kind, channelId);
+}
+
+/** Whether an upload intent on the channel was created after `since` (SQL time). */
+export function intentSince(db: Database, channelId: number, since: string): boolean {
+  return !!db.query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND created_at > ? LIMIT 1").get(channelId, since);
+}
+
+export function storageKeyOfSha(db: Database, sha256: string): string | undefined {
+  return db.query<{ storage_key: string }, [string]>("SELECT storage_key FROM blobs WHERE sha256 = ?").get(sha256)?.storage_key;
+}
+
+export function intentExists(db: Database, channelId: number, storageKey: string): boolean {
+  return !!db.query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND storage_key = ? LIMIT 1").get(channelId, storageKey);
+}
