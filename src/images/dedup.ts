@@ -3,10 +3,23 @@
 // dismisses it. Identical bytes never get here: they already share one blob by sha256.
 import { Conflict, Invalid, NotFound } from "../errors";
 import type { AppContext } from "../context";
+import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
 import { audit, type AuditActor } from "../ops/audit";
 import { scheduleBlobDelete } from "./delete";
 import { PHASH_HEX, PhashIndex, phashToInt } from "./phash-index";
+import {
+  type CandidateRow,
+  candidateById,
+  dismissOtherPairsOf,
+  insertCandidate,
+  moveImagesToBlob,
+  notReadyBlobIds,
+  type ScanBlob,
+  scanBlob,
+  scanBlobsAfter,
+  setCandidateState,
+} from "./repos/dedup";
 
 /** `meta` row remembering how far the scan got, so each round only compares what is new. */
 const WATERMARK_KEY = "dedup_scan_watermark";
@@ -21,10 +34,10 @@ interface Watermark {
 }
 
 function readWatermark(app: AppContext): Watermark {
-  const row = app.db.query<{ value: string }, [string]>("SELECT value FROM meta WHERE key = ?").get(WATERMARK_KEY);
-  if (!row) return { after: 0, waiting: [] };
+  const value = readMeta(app.db, WATERMARK_KEY);
+  if (value === undefined) return { after: 0, waiting: [] };
   try {
-    const parsed = JSON.parse(row.value) as Watermark;
+    const parsed = JSON.parse(value) as Watermark;
     if (Number.isInteger(parsed.after) && Array.isArray(parsed.waiting)) return parsed;
   } catch {
     // A damaged row only costs one full re-scan: pairs already stored are ignored.
@@ -33,24 +46,13 @@ function readWatermark(app: AppContext): Watermark {
 }
 
 function saveWatermark(app: AppContext, mark: Watermark) {
-  app.db.query("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(WATERMARK_KEY, JSON.stringify(mark));
+  writeMeta(app.db, WATERMARK_KEY, JSON.stringify(mark));
 }
 
-/** Blobs at or below `after` that cannot be compared yet; both sets are small partial indexes (migration 0007). */
-function notReady(app: AppContext, after: number): number[] {
-  return app.db
-    .query<{ id: number }, [number]>(
-      "SELECT id FROM blobs WHERE id <= ?1 AND phash = '' UNION SELECT id FROM blobs WHERE id <= ?1 AND pending_delete = 1 ORDER BY id",
-    )
-    .all(after)
-    .map((r) => r.id);
-}
+/** Blobs at or below `after` that cannot be compared yet. */
+const notReady = (app: AppContext, after: number): number[] => notReadyBlobIds(app.db, after);
 
-interface Candidate {
-  id: number;
-  phash: string;
-  pending_delete: number;
-}
+type Candidate = ScanBlob;
 
 const ready = (b: Candidate) => !b.pending_delete && PHASH_HEX.test(b.phash);
 
@@ -67,28 +69,25 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   const maxDistance = app.settings.get().dedup_phash_max_distance;
   const mark = readWatermark(app);
   const index = new PhashIndex(app.db);
-  const insert = app.db.query("INSERT OR IGNORE INTO dedup_candidates (blob_a, blob_b, distance, state, created_at) VALUES (?, ?, ?, 'pending', ?)");
   let compared = 0;
   let found = 0;
   const compare = (blob: Candidate) => {
     const hash = phashToInt(blob.phash);
     const now = sqlTime();
     for (const n of index.near(hash, maxDistance, blob.id)) {
-      found += insert.run(Math.min(blob.id, n.blobId), Math.max(blob.id, n.blobId), n.distance, now).changes;
+      found += insertCandidate(app.db, Math.min(blob.id, n.blobId), Math.max(blob.id, n.blobId), n.distance, now);
     }
     index.add(blob.id, hash);
     compared++;
   };
 
-  const byId = app.db.query<Candidate, [number]>("SELECT id, phash, pending_delete FROM blobs WHERE id = ?");
-  const waitingNow = mark.waiting.map((id) => byId.get(id)).filter((b): b is Candidate => !!b && ready(b));
+  const waitingNow = mark.waiting.map((id) => scanBlob(app.db, id)).filter((b): b is Candidate => !!b && ready(b));
   if (waitingNow.length) app.db.transaction(() => waitingNow.forEach(compare))();
 
-  const newer = app.db.query<Candidate, [number, number]>("SELECT id, phash, pending_delete FROM blobs WHERE id > ? ORDER BY id LIMIT ?");
   let after = mark.after;
   let changed = waitingNow.length > 0;
   for (;;) {
-    const slice = newer.all(after, SLICE);
+    const slice = scanBlobsAfter(app.db, after, SLICE);
     if (!slice.length) break;
     app.db.transaction(() => {
       for (const blob of slice) if (ready(blob)) compare(blob);
@@ -106,17 +105,9 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   return { compared, found };
 }
 
-interface CandidateRow {
-  id: number;
-  blob_a: number;
-  blob_b: number;
-  distance: number;
-  state: string;
-}
-
 /** The pair awaiting review: NotFound for an unknown id, Conflict once it was decided. */
 function pendingCandidate(app: AppContext, id: number): CandidateRow {
-  const c = app.db.query<CandidateRow, [number]>("SELECT id, blob_a, blob_b, distance, state FROM dedup_candidates WHERE id = ?").get(id);
+  const c = candidateById(app.db, id);
   if (!c) throw new NotFound("相似候选不存在");
   if (c.state !== "pending") throw new Conflict("该相似候选已处理");
   return c;
@@ -138,17 +129,10 @@ export function merge(app: AppContext, candidateId: number, keepBlobId: number, 
     const removed = app.images.blob(removedBlobId);
     if (!keep || !removed || keep.pending_delete || removed.pending_delete) throw new Conflict("候选中的图片已被删除，无法合并");
 
-    const moved = app.db
-      .query<{ id: string }, [number]>("SELECT id FROM images WHERE blob_id = ?")
-      .all(removedBlobId)
-      .map((r) => r.id);
-    app.db.query("UPDATE images SET blob_id = ? WHERE blob_id = ?").run(keepBlobId, removedBlobId);
-    app.db.query("UPDATE blobs SET ref_count = ref_count + ? WHERE id = ?").run(moved.length, keepBlobId);
+    const moved = moveImagesToBlob(app.db, removedBlobId, keepBlobId);
     scheduleBlobDelete(app, removedBlobId);
-    app.db.query("UPDATE dedup_candidates SET state = 'merged' WHERE id = ?").run(candidateId);
-    app.db
-      .query("UPDATE dedup_candidates SET state = 'dismissed' WHERE state = 'pending' AND id != ?1 AND (blob_a = ?2 OR blob_b = ?2)")
-      .run(candidateId, removedBlobId);
+    setCandidateState(app.db, candidateId, "merged");
+    dismissOtherPairsOf(app.db, candidateId, removedBlobId);
     audit(app.db, actor, "dedup.merge", candidateId, { keep_blob_id: keepBlobId, removed_blob_id: removedBlobId, images: moved.length });
     return moved;
   })();
@@ -160,7 +144,7 @@ export function merge(app: AppContext, candidateId: number, keepBlobId: number, 
 export function dismiss(app: AppContext, candidateId: number, actor: AuditActor): void {
   app.db.transaction(() => {
     const c = pendingCandidate(app, candidateId);
-    app.db.query("UPDATE dedup_candidates SET state = 'dismissed' WHERE id = ?").run(candidateId);
+    setCandidateState(app.db, candidateId, "dismissed");
     audit(app.db, actor, "dedup.dismiss", candidateId, { blob_a: c.blob_a, blob_b: c.blob_b });
   })();
 }

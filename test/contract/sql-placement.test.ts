@@ -17,7 +17,6 @@ const isRepository = (file: string) => file.endsWith("/repo.ts") || file.include
 const PENDING = new Set([
   "app-context.ts",
   "boot.ts",
-  "images/dedup.ts",
   "images/store.ts",
 ]);
 
