@@ -27,6 +27,7 @@ import { JobQueue } from "./jobs/queue";
 import { registerCdnPurgeJob } from "./ops/cdn-purge";
 import type { Logger } from "./ops/log";
 import { createMetrics, scrapeGauge } from "./ops/metrics";
+import { deleteAllUploadRows } from "./s3/repo";
 import { UserRepo } from "./users/repo";
 
 function prepareDataPaths(dataDir: string): DataPaths {
@@ -66,7 +67,7 @@ export async function createAppContext(
   const metrics = createMetrics();
   const paths = prepareDataPaths(boot.dataDir);
   // Multipart parts lived under tmp, just wiped: their uploads cannot complete any more.
-  db.query("DELETE FROM multipart_uploads").run();
+  deleteAllUploadRows(db);
   const settings = new SettingsStore(db, key);
   const images = new ImageRepo(db);
   const channels = new ChannelRegistry(db, key, log, metrics, cryptWrapper(key));

@@ -131,3 +131,8 @@ export function uploadIdsStartedBefore(db: Database, cutoff: string): string[] {
     .all(cutoff)
     .map((r) => r.upload_id);
 }
+
+/** Forgets every open upload (at start, after the part files under tmp were wiped). */
+export function deleteAllUploadRows(db: Database) {
+  db.query("DELETE FROM multipart_uploads").run();
+}

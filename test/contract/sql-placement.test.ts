@@ -15,7 +15,6 @@ const isRepository = (file: string) => file.endsWith("/repo.ts") || file.include
  * file may start writing SQL of its own.
  */
 const PENDING = new Set([
-  "app-context.ts",
   "boot.ts",
   "images/store.ts",
 ]);
