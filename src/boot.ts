@@ -5,8 +5,10 @@ import { hashPassword } from "./auth/passwords";
 import { randomReadable } from "./auth/secrets";
 import type { Bootstrap } from "./config/bootstrap";
 import { loadMasterKey, MasterKey, writeNewMasterKeyFile } from "./config/master-key";
+import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { migrate, openDatabase } from "./db/open";
 import { snapshotBeforeMigration } from "./datadir/pre-migration";
+import { rebuildFileNameIndex } from "./images/repos/list";
 import { resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
@@ -30,16 +32,17 @@ export function requireExistingDatabase(boot: Bootstrap): void {
   );
 }
 
+/** The meta key under which the database records the fingerprint of its master key. */
+const FINGERPRINT_KEY = "master_key_fingerprint";
+
 /** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
 export function storedFingerprint(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
   // immutable: a plain read-only open of a WAL database would still create -wal/-shm files.
   const db = new Database(`file:${encodeURI(path)}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
   try {
-    const hasMeta = db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").get();
-    if (!hasMeta) return undefined;
-    const row = db.query<{ value: string }, []>("SELECT value FROM meta WHERE key = 'master_key_fingerprint'").get();
-    return row?.value;
+    if (!hasMetaTable(db)) return undefined;
+    return readMeta(db, FINGERPRINT_KEY);
   } finally {
     db.close();
   }
@@ -97,20 +100,20 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     throw new StartupError((err as Error).message);
   }
   // Authoritative re-check on the real connection (it also sees a WAL left by a crash).
-  const recorded = db.query<{ value: string }, []>("SELECT value FROM meta WHERE key = 'master_key_fingerprint'").get()?.value;
+  const recorded = readMeta(db, FINGERPRINT_KEY);
   if (recorded !== undefined && recorded !== key.fingerprint) {
     db.close();
     throw new StartupError("主密钥与数据库记录的指纹不匹配");
   }
   if (recorded === undefined) {
-    db.query("INSERT INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
+    writeMeta(db, FINGERPRINT_KEY, key.fingerprint);
     // Into the main file at once: the read-only pre-check of a later start reads only that file.
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
   if (swapped) {
     resetChannelBindings(db, log);
     // The file-name index is keyed by images' rowid, which a VACUUM INTO snapshot may renumber.
-    db.exec("INSERT INTO images_fts (images_fts) VALUES ('rebuild')");
+    rebuildFileNameIndex(db);
   }
   return { db, key };
 }

@@ -13,3 +13,8 @@ export function writeMeta(db: Database, key: string, value: string): void {
 export function deleteMeta(db: Database, key: string): void {
   db.query("DELETE FROM meta WHERE key = ?").run(key);
 }
+
+/** Whether the meta table exists (a database that was never migrated has none). */
+export function hasMetaTable(db: Database): boolean {
+  return !!db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").get();
+}

@@ -15,7 +15,6 @@ const isRepository = (file: string) => file.endsWith("/repo.ts") || file.include
  * file may start writing SQL of its own.
  */
 const PENDING = new Set([
-  "boot.ts",
   "images/store.ts",
 ]);
 

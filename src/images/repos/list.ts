@@ -111,3 +111,8 @@ export function listImages(
     nextCursor: more && last ? encodeCursor({ createdAt: last.created_at, rowid: last._rowid }) : null,
   };
 }
+
+/** Rebuilds the file-name search index, which is keyed by images' rowid (a VACUUM INTO snapshot may renumber them). */
+export function rebuildFileNameIndex(db: Database): void {
+  db.exec("INSERT INTO images_fts (images_fts) VALUES ('rebuild')");
+}
