@@ -1,6 +1,9 @@
 import { QuotaExceeded, Unavailable } from "../errors";
 import type { AppContext } from "../context";
+import { recordIdempotencyKey } from "./repos/idempotency";
+import { allIntents, deleteIntent, insertIntent } from "./repos/intents";
 import { supersedeObjectKey } from "./repos/object-key";
+import { addBlobReference, blobIdByStorageKey, insertBlobRow, insertImageRow } from "./repos/references";
 import { sqlTime } from "../db/time";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
@@ -46,10 +49,7 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   const intents: number[] = [];
   for (const channel of candidates) {
     if (written.length >= need) break;
-    const intent = app.db
-      .query("INSERT INTO upload_intents (channel_id, storage_key, created_at) VALUES (?, ?, ?)")
-      .run(channel.row.id, key, sqlTime());
-    intents.push(Number(intent.lastInsertRowid));
+    intents.push(insertIntent(app.db, channel.row.id, key, sqlTime()));
     try {
       const body = prepared.bytes ?? Bun.file(prepared.path!).stream();
       await app.channels.put(channel, key, body, prepared.size);
@@ -67,17 +67,16 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
 
 /** Removes objects written for an upload that did not commit, unless a committed blob now owns them. */
 async function undoWrites(app: AppContext, key: string, written: Writable[], intents: number[]) {
-  const owner = app.db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(key);
+  const owner = blobIdByStorageKey(app.db, key);
   for (const channel of written) {
-    const done = owner && app.images.replicas(owner.id).some((r) => r.channel_id === channel.row.id && r.state === "done");
+    const done = owner !== undefined && app.images.replicas(owner).some((r) => r.channel_id === channel.row.id && r.state === "done");
     if (!done) await channel.driver.delete(key).catch(() => {});
   }
   dropIntents(app, intents);
 }
 
 function dropIntents(app: AppContext, intents: number[]) {
-  const drop = app.db.query("DELETE FROM upload_intents WHERE id = ?");
-  for (const id of intents) drop.run(id);
+  for (const id of intents) deleteIntent(app.db, id);
 }
 
 /**
@@ -111,15 +110,18 @@ function upsertBlob(app: AppContext, prepared: PreparedImage, key: string, writt
   const now = sqlTime();
   let blob = app.images.blobBySha(prepared.sha256);
   if (blob) {
-    app.db.query("UPDATE blobs SET ref_count = ref_count + 1, pending_delete = 0, delete_after = NULL WHERE id = ?").run(blob.id);
+    addBlobReference(app.db, blob.id);
   } else {
-    const res = app.db
-      .query(
-        `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
-         VALUES (?, '', ?, ?, ?, ?, ?, 1, ?)`,
-      )
-      .run(prepared.sha256, key, prepared.mime, prepared.size, prepared.width, prepared.height, now);
-    blob = app.images.blob(Number(res.lastInsertRowid))!;
+    const blobId = insertBlobRow(app.db, {
+      sha256: prepared.sha256,
+      storageKey: key,
+      mime: prepared.mime,
+      size: prepared.size,
+      width: prepared.width,
+      height: prepared.height,
+      createdAt: now,
+    });
+    blob = app.images.blob(blobId)!;
     // Similarity detection is not latency-critical: hashing waits until an upload burst is over.
     app.jobs.enqueue(PHASH_JOB, { blob_id: blob.id }, { uniqueKey: `phash:${blob.id}`, delayMs: PHASH_DELAY_MS });
   }
@@ -149,28 +151,29 @@ function insertImage(app: AppContext, blobId: number, ref: NewReference): string
   for (;;) {
     const id = newShortId();
     if (app.images.view(id)) continue;
-    app.db
-      .query(
-        `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(id, blobId, ref.userId, ref.tokenId, ref.fileName, ref.objectKey, expireAt, ref.ttlSeconds || null, sqlTime(now));
-    if (ref.idempotencyKey) {
-      app.db
-        .query("INSERT OR REPLACE INTO idempotency_keys (user_id, key, image_id, created_at) VALUES (?, ?, ?, ?)")
-        .run(ref.userId, ref.idempotencyKey, id, sqlTime(now));
-    }
+    insertImageRow(app.db, {
+      id,
+      blobId,
+      userId: ref.userId,
+      tokenId: ref.tokenId,
+      fileName: ref.fileName,
+      objectKey: ref.objectKey,
+      expireAt,
+      ttlSeconds: ref.ttlSeconds || null,
+      createdAt: sqlTime(now),
+    });
+    if (ref.idempotencyKey) recordIdempotencyKey(app.db, ref.userId, ref.idempotencyKey, id, sqlTime(now));
     return id;
   }
 }
 
 /** Startup: objects written for uploads that never committed are deleted (crash safety). */
 export async function resolveUploadIntents(app: AppContext) {
-  const rows = app.db.query<{ id: number; channel_id: number; storage_key: string }, []>("SELECT * FROM upload_intents").all();
+  const rows = allIntents(app.db);
   for (const row of rows) {
     const channel = app.channels.get(row.channel_id);
-    const owner = app.db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(row.storage_key);
-    const owned = owner && app.images.replicas(owner.id).some((r) => r.channel_id === row.channel_id && r.state === "done");
+    const owner = blobIdByStorageKey(app.db, row.storage_key);
+    const owned = owner !== undefined && app.images.replicas(owner).some((r) => r.channel_id === row.channel_id && r.state === "done");
     if (!owned) {
       if (!channel?.driver) continue; // keep the intent until the channel loads again
       try {
@@ -179,6 +182,6 @@ export async function resolveUploadIntents(app: AppContext) {
         continue;
       }
     }
-    app.db.query("DELETE FROM upload_intents WHERE id = ?").run(row.id);
+    deleteIntent(app.db, row.id);
   }
 }

@@ -13,3 +13,8 @@ export function findIdempotencyKey(db: Database, userId: string, key: string): {
 export function pruneIdempotencyKeys(db: Database, before: string): void {
   db.query("DELETE FROM idempotency_keys WHERE created_at < ?").run(before);
 }
+
+/** Remembers which image an upload with this key produced (a later record of the same key replaces it). */
+export function recordIdempotencyKey(db: Database, userId: string, key: string, imageId: string, createdAt: string): void {
+  db.query("INSERT OR REPLACE INTO idempotency_keys (user_id, key, image_id, created_at) VALUES (?, ?, ?, ?)").run(userId, key, imageId, createdAt);
+}

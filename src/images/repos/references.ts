@@ -39,3 +39,22 @@ export function removeImageReference(db: Database, imageId: string, blobId: numb
 export function markBlobPendingDelete(db: Database, blobId: number, deleteAfter: string): void {
   db.query("UPDATE blobs SET ref_count = 0, pending_delete = 1, delete_after = ? WHERE id = ?").run(deleteAfter, blobId);
 }
+
+/** The blob stored under `storageKey`, if any. */
+export function blobIdByStorageKey(db: Database, storageKey: string): number | undefined {
+  return db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(storageKey)?.id;
+}
+
+/** A new blob with one reference and no perceptual hash yet; returns its id. */
+export function insertBlobRow(
+  db: Database,
+  b: { sha256: string; storageKey: string; mime: string; size: number; width: number; height: number; createdAt: string },
+): number {
+  const res = db
+    .query(
+      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
+       VALUES (?, '', ?, ?, ?, ?, ?, 1, ?)`,
+    )
+    .run(b.sha256, b.storageKey, b.mime, b.size, b.width, b.height, b.createdAt);
+  return Number(res.lastInsertRowid);
+}
