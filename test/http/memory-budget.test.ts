@@ -2,7 +2,7 @@
 // decoded; camera-sized sources render within the memory budget with the defaults and with the
 // README's "1 GB VPS" profile.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import sharp from "sharp";
 import { MAX_ANIMATION_FRAMES } from "../../src/images/frame-budget";
 import { adminSession, expectError, type Session } from "../helpers/client";
@@ -10,9 +10,9 @@ import { animatedGif } from "../helpers/gif";
 import { form } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 import { makeHugeJpeg, withComment } from "../../bench/lib/huge-jpeg";
+import { memoryOf } from "./hardening.helpers";
 
-const statusMiB = (pid: number, field: "VmHWM" | "VmRSS") =>
-  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+const MiB = 1024 * 1024;
 
 describe("animation frame budget", () => {
   let server: KuraServer;
@@ -85,7 +85,7 @@ async function hugeRenders(server: KuraServer, admin: Session, huge: Uint8Array,
       }
     }),
   );
-  return statusMiB(server.proc.pid, "VmHWM");
+  return memoryOf(server).hwm / MiB;
 }
 
 describe("memory with camera-sized sources", () => {
@@ -101,7 +101,7 @@ describe("memory with camera-sized sources", () => {
     try {
       const admin = await adminSession(server);
       await Bun.sleep(500); // startup work settles
-      expect(statusMiB(server.proc.pid, "VmRSS")).toBeLessThan(IDLE_MIB);
+      expect(memoryOf(server).rss / MiB).toBeLessThan(IDLE_MIB);
       const peak = await hugeRenders(server, admin, huge, {});
       console.log(`defaults: server peak RSS ${peak.toFixed(0)} MiB (budget ${PEAK_DEFAULT_MIB})`);
       expect(peak).toBeLessThan(PEAK_DEFAULT_MIB);

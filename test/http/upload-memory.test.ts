@@ -1,13 +1,7 @@
 import { expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
 import { adminSession, expectError } from "../helpers/client";
 import { KuraServer } from "../helpers/server";
-
-/** Peak resident set size of a process, in bytes (VmHWM). */
-function peakRss(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return Number(m![1]) * 1024;
-}
+import { memoryOf } from "./hardening.helpers";
 
 test("a 1 GiB streamed upload is refused with 413 without growing the server's memory by more than the cap", async () => {
   const server = await KuraServer.start();
@@ -17,7 +11,7 @@ test("a 1 GiB streamed upload is refused with 413 without growing the server's m
     await admin.json("PUT", "/api/admin/config", { max_upload_mb: capMb });
     // Warm up the upload path once so lazily loaded code does not count as growth.
     await admin.request("POST", "/api/admin/upload", new FormData());
-    const before = peakRss(server.proc.pid);
+    const before = memoryOf(server).hwm;
 
     const boundary = "kura1gib";
     const chunk = new Uint8Array(1024 * 1024).fill(0x41);
@@ -41,7 +35,7 @@ test("a 1 GiB streamed upload is refused with 413 without growing the server's m
       duplex: "half",
     } as RequestInit);
     await expectError(res, 413);
-    const growth = peakRss(server.proc.pid) - before;
+    const growth = memoryOf(server).hwm - before;
     if (process.env.KURA_TEST_VERBOSE) console.log({ growth, sent });
     expect(growth).toBeLessThan(capMb * 1024 * 1024);
     // The server stopped reading long before the gigabyte was through.
