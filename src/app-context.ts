@@ -5,7 +5,7 @@ import { LoginThrottle } from "./auth/login-throttle";
 import { SessionStore } from "./auth/sessions";
 import { cryptWrapper } from "./channels/crypt-layer";
 import { registerChannelJobs } from "./channels/drain";
-import { cleanTempFiles, resolveLocalPath, setLocalPathBase } from "./channels/drivers/local";
+import { cleanTempFiles, resolveLocalPath } from "./channels/drivers/local";
 import { registerChannelMetrics } from "./channels/metrics";
 import { ChannelRegistry } from "./channels/registry";
 import { relativizeDefaultChannel, seedDefaultChannel } from "./channels/seed";
@@ -48,7 +48,7 @@ async function cleanLocalChannels(app: AppContext, startedAt: number) {
     if (channel.row.driver !== "local" || !channel.driver) continue;
     const path = app.channels.repo.secrets(channel.row).config.path;
     const olderThanMs = Math.max(1, Date.now() - startedAt);
-    if (path) await cleanTempFiles(resolveLocalPath(path), olderThanMs).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
+    if (path) await cleanTempFiles(resolveLocalPath(path, app.bootstrap.dataDir), olderThanMs).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
   }
 }
 
@@ -70,7 +70,7 @@ export async function createAppContext(
   deleteAllUploadRows(db);
   const settings = new SettingsStore(db, key);
   const images = new ImageRepo(db);
-  const channels = new ChannelRegistry(db, key, log, metrics, cryptWrapper(key));
+  const channels = new ChannelRegistry(db, key, log, metrics, boot.dataDir, cryptWrapper(key));
   const jobs = new JobQueue<JobKinds>(db, { log: (level, msg, fields) => log[level](msg, fields) });
   const variants = new VariantService({ settings, paths, images, channels, jobs, log, metrics });
   const app: AppContext = {
@@ -95,7 +95,6 @@ export async function createAppContext(
     shutdown,
   };
   app.sessions.pruneExpired();
-  setLocalPathBase(boot.dataDir);
   await seedDefaultChannel(app);
   relativizeDefaultChannel(app);
   app.channels.reload();

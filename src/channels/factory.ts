@@ -13,6 +13,8 @@ import { apiBaseOverride } from "./oauth/providers";
 export interface DriverHooks {
   /** The driver refreshed its OAuth token; the new `token` value (rclone JSON) should be stored. */
   onTokenRefreshed?: (tokenJson: string) => void;
+  /** The data directory, under which a relative local `path` lies. */
+  dataDir?: string;
 }
 
 type DriverFactory = (config: Record<string, string>, hooks: DriverHooks) => Driver;
@@ -35,7 +37,7 @@ export function channelTimeoutMs(): number | undefined {
 
 /** Backends by rclone type name. */
 const FACTORIES: Record<string, DriverFactory> = {
-  local: createLocalDriver,
+  local: (config, hooks) => createLocalDriver(config, hooks.dataDir),
   s3: (config) => createS3Driver(config, { timeoutMs: channelTimeoutMs() }),
   webdav: (config) => createWebdavDriver(config, { timeoutMs: channelTimeoutMs() }),
   sftp: (config) => createSftpDriver(config, { timeoutMs: channelTimeoutMs() }),

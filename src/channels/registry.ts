@@ -32,6 +32,8 @@ export class ChannelRegistry {
     key: MasterKey,
     private readonly log: Logger,
     private readonly metrics: Metrics,
+    /** Where a relative local channel path lies. */
+    private readonly dataDir: string,
     /** Applied to every driver built (the crypt layer for encrypted channels). */
     private readonly wrap: DriverWrapper = (_row, driver) => driver,
   ) {
@@ -54,7 +56,7 @@ export class ChannelRegistry {
 
   private load(row: ChannelRow): LoadedChannel {
     try {
-      const hooks = { onTokenRefreshed: (token: string) => this.storeRefreshedToken(row.id, token, { rebuild: false }) };
+      const hooks = { onTokenRefreshed: (token: string) => this.storeRefreshedToken(row.id, token, { rebuild: false }), dataDir: this.dataDir };
       const driver = this.wrap(row, createDriver(row.driver, this.repo.secrets(row).config, hooks));
       return { row, driver, healthy: !!row.healthy };
     } catch (err) {

@@ -28,6 +28,8 @@ interface ProbeOptions {
   autoCreateBucket: boolean;
   /** The channel's own crypt passwords when it exists; otherwise throwaway ones still prove the crypt round trip. */
   crypt?: CryptPasswords;
+  /** The data directory, under which a relative local `path` lies. */
+  dataDir: string;
 }
 
 interface ProbeOutcome {
@@ -42,7 +44,7 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
   const outcome: ProbeOutcome = { failure: null };
   let driver: Driver | undefined;
   try {
-    driver = createDriver(source.driver, source.config, { onTokenRefreshed: (token) => (outcome.refreshedToken = token) });
+    driver = createDriver(source.driver, source.config, { onTokenRefreshed: (token) => (outcome.refreshedToken = token), dataDir: opts.dataDir });
     if (opts.autoCreateBucket) {
       const creator = driver as Driver & { createBucket?: () => Promise<void> };
       if (typeof creator.createBucket !== "function") throw new Error("该存储驱动不支持自动创建存储桶");
@@ -119,7 +121,7 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
   checkAutoCreate(source, input.auto_create_bucket);
   if (nameTaken(app, input.name)) throw new Conflict("已存在同名存储渠道");
 
-  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false });
+  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, dataDir: app.bootstrap.dataDir });
 
   let id: number;
   try {
@@ -165,6 +167,7 @@ export async function testChannel(app: AppContext, input: TestChannelInput): Pro
     encrypted,
     autoCreateBucket: input.auto_create_bucket ?? false,
     crypt: row?.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
+    dataDir: app.bootstrap.dataDir,
   });
   const result: { ok: boolean; error?: string; token?: string } =
     outcome.failure === null ? { ok: true } : { ok: false, error: `存储渠道探测失败：${outcome.failure}` };
@@ -195,6 +198,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
       encrypted: !!row.encrypted,
       autoCreateBucket: input.auto_create_bucket ?? false,
       crypt: row.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
+      dataDir: app.bootstrap.dataDir,
     });
   }
   const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);
@@ -249,7 +253,7 @@ export function exportChannel(app: AppContext, actor: AuditActor, id: number | u
   let text: string;
   try {
     // rclone would read a relative local path (the default `storage`) from its own working directory.
-    if (row.driver === "local" && config.path) config.path = resolveLocalPath(config.path);
+    if (row.driver === "local" && config.path) config.path = resolveLocalPath(config.path, app.bootstrap.dataDir);
     text = renderRcloneConfig(row, config, driverOptionSpecs(row.driver), app.key);
   } catch (err) {
     // The renderer's messages name keys, never values.

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cleanTempFiles, createLocalDriver, resolveLocalPath, setLocalPathBase } from "../../src/channels/drivers/local.ts";
+import { cleanTempFiles, createLocalDriver, resolveLocalPath } from "../../src/channels/drivers/local.ts";
 import { chunkedStream, driverConformance, listKeys, readAll } from "./conformance.ts";
 
 const scratch = await mkdtemp(join(tmpdir(), "kura-local-test-"));
@@ -32,10 +32,11 @@ driverConformance("local", async () => {
 describe("local driver: configuration and paths", () => {
   test("path must be given; a relative path lies under the data directory", async () => {
     expect(() => createLocalDriver({})).toThrow("path");
+    // Without a data directory only absolute paths mean anything.
+    expect(() => createLocalDriver({ path: "relative/dir" })).toThrow("绝对路径");
     const dataDir = await freshBase();
-    setLocalPathBase(dataDir);
-    expect(resolveLocalPath("relative/dir")).toBe(join(dataDir, "relative/dir"));
-    expect(resolveLocalPath("/abs/dir/")).toBe("/abs/dir");
+    expect(resolveLocalPath("relative/dir", dataDir)).toBe(join(dataDir, "relative/dir"));
+    expect(resolveLocalPath("/abs/dir/", dataDir)).toBe("/abs/dir");
   });
 
   test("objects land under the base at their key path; escapes write nothing outside", async () => {

@@ -15,28 +15,21 @@ export const localDriverOptions: readonly DriverOptionSpec[] = [
 /** `.<name>.kura-tmp-<rand>`: hidden, next to the target so rename() stays on one filesystem. */
 const TEMP_FILE = /^\..*\.kura-tmp-[0-9a-f]+$/;
 
-/** The data directory, once the service knows it: relative `path`s are resolved against it. */
-let relativeBase: string | undefined;
-
 /**
- * Lets `path` be relative to the data directory. The default channel is stored as
- * `storage`, so moving the whole data directory (`./data` → `/var/lib/kura`) keeps it working.
+ * The absolute directory a local channel's `path` means. A relative `path` lies under the data
+ * directory: the default channel is stored as `storage`, so moving the whole data directory
+ * (`./data` → `/var/lib/kura`) keeps it working. Without a data directory only absolute paths do.
  */
-export function setLocalPathBase(dataDir: string): void {
-  relativeBase = resolve(dataDir);
-}
-
-/** The absolute directory a local channel's `path` means. */
-export function resolveLocalPath(path: string): string {
+export function resolveLocalPath(path: string, dataDir?: string): string {
   const raw = path.trim();
   if (raw === "") throw new Error("本地存储缺少 path 配置");
   if (isAbsolute(raw)) return resolve(raw);
-  if (relativeBase === undefined) throw new Error(`本地存储 path 必须是绝对路径: ${raw}`);
-  return resolve(relativeBase, raw);
+  if (dataDir === undefined) throw new Error(`本地存储 path 必须是绝对路径: ${raw}`);
+  return resolve(dataDir, raw);
 }
 
-export function createLocalDriver(config: Record<string, string>): Driver {
-  return new LocalDriver(resolveLocalPath(config.path ?? ""));
+export function createLocalDriver(config: Record<string, string>, dataDir?: string): Driver {
+  return new LocalDriver(resolveLocalPath(config.path ?? "", dataDir));
 }
 
 class LocalDriver implements Driver {
