@@ -125,6 +125,8 @@ export async function seedServer(bulkCount: number, env: Record<string, string> 
   // What a failed scheduled backup of this process leaves behind (backupRound opens it; the next full
   // backup resolves it). Written while the server runs: an open backup_failed does not survive a restart.
   db = new Database(join(first.dataDir, "kura.db"));
+  // A second writer beside the running server: wait for its start-up writes instead of failing.
+  db.exec("PRAGMA busy_timeout = 10000");
   db.query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES ('backup_failed', '', '快照写入渠道 offsite 失败：连接被拒绝', '2026-01-01 00:00:00', 1)").run();
   db.close();
   admin = new Session(server);
