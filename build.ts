@@ -31,7 +31,7 @@ function locateSharpNative(): SharpNativeFiles {
   const addonLib = join(dirname(req.resolve(`@img/sharp-${platform}/package`)), "lib");
   const addons = readdirSync(addonLib).filter((f) => f.endsWith(".node"));
   if (addons.length !== 1) throw new Error(`expected one .node file in ${addonLib}, found: ${addons.join(", ")}`);
-  const libvipsPath = createRequire(addonLib + "/").resolve(`@img/sharp-libvips-${platform}/binary`);
+  const libvipsPath = createRequire(`${addonLib}/`).resolve(`@img/sharp-libvips-${platform}/binary`);
   return { platform, sharpVersion, addonPath: join(addonLib, addons[0]!), libvipsPath };
 }
 

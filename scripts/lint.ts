@@ -55,7 +55,10 @@ export function lint(opts: { fix?: boolean } = {}): Finding[] {
     let text = readFileSync(path, "utf8");
     if (opts.fix) {
       const fixed = text.replace(RELATIVE_TS_IMPORT, (_m, head: string, quote: string, spec: string) => `${head}${quote}${spec}${quote}`);
-      if (fixed !== text) writeFileSync(path, (text = fixed));
+      if (fixed !== text) {
+        text = fixed;
+        writeFileSync(path, text);
+      }
     }
     for (const m of text.matchAll(RELATIVE_TS_IMPORT)) {
       findings.push({ file, line: lineOf(text, m.index!), rule: "import-style", message: `导入路径不应带 .ts 扩展名: ${m[3]}.ts` });

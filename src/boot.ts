@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { hashPassword } from "./auth/passwords";
 import { randomReadable } from "./auth/secrets";
 import type { Bootstrap } from "./config/bootstrap";
-import { loadMasterKey, MasterKey, writeNewMasterKeyFile } from "./config/master-key";
+import { loadMasterKey, type MasterKey, writeNewMasterKeyFile } from "./config/master-key";
 import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { migrate, openDatabase } from "./db/open";
 import { snapshotBeforeMigration } from "./datadir/pre-migration";

@@ -63,5 +63,5 @@ export async function runSelftest(): Promise<void> {
     webp,
     ms: Math.round(performance.now() - started),
   };
-  process.stdout.write(JSON.stringify(report) + "\n");
+  process.stdout.write(`${JSON.stringify(report)}\n`);
 }

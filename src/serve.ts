@@ -39,8 +39,13 @@ export async function serve(boot: Bootstrap): Promise<number> {
   tuneNativeMemory();
   await ensureBuiltinAdmin(db, log);
 
-  let stopping: Promise<void> | undefined;
-  const app = await createAppContext(boot, db, key, log, (reason) => void (stopping ??= shutdown(reason)));
+  // Signals and fatal errors may ask more than once; only the first request shuts down.
+  let stopping = false;
+  const app = await createAppContext(boot, db, key, log, (reason) => {
+    if (stopping) return;
+    stopping = true;
+    void shutdown(reason);
+  });
   const router = createRouter(app);
   let server: ReturnType<typeof Bun.serve>;
   try {

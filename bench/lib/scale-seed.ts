@@ -126,7 +126,7 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
         insertBlob.run(id, sha, phash, key, size, realBytes ? 320 : 1024, realBytes ? 240 : 768, refs[id]!, createdAt);
         insertReplica.run(id, channelId, createdAt);
         const hash = phashToInt(phash);
-        phashChunks(hash).forEach((value, chunk) => insertChunk.run(chunk, value, id, hash));
+        for (const [chunk, value] of phashChunks(hash).entries()) insertChunk.run(chunk, value, id, hash);
         if (realBytes) {
           const path = join(app.paths.storage, key);
           mkdirSync(dirname(path), { recursive: true });

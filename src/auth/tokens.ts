@@ -177,7 +177,6 @@ export function authenticateUploadToken(deps: TokenDeps, request: Request, now =
  * parameter, a Lsky client that sends the token without `Bearer `).
  */
 export function authenticateUploadTokenText(deps: TokenDeps, plaintext: string, now = Date.now()): TokenPrincipal {
-  const challenge = { "www-authenticate": 'Bearer realm="kura"' };
   const prefix = tokenPrefixOf(plaintext);
   const found = prefix ? usableToken(deps, prefix, now) : undefined;
   if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new Unauthenticated(INVALID_TOKEN, 'Bearer realm="kura"');

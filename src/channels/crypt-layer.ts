@@ -148,7 +148,7 @@ class EncryptedDriver implements Driver {
   async *list(prefix: string): AsyncIterable<ObjectInfo> {
     assertSafePrefix(prefix);
     const slash = prefix.lastIndexOf("/");
-    const innerPrefix = slash < 0 ? "" : this.crypt.encryptPath(prefix.slice(0, slash)) + "/";
+    const innerPrefix = slash < 0 ? "" : `${this.crypt.encryptPath(prefix.slice(0, slash))}/`;
     for await (const info of this.inner.list(innerPrefix)) {
       const key = this.plainKey(info.key);
       if (key === null || !key.startsWith(prefix)) continue;

@@ -89,7 +89,7 @@ function isOurImageObject(app: AppContext, channelId: number, key: string): bool
 export async function runDrain(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {
   const loaded = app.channels.get(channel_id);
   const row = app.channels.repo.byId(channel_id);
-  if (!row || !row.deleting) return;
+  if (!row?.deleting) return;
   if (writesInFlight(app, channel_id)) throw new DrainBusyError("存储渠道仍有进行中的写入，稍后继续清空");
 
   let driver: Driver | undefined = loaded?.driver;

@@ -31,7 +31,10 @@ export const CALLBACK_PATH = "/api/admin/channel-oauth/callback";
 const stores = new WeakMap<AppContext, FlowStore>();
 function flows(app: AppContext): FlowStore {
   let store = stores.get(app);
-  if (!store) stores.set(app, (store = new FlowStore()));
+  if (!store) {
+    store = new FlowStore();
+    stores.set(app, store);
+  }
   return store;
 }
 

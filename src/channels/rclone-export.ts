@@ -104,7 +104,7 @@ export function renderRcloneConfig(
       "directory_name_encryption = true",
     );
   }
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 function header(channel: ExportableChannel, base: string, path: string, encrypted: boolean, now: Date): string[] {
@@ -114,7 +114,7 @@ function header(channel: ExportableChannel, base: string, path: string, encrypte
     `渠道 / channel: ${channel.name} (id ${channel.id}, driver ${channel.driver}${encrypted ? ", 已加密 / encrypted" : ""})`,
     `生成时间 / generated: ${now.toISOString().replace(/\.\d{3}Z$/, "Z")} (UTC)`,
     "",
-    "警告：本文件包含访问凭据" + (encrypted ? "和加密密码" : "") + "，与主密钥同等敏感，请妥善保管，切勿分享或提交到版本库。",
+    `警告：本文件包含访问凭据${encrypted ? "和加密密码" : ""}，与主密钥同等敏感，请妥善保管，切勿分享或提交到版本库。`,
     "WARNING: this file contains credentials" + (encrypted ? " and the encryption passwords" : "") +
       "; it is as sensitive as the master key. Keep it private; never share or commit it.",
     "",

@@ -28,7 +28,7 @@ export class ChannelRegistry {
   readonly repo: ChannelRepo;
   private channels = new Map<number, LoadedChannel>();
   constructor(
-    private readonly db: Database,
+    db: Database,
     key: MasterKey,
     private readonly log: Logger,
     private readonly metrics: Metrics,

@@ -53,7 +53,7 @@ export async function storedDigests(app: AppContext, view: ImageView): Promise<{
 
 /** "刚刚", "5 分钟前", … like Lsky's `human_date` (Carbon diffForHumans in zh_CN). */
 export function humanDate(createdAt: string, now = Date.now()): string {
-  const seconds = Math.max(0, Math.floor((now - Date.parse(createdAt.replace(" ", "T") + "Z")) / 1000));
+  const seconds = Math.max(0, Math.floor((now - Date.parse(`${createdAt.replace(" ", "T")}Z`)) / 1000));
   const steps: [number, string][] = [
     [365 * 86400, "年"],
     [30 * 86400, "个月"],

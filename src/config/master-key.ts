@@ -64,7 +64,7 @@ export function loadMasterKey(dataDir: string, envValue: string | undefined): Ma
 export function writeNewMasterKeyFile(dataDir: string): MasterKey {
   const { key, text } = MasterKey.generate();
   const file = masterKeyPath(dataDir);
-  writeFileSync(file, text + "\n", { mode: 0o600, flag: "wx" });
+  writeFileSync(file, `${text}\n`, { mode: 0o600, flag: "wx" });
   chmodSync(file, 0o600);
   return key;
 }

@@ -4,7 +4,7 @@ export function sqlTime(date: Date | number = Date.now()): string {
 }
 
 export function parseSqlTime(text: string): Date {
-  return new Date(text.replace(" ", "T") + "Z");
+  return new Date(`${text.replace(" ", "T")}Z`);
 }
 
 export const SQL_TIME_PATTERN = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;

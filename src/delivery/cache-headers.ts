@@ -35,7 +35,7 @@ export function cacheHeaders(input: CacheHeaderInput): Record<string, string> {
     case "variant": {
       if (!input.etag) throw new Error("cacheHeaders: original/variant responses need an ETag");
       const headers: Record<string, string> = { "Cache-Control": cacheControlFor(input.area), ETag: input.etag };
-      if (input.varyAccept) headers["Vary"] = "Accept";
+      if (input.varyAccept) headers.Vary = "Accept";
       if (input.kind === "original" && input.lastModified !== undefined) {
         headers["Last-Modified"] = httpDate(input.lastModified);
       }

@@ -33,7 +33,7 @@ export function hostMatches(host: string, pattern: string): boolean {
   if (p.startsWith("*.")) {
     const domain = normalizeHost(p.slice(2));
     // The leading "." is what keeps `badexample.com` out of `*.example.com`.
-    return domain !== "" && host.length > domain.length + 1 && host.endsWith("." + domain);
+    return domain !== "" && host.length > domain.length + 1 && host.endsWith(`.${domain}`);
   }
   return host === normalizeHost(p);
 }
@@ -65,7 +65,7 @@ export function validateRefererPattern(input: string): string {
   const s = input.trim();
   if (s === "") throw new InvalidRefererPatternError("域名规则不能为空");
   if (/\s/.test(s)) throw new InvalidRefererPatternError("域名规则不能包含空格");
-  if (s.includes("://") || /[\/?#@\\%]/.test(s)) {
+  if (s.includes("://") || /[/?#@\\%]/.test(s)) {
     throw new InvalidRefererPatternError("只需填写域名（如 example.com 或 *.example.com），不要包含协议、路径或参数");
   }
   const wildcard = s.startsWith("*.");

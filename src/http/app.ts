@@ -35,6 +35,7 @@ import { s3Routes } from "../s3/router";
 /** Paths left out of HTTP metrics (spec 4.12). */
 const UNMETERED = new Set(["/healthz", "/metrics"]);
 
+// biome-ignore lint/suspicious/noExplicitAny: extra plugins (tests, compat surfaces) are Elysia instances of any shape
 export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, any, any, any>[] = []) {
   let router = new Elysia()
     .onError(({ code, error, request }) => {
@@ -102,9 +103,15 @@ function requestMeters(app: AppContext) {
       const timerKey = `${method} ${route}`;
       const counterKey = `${timerKey} ${status}`;
       let counter = counters.get(counterKey);
-      if (!counter) counters.set(counterKey, (counter = app.metrics.httpRequests.labels({ method, route, status: String(status) })));
+      if (!counter) {
+        counter = app.metrics.httpRequests.labels({ method, route, status: String(status) });
+        counters.set(counterKey, counter);
+      }
       let timer = timers.get(timerKey);
-      if (!timer) timers.set(timerKey, (timer = app.metrics.httpDuration.labels({ method, route })));
+      if (!timer) {
+        timer = app.metrics.httpDuration.labels({ method, route });
+        timers.set(timerKey, timer);
+      }
       counter.inc();
       timer.observe(seconds);
     },

@@ -70,7 +70,7 @@ export type Access = "user" | "admin" | "self";
 const GUARD_OPTIONS: Record<Access, GuardOptions> = { user: {}, admin: { admin: true }, self: { allowDefaultPassword: true } };
 
 /** The resolver of each session route group, so the router can tell guarded routes apart. */
-const resolverAccess = new WeakMap<Function, Access>();
+const resolverAccess = new WeakMap<object, Access>();
 
 /**
  * A route group whose every handler receives `principal`: the session is checked

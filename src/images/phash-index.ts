@@ -16,7 +16,7 @@ export const PHASH_HEX = /^[0-9a-fA-F]{16}$/;
 
 /** The hash as SQLite stores it: a signed 64-bit integer. */
 export function phashToInt(hex: string): bigint {
-  return BigInt.asIntN(64, BigInt("0x" + hex));
+  return BigInt.asIntN(64, BigInt(`0x${hex}`));
 }
 
 export function phashChunks(hash: bigint): number[] {
@@ -53,7 +53,9 @@ export class PhashIndex {
   }
 
   add(blobId: number, hash: bigint) {
-    phashChunks(hash).forEach((value, chunk) => this.sql.insert.run(chunk, value, blobId, hash));
+    phashChunks(hash).forEach((value, chunk) => {
+      this.sql.insert.run(chunk, value, blobId, hash);
+    });
   }
 
   /**

@@ -105,11 +105,26 @@ export interface Page {
 function imageWhere(q: ImageQuery): { clause: string; args: (string | number)[] } {
   const where: string[] = [];
   const args: (string | number)[] = [];
-  if (q.userId !== undefined) where.push("i.user_id = ?"), args.push(q.userId);
-  if (q.search) where.push("i.file_name LIKE ? ESCAPE '\\'"), args.push(`%${q.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
-  if (q.tokenId !== undefined) where.push("i.token_id = ?"), args.push(q.tokenId);
-  if (q.since) where.push("i.created_at >= ?"), args.push(q.since);
-  if (q.until) where.push("i.created_at < ?"), args.push(q.until);
+  if (q.userId !== undefined) {
+    where.push("i.user_id = ?");
+    args.push(q.userId);
+  }
+  if (q.search) {
+    where.push("i.file_name LIKE ? ESCAPE '\\'");
+    args.push(`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  }
+  if (q.tokenId !== undefined) {
+    where.push("i.token_id = ?");
+    args.push(q.tokenId);
+  }
+  if (q.since) {
+    where.push("i.created_at >= ?");
+    args.push(q.since);
+  }
+  if (q.until) {
+    where.push("i.created_at < ?");
+    args.push(q.until);
+  }
   if (q.exempt) where.push("i.cleanup_exempt = 1");
   return { clause: where.length ? `WHERE ${where.join(" AND ")}` : "", args };
 }

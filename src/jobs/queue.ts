@@ -47,6 +47,7 @@ export type { BackoffOptions } from "./backoff";
 export type * from "./types";
 
 interface Kind {
+  // biome-ignore lint/suspicious/noExplicitAny: one map holds the handlers of every kind; register() checks each against JobKinds
   handler: JobHandler<any>;
   concurrency: number;
   maxAttempts: number;
@@ -68,6 +69,7 @@ const MAX_ERROR_CHARS = 1000;
  * `K` maps each job kind to its payload type (the app uses JobKinds from ./kinds),
  * so register and enqueue are checked against the same shape at compile time.
  */
+// biome-ignore lint/suspicious/noExplicitAny: the untyped default lets tests queue ad-hoc kinds
 export class JobQueue<K extends object = Record<string, any>> {
   private readonly store: JobStore;
   private readonly kinds = new Map<string, Kind>();
@@ -249,7 +251,10 @@ export class JobQueue<K extends object = Record<string, any>> {
     if (!this.running) return;
     // Someone holds an open transaction on our connection across an await;
     // claiming now would tie our writes to their commit or rollback.
-    if (this.db.inTransaction) return this.schedule(10);
+    if (this.db.inTransaction) {
+      this.schedule(10);
+      return;
+    }
     this.poll();
     if (this.running && !this.timer) this.schedule(this.pollMs);
   }
@@ -363,7 +368,7 @@ function toJson(payload: unknown): string {
 
 function errorText(err: unknown): string {
   const text = err instanceof Error ? err.message || err.name : String(err);
-  return text.length > MAX_ERROR_CHARS ? text.slice(0, MAX_ERROR_CHARS) + "…" : text;
+  return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}…` : text;
 }
 
 function positive(value: number, name: string): number {

@@ -102,7 +102,7 @@ function parseIpv6(address: string): number[] | null {
   if (v4) {
     const b = v4.slice(1).map(Number);
     tail.push((b[0]! << 8) | b[1]!, (b[2]! << 8) | b[3]!);
-    text = text.slice(0, v4.index) + "0"; // placeholder word, dropped below
+    text = `${text.slice(0, v4.index)}0`; // placeholder word, dropped below
   }
   const [head, rest] = text.split("::") as [string, string | undefined];
   const parse = (part: string) => (part ? part.split(":").map((h) => parseInt(h, 16)) : []);

@@ -58,7 +58,7 @@ async function listOn(channel: WritableChannel): Promise<Map<string, number>> {
 }
 
 /** Deletes the oldest snapshots beyond `keep` on one channel. */
-async function prune(app: AppContext, channel: WritableChannel, keep: number) {
+async function prune(channel: WritableChannel, keep: number) {
   const names = [...(await listOn(channel)).keys()].sort().reverse();
   for (const name of names.slice(keep)) await channel.driver.delete(BACKUP_PREFIX + name);
 }
@@ -118,7 +118,7 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
         continue;
       }
       // A failed prune leaves extra snapshots behind, which is not a failed backup.
-      await prune(app, channel, keep).catch((err) =>
+      await prune(channel, keep).catch((err) =>
         app.log.warn("清理旧快照失败", { channel: channel.row.name, err: (err as Error).message }),
       );
     }

@@ -34,7 +34,7 @@ export interface Logger {
 }
 
 function write(level: Level, msg: string, fields?: Fields) {
-  process.stderr.write(formatLine(level, msg, fields) + "\n");
+  process.stderr.write(`${formatLine(level, msg, fields)}\n`);
 }
 
 export const log: Logger = {

@@ -60,10 +60,19 @@ export function listAudit(db: Database, q: AuditQuery, page: Page): { items: Rec
   const args: string[] = [];
   for (const field of ["actor", "action", "target"] as const) {
     const value = q[field];
-    if (value !== undefined && value !== "") where.push(`${field} = ?`), args.push(value);
+    if (value !== undefined && value !== "") {
+      where.push(`${field} = ?`);
+      args.push(value);
+    }
   }
-  if (q.since) where.push("created_at >= ?"), args.push(q.since);
-  if (q.until) where.push("created_at < ?"), args.push(q.until);
+  if (q.since) {
+    where.push("created_at >= ?");
+    args.push(q.since);
+  }
+  if (q.until) {
+    where.push("created_at < ?");
+    args.push(q.until);
+  }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = db.query<{ n: number }, string[]>(`SELECT COUNT(*) AS n FROM audit ${clause}`).get(...args)!.n;
   const items = db

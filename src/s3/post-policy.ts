@@ -66,10 +66,10 @@ export function verifyPostPolicy(
   lookupSecret: (accessKeyId: string) => string | undefined,
   now = Date.now(),
 ): VerifiedPolicy {
-  if (fields["awsaccesskeyid"] !== undefined || (fields["signature"] !== undefined && fields["x-amz-signature"] === undefined)) {
+  if (fields.awsaccesskeyid !== undefined || (fields.signature !== undefined && fields["x-amz-signature"] === undefined)) {
     throw new S3AuthError("InvalidRequest", "只支持 AWS Signature V4（AWS4-HMAC-SHA256），不支持 Signature V2 的表单上传");
   }
-  const policy = fields["policy"];
+  const policy = fields.policy;
   const signature = fields["x-amz-signature"];
   const credential = fields["x-amz-credential"];
   const amzDate = fields["x-amz-date"];

@@ -44,7 +44,7 @@ type ItemRow = Omit<UserItem, "disabled"> & { disabled: number };
 const toItem = (r: ItemRow): UserItem => ({ ...r, disabled: !!r.disabled });
 
 export function newUserId(): string {
-  return "u" + randomBytes(6).toString("hex");
+  return `u${randomBytes(6).toString("hex")}`;
 }
 
 export class UserRepo {

@@ -96,7 +96,7 @@ describe("Chevereto API v1", () => {
   test("a bad or missing key is refused in Chevereto's error shape, and nothing is stored", async () => {
     const before = await imageCount();
     const png = await makePng(20, 20, seed++);
-    const bad = await fetch(endpoint(), { method: "POST", body: sharexForm(png, "kura_aaaaaaaaaaaa_" + "A".repeat(43)) });
+    const bad = await fetch(endpoint(), { method: "POST", body: sharexForm(png, `kura_aaaaaaaaaaaa_${"A".repeat(43)}`) });
     expect(bad.status).toBe(401);
     const body = await specJson(bad, "POST", "/api/1/upload");
     expect(body.status_code).toBe(401);
@@ -166,7 +166,7 @@ describe("Chevereto API v1", () => {
     let finish = () => {};
     try {
       const png = await makePng(30, 30, seed++);
-      const boundary = "----sharex" + seed;
+      const boundary = `----sharex${seed}`;
       const head = `--${boundary}\r\nContent-Disposition: form-data; name="key"\r\n\r\n${f.token}\r\n--${boundary}\r\nContent-Disposition: form-data; name="source"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`;
       const resumed = new Promise<void>((resolve) => (finish = resolve));
       const body = new ReadableStream<Uint8Array>({

@@ -53,6 +53,6 @@ describe("openapi.yaml is the single source of truth", () => {
 test("every migration file is embedded, in order", () => {
   const files = readdirSync(join(import.meta.dir, "../../migrations")).filter((f) => f.endsWith(".sql")).sort();
   expect(MIGRATIONS.map((m) => m.name)).toEqual(files);
-  MIGRATIONS.forEach((m, i) => expect(m.version).toBe(i + 1));
-  files.forEach((f, i) => expect(f.startsWith(String(i + 1).padStart(4, "0") + "_")).toBe(true));
+  for (const [i, m] of MIGRATIONS.entries()) expect(m.version).toBe(i + 1);
+  for (const [i, f] of files.entries()) expect(f.startsWith(`${String(i + 1).padStart(4, "0")}_`)).toBe(true);
 });

@@ -168,8 +168,8 @@ export function proxyScenarios(name: string, startProxy: (backendPort: number) =
     // …and cannot step into (or out of) a bucket by sending its own X-Forwarded-For.
     const forged = await curl(proxy, "127.0.0.3", "/api/admin/auth/login", [...loginArgs("wrong-password"), "-H", "x-forwarded-for: 127.0.0.2"]);
     expect(forged.status).toBe(401);
-    const escape = await curl(proxy, "127.0.0.2", "/api/admin/auth/login", [...loginArgs(ADMIN_PASSWORD), "-H", "x-forwarded-for: 198.51.100.7"]);
-    expect(escape.status).toBe(429);
+    const spoofed = await curl(proxy, "127.0.0.2", "/api/admin/auth/login", [...loginArgs(ADMIN_PASSWORD), "-H", "x-forwarded-for: 198.51.100.7"]);
+    expect(spoofed.status).toBe(429);
     // A correct setup never triggers the missing-KURA_TRUSTED_PROXIES hint.
     expect(server.logs).not.toMatch(/KURA_TRUSTED_PROXIES/);
   });

@@ -41,7 +41,7 @@ describe("upgrade: a snapshot before migrating an existing database", () => {
     const dir = tempDir("kura-upgrade-");
     // A data directory as an older Kura left it: schema one migration behind, its key next to it.
     const { key, text } = MasterKey.generate();
-    writeFileSync(join(dir, "master.key"), text + "\n", { mode: 0o600 });
+    writeFileSync(join(dir, "master.key"), `${text}\n`, { mode: 0o600 });
     const old = openDatabase(join(dir, "kura.db"));
     migrate(old, MIGRATIONS.slice(0, -1));
     old.query("INSERT INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);

@@ -87,7 +87,7 @@ describe("aws-chunked bodies", () => {
           if (c > at) frames.push(frame(jpeg.subarray(at, c)));
           at = c;
         }
-        let raw = b.junk === null ? Buffer.concat([...frames, Buffer.from("0\r\n\r\n")]) : Buffer.from(b.junk);
+        const raw = b.junk === null ? Buffer.concat([...frames, Buffer.from("0\r\n\r\n")]) : Buffer.from(b.junk);
         for (const [pos, byte] of b.flips) if (raw.length) raw[pos % raw.length] = byte;
         const declared = b.declared === null ? String(jpeg.length) : headerValue(String(b.declared));
         const a = await probed(fx.server, () =>

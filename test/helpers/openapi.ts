@@ -10,12 +10,12 @@ const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addSchema({ ...spec, $id: "openapi" });
 
-const escape = (s: string) => s.replace(/~/g, "~0").replace(/\//g, "~1");
+const escapePointer = (s: string) => s.replace(/~/g, "~0").replace(/\//g, "~1");
 
 /** The spec path template that a concrete request path matches ("/api/admin/users/u1" → "/api/admin/users/{id}"). */
 export function specPathFor(path: string): string | undefined {
   const candidates = Object.keys(spec.paths).filter((template) => {
-    const re = new RegExp("^" + template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{object_key\}/, ".+").replace(/\{[^}]+\}/g, "[^/]+") + "$");
+    const re = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{object_key\}/, ".+").replace(/\{[^}]+\}/g, "[^/]+")}$`);
     return re.test(path);
   });
   // Prefer the most literal template, like the router does.
@@ -32,7 +32,7 @@ export function assertMatchesSpec(method: string, path: string, status: number, 
   if (!op) throw new Error(`${method} ${template} is not in openapi.yaml`);
   let response = op.responses[String(status)];
   if (!response) throw new Error(`${method} ${template} does not document status ${status}`);
-  let pointer = `openapi#/paths/${escape(template)}/${method.toLowerCase()}/responses/${status}`;
+  let pointer = `openapi#/paths/${escapePointer(template)}/${method.toLowerCase()}/responses/${status}`;
   if (response.$ref) {
     pointer = `openapi${response.$ref}`;
     response = response.$ref.split("/").slice(1).reduce((o: any, k: string) => o[k], spec);

@@ -33,15 +33,6 @@ describe("OAuth channels (OneDrive against a local fake)", () => {
     token_url: `${fake.origin}/token`,
   });
 
-  /** The browser's part: open auth_url (the fake consents and redirects), then follow to our callback with the admin cookie. */
-  async function consent(authUrl: string): Promise<Response> {
-    const atProvider = await fetch(authUrl, { redirect: "manual" });
-    expect(atProvider.status).toBe(302);
-    const back = atProvider.headers.get("location")!;
-    expect(back.startsWith(`${callback}?`)).toBe(true);
-    return fetch(back, { headers: { cookie: admin.cookie }, redirect: "manual" });
-  }
-
   async function exportedToken(): Promise<Record<string, string>> {
     const text = await (await admin.request("GET", `/api/admin/channels/${channelId}/rclone-config`)).text();
     return JSON.parse(/^token = (.*)$/m.exec(text)![1]!);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, Session } from "../helpers/client";
+import { adminSession, type Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
 import { form, makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";

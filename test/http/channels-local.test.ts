@@ -187,7 +187,7 @@ describe("storage channel admin API (local channels)", () => {
   test("metrics count loaded channels and bytes of done replicas", async () => {
     const text = await (await fetch(server.url("/metrics"))).text();
     const list = (await admin.json("GET", "/api/admin/channels")).items;
-    const value = (line: string) => Number(text.split("\n").find((l) => l.startsWith(line + " "))?.slice(line.length + 1));
+    const value = (line: string) => Number(text.split("\n").find((l) => l.startsWith(`${line} `))?.slice(line.length + 1));
     expect(value("kura_channels_total")).toBe(list.length);
     expect(value("kura_channels_healthy_total")).toBe(list.filter((c: { healthy: boolean }) => c.healthy).length);
     expect(value('kura_channel_storage_bytes{channel="disk-a"}')).toBe(images.reduce((n, i) => n + i.size, 0));

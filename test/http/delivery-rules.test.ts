@@ -120,7 +120,7 @@ describe("hotlink protection, variant cache bound and TTL renewal", () => {
       await Bun.sleep(200);
       d = await admin.json("GET", `/api/admin/images/${up.id}`);
     }
-    const expires = Date.parse(d.expire_at.replace(" ", "T") + "Z");
+    const expires = Date.parse(`${d.expire_at.replace(" ", "T")}Z`);
     expect(Math.abs(expires - (Date.now() + 3600_000))).toBeLessThan(15_000);
   });
 });

@@ -38,7 +38,9 @@ async function breakAChannel(admin: Session, name: string, dirs: string[]) {
 describe("row 6: the alert webhook follows the public-address policy", () => {
   const dirs: string[] = [];
   const stops: (() => void)[] = [];
-  afterEach(() => stops.splice(0).forEach((stop) => stop()));
+  afterEach(() => {
+    for (const stop of stops.splice(0)) stop();
+  });
   afterAll(() => {
     for (const d of dirs) {
       rmSync(d, { recursive: true, force: true });

@@ -55,7 +55,7 @@ describe("image admin API", () => {
   test("search, token_id, since/until and exempt filters", async () => {
     expect((await admin.json("GET", "/api/admin/images?search=holiday")).total).toBe(3);
     // LIKE wildcards in the keyword are literal.
-    expect((await admin.json("GET", "/api/admin/images?search=" + encodeURIComponent("_1%"))).total).toBe(1);
+    expect((await admin.json("GET", `/api/admin/images?search=${encodeURIComponent("_1%")}`)).total).toBe(1);
     expect((await admin.json("GET", "/api/admin/images?token_id=1")).total).toBe(0);
     const all = (await admin.json("GET", "/api/admin/images?page_size=100")).items;
     const oldest = all.at(-1).created_at;
@@ -73,7 +73,7 @@ describe("image admin API", () => {
     const id = carolImages[0]!;
     const updated = await carol.json("PATCH", `/api/admin/images/${id}`, { ttl_hours: 2 });
     expect(updated.ttl_seconds).toBe(7200);
-    expect(Math.abs(Date.parse(updated.expire_at.replace(" ", "T") + "Z") - Date.now() - 7200_000)).toBeLessThan(10_000);
+    expect(Math.abs(Date.parse(`${updated.expire_at.replace(" ", "T")}Z`) - Date.now() - 7200_000)).toBeLessThan(10_000);
     expect(updated.replicas[0]).toMatchObject({ channel_name: "local", state: "done" });
     const permanent = await carol.json("PATCH", `/api/admin/images/${id}`, { ttl_hours: 0 });
     expect([permanent.expire_at, permanent.ttl_seconds]).toEqual([null, null]);
@@ -142,7 +142,7 @@ describe("image admin API", () => {
       "SELECT pending_delete, delete_after, ref_count FROM blobs ORDER BY id DESC LIMIT 1",
     ).get()!;
     expect(blob).toMatchObject({ pending_delete: 1, ref_count: 0 });
-    expect(Date.parse(blob.delete_after.replace(" ", "T") + "Z")).toBeGreaterThan(Date.now() + 50 * 60_000);
+    expect(Date.parse(`${blob.delete_after.replace(" ", "T")}Z`)).toBeGreaterThan(Date.now() + 50 * 60_000);
     const again = await admin.json("POST", "/api/admin/upload", form(bytes, "g.jpg"));
     expect((await admin.json("GET", `/api/admin/images/${again.id}`)).ref_count).toBe(1);
     const revived = db.query<{ pending_delete: number }, []>("SELECT pending_delete FROM blobs ORDER BY id DESC LIMIT 1").get()!;

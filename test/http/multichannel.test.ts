@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, expectError, Session } from "../helpers/client";
+import { adminSession, expectError, type Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
 import { form, makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";

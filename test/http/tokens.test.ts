@@ -96,7 +96,7 @@ describe("upload tokens over HTTP", () => {
     const issued = await issue(s, { name: "  laptop  " });
     expect(issued.name).toBe("laptop");
     expect(issued.token).toMatch(PLAINTEXT);
-    expect(issued.token.startsWith(issued.prefix + "_")).toBe(true);
+    expect(issued.token.startsWith(`${issued.prefix}_`)).toBe(true);
     const row = live.db.query<Record<string, unknown>, [number]>("SELECT * FROM tokens WHERE id = ?").get(issued.id)!;
     expect(row.secret_hash).toBe(sha256Hex(issued.token));
     expect(JSON.stringify(row)).not.toContain(issued.token.slice(issued.prefix.length + 1));

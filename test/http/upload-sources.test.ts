@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { adminSession, expectError, Session } from "../helpers/client";
+import { adminSession, expectError, type Session } from "../helpers/client";
 import { form, makeJpeg, makePng, sha256 } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 

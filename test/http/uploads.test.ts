@@ -120,7 +120,7 @@ describe("admin file upload", () => {
     const withTtl = await admin.json("POST", "/api/admin/upload", form(jpeg, "t.jpg", { ttl: "3600" }));
     const d1 = await admin.json("GET", `/api/admin/images/${withTtl.id}`);
     expect(d1.ttl_seconds).toBe(3600);
-    const expires = Date.parse(d1.expire_at.replace(" ", "T") + "Z");
+    const expires = Date.parse(`${d1.expire_at.replace(" ", "T")}Z`);
     expect(Math.abs(expires - (Date.now() + 3600_000))).toBeLessThan(10_000);
     const never = await admin.json("POST", "/api/admin/upload", form(jpeg, "t.jpg", { ttl: "never" }));
     expect((await admin.json("GET", `/api/admin/images/${never.id}`)).expire_at).toBeNull();

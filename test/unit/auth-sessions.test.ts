@@ -50,7 +50,7 @@ describe("sessions", () => {
     expect(sessions.lookup(token, T0)).toBe("usr");
     expect(sessions.lookup(token, T0 + 30 * DAY - 1000)).toBe("usr");
     expect(sessions.lookup(token, T0 + 30 * DAY)).toBeUndefined();
-    expect(sessions.lookup(token + "x", T0)).toBeUndefined();
+    expect(sessions.lookup(`${token}x`, T0)).toBeUndefined();
     expect(sessions.lookup(sha256Hex(token), T0)).toBeUndefined();
     sessions.delete(token);
     expect(sessions.lookup(token, T0)).toBeUndefined();

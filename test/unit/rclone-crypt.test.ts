@@ -139,7 +139,7 @@ describe("file data vectors", () => {
     expect(sha256(encryptBuffer(plain, crypt.keys, nonce))).toBe(f.fixed_nonce.cipher_sha256);
     const streamed = await collect(crypt.encryptStream(streamOf(plain, 1000), nonce));
     expect(Buffer.compare(streamed, fixed)).toBe(0);
-    f.fixed_nonce.block_nonces_hex.forEach((n, i) => expect(hex(addToNonce(nonce, i))).toBe(n));
+    for (const [i, n] of f.fixed_nonce.block_nonces_hex.entries()) expect(hex(addToNonce(nonce, i))).toBe(n);
   });
 });
 

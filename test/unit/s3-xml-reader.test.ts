@@ -25,11 +25,11 @@ describe("S3 XML reader", () => {
   });
 
   test("well-formed documents with arbitrary keys round-trip through escaping", () => {
-    const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    const escapeXml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
     fc.assert(
       fc.property(fc.array(fc.string({ minLength: 1, maxLength: 40 }).filter((k) => !/[\u0000-\u001f\ud800-\udfff]/.test(k)), { minLength: 1, maxLength: 20 }), fc.boolean(), (keys, quiet) => {
         const body = `<?xml version="1.0"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>${quiet}</Quiet>${keys
-          .map((k) => `<Object><Key>${escape(k)}</Key></Object>`)
+          .map((k) => `<Object><Key>${escapeXml(k)}</Key></Object>`)
           .join("")}</Delete>`;
         expect(parseDeleteObjects(body)).toEqual({ quiet, keys });
       }),

@@ -148,7 +148,7 @@ test("SNIFF_BYTES covers an AVIF whose avif brand comes late in a long ftyp box"
   const brands = [...Array.from({ length: 200 }, () => "mif1"), "avif"].join("");
   const ftyp = Buffer.alloc(16 + brands.length);
   ftyp.writeUInt32BE(ftyp.length, 0);
-  ftyp.write("ftypmif1\0\0\0\0" + brands, 4, "latin1");
+  ftyp.write(`ftypmif1\0\0\0\0${brands}`, 4, "latin1");
   const rebuilt = Buffer.concat([ftyp, avif.subarray(oldSize)]);
   expect(ftyp.length).toBeLessThan(SNIFF_BYTES);
   expect(ftyp.length).toBeGreaterThan(64);

@@ -102,7 +102,7 @@ export class DropboxDriver implements Driver {
 
   async head(key: string): Promise<ObjectInfo | null> {
     const entry = await this.metadata(this.keyPath(key), key);
-    if (!entry || entry[".tag"] !== "file" || typeof entry.size !== "number") return null;
+    if (entry?.[".tag"] !== "file" || typeof entry.size !== "number") return null;
     return { key, size: entry.size, modified: entry.server_modified ? new Date(entry.server_modified) : undefined };
   }
 

@@ -1,5 +1,5 @@
-import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
-import { OAuthApiClient } from "../oauth/api-client";
+import type { ByteRange, Driver, GetResult, ObjectInfo } from "../driver";
+import type { OAuthApiClient } from "../oauth/api-client";
 import { chunksOf, toBytes } from "../oauth/body";
 import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
 import { OAuthError } from "../oauth/errors";

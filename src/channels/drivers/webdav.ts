@@ -190,7 +190,7 @@ class WebdavDriver implements Driver {
   async head(key: string): Promise<ObjectInfo | null> {
     const entries = await this.propfind(this.relOf(key), false, "0");
     const entry = entries?.[0];
-    if (!entry || !entry.ok || entry.collection) return null;
+    if (!entry?.ok || entry.collection) return null;
     if (entry.size === undefined) throw new Error(`WebDAV 响应缺少 getcontentlength: ${key}`);
     return { key, size: entry.size, modified: entry.modified };
   }

@@ -55,7 +55,10 @@ function auditSection(users: User[]): HTMLElement {
           ? data.items.map((e) => h("tr", { dataset: { id: String(e.id), action: e.action } }, h("td", null, fmtTime(e.created_at)), h("td", null, e.actor_name || e.actor || "系统"), h("td", null, h("code", null, e.action)), h("td", { class: "wrap" }, e.target || "—"), h("td", { class: "wrap" }, e.detail || "—")))
           : [messageRow(5, "没有符合条件的记录")]),
       );
-      renderPager(pager, page, pages, (p) => ((page = p), void load()));
+      renderPager(pager, page, pages, (p) => {
+        page = p;
+        void load();
+      });
     } catch (err) {
       error.textContent = errorText(err);
     }
@@ -65,7 +68,12 @@ function auditSection(users: User[]): HTMLElement {
     page = 1;
     void load();
   });
-  form.addEventListener("reset", () => setTimeout(() => ((page = 1), void load())));
+  form.addEventListener("reset", () =>
+    setTimeout(() => {
+      page = 1;
+      void load();
+    }),
+  );
   void load();
   return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "审计日志"), count), form, error, h("div", { class: "table-wrap" }, table), pager);
 }
@@ -88,12 +96,18 @@ function alertSection(): HTMLElement {
             )
           : [messageRow(6, "没有告警")]),
       );
-      renderPager(pager, page, status.value === "open" ? 1 : Math.max(1, Math.ceil(data.total / PAGE_SIZE)), (p) => ((page = p), void load()));
+      renderPager(pager, page, status.value === "open" ? 1 : Math.max(1, Math.ceil(data.total / PAGE_SIZE)), (p) => {
+        page = p;
+        void load();
+      });
     } catch (err) {
       replace(tbody, messageRow(6, `加载失败：${errorText(err)}`, "error"));
     }
   };
-  status.addEventListener("change", () => ((page = 1), void load()));
+  status.addEventListener("change", () => {
+    page = 1;
+    void load();
+  });
   void load();
   return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "告警历史"), status), h("div", { class: "table-wrap" }, table), pager);
 }

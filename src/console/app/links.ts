@@ -39,7 +39,7 @@ export function extensionPath(id: string, mime: string): string {
 
 /** The smallest allowed resize width (the thumbnail), or undefined when resizing is off. */
 export function thumbnailWidth(widths: readonly number[] | null | undefined): number | undefined {
-  return widths && widths.length ? Math.min(...widths) : undefined;
+  return widths?.length ? Math.min(...widths) : undefined;
 }
 
 /** A resized form of a public image URL (`?w=`); the URL itself when resizing is off. */
@@ -59,7 +59,7 @@ export interface LinkSet {
 
 /** Every copyable form of one image link; `name` becomes the alt text. */
 export function linkSet(url: string, name: string, widths?: readonly number[] | null): LinkSet {
-  const alt = name.replace(/[\[\]"<>]/g, "");
+  const alt = name.replace(/[[\]"<>]/g, "");
   const attr = url.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
   return {
     url,

@@ -51,7 +51,11 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
   const pair = (c: DedupCandidate, owners: Map<string, string>): HTMLElement => {
     const act = (label: string, cls: string, run: () => Promise<void>, action: string) => {
       const b = h("button", { type: "button", class: cls, dataset: { action } }, label);
-      b.addEventListener("click", () => void busy(b, async () => (await run(), await load(), ctx.refreshAlerts())));
+      b.addEventListener("click", () => void busy(b, async () => {
+        await run();
+        await load();
+        ctx.refreshAlerts();
+      }));
       return b;
     };
     const merge = (keep: DedupSide, label: string) => async () => {
@@ -68,7 +72,10 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
         { class: "actions" },
         act("保留左边，合并", "primary", merge(c.a, "左边"), "keep-a"),
         act("保留右边，合并", "", merge(c.b, "右边"), "keep-b"),
-        act("不是重复，忽略", "", async () => (await api("POST", `/api/admin/dedup/${c.id}/dismiss`), toast("已忽略，之后不再提示这一组")), "dismiss"),
+        act("不是重复，忽略", "", async () => {
+            await api("POST", `/api/admin/dedup/${c.id}/dismiss`);
+            toast("已忽略，之后不再提示这一组");
+          }, "dismiss"),
       ),
     );
   };
@@ -98,7 +105,11 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
   };
   const row = (i: CleanupItem) => {
     const check = h("input", { type: "checkbox", checked: selected.has(i.id), "aria-label": `选择 ${i.file_name}` });
-    check.addEventListener("change", () => (check.checked ? selected.add(i.id) : selected.delete(i.id), sync()));
+    check.addEventListener("change", () => {
+      if (check.checked) selected.add(i.id);
+      else selected.delete(i.id);
+      sync();
+    });
     return h(
       "tr",
       { dataset: { id: i.id } },
@@ -115,10 +126,16 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
     try {
       const data = await api<Page<CleanupItem>>("GET", `/api/admin/cleanup?page=${page}&page_size=${PAGE_SIZE}`);
       const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
-      if (page > pages) return ((page = pages), load());
+      if (page > pages) {
+        page = pages;
+        return load();
+      }
       count.textContent = `${data.total} 张`;
       replace(tbody, ...(data.items.length ? data.items.map(row) : [messageRow(7, "没有待清理的图片")]));
-      renderPager(pager, page, pages, (p) => ((page = p), void load()));
+      renderPager(pager, page, pages, (p) => {
+        page = p;
+        void load();
+      });
     } catch (err) {
       replace(tbody, messageRow(7, `加载失败：${errorText(err)}`, "error"));
     }

@@ -159,7 +159,10 @@ export function settingsView(ctx: ViewContext): HTMLElement {
     const b = full.bootstrap;
     replace(
       body,
-      h("nav", { class: "group-links", "aria-label": "设置分组" }, ...SETTING_GROUPS.map((g) => h("a", { href: `#settings`, onclick: (e: Event) => (e.preventDefault(), document.getElementById(`group-${g.id}`)?.scrollIntoView()) }, g.title))),
+      h("nav", { class: "group-links", "aria-label": "设置分组" }, ...SETTING_GROUPS.map((g) => h("a", { href: `#settings`, onclick: (e: Event) => {
+              e.preventDefault();
+              document.getElementById(`group-${g.id}`)?.scrollIntoView();
+            } }, g.title))),
       form,
       h("h2", null, "启动参数（只读，修改需重启）"),
       h(

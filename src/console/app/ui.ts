@@ -25,7 +25,10 @@ export function pageNumbers(page: number, pages: number): (number | "…")[] {
 }
 
 export function renderPager(box: HTMLElement, page: number, pages: number, go: (page: number) => void): void {
-  if (pages <= 1) return replace(box);
+  if (pages <= 1) {
+    replace(box);
+    return;
+  }
   replace(
     box,
     h("button", { type: "button", class: "small", disabled: page <= 1, onclick: () => go(page - 1), "aria-label": "上一页" }, "‹ 上一页"),

@@ -38,7 +38,8 @@ export function cheveretoRoutes(app: AppContext) {
       let key = request.headers.get("x-api-key") ?? query.get("key") ?? undefined;
       let gate: { admit(userId: string): () => void } = app.uploadGate;
       if (!key) {
-        const held = (slot = app.uploadGate.reserve());
+        const held = app.uploadGate.reserve();
+        slot = held;
         input = await readCheveretoInput(app, request);
         key = input.fields.key;
         format = cheveretoFormat(input.fields.format);

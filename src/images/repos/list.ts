@@ -51,19 +51,31 @@ const ftsPhrase = (term: string) => `"${term.replace(/"/g, '""')}"`;
 function whereClause(filter: ImageListFilter): { sql: string[]; args: (string | number)[] } {
   const sql: string[] = [];
   const args: (string | number)[] = [];
-  if (filter.userId !== undefined) sql.push("i.user_id = ?"), args.push(filter.userId);
+  if (filter.userId !== undefined) {
+    sql.push("i.user_id = ?");
+    args.push(filter.userId);
+  }
   if (filter.search) {
     if ([...filter.search].length >= FTS_MIN_CHARS) {
       sql.push("i.rowid IN (SELECT rowid FROM images_fts WHERE images_fts MATCH ?)");
       args.push(ftsPhrase(filter.search));
     } else {
       sql.push("i.file_name LIKE ? ESCAPE '\\'");
-      args.push(`%${filter.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`);
+      args.push(`%${filter.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
     }
   }
-  if (filter.tokenId !== undefined) sql.push("i.token_id = ?"), args.push(filter.tokenId);
-  if (filter.since) sql.push("i.created_at >= ?"), args.push(filter.since);
-  if (filter.until) sql.push("i.created_at < ?"), args.push(filter.until);
+  if (filter.tokenId !== undefined) {
+    sql.push("i.token_id = ?");
+    args.push(filter.tokenId);
+  }
+  if (filter.since) {
+    sql.push("i.created_at >= ?");
+    args.push(filter.since);
+  }
+  if (filter.until) {
+    sql.push("i.created_at < ?");
+    args.push(filter.until);
+  }
   if (filter.exemptOnly) sql.push("i.cleanup_exempt = 1");
   return { sql, args };
 }

@@ -29,7 +29,7 @@ export function listMultipartUploads(app: AppContext, req: S3Request): Response 
   const enc = type === "url" ? encodeURIComponent : (s: string) => s;
 
   // A marker without upload-id-marker skips the whole key; a CommonPrefix marker skips its group.
-  const afterKey = delimiter && keyMarker.endsWith(delimiter) ? keyMarker + "\u{10FFFF}" : keyMarker;
+  const afterKey = delimiter && keyMarker.endsWith(delimiter) ? `${keyMarker}\u{10FFFF}` : keyMarker;
   const afterId = uploadIdMarker || "~";
   // Open uploads per user are few (multipart-store caps them), so one query covers every page.
   const rows = uploadsAfter(app, req.user.id, prefix, afterKey, afterId, 100_000);

@@ -58,7 +58,7 @@ async function fileToDisk(stream: Readable, path: string, maxBytes: number, minB
 
 function successResponse(fields: Record<string, string>, bucket: string, key: string, etag: string, origin: string): Response {
   const headers = { etag: `"${etag}"`, location: `${origin}/s3/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}` };
-  const redirect = fields["success_action_redirect"] ?? fields["redirect"];
+  const redirect = fields.success_action_redirect ?? fields.redirect;
   if (redirect && /^https?:\/\//i.test(redirect)) {
     const target = new URL(redirect);
     target.searchParams.set("bucket", bucket);
@@ -66,7 +66,7 @@ function successResponse(fields: Record<string, string>, bucket: string, key: st
     target.searchParams.set("etag", `"${etag}"`);
     return new Response(null, { status: 303, headers: { ...headers, location: target.toString() } });
   }
-  const status = fields["success_action_status"];
+  const status = fields.success_action_status;
   if (status === "201") {
     return xmlResponse(
       el("PostResponse", [el("Location", headers.location), el("Bucket", bucket), el("Key", key), el("ETag", `"${etag}"`)], { xmlns: S3_NS }),
@@ -92,7 +92,7 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     const { token, user } = principal!;
     if (!hasUploadScope(token)) throw new S3Error("AccessDenied", "该上传令牌没有上传权限");
     new TokenRepo(app.db).touch(token);
-    const rawKey = fields["key"];
+    const rawKey = fields.key;
     if (rawKey === undefined) throw new S3Error("InvalidArgument", "表单缺少 key 字段");
     const key = rawKey.replaceAll("${filename}", fileName);
     policy.check("key", key);

@@ -100,9 +100,9 @@ export class FakeDrive {
     const lit = String.raw`'((?:[^'\\]|\\.)*)'`;
     const m = new RegExp(`^(?:name = ${lit} and )?${lit} in parents and trashed = false$`).exec(q.get("q") ?? "");
     if (!m) return googleError(400, "invalidQuery");
-    const unescape = (s: string) => s.replace(/\\(.)/g, "$1");
-    const name = m[1] === undefined ? undefined : unescape(m[1]);
-    const parent = unescape(m[2]!) === "root" ? this.rootId : unescape(m[2]!);
+    const unescapeQuery = (s: string) => s.replace(/\\(.)/g, "$1");
+    const name = m[1] === undefined ? undefined : unescapeQuery(m[1]);
+    const parent = unescapeQuery(m[2]!) === "root" ? this.rootId : unescapeQuery(m[2]!);
     const all = [...this.files.values()]
       .filter((f) => !f.trashed && f.parents.includes(parent) && (name === undefined || f.name === name))
       .sort((a, b) => (a.name < b.name ? -1 : 1));

@@ -98,7 +98,7 @@ export function currentUser(): string {
 /** rclone reads key_pem with "\n" escapes for line breaks; accept that form as well as real newlines. */
 function pemText(value: string): string {
   const text = value.includes("\n") ? value : value.replace(/\\r\\n|\\n/g, "\n");
-  return text.trim() + "\n";
+  return `${text.trim()}\n`;
 }
 
 /** Parses the key once up front so a bad key is a config error, not a connection failure. */
