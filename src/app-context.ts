@@ -6,6 +6,7 @@ import { SessionStore } from "./auth/sessions";
 import { cryptWrapper } from "./channels/crypt-layer";
 import { registerChannelJobs } from "./channels/drain";
 import { cleanTempFiles, resolveLocalPath } from "./channels/drivers/local";
+import { driverSiteOf } from "./channels/factory";
 import { registerChannelMetrics } from "./channels/metrics";
 import { ChannelRegistry } from "./channels/registry";
 import { relativizeDefaultChannel, seedDefaultChannel } from "./channels/seed";
@@ -70,7 +71,7 @@ export async function createAppContext(
   deleteAllUploadRows(db);
   const settings = new SettingsStore(db, key);
   const images = new ImageRepo(db);
-  const channels = new ChannelRegistry(db, key, log, metrics, boot.dataDir, cryptWrapper(key));
+  const channels = new ChannelRegistry(db, key, log, metrics, driverSiteOf(boot), cryptWrapper(key));
   const jobs = new JobQueue<JobKinds>(db, { log: (level, msg, fields) => log[level](msg, fields) });
   const variants = new VariantService({ settings, paths, images, channels, jobs, log, metrics });
   const app: AppContext = {

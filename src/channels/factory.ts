@@ -15,32 +15,30 @@ export interface DriverHooks {
   onTokenRefreshed?: (tokenJson: string) => void;
   /** The data directory, under which a relative local `path` lies. */
   dataDir?: string;
+  /**
+   * How long an S3, WebDAV or SFTP peer may take to answer before the attempt fails and the next
+   * channel is tried (`KURA_CHANNEL_TIMEOUT_MS`; drivers default to 30 s). A peer that accepts
+   * connections and never answers costs this long per attempt.
+   */
+  peerTimeoutMs?: number;
 }
+
+/** The part of the hooks that comes from the deployment (bootstrap), the same for every channel. */
+export type DriverSite = Pick<DriverHooks, "dataDir" | "peerTimeoutMs">;
+
+export const driverSiteOf = (boot: { dataDir: string; channelTimeoutMs?: number }): DriverSite => ({
+  dataDir: boot.dataDir,
+  peerTimeoutMs: boot.channelTimeoutMs,
+});
 
 type DriverFactory = (config: Record<string, string>, hooks: DriverHooks) => Driver;
-
-let peerTimeout: { ms: number | undefined } | undefined;
-
-/**
- * `KURA_CHANNEL_TIMEOUT_MS` (read once): how long an S3, WebDAV or SFTP peer may take to answer
- * before the attempt fails and the next channel is tried (drivers default to 30 s). A peer that
- * accepts connections and never answers costs this long per attempt; an invalid value is ignored.
- */
-export function channelTimeoutMs(): number | undefined {
-  if (!peerTimeout) {
-    const raw = process.env.KURA_CHANNEL_TIMEOUT_MS?.trim() ?? "";
-    const ms = /^\d{1,7}$/.test(raw) && Number(raw) >= 100 ? Number(raw) : undefined;
-    peerTimeout = { ms };
-  }
-  return peerTimeout.ms;
-}
 
 /** Backends by rclone type name. */
 const FACTORIES: Record<string, DriverFactory> = {
   local: (config, hooks) => createLocalDriver(config, hooks.dataDir),
-  s3: (config) => createS3Driver(config, { timeoutMs: channelTimeoutMs() }),
-  webdav: (config) => createWebdavDriver(config, { timeoutMs: channelTimeoutMs() }),
-  sftp: (config) => createSftpDriver(config, { timeoutMs: channelTimeoutMs() }),
+  s3: (config, hooks) => createS3Driver(config, { timeoutMs: hooks.peerTimeoutMs }),
+  webdav: (config, hooks) => createWebdavDriver(config, { timeoutMs: hooks.peerTimeoutMs }),
+  sftp: (config, hooks) => createSftpDriver(config, { timeoutMs: hooks.peerTimeoutMs }),
   onedrive: (config, hooks) => createOnedriveDriver(config, { ...hooks, apiBase: apiBaseOverride("onedrive") }),
   drive: (config, hooks) => createDriveDriver(config, { ...hooks, apiBase: apiBaseOverride("drive") }),
   dropbox: (config, hooks) => createDropboxDriver(config, { ...hooks, apiBase: apiBaseOverride("dropbox") }),

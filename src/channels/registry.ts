@@ -3,7 +3,7 @@ import type { MasterKey } from "../config/master-key";
 import type { Logger } from "../ops/log";
 import type { Metrics } from "../ops/metrics";
 import type { Driver } from "./driver";
-import { createDriver } from "./factory";
+import { createDriver, type DriverSite } from "./factory";
 import { ChannelRepo, type ChannelRow } from "./repo";
 
 /** `last_error` of a channel whose driver could not be constructed starts with this. */
@@ -32,8 +32,8 @@ export class ChannelRegistry {
     key: MasterKey,
     private readonly log: Logger,
     private readonly metrics: Metrics,
-    /** Where a relative local channel path lies. */
-    private readonly dataDir: string,
+    /** Deployment facts every driver gets: where a relative local path lies, the peer timeout. */
+    private readonly site: DriverSite,
     /** Applied to every driver built (the crypt layer for encrypted channels). */
     private readonly wrap: DriverWrapper = (_row, driver) => driver,
   ) {
@@ -56,7 +56,7 @@ export class ChannelRegistry {
 
   private load(row: ChannelRow): LoadedChannel {
     try {
-      const hooks = { onTokenRefreshed: (token: string) => this.storeRefreshedToken(row.id, token, { rebuild: false }), dataDir: this.dataDir };
+      const hooks = { onTokenRefreshed: (token: string) => this.storeRefreshedToken(row.id, token, { rebuild: false }), ...this.site };
       const driver = this.wrap(row, createDriver(row.driver, this.repo.secrets(row).config, hooks));
       return { row, driver, healthy: !!row.healthy };
     } catch (err) {

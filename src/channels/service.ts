@@ -13,7 +13,7 @@ import { startBackfill } from "./backfill";
 import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-layer";
 import type { Driver } from "./driver";
 import { resolveLocalPath } from "./drivers/local";
-import { createDriver, driverOptionSpecs } from "./factory";
+import { createDriver, driverOptionSpecs, driverSiteOf, type DriverSite } from "./factory";
 import { requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
@@ -28,8 +28,8 @@ interface ProbeOptions {
   autoCreateBucket: boolean;
   /** The channel's own crypt passwords when it exists; otherwise throwaway ones still prove the crypt round trip. */
   crypt?: CryptPasswords;
-  /** The data directory, under which a relative local `path` lies. */
-  dataDir: string;
+  /** Deployment facts for the throwaway driver (data directory, peer timeout). */
+  site: DriverSite;
 }
 
 interface ProbeOutcome {
@@ -44,7 +44,7 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
   const outcome: ProbeOutcome = { failure: null };
   let driver: Driver | undefined;
   try {
-    driver = createDriver(source.driver, source.config, { onTokenRefreshed: (token) => (outcome.refreshedToken = token), dataDir: opts.dataDir });
+    driver = createDriver(source.driver, source.config, { onTokenRefreshed: (token) => (outcome.refreshedToken = token), ...opts.site });
     if (opts.autoCreateBucket) {
       const creator = driver as Driver & { createBucket?: () => Promise<void> };
       if (typeof creator.createBucket !== "function") throw new Error("该存储驱动不支持自动创建存储桶");
@@ -121,7 +121,7 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
   checkAutoCreate(source, input.auto_create_bucket);
   if (nameTaken(app, input.name)) throw new Conflict("已存在同名存储渠道");
 
-  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, dataDir: app.bootstrap.dataDir });
+  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: driverSiteOf(app.bootstrap) });
 
   let id: number;
   try {
@@ -167,7 +167,7 @@ export async function testChannel(app: AppContext, input: TestChannelInput): Pro
     encrypted,
     autoCreateBucket: input.auto_create_bucket ?? false,
     crypt: row?.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
-    dataDir: app.bootstrap.dataDir,
+    site: driverSiteOf(app.bootstrap),
   });
   const result: { ok: boolean; error?: string; token?: string } =
     outcome.failure === null ? { ok: true } : { ok: false, error: `存储渠道探测失败：${outcome.failure}` };
@@ -198,7 +198,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
       encrypted: !!row.encrypted,
       autoCreateBucket: input.auto_create_bucket ?? false,
       crypt: row.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
-      dataDir: app.bootstrap.dataDir,
+      site: driverSiteOf(app.bootstrap),
     });
   }
   const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);

@@ -1,7 +1,7 @@
 // Response shapes of Chevereto's API v1 (app/legacy/routes/api.php of chevereto/chevereto):
 // success {"status_code": 200, "success": {...}, "image": {...}, "status_txt": "OK"},
 // error {"status_code": n, "error": {"message", "code"}, "status_txt": "..."}.
-import { resizedUrl, thumbnailWidth } from "../console/app/links";
+import { resizedUrl, thumbnailWidth } from "../shared/links";
 import { humanDate, type CompatImage } from "./common";
 
 export type CheveretoFormat = "json" | "txt" | "redirect";

@@ -2,7 +2,7 @@
 // uploaded image, its resized forms, legacy digests, and the token taken from other places
 // than `Authorization: Bearer`.
 import type { AppContext } from "../context";
-import { extensionPath, imageExtension } from "../console/app/links";
+import { extensionPath, imageExtension } from "../shared/links";
 import type { ImageView } from "../images/repo";
 import { openBlob } from "../images/read";
 

@@ -1,6 +1,6 @@
 // Response shapes of the Lsky Pro V2 API (app/Http/Controllers/Api/V1/* and app/Http/Result.php
 // of lsky-org/lsky-pro): every answer is {"status": bool, "message": "…", "data": …}.
-import { linkSet } from "../console/app/links";
+import { linkSet } from "../shared/links";
 import type { CompatImage } from "./common";
 import { humanDate } from "./common";
 

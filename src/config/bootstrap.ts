@@ -17,6 +17,8 @@ export interface Bootstrap {
   webhookAllow: AddressSet;
   /** CDN provider API root for cache purge (spec 4.13); overridden only for tests against a local fake. */
   cdnApiBase: string;
+  /** `KURA_CHANNEL_TIMEOUT_MS`: the deadline for one answer of a network channel's peer; undefined = the drivers' 30 s. */
+  channelTimeoutMs: number | undefined;
 }
 
 export const DEFAULT_CDN_API_BASE = "https://api.cloudflare.com/client/v4";
@@ -28,6 +30,14 @@ function cdnApiBase(value: string | undefined): string {
 }
 
 export class BootstrapError extends Error {}
+
+function channelTimeoutMs(value: string | undefined): number | undefined {
+  const text = value?.trim() ?? "";
+  if (!text) return undefined;
+  // Below 100 ms no real peer answers; seven digits (~2.8 h) is far beyond any sensible deadline.
+  if (!/^\d{1,7}$/.test(text) || Number(text) < 100) throw new BootstrapError(`KURA_CHANNEL_TIMEOUT_MS 必须是 100 到 9999999 之间的毫秒数: ${text}`);
+  return Number(text);
+}
 
 export function parseListen(text: string): Bootstrap["listen"] {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim());
@@ -59,5 +69,6 @@ export function readBootstrap(env: Record<string, string | undefined> = process.
     importAllow: addressSet("KURA_IMPORT_ALLOW", env.KURA_IMPORT_ALLOW ?? ""),
     webhookAllow: addressSet("KURA_WEBHOOK_ALLOW", env.KURA_WEBHOOK_ALLOW ?? ""),
     cdnApiBase: cdnApiBase(env.KURA_CDN_API_BASE),
+    channelTimeoutMs: channelTimeoutMs(env.KURA_CHANNEL_TIMEOUT_MS),
   };
 }

@@ -1,12 +1,15 @@
 // Query parameters of the image delivery endpoints (`/i/{id}`, `/o/...`, thumb), spec 4.5.
 // Only `w` and `format` mean anything; every other parameter is ignored so that cache-busting
 // or tracking parameters added by third parties never turn into a 400.
-import { ApiError } from "../http/errors";
+import { Invalid } from "../errors";
 
-/** 400 with a JSON envelope (spec 7: the one image-access error that is not plain text). */
-export class InvalidParamsError extends ApiError {
+/**
+ * A malformed `w` or `format`: each surface maps it to 400 with a JSON envelope (spec 7: the
+ * one image-access error that is not plain text).
+ */
+export class InvalidParamsError extends Invalid {
   constructor(message: string) {
-    super(400, message);
+    super(message, "malformed");
     this.name = "InvalidParamsError";
   }
 }

@@ -7,7 +7,7 @@
 import type { AppContext } from "../context";
 import { cdnPurgeEnabled } from "../config/views";
 import { PermanentJobError } from "../jobs/queue";
-import { imageExtension } from "../console/app/links";
+import { imageExtension } from "../shared/links";
 
 export const CDN_PURGE_JOB = "cdn.purge";
 /** The provider's purge-by-URL limit per call. */

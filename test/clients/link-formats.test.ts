@@ -1,6 +1,6 @@
 /** `/i/{id}.{ext}` (for forums that want an extension) is the same image as `/i/{id}`, and the shared copy forms. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { linkForms, linkSet } from "../../src/console/app/links";
+import { linkForms, linkSet } from "../../src/shared/links";
 import { form, makeJpeg, makePng } from "../helpers/images";
 import { sha256, startClientFixture, type ClientFixture } from "./fixture";
 

@@ -16,6 +16,7 @@ import { parseRange } from "../../src/delivery/serve-image";
 import { InvalidParamsError, parseDeliveryParams } from "../../src/delivery/params";
 import { InvalidRefererPatternError, refererAllowed, validateRefererPattern } from "../../src/delivery/referer";
 import { readCookie } from "../../src/http/guard";
+import { httpErrorOf } from "../../src/http/errors";
 import { decryptBuffer, encryptBuffer, BLOCK_DATA_SIZE } from "../../src/channels/rclone/crypt-data";
 import { makeCrypt } from "../../src/channels/rclone/crypt";
 import { fuzzParams, hasChinese, hostileString, PARSER_BLOCK_MS, timedCall } from "./fuzz-support";
@@ -232,7 +233,7 @@ describe("/i/ query parameters", () => {
     fc.assert(
       fc.property(settings, query, (s, pairs) => {
         const params = new URLSearchParams(pairs);
-        const r = expectContained(() => parseDeliveryParams(params, s), (e) => e instanceof InvalidParamsError && (e as InvalidParamsError).status === 400);
+        const r = expectContained(() => parseDeliveryParams(params, s), (e) => e instanceof InvalidParamsError && httpErrorOf(e).status === 400);
         if (!r) return;
         if (r.width !== null) expect(s.process_widths).toContain(r.width);
         if (r.format !== null) expect(s.process_formats).toContain(r.format);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { InvalidParamsError, parseDeliveryParams } from "../../src/delivery/params.ts";
 import { acceptsWebp, chooseRepresentation, formatToMime, mimeToFormat } from "../../src/delivery/negotiate.ts";
-import { ApiError } from "../../src/http/errors.ts";
+import { httpErrorOf } from "../../src/http/errors.ts";
 
 const S = { process_widths: [320, 640, 1280], process_formats: ["webp", "jpeg", "png", "avif"] };
 const q = (s: string) => new URLSearchParams(s);
@@ -33,8 +33,8 @@ describe("parseDeliveryParams", () => {
         caught = err;
       }
       expect(caught).toBeInstanceOf(InvalidParamsError);
-      expect(caught).toBeInstanceOf(ApiError);
-      expect((caught as ApiError).status).toBe(400);
+      // The domain error carries no status; the HTTP surface maps it to 400.
+      expect(httpErrorOf(caught as InvalidParamsError).status).toBe(400);
       expect((caught as Error).message).toMatch(/[\u4e00-\u9fff]/);
     });
   }

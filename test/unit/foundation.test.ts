@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { TokenBucketLimiter } from "../../src/auth/rate-limit";
 import { safeEqual } from "../../src/auth/secrets";
-import { parseListen } from "../../src/config/bootstrap";
+import { BootstrapError, parseListen, readBootstrap } from "../../src/config/bootstrap";
+import { driverSiteOf } from "../../src/channels/factory";
 import { MasterKey } from "../../src/config/master-key";
 import { isSecureRequest, resolveClientAddress } from "../../src/http/request-info";
 import { buildRouteTable } from "../../src/http/route-table";
@@ -87,6 +88,16 @@ describe("small pieces", () => {
     expect(parseListen(":8080")).toMatchObject({ hostname: "0.0.0.0", port: 8080 });
     expect(() => parseListen("8080")).toThrow();
     expect(() => parseListen("host:99999")).toThrow();
+  });
+
+  test("KURA_CHANNEL_TIMEOUT_MS is read with the other bootstrap variables and reaches every driver through the site", () => {
+    expect(readBootstrap({}).channelTimeoutMs).toBeUndefined();
+    const boot = readBootstrap({ KURA_CHANNEL_TIMEOUT_MS: " 1500 " });
+    expect(boot.channelTimeoutMs).toBe(1500);
+    expect(driverSiteOf(boot)).toEqual({ dataDir: boot.dataDir, peerTimeoutMs: 1500 });
+    for (const bad of ["99", "1.5s", "-1", "12345678"]) {
+      expect(() => readBootstrap({ KURA_CHANNEL_TIMEOUT_MS: bad })).toThrow(BootstrapError);
+    }
   });
 
   test("route table maps raw paths to templates, static before params", () => {

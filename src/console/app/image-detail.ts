@@ -2,7 +2,8 @@
 // cleanup exemption (admins) and delete.
 import { api } from "./api";
 import { badge, busy, copyButton, errorText, fmtBytes, fmtTime, h, openModal, replace, safeHref, toast } from "./dom";
-import { linkForms, publicUrl, thumbUrl } from "./links";
+import { linkForms } from "../../shared/links";
+import { publicUrl, thumbUrl } from "./links";
 import type { Image, Replica, ViewContext } from "./types";
 
 const REPLICA_STATES: Record<string, [string, "ok" | "warn" | "bad" | "muted"]> = {

@@ -5,7 +5,8 @@
 import { api, query } from "./api";
 import { busy, copyText, errorText, fmtBytes, h, replace, toast } from "./dom";
 import { openImageDetail } from "./image-detail";
-import { linkForms, publicUrl, thumbUrl } from "./links";
+import { linkForms } from "../../shared/links";
+import { publicUrl, thumbUrl } from "./links";
 import type { Image, Page, Token, User, ViewContext } from "./types";
 import { hashParams, localInputToUtc, renderPager } from "./ui";
 

@@ -1,6 +1,5 @@
-// Addresses of an image and the copyable forms of its link. Shared by the console and the
-// server (the Lsky Pro and Chevereto compatible answers build their links here), so every
-// surface offers the same forms; keep this module free of browser and server imports.
+// Addresses the console uses for an image (thumbnail, absolute public URL); the copyable link
+// forms themselves are shared with the server in src/shared/links.ts.
 import type { ViewContext } from "./types";
 
 /**
@@ -17,70 +16,4 @@ export function thumbUrl(ctx: ViewContext, id: string, large = false): string {
 /** Absolute public address of an image whose `url` is site-relative ("/i/<id>"). */
 export function publicUrl(ctx: ViewContext, url: string): string {
   return url.startsWith("/") ? ctx.origin.replace(/\/+$/, "") + url : url;
-}
-
-const EXTENSIONS: Record<string, string> = {
-  "image/jpeg": "jpg",
-  "image/png": "png",
-  "image/gif": "gif",
-  "image/webp": "webp",
-  "image/avif": "avif",
-};
-
-/** The file extension of a stored image type ("jpg" for JPEG), used in `/i/<id>.<ext>`. */
-export function imageExtension(mime: string): string {
-  return EXTENSIONS[mime] ?? "img";
-}
-
-/** `/i/<id>.<ext>`: the same image as `/i/<id>`, for forums that insist on an extension. */
-export function extensionPath(id: string, mime: string): string {
-  return `/i/${id}.${imageExtension(mime)}`;
-}
-
-/** The smallest allowed resize width (the thumbnail), or undefined when resizing is off. */
-export function thumbnailWidth(widths: readonly number[] | null | undefined): number | undefined {
-  return widths?.length ? Math.min(...widths) : undefined;
-}
-
-/** A resized form of a public image URL (`?w=`); the URL itself when resizing is off. */
-export function resizedUrl(url: string, width: number | undefined): string {
-  if (!width) return url;
-  return `${url}${url.includes("?") ? "&" : "?"}w=${width}`;
-}
-
-export interface LinkSet {
-  url: string;
-  markdown: string;
-  markdown_with_link: string;
-  html: string;
-  bbcode: string;
-  thumbnail_url: string;
-}
-
-/** Every copyable form of one image link; `name` becomes the alt text. */
-export function linkSet(url: string, name: string, widths?: readonly number[] | null): LinkSet {
-  const alt = name.replace(/[[\]"<>]/g, "");
-  const attr = url.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
-  return {
-    url,
-    markdown: `![${alt}](${url})`,
-    markdown_with_link: `[![${alt}](${url})](${url})`,
-    html: `<img src="${attr}" alt="${alt}">`,
-    bbcode: `[url=${url}][img]${url}[/img][/url]`,
-    thumbnail_url: resizedUrl(url, thumbnailWidth(widths)),
-  };
-}
-
-/** The copy menu: label and text of each form (the thumbnail only when resizing is on). */
-export function linkForms(url: string, name: string, widths?: readonly number[] | null): { label: string; text: string }[] {
-  const s = linkSet(url, name, widths);
-  const forms = [
-    { label: "URL", text: s.url },
-    { label: "Markdown", text: s.markdown },
-    { label: "Markdown（带链接）", text: s.markdown_with_link },
-    { label: "HTML", text: s.html },
-    { label: "BBCode", text: s.bbcode },
-  ];
-  if (s.thumbnail_url !== url) forms.push({ label: "缩略图", text: s.thumbnail_url });
-  return forms;
 }

@@ -5,7 +5,8 @@
 // Markdown with link, HTML, BBCode, thumbnail).
 import { api, uploadFile } from "./api";
 import { busy, copyButton, copyText, errorText, fmtBytes, h, safeHref, toast } from "./dom";
-import { linkForms, thumbUrl } from "./links";
+import { linkForms } from "../../shared/links";
+import { thumbUrl } from "./links";
 import type { UploadResult, ViewContext } from "./types";
 
 /** How many files go up at once; the server limits concurrency too (429 beyond it). */

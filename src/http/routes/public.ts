@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { serveImage } from "../../delivery/serve-image";
-import { imageExtension } from "../../console/app/links";
+import { imageExtension } from "../../shared/links";
 import { sessionRoutes } from "../guard";
 
 /** `/o/<user_id>/<object_key…>` → the two parts, percent-decoded per segment. */
