@@ -154,6 +154,30 @@ describe("local driver: temp file cleanup", () => {
     expect(await cleanTempFiles(join(base, "missing-dir"))).toBe(0);
   });
 
+  test("a temp file this process is still writing survives even a cleanup with no age cutoff", async () => {
+    const base = await freshBase();
+    const driver = createLocalDriver({ path: base });
+    // A body that holds the write open until released: the temp file exists, the rename has not happened.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const body = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(new Uint8Array([1, 2]));
+        await held;
+        c.enqueue(new Uint8Array([3]));
+        c.close();
+      },
+    });
+    const writing = driver.put("in/flight.jpg", body, 3);
+    while (!(await allFiles(base)).some((f) => f.includes(".kura-tmp-"))) await Bun.sleep(2);
+    // The file's mtime may read older than a cutoff taken a moment ago (the kernel's coarse clock):
+    // only knowing which temp files are ours keeps them safe, so ask for every temp file.
+    expect(await cleanTempFiles(base)).toBe(0);
+    release();
+    await writing;
+    expect(await allFiles(base)).toEqual(["in/flight.jpg"]);
+  });
+
   test("keys shaped like temp files are refused, so cleanup never deletes an object", async () => {
     const driver = createLocalDriver({ path: await freshBase() });
     await expect(driver.put("a/.b.kura-tmp-00ff", new Uint8Array([1]), 1)).rejects.toThrow("临时文件");

@@ -16,6 +16,13 @@ export const localDriverOptions: readonly DriverOptionSpec[] = [
 const TEMP_FILE = /^\..*\.kura-tmp-[0-9a-f]+$/;
 
 /**
+ * Temp files this process is writing right now. The crash-leftover cleaner skips them: its
+ * age cutoff alone is not enough, because a file's mtime comes from the kernel's coarse clock
+ * and can read a few ms earlier than the `Date.now()` the cutoff was taken from.
+ */
+const writingTemps = new Set<string>();
+
+/**
  * The absolute directory a local channel's `path` means. A relative `path` lies under the data
  * directory: the default channel is stored as `storage`, so moving the whole data directory
  * (`./data` → `/var/lib/kura`) keeps it working. Without a data directory only absolute paths do.
@@ -50,32 +57,37 @@ class LocalDriver implements Driver {
     const target = this.pathOf(key);
     const dir = dirname(target);
     const temp = join(dir, `.${target.slice(dir.length + 1)}.kura-tmp-${randomBytes(8).toString("hex")}`);
-    // The fan-out directory usually exists already: create it only when the open says so.
-    const openTemp = () => open(temp, "wx", 0o644);
-    const handle = await openTemp()
-      .catch((err: unknown) => (isMissing(err) ? mkdir(dir, { recursive: true }).then(openTemp) : Promise.reject(err)))
-      .catch((err: unknown) => {
-        throw fsFailure("写入", key, err);
-      });
-    let renamed = false;
+    writingTemps.add(temp);
     try {
-      if (body instanceof Uint8Array) {
-        if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
-        await writeAll(handle, body);
-      } else {
-        for await (const chunk of sizedStream(body, size)) await writeAll(handle, chunk);
+      // The fan-out directory usually exists already: create it only when the open says so.
+      const openTemp = () => open(temp, "wx", 0o644);
+      const handle = await openTemp()
+        .catch((err: unknown) => (isMissing(err) ? mkdir(dir, { recursive: true }).then(openTemp) : Promise.reject(err)))
+        .catch((err: unknown) => {
+          throw fsFailure("写入", key, err);
+        });
+      let renamed = false;
+      try {
+        if (body instanceof Uint8Array) {
+          if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
+          await writeAll(handle, body);
+        } else {
+          for await (const chunk of sizedStream(body, size)) await writeAll(handle, chunk);
+        }
+        // Data must be on disk before the rename publishes it, or a crash could leave
+        // a complete-looking name over empty blocks.
+        await handle.sync();
+        await handle.close();
+        await rename(temp, target);
+        renamed = true;
+        await syncDirectory(dir);
+      } catch (err) {
+        await handle.close().catch(() => {});
+        if (!renamed) await unlink(temp).catch(() => {});
+        throw fsFailure("写入", key, err);
       }
-      // Data must be on disk before the rename publishes it, or a crash could leave
-      // a complete-looking name over empty blocks.
-      await handle.sync();
-      await handle.close();
-      await rename(temp, target);
-      renamed = true;
-      await syncDirectory(dir);
-    } catch (err) {
-      await handle.close().catch(() => {});
-      if (!renamed) await unlink(temp).catch(() => {});
-      throw fsFailure("写入", key, err);
+    } finally {
+      writingTemps.delete(temp);
     }
   }
 
@@ -172,7 +184,7 @@ export async function cleanTempFiles(base: string, olderThanMs = 0): Promise<num
     for (const entry of entries) {
       const full = join(dir, entry.name);
       if (entry.isDirectory()) await visit(full);
-      else if (entry.isFile() && TEMP_FILE.test(entry.name)) {
+      else if (entry.isFile() && TEMP_FILE.test(entry.name) && !writingTemps.has(full)) {
         if (olderThanMs > 0 && (await lstat(full)).mtimeMs > cutoff) continue;
         await rm(full, { force: true });
         removed++;
