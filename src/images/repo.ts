@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { sqlTime } from "../db/time";
 import { userUsage } from "../ops/repos/usage";
+import { countImages, imageConditions, whereOf, type ImageQuery } from "./repos/image-filter";
 
 export interface BlobRow {
   id: number;
@@ -74,18 +75,6 @@ export function storageKeyFor(sha256: string, ext: string): string {
 export const STORAGE_KEY_PATTERN = /^img\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}-[0-9a-f]{8}\.[a-z0-9]+$/;
 
 /** A filter over image references, as the admin list offers it; every field narrows the list. */
-export interface ImageQuery {
-  userId?: string;
-  /** Substring of the file name (matched literally: % and _ are not wildcards). */
-  search?: string;
-  tokenId?: number;
-  /** SQL timestamps: created at or after `since`, strictly before `until`. */
-  since?: string;
-  until?: string;
-  /** Only images exempt from cleanup. */
-  exempt?: boolean;
-}
-
 /** List orders: by upload time or by size, each with a stable tie-break. */
 export type ImageOrder = "newest" | "earliest" | "largest" | "smallest";
 
@@ -102,33 +91,6 @@ export interface Page {
   order?: ImageOrder;
 }
 
-function imageWhere(q: ImageQuery): { clause: string; args: (string | number)[] } {
-  const where: string[] = [];
-  const args: (string | number)[] = [];
-  if (q.userId !== undefined) {
-    where.push("i.user_id = ?");
-    args.push(q.userId);
-  }
-  if (q.search) {
-    where.push("i.file_name LIKE ? ESCAPE '\\'");
-    args.push(`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-  }
-  if (q.tokenId !== undefined) {
-    where.push("i.token_id = ?");
-    args.push(q.tokenId);
-  }
-  if (q.since) {
-    where.push("i.created_at >= ?");
-    args.push(q.since);
-  }
-  if (q.until) {
-    where.push("i.created_at < ?");
-    args.push(q.until);
-  }
-  if (q.exempt) where.push("i.cleanup_exempt = 1");
-  return { clause: where.length ? `WHERE ${where.join(" AND ")}` : "", args };
-}
-
 /** How long the set of channels holding a blob may be reused on the read path. */
 const DONE_CHANNELS_TTL_MS = 2_000;
 
@@ -139,10 +101,10 @@ export class ImageRepo {
 
   /** One page of references matching the query (newest first unless told), and how many match in all. */
   list(q: ImageQuery, page: Page): { rows: ImageView[]; total: number } {
-    const { clause, args } = imageWhere(q);
-    const total = this.db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${clause}`).get(...args)!.n;
+    const { sql, args } = imageConditions(q);
+    const total = countImages(this.db, q);
     const rows = this.db
-      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${clause} ORDER BY ${ORDER_SQL[page.order ?? "newest"]} LIMIT ? OFFSET ?`)
+      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${whereOf(sql)} ORDER BY ${ORDER_SQL[page.order ?? "newest"]} LIMIT ? OFFSET ?`)
       .all(...args, page.limit, page.offset);
     return { rows, total };
   }

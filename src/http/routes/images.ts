@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { deleteReference } from "../../images/delete";
-import { listImages, type ImageListFilter } from "../../images/repos/list";
+import { listImages } from "../../images/repos/list";
+import type { ImageQuery } from "../../images/repos/image-filter";
 import type { ImageView } from "../../images/repo";
 import { asSeenBy, imageDetail, imageItem } from "../../images/views";
 import { audit } from "../../ops/audit";
@@ -26,7 +27,7 @@ export function imageRoutes(app: AppContext) {
   return sessionRoutes(app, "user")
     .get("/api/admin/images", ({ query, principal: p }) => {
       const { pageSize, offset } = pagination(query);
-      const filter: ImageListFilter = {};
+      const filter: ImageQuery = {};
       if (!isAdmin(p)) {
         if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
         filter.userId = p.user.id;
@@ -40,7 +41,7 @@ export function imageRoutes(app: AppContext) {
       filter.until = timestampQuery(query.until, "until");
       if (query.exempt !== undefined && query.exempt !== "") {
         if (query.exempt !== "1") throw badRequest("参数 exempt 只能是 1");
-        filter.exemptOnly = true;
+        filter.exempt = true;
       }
       const cursor = query.cursor === undefined || query.cursor === "" ? undefined : query.cursor;
       const page = listImages(app.db, filter, { pageSize, offset, cursor });

@@ -1,0 +1,67 @@
+import type { Database } from "bun:sqlite";
+import { libraryUsage, userUsage } from "../../ops/repos/usage";
+
+/**
+ * The filters of every image list (the console/API list, the Lsky Pro list): one definition,
+ * turned into SQL over `images i` here, so each list searches and counts the same way.
+ */
+export interface ImageQuery {
+  userId?: string;
+  /** Substring of the file name (matched literally: % and _ are not wildcards). */
+  search?: string;
+  tokenId?: number;
+  /** SQL timestamps: created at or after `since`, strictly before `until`. */
+  since?: string;
+  until?: string;
+  /** Only images exempt from cleanup. */
+  exempt?: boolean;
+}
+
+/** Trigram FTS needs at least 3 characters; shorter terms fall back to a LIKE scan. */
+const FTS_MIN_CHARS = 3;
+
+/** An FTS5 phrase: the term in double quotes, inner quotes doubled, matches it as a substring. */
+const ftsPhrase = (term: string) => `"${term.replace(/"/g, '""')}"`;
+
+/** The conditions (joined with AND by the caller) and their arguments. */
+export function imageConditions(q: ImageQuery): { sql: string[]; args: (string | number)[] } {
+  const sql: string[] = [];
+  const args: (string | number)[] = [];
+  if (q.userId !== undefined) {
+    sql.push("i.user_id = ?");
+    args.push(q.userId);
+  }
+  if (q.search) {
+    if ([...q.search].length >= FTS_MIN_CHARS) {
+      sql.push("i.rowid IN (SELECT rowid FROM images_fts WHERE images_fts MATCH ?)");
+      args.push(ftsPhrase(q.search));
+    } else {
+      sql.push("i.file_name LIKE ? ESCAPE '\\'");
+      args.push(`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    }
+  }
+  if (q.tokenId !== undefined) {
+    sql.push("i.token_id = ?");
+    args.push(q.tokenId);
+  }
+  if (q.since) {
+    sql.push("i.created_at >= ?");
+    args.push(q.since);
+  }
+  if (q.until) {
+    sql.push("i.created_at < ?");
+    args.push(q.until);
+  }
+  if (q.exempt) sql.push("i.cleanup_exempt = 1");
+  return { sql, args };
+}
+
+export const whereOf = (sql: string[]) => (sql.length ? `WHERE ${sql.join(" AND ")}` : "");
+
+/** How many images match; without filters other than the owner, the usage rollup answers, not a scan. */
+export function countImages(db: Database, q: ImageQuery): number {
+  const onlyOwner = !q.search && q.tokenId === undefined && !q.since && !q.until && !q.exempt;
+  if (onlyOwner) return q.userId === undefined ? libraryUsage(db).images : userUsage(db, q.userId).images;
+  const { sql, args } = imageConditions(q);
+  return db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${whereOf(sql)}`).get(...args)!.n;
+}
