@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fsync, openSync, statSync } from "node:fs";
-import { access, lstat, mkdir, open, readdir, rename, rm, stat, unlink, writeFile, type FileHandle } from "node:fs/promises";
+import { closeSync, constants, existsSync, fsync, openSync, renameSync, statSync } from "node:fs";
+import { access, lstat, mkdir, open, readdir, rm, stat, unlink, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
@@ -62,13 +62,17 @@ class LocalDriver implements Driver {
     // core, separate round trips queued behind other uploads' fsyncs.
     const writeTemp = () => (body instanceof Uint8Array ? writeFile(temp, body, { flag: "wx", mode: 0o644, flush: true }) : writeStream(temp, body, size));
     try {
-      // The fan-out directory usually exists already: create it only when the write says so.
+      // A stat on the loop is far cheaper than a write that fails for want of the directory;
+      // the retry covers a directory removed in between.
+      if (!existsSync(dir)) await this.makeDirectory(dir);
       await writeTemp().catch(async (err: unknown) => {
         if (!isMissing(err)) throw err;
         await this.makeDirectory(dir);
         await writeTemp();
       });
-      await rename(temp, target);
+      // On the loop: the temp file was just created in this directory, so the rename only
+      // touches cached metadata, while a pool round trip would queue behind other fsyncs.
+      renameSync(temp, target);
     } catch (err) {
       await unlink(temp).catch(() => {});
       throw fsFailure("写入", key, err);
