@@ -5,7 +5,7 @@
 //
 //   bun run bench/upload.ts [--n 200] [--concurrency 8] [--warmup 8] [--baseline-ms 1000]
 //                           [--policies strip,passthrough] [--entry other/src/main.ts]
-//                           [--profile-dir DIR] [--json]
+//                           [--profile-dir DIR] [--mature-store] [--json]
 import { flagValue, hasFlag, intFlag } from "./lib/args";
 import { makeJpegs, PHOTO_200KB } from "./lib/jpegs";
 import { BackgroundLoad, machineSummary, ownCpuMs } from "./lib/machine";
@@ -15,6 +15,10 @@ import { adminSession, type BenchSession } from "./lib/session";
 import { fmtMiB, fmtMs, fmtRate, runPool, summarize, table, type RunResult, type Summary } from "./lib/stats";
 import { runBaseline, type BaselineResult } from "./lib/upload-baseline";
 import { BARE_READY } from "./lib/bare-upload-server";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { DEFAULT_STORAGE_PATH } from "../src/channels/seed";
+import { stripMetadataToBuffer } from "../src/images/exif";
 
 const TARGET_RATIO = 0.8;
 const BARE_ENTRY = new URL("./lib/bare-upload-server.ts", import.meta.url).pathname;
@@ -28,6 +32,8 @@ const baselineMs = intFlag(argv, "baseline-ms", 1000);
 const entry = flagValue(argv, "entry");
 const profileDir = flagValue(argv, "profile-dir");
 const asJson = hasFlag(argv, "json");
+/** Create the fan-out directories the uploads will need before the run, as in a store that has them all. */
+const matureStore = hasFlag(argv, "mature-store");
 const policies = (flagValue(argv, "policies") ?? "strip,passthrough").split(",") as Policy[];
 for (const p of policies) if (p !== "strip" && p !== "passthrough") throw new Error(`--policies 只能包含 strip、passthrough，收到 ${p}`);
 
@@ -68,10 +74,11 @@ async function bareSegment(bare: BenchServer, bodies: MultipartBody[]): Promise<
 }
 
 /** One fresh server per policy: a fresh database means no blob dedup across runs. */
-async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[]) {
+async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[], images: Uint8Array[]) {
   const bunArgs = profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=upload-${policy}`] : [];
   const server = await BenchServer.start({ entry, bunArgs });
   try {
+    if (matureStore) await createFanOutDirs(server, policy, images);
     const admin = await adminSession(server);
     // Admission limits would turn a throughput test into a 429 test.
     await admin.setConfig({ upload_rate_per_min: 1_000_000, max_concurrent_uploads: 10_000, exif_policy: policy });
@@ -89,6 +96,19 @@ async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: Multi
     };
   } finally {
     await server.dispose();
+  }
+}
+
+/**
+ * The `img/ab/cd` directories of the bytes Kura will store (the stripped bytes for `strip`),
+ * made in the default channel before the run: a store that has served ~1M uploads has all
+ * 65,536 of them, a new one creates one for nearly every upload.
+ */
+async function createFanOutDirs(server: BenchServer, policy: Policy, images: Uint8Array[]) {
+  for (const image of images) {
+    const stored = policy === "strip" ? await stripMetadataToBuffer(Buffer.from(image), "image/jpeg") : image;
+    const sha = new Bun.CryptoHasher("sha256").update(stored).digest("hex");
+    mkdirSync(join(server.dataDir, DEFAULT_STORAGE_PATH, "img", sha.slice(0, 2), sha.slice(2, 4)), { recursive: true });
   }
 }
 
@@ -138,7 +158,7 @@ async function main() {
     baselines.push(await baselineSegment(measured));
     for (const policy of policies) {
       log(`上传：exif_policy=${policy} …`);
-      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody));
+      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody), images);
       bares.push(await bareSegment(bare, measured.map(toBody)));
       baselines.push(await baselineSegment(measured));
       const around = (rate(baselines.at(-2)!) + rate(baselines.at(-1)!)) / 2;
@@ -170,7 +190,7 @@ async function main() {
   const vsInProcess = (u: UploadRow) => u.summary.perSecond / u.baselinePerSecond;
 
   console.log(`\nKura upload bench — ${new Date().toISOString()} — ${machineSummary()}`);
-  console.log(`${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run\n`);
+  console.log(`${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run${matureStore ? ", mature store (fan-out directories made before the run)" : ", new store"}\n`);
   console.log(
     table(
       ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "peak RSS MiB", "other load"],
@@ -201,7 +221,7 @@ async function main() {
   if (asJson) {
     const rows = uploads.map((u) => ({ ...u, ratio: ratio(u) }));
     console.log(
-      JSON.stringify({ date: new Date().toISOString(), n, concurrency, avg_kb: avgKb, bare: { ...bareSummary, cpu_ms: bareCpu }, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }),
+      JSON.stringify({ date: new Date().toISOString(), n, concurrency, mature_store: matureStore, avg_kb: avgKb, bare: { ...bareSummary, cpu_ms: bareCpu }, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }),
     );
   }
 }
