@@ -5,16 +5,20 @@
 //
 //   bun run bench/upload.ts [--n 200] [--concurrency 8] [--warmup 8] [--baseline-ms 1000]
 //                           [--policies strip,passthrough] [--entry other/src/main.ts]
-//                           [--profile-dir DIR] [--json]
+//                           [--profile-dir DIR] [--mature-store] [--json]
 import { flagValue, hasFlag, intFlag } from "./lib/args";
 import { makeJpegs, PHOTO_200KB } from "./lib/jpegs";
-import { BackgroundLoad, machineSummary, ownCpuMs } from "./lib/machine";
+import { BackgroundLoad, machineSummary, ownCpuMs, threadCpuMs } from "./lib/machine";
 import { multipartFile, type MultipartBody } from "./lib/multipart";
 import { BenchServer } from "./lib/server";
 import { adminSession, type BenchSession } from "./lib/session";
 import { fmtMiB, fmtMs, fmtRate, runPool, summarize, table, type RunResult, type Summary } from "./lib/stats";
 import { runBaseline, type BaselineResult } from "./lib/upload-baseline";
 import { BARE_READY } from "./lib/bare-upload-server";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { DEFAULT_STORAGE_PATH } from "../src/channels/seed";
+import { stripMetadataToBuffer } from "../src/images/exif";
 
 const TARGET_RATIO = 0.8;
 const BARE_ENTRY = new URL("./lib/bare-upload-server.ts", import.meta.url).pathname;
@@ -28,6 +32,8 @@ const baselineMs = intFlag(argv, "baseline-ms", 1000);
 const entry = flagValue(argv, "entry");
 const profileDir = flagValue(argv, "profile-dir");
 const asJson = hasFlag(argv, "json");
+/** Create the fan-out directories the uploads will need before the run, as in a store that has them all. */
+const matureStore = hasFlag(argv, "mature-store");
 const policies = (flagValue(argv, "policies") ?? "strip,passthrough").split(",") as Policy[];
 for (const p of policies) if (p !== "strip" && p !== "passthrough") throw new Error(`--policies 只能包含 strip、passthrough，收到 ${p}`);
 
@@ -38,6 +44,8 @@ interface UploadRow {
   summary: Summary;
   /** Server process CPU (all threads) per upload, ms. */
   serverCpuMs: number;
+  /** The same split by thread group (JS thread, Bun's pool, the rest), ms per upload. */
+  threads: ThreadCpu;
   /** This (client) process's CPU per upload, ms: on a small machine it competes with the server. */
   clientCpuMs: number;
   peakRssBytes: number;
@@ -49,46 +57,73 @@ interface UploadRow {
   barePerSecond: number;
 }
 
+type ThreadCpu = ReturnType<typeof threadCpuMs>;
+
+/** Per-operation CPU of each thread group between two readings. */
+function threadsPerOp(before: ThreadCpu, after: ThreadCpu, count: number): ThreadCpu {
+  return { main: (after.main - before.main) / count, pool: (after.pool - before.pool) / count, other: (after.other - before.other) / count };
+}
+
+const fmtThreads = (t: ThreadCpu) => `${t.main.toFixed(2)} / ${t.pool.toFixed(2)} / ${t.other.toFixed(2)}`;
+
 interface BareSegment {
   run: RunResult;
   serverCpuMs: number;
+  threads: ThreadCpu;
   otherCores: number;
 }
 
 /** The bare reference server, same client, same bodies, same concurrency as the Kura runs. */
 async function bareSegment(bare: BenchServer, bodies: MultipartBody[]): Promise<BareSegment> {
   const cpu0 = bare.cpuMs();
+  const threads0 = threadCpuMs(bare.pid);
   const load = new BackgroundLoad(() => bare.cpuMs() + ownCpuMs());
   const run = await runPool(bodies, concurrency, async (b) => {
     const res = await fetch(bare.url("/upload"), { method: "POST", headers: { "content-type": b.contentType }, body: b.body });
     const text = await res.text();
     if (res.status !== 200) throw new Error(`参照服务器上传失败：HTTP ${res.status}：${text}`);
   });
-  return { run, serverCpuMs: (bare.cpuMs() - cpu0) / run.count, otherCores: load.cores() };
+  return { run, serverCpuMs: (bare.cpuMs() - cpu0) / run.count, threads: threadsPerOp(threads0, threadCpuMs(bare.pid), run.count), otherCores: load.cores() };
 }
 
 /** One fresh server per policy: a fresh database means no blob dedup across runs. */
-async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[]) {
+async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[], images: Uint8Array[]) {
   const bunArgs = profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=upload-${policy}`] : [];
   const server = await BenchServer.start({ entry, bunArgs });
   try {
+    if (matureStore) await createFanOutDirs(server, policy, images);
     const admin = await adminSession(server);
     // Admission limits would turn a throughput test into a 429 test.
     await admin.setConfig({ upload_rate_per_min: 1_000_000, max_concurrent_uploads: 10_000, exif_policy: policy });
     await runPool(warm, concurrency, (b) => upload(admin, b));
     const server0 = server.cpuMs();
+    const threads0 = threadCpuMs(server.pid);
     const client0 = ownCpuMs();
     const load = new BackgroundLoad(() => server.cpuMs() + ownCpuMs());
     const run = await runPool(bodies, concurrency, (b) => upload(admin, b));
     return {
       run,
       serverCpuMs: (server.cpuMs() - server0) / run.count,
+      threads: threadsPerOp(threads0, threadCpuMs(server.pid), run.count),
       clientCpuMs: (ownCpuMs() - client0) / run.count,
       otherCores: load.cores(),
       peakRssBytes: server.peakRssBytes(),
     };
   } finally {
     await server.dispose();
+  }
+}
+
+/**
+ * The `img/ab/cd` directories of the bytes Kura will store (the stripped bytes for `strip`),
+ * made in the default channel before the run: a store that has served ~1M uploads has all
+ * 65,536 of them, a new one creates one for nearly every upload.
+ */
+async function createFanOutDirs(server: BenchServer, policy: Policy, images: Uint8Array[]) {
+  for (const image of images) {
+    const stored = policy === "strip" ? await stripMetadataToBuffer(Buffer.from(image), "image/jpeg") : image;
+    const sha = new Bun.CryptoHasher("sha256").update(stored).digest("hex");
+    mkdirSync(join(server.dataDir, DEFAULT_STORAGE_PATH, "img", sha.slice(0, 2), sha.slice(2, 4)), { recursive: true });
   }
 }
 
@@ -138,7 +173,7 @@ async function main() {
     baselines.push(await baselineSegment(measured));
     for (const policy of policies) {
       log(`上传：exif_policy=${policy} …`);
-      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody));
+      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody), images);
       bares.push(await bareSegment(bare, measured.map(toBody)));
       baselines.push(await baselineSegment(measured));
       const around = (rate(baselines.at(-2)!) + rate(baselines.at(-1)!)) / 2;
@@ -156,6 +191,8 @@ async function main() {
   };
   const bareSummary = summarize(bareAll);
   const bareCpu = bares.reduce((s, b) => s + b.serverCpuMs * b.run.count, 0) / bareAll.count;
+  const bareThreads = (k: keyof ThreadCpu) => bares.reduce((s, b) => s + b.threads[k] * b.run.count, 0) / bareAll.count;
+  const bareSplit: ThreadCpu = { main: bareThreads("main"), pool: bareThreads("pool"), other: bareThreads("other") };
   const bareOther = bares.reduce((s, b) => s + b.otherCores, 0) / bares.length;
 
   const all: RunResult = {
@@ -170,7 +207,7 @@ async function main() {
   const vsInProcess = (u: UploadRow) => u.summary.perSecond / u.baselinePerSecond;
 
   console.log(`\nKura upload bench — ${new Date().toISOString()} — ${machineSummary()}`);
-  console.log(`${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run\n`);
+  console.log(`${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run${matureStore ? ", mature store (fan-out directories made before the run)" : ", new store"}\n`);
   console.log(
     table(
       ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "peak RSS MiB", "other load"],
@@ -194,6 +231,7 @@ async function main() {
     `\nratio: upload rate / the bare server's rate in the two segments around the run (bare segments per s: ${bares.map((b) => fmtRate(rate(b.run))).join(", ")}).` +
       `\nvs the in-process baseline (segments per s: ${baselines.map((b) => fmtRate(rate(b))).join(", ")}): ${uploads.map((u) => `${u.policy} ${vsInProcess(u).toFixed(2)}`).join(", ")}.` +
       `\nCPU ms/op: server process, all threads (Kura, bare server) / this process (in-process baseline); Kura / bare: ${uploads.map((u) => `${u.policy} ${(u.serverCpuMs / bareCpu).toFixed(2)}x`).join(", ")}. bench client CPU per upload: ${uploads.map((u) => u.clientCpuMs.toFixed(2)).join(" / ")} ms.` +
+      `\nCPU ms/op by thread (JS thread / Bun pool: fs, fsync, sharp / other): bare ${fmtThreads(bareSplit)}; ${uploads.map((u) => `${u.policy} ${fmtThreads(u.threads)}`).join("; ")}.` +
       `\nother load: average cores used by other processes during the run; well above 0 means the numbers are disturbed.`,
   );
   const worst = Math.min(...uploads.map(ratio));
@@ -201,7 +239,7 @@ async function main() {
   if (asJson) {
     const rows = uploads.map((u) => ({ ...u, ratio: ratio(u) }));
     console.log(
-      JSON.stringify({ date: new Date().toISOString(), n, concurrency, avg_kb: avgKb, bare: { ...bareSummary, cpu_ms: bareCpu }, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }),
+      JSON.stringify({ date: new Date().toISOString(), n, concurrency, mature_store: matureStore, avg_kb: avgKb, bare: { ...bareSummary, cpu_ms: bareCpu, threads: bareSplit }, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }),
     );
   }
 }

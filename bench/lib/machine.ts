@@ -1,6 +1,6 @@
 // What else the machine was doing: a bench on a shared box (CI runner, dev VM with other
 // jobs) measures the neighbours too, so we report their CPU next to our numbers.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 
 const CLK_TCK = 100;
@@ -50,4 +50,28 @@ export function processCpuMs(pid: number): number {
   // Field 2 (comm) may contain spaces; everything after its closing parenthesis is fixed.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+/**
+ * CPU time (user + system, ms) of a process by thread group: the JS thread ("main"), Bun's
+ * thread pool ("pool": fs calls, fsync, native addons such as sharp) and everything else
+ * ("other": JIT, GC helpers, allocator). Threads that ended are not counted.
+ */
+export function threadCpuMs(pid: number): { main: number; pool: number; other: number } {
+  const out = { main: 0, pool: 0, other: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+    if (tid === String(pid)) out.main += ms;
+    else if (comm.startsWith("Bun Pool")) out.pool += ms;
+    else out.other += ms;
+  }
+  return out;
 }

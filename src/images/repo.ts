@@ -148,6 +148,11 @@ export class ImageRepo {
     return this.db.query<ImageView, [string]>(`${IMAGE_VIEW_SQL} WHERE i.id = ?`).get(id) ?? undefined;
   }
 
+  /** Whether an image row holds this short id (a primary-key probe, not the view's join). */
+  idTaken(id: string): boolean {
+    return (this.db.query<{ one: number }, [string]>("SELECT 1 AS one FROM images WHERE id = ?").get(id) ?? null) !== null;
+  }
+
   byObjectKey(userId: string, objectKey: string): ImageView | undefined {
     return this.db.query<ImageView, [string, string]>(`${IMAGE_VIEW_SQL} WHERE i.user_id = ? AND i.object_key = ?`).get(userId, objectKey) ?? undefined;
   }

@@ -150,7 +150,7 @@ function insertImage(app: AppContext, blobId: number, ref: NewReference): string
   const expireAt = ref.ttlSeconds ? sqlTime(now + ref.ttlSeconds * 1000) : null;
   for (;;) {
     const id = newShortId();
-    if (app.images.view(id)) continue;
+    if (app.images.idTaken(id)) continue;
     insertImageRow(app.db, {
       id,
       blobId,

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { constants, statSync } from "node:fs";
-import { access, lstat, mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from "node:fs/promises";
+import { closeSync, constants, existsSync, fsync, openSync, renameSync, statSync } from "node:fs";
+import { access, lstat, mkdir, open, readdir, rm, stat, unlink, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
@@ -53,42 +53,71 @@ class LocalDriver implements Driver {
     return full;
   }
 
+  /**
+   * Directories a put created whose entry in the parent may not be on disk yet (its parent's
+   * fsync is still running): a put into or below one of them waits for that fsync too.
+   */
+  private readonly unsyncedDirs = new Map<string, Promise<void>>();
+
   async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
     const target = this.pathOf(key);
     const dir = dirname(target);
     const temp = join(dir, `.${target.slice(dir.length + 1)}.kura-tmp-${randomBytes(8).toString("hex")}`);
+    if (body instanceof Uint8Array && body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
+    // Bytes in memory are written, fsync'd and closed by one thread-pool task (Bun runs
+    // writeFile with `flush` as open+write+fsync+close): with a couple of pool threads per
+    // core, separate round trips queued behind other uploads' fsyncs.
+    const writeTemp = () => (body instanceof Uint8Array ? writeFile(temp, body, { flag: "wx", mode: 0o644, flush: true }) : writeStream(temp, body, size));
     writingTemps.add(temp);
     try {
-      // The fan-out directory usually exists already: create it only when the open says so.
-      const openTemp = () => open(temp, "wx", 0o644);
-      const handle = await openTemp()
-        .catch((err: unknown) => (isMissing(err) ? mkdir(dir, { recursive: true }).then(openTemp) : Promise.reject(err)))
-        .catch((err: unknown) => {
-          throw fsFailure("写入", key, err);
-        });
-      let renamed = false;
-      try {
-        if (body instanceof Uint8Array) {
-          if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
-          await writeAll(handle, body);
-        } else {
-          for await (const chunk of sizedStream(body, size)) await writeAll(handle, chunk);
-        }
-        // Data must be on disk before the rename publishes it, or a crash could leave
-        // a complete-looking name over empty blocks.
-        await handle.sync();
-        await handle.close();
-        await rename(temp, target);
-        renamed = true;
-        await syncDirectory(dir);
-      } catch (err) {
-        await handle.close().catch(() => {});
-        if (!renamed) await unlink(temp).catch(() => {});
-        throw fsFailure("写入", key, err);
-      }
+      // A stat on the loop is far cheaper than a write that fails for want of the directory;
+      // the retry covers a directory removed in between.
+      if (!existsSync(dir)) await this.makeDirectory(dir);
+      await writeTemp().catch(async (err: unknown) => {
+        if (!isMissing(err)) throw err;
+        await this.makeDirectory(dir);
+        await writeTemp();
+      });
+      // On the loop: the temp file was just created in this directory, so the rename only
+      // touches cached metadata, while a pool round trip would queue behind other fsyncs.
+      renameSync(temp, target);
+    } catch (err) {
+      await unlink(temp).catch(() => {});
+      throw fsFailure("写入", key, err);
     } finally {
       writingTemps.delete(temp);
     }
+    try {
+      // The rename is durable once the directory holding the new entry is on disk, and that
+      // directory's own entry (and its parents') if a put just created them.
+      await Promise.all([syncDirectory(dir), this.ancestorsDurable(dir)]);
+    } catch (err) {
+      throw fsFailure("写入", key, err);
+    }
+  }
+
+  /** `mkdir -p`; each directory it creates is an entry in its parent, which gets an fsync. */
+  private async makeDirectory(dir: string): Promise<void> {
+    const first = await mkdir(dir, { recursive: true });
+    if (first === undefined) return;
+    for (let d = dir; ; d = dirname(d)) {
+      const synced: Promise<void> = syncDirectory(dirname(d)).finally(() => {
+        if (this.unsyncedDirs.get(d) === synced) this.unsyncedDirs.delete(d);
+      });
+      synced.catch(() => {}); // awaited by the puts that need it; the failure is theirs to report
+      this.unsyncedDirs.set(d, synced);
+      if (d === first || d === dirname(d)) break;
+    }
+  }
+
+  private async ancestorsDurable(dir: string): Promise<void> {
+    if (this.unsyncedDirs.size === 0) return;
+    const pending: Promise<void>[] = [];
+    for (let d = dir; d !== dirname(d); d = dirname(d)) {
+      const synced = this.unsyncedDirs.get(d);
+      if (synced) pending.push(synced);
+    }
+    await Promise.all(pending);
   }
 
   async get(key: string, range?: ByteRange): Promise<GetResult> {
@@ -161,6 +190,19 @@ class LocalDriver implements Driver {
   }
 }
 
+/** A streamed body to a new file, fsync'd before it is closed. */
+async function writeStream(path: string, body: ReadableStream<Uint8Array>, size: number): Promise<void> {
+  const handle = await open(path, "wx", 0o644);
+  try {
+    for await (const chunk of sizedStream(body, size)) await writeAll(handle, chunk);
+    // Data must be on disk before the rename publishes it, or a crash could leave
+    // a complete-looking name over empty blocks.
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 async function writeAll(handle: FileHandle, chunk: Uint8Array) {
   let offset = 0;
   while (offset < chunk.byteLength) {
@@ -226,13 +268,16 @@ function fileSizeSync(path: string): number | null {
   }
 }
 
-/** Makes a rename durable: the new directory entry itself must reach the disk. */
+/**
+ * Makes the entries of `dir` durable (a rename into it, a new subdirectory). Opening and
+ * closing a directory never waits on the disk, so only the fsync goes to the thread pool.
+ */
 async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, "r");
+  const fd = openSync(dir, "r");
   try {
-    await handle.sync();
+    await new Promise<void>((done, fail) => fsync(fd, (err) => (err ? fail(err) : done())));
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

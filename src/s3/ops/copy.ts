@@ -46,7 +46,7 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
     supersedeObjectKey(app.db, req.user.id, key);
     addBlobReference(app.db, source.blob_id);
     let fresh = newShortId();
-    while (app.images.view(fresh)) fresh = newShortId();
+    while (app.images.idTaken(fresh)) fresh = newShortId();
     insertImageRow(app.db, {
       id: fresh,
       blobId: source.blob_id,
