@@ -35,6 +35,16 @@ export function parseDeliveryParams(query: URLSearchParams, s: DeliveryParamSett
   return { width: parseWidth(query.get("w"), s.process_widths), format: parseFormat(query.get("format"), s.process_formats) };
 }
 
+const NO_PARAMS: Readonly<DeliveryParams> = Object.freeze({ width: null, format: null });
+
+/**
+ * The same from a raw query string (without `?`). Most image requests have none, and then no
+ * URLSearchParams is built at all.
+ */
+export function parseDeliveryQuery(query: string, s: DeliveryParamSettings): DeliveryParams {
+  return query === "" ? NO_PARAMS : parseDeliveryParams(new URLSearchParams(query), s);
+}
+
 function parseWidth(raw: string | null, allowed: readonly number[] | null): number | null {
   if (raw === null) return null;
   if (!allowed || allowed.length === 0) throw new InvalidParamsError("当前未开放缩放，不支持参数 w");

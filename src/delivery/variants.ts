@@ -58,6 +58,14 @@ export class VariantService {
     return `${sha256}-${width}-${format}`;
   }
 
+  /** A variant already in memory (counted as a cache hit), without a promise; undefined otherwise. */
+  hotVariant(sha256: string, width: number, format: DeliveryFormat): VariantBytes | undefined {
+    const hot = this.hot.get(VariantService.key(sha256, width, format));
+    if (!hot) return undefined;
+    this.app.metrics.variantLookups.inc({ result: "hit" });
+    return { bytes: hot, size: hot.size };
+  }
+
   async get(blob: VariantSource, width: number, format: DeliveryFormat): Promise<VariantBytes> {
     const key = VariantService.key(blob.sha256, width, format);
     const hot = this.hot.get(key);
