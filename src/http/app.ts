@@ -4,6 +4,7 @@ import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { assertAdminRoutesGuarded } from "./access";
 import { DomainError } from "../errors";
+import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, httpErrorOf, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { diskFullError, isDiskFull } from "./disk-full";
@@ -93,20 +94,22 @@ function errorText(error: unknown): string {
 
 export type Router = ReturnType<typeof createRouter>;
 
-/** HTTP metrics with label children cached per (method, route, status): no label hashing per request. */
+/**
+ * HTTP metrics with the label set of each (method, route, status) resolved once: a request
+ * then costs two Map lookups and a few additions (metrics-batch.ts), not label hashing.
+ */
 function requestMeters(app: AppContext) {
-  const counters = new Map<string, { inc(): void }>();
-  const timers = new Map<string, { observe(v: number): void }>();
+  const byMethod = new Map<string, Map<string, { timer: HistogramHandle; counters: Map<number, CountHandle> }>>();
   return {
     observe(method: string, route: string, status: number, seconds: number) {
-      const timerKey = `${method} ${route}`;
-      const counterKey = `${timerKey} ${status}`;
-      let counter = counters.get(counterKey);
-      if (!counter) counters.set(counterKey, (counter = app.metrics.httpRequests.labels({ method, route, status: String(status) })));
-      let timer = timers.get(timerKey);
-      if (!timer) timers.set(timerKey, (timer = app.metrics.httpDuration.labels({ method, route })));
+      let routes = byMethod.get(method);
+      if (!routes) byMethod.set(method, (routes = new Map()));
+      let series = routes.get(route);
+      if (!series) routes.set(route, (series = { timer: app.metrics.httpDuration.series({ method, route }), counters: new Map() }));
+      let counter = series.counters.get(status);
+      if (!counter) series.counters.set(status, (counter = app.metrics.httpCounts.child({ method, route, status: String(status) })));
       counter.inc();
-      timer.observe(seconds);
+      series.timer.observe(seconds);
     },
   };
 }
