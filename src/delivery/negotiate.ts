@@ -77,6 +77,18 @@ export function chooseRepresentation(
  */
 export function acceptsWebp(acceptHeader: string | null | undefined): boolean {
   if (!acceptHeader) return false;
+  // Browsers send one of a few fixed Accept strings on every image request: remember the answers.
+  const known = webpByAccept.get(acceptHeader);
+  if (known !== undefined) return known;
+  const answer = parseAcceptsWebp(acceptHeader);
+  if (webpByAccept.size >= 256) webpByAccept.clear();
+  webpByAccept.set(acceptHeader, answer);
+  return answer;
+}
+
+const webpByAccept = new Map<string, boolean>();
+
+function parseAcceptsWebp(acceptHeader: string): boolean {
   let accepted = false;
   for (const range of acceptHeader.split(",")) {
     const [type, ...paramParts] = range.split(";");

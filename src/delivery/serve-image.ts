@@ -77,12 +77,42 @@ export function serveImage(app: AppContext, req: DeliveryRequest): Response | Pr
   if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept);
 
   const etag = variantEtag(image.sha256, rep.width, rep.format);
-  const headers = cacheHeaders({ area, kind: "variant", etag, varyAccept: rep.varyAccept });
-  if (ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return answer(req, 304, null, headers);
+  const headers = () => cacheHeaders({ area, kind: "variant", etag, varyAccept: rep.varyAccept });
+  if (ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return answer(req, 304, null, headers());
   const format = rep.format as DeliveryFormat;
   const hot = app.variants.hotVariant(image.sha256, rep.width, format);
-  if (hot) return variantAnswer(req, headers, format, hot);
-  return renderedVariant(app, req, image, headers, rep.width, format);
+  if (hot && isGet) {
+    const key = `v ${rep.width} ${format} ${rep.varyAccept} ${hot.size}`;
+    return preparedAnswer(req, image, key, hot.bytes!, () => variantHeaders(headers(), format, hot.size));
+  }
+  if (hot) return variantAnswer(req, headers(), format, hot);
+  return renderedVariant(app, req, image, headers(), rep.width, format);
+}
+
+function variantHeaders(headers: Record<string, string>, format: DeliveryFormat, size: number) {
+  headers["Content-Type"] = formatToMime(format);
+  headers["Content-Length"] = String(size);
+  return headers;
+}
+
+/**
+ * Response headers of the hot 200 answers, built once per cached image row (its lookup lives
+ * LOOKUP_TTL_MS) and representation: copying a prepared Headers costs ~0.2 µs, building one
+ * from an object ~0.7 µs, a visible share of a ~14 µs delivery (bench/README.md).
+ */
+const preparedHeaders = new WeakMap<ImageView, Map<string, Headers>>();
+
+function preparedAnswer(req: DeliveryRequest, image: ImageView, key: string, body: Blob, build: () => Record<string, string>): Response {
+  let forImage = preparedHeaders.get(image);
+  if (!forImage) preparedHeaders.set(image, (forImage = new Map()));
+  const fullKey = `${req.area} ${req.direct === true} ${key}`;
+  let headers = forImage.get(fullKey);
+  if (!headers) {
+    const record = build();
+    if (req.direct) record["x-content-type-options"] = NOSNIFF;
+    forImage.set(fullKey, (headers = new Headers(record)));
+  }
+  return new Response(body, { status: 200, headers });
 }
 
 async function renderedVariant(app: AppContext, req: DeliveryRequest, image: ImageView, headers: Record<string, string>, width: number, format: DeliveryFormat) {
@@ -113,26 +143,35 @@ function lastModifiedOf(image: ImageView): string {
 function serveOriginal(app: AppContext, req: DeliveryRequest, image: ImageView, varyAccept: boolean, fallback = false): Response | Promise<Response> {
   const { request, area } = req;
   const etag = originalEtag(image.sha256);
-  const headers = fallback
-    ? cacheHeaders({ area, kind: "fallback" })
-    : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: lastModifiedOf(image) });
-  if (!fallback && ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return answer(req, 304, null, headers);
+  const cache = () => (fallback ? cacheHeaders({ area, kind: "fallback" }) : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: lastModifiedOf(image) }));
+  if (!fallback && ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return answer(req, 304, null, cache());
 
   if (!fallback && app.settings.get().access_mode === "redirect") {
     const target = directLink(app, image);
     if (target) return answer(req, 302, null, { ...cacheHeaders({ area, kind: "redirect" }), Location: target });
   }
-  headers["Content-Type"] = image.mime;
-  headers["Accept-Ranges"] = "bytes";
+  const headers = () => {
+    const h = cache();
+    h["Content-Type"] = image.mime;
+    h["Accept-Ranges"] = "bytes";
+    return h;
+  };
   // Size and type come from metadata: HEAD never opens the channel object.
-  if (request.method === "HEAD") return answer(req, 200, null, headers, image.size);
+  if (request.method === "HEAD") return answer(req, 200, null, headers(), image.size);
   const range = parseRange(request.headers.get("range"), image.size);
   if (range === "invalid") return plain(req, 416, "请求的范围无效", { "Content-Range": `bytes */${image.size}` });
   const hot = app.variants.hot.get(image.sha256);
-  if (!hot) return storedOriginal(app, req, image, headers, range);
-  if (!range) return answer(req, 200, hot, headers, hot.size);
-  headers["Content-Range"] = `bytes ${range.start}-${range.end}/${image.size}`;
-  return answer(req, 206, hot.slice(range.start, range.end + 1), headers, range.end + 1 - range.start);
+  if (!hot) return storedOriginal(app, req, image, headers(), range);
+  if (!range) {
+    return preparedAnswer(req, image, `o ${fallback} ${varyAccept} ${hot.size}`, hot, () => {
+      const h = headers();
+      h["Content-Length"] = String(hot.size);
+      return h;
+    });
+  }
+  const partial = headers();
+  partial["Content-Range"] = `bytes ${range.start}-${range.end}/${image.size}`;
+  return answer(req, 206, hot.slice(range.start, range.end + 1), partial, range.end + 1 - range.start);
 }
 
 /** An original not in memory: read from its channels (with failover); small ones are kept hot. */
