@@ -46,7 +46,16 @@ export class BackgroundLoad {
 
 /** utime + stime of a process (all threads) from /proc/<pid>/stat, ms. */
 export function processCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/** utime + stime of one thread (`tid` = pid: the main thread, where a Bun server runs its JS), ms. */
+export function threadCpuMs(pid: number, tid = pid): number {
+  return statCpuMs(`/proc/${pid}/task/${tid}/stat`);
+}
+
+function statCpuMs(path: string): number {
+  const stat = readFileSync(path, "utf8");
   // Field 2 (comm) may contain spaces; everything after its closing parenthesis is fixed.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
