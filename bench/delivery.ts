@@ -6,6 +6,7 @@
 //
 //   bun run bench/delivery.ts [--duration 8] [--connections 32] [--threads 2] [--cold 50]
 //                             [--entry other/src/main.ts] [--profile-dir DIR] [--json]
+import { cpus } from "node:os";
 import { flagValue, hasFlag, intFlag } from "./lib/args";
 import { coldWidths, runColdVariants, type ColdSeries, type WebpSettings } from "./lib/cold-variants";
 import { makeJpeg, PHOTO_200KB } from "./lib/jpegs";
@@ -56,7 +57,7 @@ async function comparePair(name: string, server: BenchServer, kuraPath: string, 
   const half = Math.max(1, Math.round(durationS / 2));
   const base = { connections, threads, headers };
   const onNginx = (d: number) => measuredWrk({ ...base, url: nginx.url(nginxPath), durationS: d }, () => nginx.cpuMs());
-  const onKura = (d: number) => measuredWrk({ ...base, url: server.url(kuraPath), durationS: d }, () => server.cpuMs());
+  const onKura = (d: number) => measuredWrk({ ...base, url: server.url(kuraPath), durationS: d }, () => server.cpuMs(), () => server.mainThreadCpuMs());
   log(`${name}：预热 …`);
   await onNginx(1);
   await onKura(1);
@@ -143,8 +144,8 @@ async function main() {
     const pairedRatio = percentile(cold.kura.latenciesMs.map((ms, i) => ms / cold.sharp.latenciesMs[i]!), 50);
 
     const pairRows = (p: Pair, label: string, nginxLabel: string) => [
-      [nginxLabel, fmtRate(pooledRate(p.nginx)), fmtMs(avg(p.nginx.map((r) => r.p50Ms))), fmtMs(avg(p.nginx.map((r) => r.p99Ms))), "1.00", avg(p.nginx.map((r) => r.serverCpuMsPerReq)).toFixed(3), "-", avg(p.nginx.map((r) => r.otherCores)).toFixed(2)],
-      [label, fmtRate(p.kura.perSecond), fmtMs(p.kura.p50Ms), fmtMs(p.kura.p99Ms), p.ratio.toFixed(2), p.kura.serverCpuMsPerReq.toFixed(3), fmtMiB(rssAfterWarm), p.kura.otherCores.toFixed(2)],
+      [nginxLabel, fmtRate(pooledRate(p.nginx)), fmtMs(avg(p.nginx.map((r) => r.p50Ms))), fmtMs(avg(p.nginx.map((r) => r.p99Ms))), "1.00", avg(p.nginx.map((r) => r.serverCpuMsPerReq)).toFixed(3), avg(p.nginx.map((r) => r.serverCores)).toFixed(2), "-", avg(p.nginx.map((r) => r.otherCores)).toFixed(2)],
+      [label, fmtRate(p.kura.perSecond), fmtMs(p.kura.p50Ms), fmtMs(p.kura.p99Ms), p.ratio.toFixed(2), p.kura.serverCpuMsPerReq.toFixed(3), p.kura.serverCores.toFixed(2), fmtMiB(rssAfterWarm), p.kura.otherCores.toFixed(2)],
     ];
     console.log(`\nKura delivery bench — ${new Date().toISOString()} — ${machineSummary()}`);
     console.log(
@@ -154,13 +155,13 @@ async function main() {
     );
     console.log(
       table(
-        ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "peak RSS MiB", "other load"],
+        ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "server cores", "peak RSS MiB", "other load"],
         [
           ...pairRows(originalPair, "Kura GET /i/{id} (original)", "nginx: original.jpg from disk"),
           ...pairRows(variantPair, `Kura GET /i/{id}?w=${WARM_WIDTH} Accept webp (warm)`, "nginx: the same webp from disk"),
-          ["sharp in-process: resize + webp (cold ref)", fmtRate(sharpS.perSecond), fmtMs(sharpS.p50Ms), fmtMs(sharpS.p99Ms), "1.00", sharpS.cpuMsPerOp.toFixed(2), "-", "-"],
-          ["renderVariant in-process (Kura's code)", fmtRate(renderS.perSecond), fmtMs(renderS.p50Ms), fmtMs(renderS.p99Ms), (renderS.p50Ms / sharpS.p50Ms).toFixed(2), renderS.cpuMsPerOp.toFixed(2), "-", "-"],
-          [`Kura GET /i/{id}?w=<new> Accept webp (cold)`, fmtRate(kuraS.perSecond), fmtMs(kuraS.p50Ms), fmtMs(kuraS.p99Ms), coldRatio.toFixed(2), kuraS.cpuMsPerOp.toFixed(2), fmtMiB(rssEnd), "-"],
+          ["sharp in-process: resize + webp (cold ref)", fmtRate(sharpS.perSecond), fmtMs(sharpS.p50Ms), fmtMs(sharpS.p99Ms), "1.00", sharpS.cpuMsPerOp.toFixed(2), "-", "-", "-"],
+          ["renderVariant in-process (Kura's code)", fmtRate(renderS.perSecond), fmtMs(renderS.p50Ms), fmtMs(renderS.p99Ms), (renderS.p50Ms / sharpS.p50Ms).toFixed(2), renderS.cpuMsPerOp.toFixed(2), "-", "-", "-"],
+          [`Kura GET /i/{id}?w=<new> Accept webp (cold)`, fmtRate(kuraS.perSecond), fmtMs(kuraS.p50Ms), fmtMs(kuraS.p99Ms), coldRatio.toFixed(2), kuraS.cpuMsPerOp.toFixed(2), "-", fmtMiB(rssEnd), "-"],
         ],
       ),
     );
@@ -168,6 +169,9 @@ async function main() {
       `\nratio: Kura rate / nginx rate (throughput rows); Kura p50 / sharp p50 (cold rows, ${widths.length} sequential requests each, widths ${widths[0]}..${widths.at(-1)}; ` +
         `p99 of so few is about the largest width). Median of per-width Kura/sharp ratios: ${pairedRatio.toFixed(2)}.` +
         `\nCPU ms/op: server process (Kura: all threads; nginx: master + workers) per request; this process per render for the in-process rows.` +
+        `\nserver cores: average cores the server used during the run (nginx: master + ${cpus().length} workers; Kura: all threads). ` +
+        `Kura's main thread (all HTTP and JS work): ${[originalPair, variantPair].map((p) => (p.kura.mainThreadCores ?? 0).toFixed(2)).join(" / ")} cores; ` +
+        `one thread next to wrk's ${threads} gets about ${(cpus().length / (1 + threads)).toFixed(2)} of ${cpus().length} cores from a fair scheduler when nothing else runs.` +
         `\npeak RSS: Kura's VmHWM after the throughput runs / at the end. wrk CPU per request: ${[originalPair, variantPair].map((p) => (p.kura.clientCpuMs / p.kura.requests).toFixed(3)).join(" / ")} ms.` +
         `\nserver-side renders (kura_variant_renders_total): 0 during the warm runs, ${coldRenders} for ${widths.length} cold requests.` +
         (cold.mismatchedWidths.length ? `\n注意：${cold.mismatchedWidths.length} 个宽度的服务端输出与 renderVariant 不同（设置不一致？）：${cold.mismatchedWidths.join(", ")}` : "\ncold outputs: byte-identical to renderVariant for every width."),

@@ -8,18 +8,30 @@ export interface LoadRun extends WrkResult {
   serverCpuMsPerReq: number;
   /** Average cores used by everything else on the machine during the run. */
   otherCores: number;
+  /** Average cores the server under test used (all its threads/processes). */
+  serverCores: number;
+  /** Average cores of the server's main thread, when asked for. */
+  mainThreadCores?: number;
 }
 
-export async function measuredWrk(opts: WrkOptions, serverCpuMs: () => number): Promise<LoadRun> {
+export async function measuredWrk(opts: WrkOptions, serverCpuMs: () => number, mainThreadCpuMs?: () => number): Promise<LoadRun> {
   const server0 = serverCpuMs();
+  const main0 = mainThreadCpuMs?.();
   const own0 = ownCpuMs();
   const busy0 = systemBusyMs();
   const t0 = performance.now();
   const r = await runWrk(opts);
   const wall = performance.now() - t0;
   const server = serverCpuMs() - server0;
+  const main = main0 === undefined ? undefined : mainThreadCpuMs!() - main0;
   const other = systemBusyMs() - busy0 - server - (ownCpuMs() - own0) - r.clientCpuMs;
-  return { ...r, serverCpuMsPerReq: server / r.requests, otherCores: Math.max(0, other) / wall };
+  return {
+    ...r,
+    serverCpuMsPerReq: server / r.requests,
+    otherCores: Math.max(0, other) / wall,
+    serverCores: server / wall,
+    ...(main === undefined ? {} : { mainThreadCores: main / wall }),
+  };
 }
 
 /** Requests/s over several runs, weighted by their length. */

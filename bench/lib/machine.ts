@@ -46,7 +46,19 @@ export class BackgroundLoad {
 
 /** utime + stime of a process (all threads) from /proc/<pid>/stat, ms. */
 export function processCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/** utime + stime of one thread (`tid` = pid: the main thread, where a Bun server runs its JS), ms. */
+export function oneThreadCpuMs(pid: number, tid = pid): number {
+  return statCpuMs(`/proc/${pid}/task/${tid}/stat`);
+}
+
+function statCpuMs(path: string): number {
+  return cpuMsOfStat(readFileSync(path, "utf8"));
+}
+
+function cpuMsOfStat(stat: string): number {
   // Field 2 (comm) may contain spaces; everything after its closing parenthesis is fixed.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
@@ -67,8 +79,7 @@ export function threadCpuMs(pid: number): { main: number; pool: number; other: n
       continue; // the thread ended meanwhile
     }
     const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+    const ms = cpuMsOfStat(stat);
     if (tid === String(pid)) out.main += ms;
     else if (comm.startsWith("Bun Pool")) out.pool += ms;
     else out.other += ms;

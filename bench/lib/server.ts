@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { processCpuMs } from "./machine";
+import { oneThreadCpuMs, processCpuMs } from "./machine";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const READY = /msg="Kura 启动完成".*listen=(\S+)/;
@@ -96,6 +96,11 @@ export class BenchServer {
   /** CPU time (user + system, all threads) the server has used so far, in milliseconds. */
   cpuMs(): number {
     return processCpuMs(this.pid);
+  }
+
+  /** CPU time of the main thread only (the one JS thread that serves HTTP), in milliseconds. */
+  mainThreadCpuMs(): number {
+    return oneThreadCpuMs(this.pid);
   }
 
   async dispose(): Promise<void> {

@@ -25,17 +25,13 @@ import { serializeToken, tokenFromResponse } from "./oauth/token";
 import { callTokenEndpoint } from "./oauth/token-source";
 import { sourceFields } from "./source";
 import { findTemplate } from "./templates";
+import { getOrCreate } from "../shared/get-or-create";
 
 export const CALLBACK_PATH = "/api/admin/channel-oauth/callback";
 
 const stores = new WeakMap<AppContext, FlowStore>();
 function flows(app: AppContext): FlowStore {
-  let store = stores.get(app);
-  if (!store) {
-    store = new FlowStore();
-    stores.set(app, store);
-  }
-  return store;
+  return getOrCreate(stores, app, () => new FlowStore());
 }
 
 export const startAuthorizationBody = z.strictObject({

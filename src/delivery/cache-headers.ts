@@ -11,8 +11,8 @@ export interface CacheHeaderInput {
   etag?: string;
   /** True when the representation was (or could have been) chosen from Accept. */
   varyAccept?: boolean;
-  /** Upload time; sent for originals only (rule 2). */
-  lastModified?: Date | number;
+  /** Upload time (a string is an HTTP date already formatted); sent for originals only (rule 2). */
+  lastModified?: Date | number | string;
 }
 
 /** `/i/`: content behind a short ID never changes, so any cache may keep it for a year. */
@@ -37,7 +37,7 @@ export function cacheHeaders(input: CacheHeaderInput): Record<string, string> {
       const headers: Record<string, string> = { "Cache-Control": cacheControlFor(input.area), ETag: input.etag };
       if (input.varyAccept) headers.Vary = "Accept";
       if (input.kind === "original" && input.lastModified !== undefined) {
-        headers["Last-Modified"] = httpDate(input.lastModified);
+        headers["Last-Modified"] = typeof input.lastModified === "string" ? input.lastModified : httpDate(input.lastModified);
       }
       return headers;
     }

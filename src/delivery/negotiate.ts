@@ -16,8 +16,19 @@ export function formatToMime(format: DeliveryFormat): string {
   return MIME_BY_FORMAT[format];
 }
 
+const formatOfMime = new Map<string, DeliveryFormat | null>();
+
 /** Format name of a stored MIME type; null for anything we cannot encode back to. */
 export function mimeToFormat(mime: string): DeliveryFormat | null {
+  // Asked on every delivery with one of a handful of stored types: remember the answers.
+  const known = formatOfMime.get(mime);
+  if (known !== undefined) return known;
+  const format = formatOf(mime);
+  if (formatOfMime.size < 256) formatOfMime.set(mime, format);
+  return format;
+}
+
+function formatOf(mime: string): DeliveryFormat | null {
   const base = mime.split(";")[0]!.trim().toLowerCase();
   if (base === "image/jpg" || base === "image/pjpeg") return "jpeg";
   for (const [format, m] of Object.entries(MIME_BY_FORMAT)) if (m === base) return format as DeliveryFormat;
@@ -66,6 +77,18 @@ export function chooseRepresentation(
  */
 export function acceptsWebp(acceptHeader: string | null | undefined): boolean {
   if (!acceptHeader) return false;
+  // Browsers send one of a few fixed Accept strings on every image request: remember the answers.
+  const known = webpByAccept.get(acceptHeader);
+  if (known !== undefined) return known;
+  const answer = parseAcceptsWebp(acceptHeader);
+  if (webpByAccept.size >= 256) webpByAccept.clear();
+  webpByAccept.set(acceptHeader, answer);
+  return answer;
+}
+
+const webpByAccept = new Map<string, boolean>();
+
+function parseAcceptsWebp(acceptHeader: string): boolean {
   let accepted = false;
   for (const range of acceptHeader.split(",")) {
     const [type, ...paramParts] = range.split(";");

@@ -38,6 +38,28 @@ export function parseDeliveryParams(query: URLSearchParams, s: DeliveryParamSett
   return { width: parseWidth(query.get("w"), s.process_widths), format: parseFormat(query.get("format"), s.process_formats) };
 }
 
+const NO_PARAMS: Readonly<DeliveryParams> = Object.freeze({ width: null, format: null });
+
+/**
+ * The same from a raw query string (without `?`). Most image requests have none, and then no
+ * URLSearchParams is built at all.
+ */
+export function parseDeliveryQuery(query: string, s: DeliveryParamSettings): DeliveryParams {
+  if (query === "") return NO_PARAMS;
+  // Without `%` or `+` nothing is decoded, so splitting by hand reads exactly what
+  // URLSearchParams would (first value wins), without building one.
+  if (query.includes("%") || query.includes("+")) return parseDeliveryParams(new URLSearchParams(query), s);
+  let w: string | null = null;
+  let format: string | null = null;
+  for (const part of query.split("&")) {
+    const eq = part.indexOf("=");
+    const name = eq < 0 ? part : part.slice(0, eq);
+    if (name === "w" && w === null) w = eq < 0 ? "" : part.slice(eq + 1);
+    else if (name === "format" && format === null) format = eq < 0 ? "" : part.slice(eq + 1);
+  }
+  return { width: parseWidth(w, s.process_widths), format: parseFormat(format, s.process_formats) };
+}
+
 function parseWidth(raw: string | null, allowed: readonly number[] | null): number | null {
   if (raw === null) return null;
   if (!allowed || allowed.length === 0) throw new InvalidParamsError("当前未开放缩放，不支持参数 w");

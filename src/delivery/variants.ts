@@ -2,6 +2,7 @@ import type { SettingsStore } from "../config/settings";
 import type { BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
 import type { Metrics } from "../ops/metrics";
+import type { CountHandle } from "../ops/metrics-batch";
 import { HotBytes } from "./hot-bytes";
 import { SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
@@ -41,6 +42,7 @@ export class VariantService {
   readonly hot = new HotBytes(HOT_BYTES_BUDGET, HOT_ITEM_MAX);
   private readonly limiter: WorkLimiter;
   private readonly flights = new SingleFlight<string, VariantBytes>();
+  private readonly hits: CountHandle;
 
   constructor(private readonly app: VariantDeps) {
     const s = app.settings.get();
@@ -48,6 +50,7 @@ export class VariantService {
     // CDN may still cache for a year), not what the local LRU holds, so evictions leave them.
     this.cache = new VariantCache({ dir: app.paths.variants, maxBytes: s.variants_cache_mb * 1024 * 1024 });
     this.limiter = new WorkLimiter(s.process_workers);
+    this.hits = app.metrics.variantLookups.child({ result: "hit" });
     app.settings.onChange((changed, next) => {
       if (changed.includes("process_workers")) this.limiter.setLimit(next.process_workers);
       if (changed.includes("variants_cache_mb")) void this.cache.setMaxBytes(next.variants_cache_mb * 1024 * 1024);
@@ -58,17 +61,25 @@ export class VariantService {
     return `${sha256}-${width}-${format}`;
   }
 
+  /** A variant already in memory (counted as a cache hit), without a promise; undefined otherwise. */
+  hotVariant(sha256: string, width: number, format: DeliveryFormat): VariantBytes | undefined {
+    const hot = this.hot.get(VariantService.key(sha256, width, format));
+    if (!hot) return undefined;
+    this.hits.inc();
+    return { bytes: hot, size: hot.size };
+  }
+
   async get(blob: VariantSource, width: number, format: DeliveryFormat): Promise<VariantBytes> {
     const key = VariantService.key(blob.sha256, width, format);
     const hot = this.hot.get(key);
     if (hot) {
-      this.app.metrics.variantLookups.inc({ result: "hit" });
+      this.hits.inc();
       return { bytes: hot, size: hot.size };
     }
     const hit = this.cache.get(key);
     const file = hit && Bun.file(hit.path);
     if (hit && file && (await file.exists())) {
-      this.app.metrics.variantLookups.inc({ result: "hit" });
+      this.hits.inc();
       if (hit.size > HOT_ITEM_MAX) return { path: hit.path, size: hit.size };
       const bytes = this.hot.set(key, new Uint8Array(await file.arrayBuffer()));
       return { bytes, size: bytes.size };

@@ -4,6 +4,7 @@ import type { AppContext } from "../context";
 import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { assertAdminRoutesGuarded } from "./access";
 import { DomainError } from "../errors";
+import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, httpErrorOf, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { diskFullError, isDiskFull } from "./disk-full";
@@ -31,6 +32,7 @@ import { publicRoutes } from "./routes/public";
 import { refererRoutes } from "./routes/referers";
 import { reviewRoutes } from "./routes/review";
 import { s3Routes } from "../s3/router";
+import { getOrCreate } from "../shared/get-or-create";
 
 /** Paths left out of HTTP metrics (spec 4.12). */
 const UNMETERED = new Set(["/healthz", "/metrics"]);
@@ -94,26 +96,19 @@ function errorText(error: unknown): string {
 
 export type Router = ReturnType<typeof createRouter>;
 
-/** HTTP metrics with label children cached per (method, route, status): no label hashing per request. */
+/**
+ * HTTP metrics with the label set of each (method, route, status) resolved once: a request
+ * then costs two Map lookups and a few additions (metrics-batch.ts), not label hashing.
+ */
 function requestMeters(app: AppContext) {
-  const counters = new Map<string, { inc(): void }>();
-  const timers = new Map<string, { observe(v: number): void }>();
+  const byMethod = new Map<string, Map<string, { timer: HistogramHandle; counters: Map<number, CountHandle> }>>();
   return {
     observe(method: string, route: string, status: number, seconds: number) {
-      const timerKey = `${method} ${route}`;
-      const counterKey = `${timerKey} ${status}`;
-      let counter = counters.get(counterKey);
-      if (!counter) {
-        counter = app.metrics.httpRequests.labels({ method, route, status: String(status) });
-        counters.set(counterKey, counter);
-      }
-      let timer = timers.get(timerKey);
-      if (!timer) {
-        timer = app.metrics.httpDuration.labels({ method, route });
-        timers.set(timerKey, timer);
-      }
+      const routes = getOrCreate(byMethod, method, () => new Map());
+      const series = getOrCreate(routes, route, () => ({ timer: app.metrics.httpDuration.series({ method, route }), counters: new Map<number, CountHandle>() }));
+      const counter = getOrCreate(series.counters, status, () => app.metrics.httpCounts.child({ method, route, status: String(status) }));
       counter.inc();
-      timer.observe(seconds);
+      series.timer.observe(seconds);
     },
   };
 }
@@ -171,15 +166,28 @@ export function createFetchHandler(app: AppContext, router: Router) {
     return finish(request, path, response, requestInfo(request).route, started);
   };
 
-  return (received: Request, server: Server<undefined>): Promise<Response> => {
+  /** Fast-path answers carry nosniff and their real length already: only the metrics are left. */
+  const finishImage = (request: Request, response: Response, started: number) => {
+    meters.observe(request.method, IMAGE_ROUTE, response.status, (performance.now() - started) / 1000);
+    return response;
+  };
+
+  return (received: Request, server: Server<undefined>): Response | Promise<Response> => {
     const started = performance.now();
-    const path = rawTarget(received.url).path;
-    const delivered = fastImage(received, path);
+    const { path, query } = rawTarget(received.url);
+    let delivered: Response | Promise<Response> | undefined;
+    try {
+      delivered = fastImage(received, path, query);
+    } catch (err) {
+      return finish(received, path, errorAnswer(app, received, err), IMAGE_ROUTE, started);
+    }
     if (!delivered) return routed(received, server, started);
     // The one-time reverse-proxy hint needs the peer only when the header is there.
     if (received.headers.has("x-forwarded-for")) hintProxy(server.requestIP(received)?.address ?? "", received.headers);
+    // A hot image is answered synchronously: no promise, no extra turn of the microtask queue.
+    if (delivered instanceof Response) return finishImage(received, delivered, started);
     return delivered.then(
-      (response) => finish(received, path, response, IMAGE_ROUTE, started),
+      (response) => finishImage(received, response, started),
       (err: unknown) => finish(received, path, errorAnswer(app, received, err), IMAGE_ROUTE, started),
     );
   };

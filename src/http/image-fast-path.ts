@@ -11,15 +11,17 @@ export const IMAGE_ROUTE = "/i/:id";
  * client-address work cost as much CPU as serving the bytes (bench/README.md, "Where the
  * time goes"). Delivery needs neither the client address nor a parsed body. Returns
  * undefined for anything the router must see (other paths, a body, a nested path).
+ * The answer is a plain Response when the row and the bytes are in memory (no promise), and
+ * already carries nosniff and its HEAD length (`direct`). Throws for a bad `w`/`format`.
  */
 export function imageFastPath(app: AppContext) {
-  return (request: Request, path: string): Promise<Response> | undefined => {
+  return (request: Request, path: string, query: string): Response | Promise<Response> | undefined => {
     const method = request.method;
     if ((method !== "GET" && method !== "HEAD") || !path.startsWith("/i/") || request.body) return undefined;
     const raw = path.slice(3);
     if (raw === "" || raw.includes("/")) return undefined;
     const segment = decodeSegment(raw);
-    return serveImage(app, { area: "i", request, isPublic: true, lookup: () => imageByIdSegment(app, segment) });
+    return serveImage(app, { area: "i", request, isPublic: true, direct: true, query, lookup: () => imageByIdSegment(app, segment) });
   };
 }
 

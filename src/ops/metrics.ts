@@ -1,22 +1,28 @@
 import client from "prom-client";
+import { FastHistogram, PendingCounter } from "./metrics-batch";
 
 /** One registry per process: prom-client defaults plus Kura's own metrics. */
 export function createMetrics() {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
-  const httpRequests = new client.Counter({
-    name: "kura_http_requests_total",
-    help: "HTTP 请求数（按路由模板）",
-    labelNames: ["method", "route", "status"] as const,
-    registers: [registry],
-  });
-  const httpDuration = new client.Histogram({
-    name: "kura_http_request_duration_seconds",
-    help: "HTTP 请求耗时（秒）",
-    labelNames: ["method", "route"] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
+  // Counted on every request: batched (see metrics-batch.ts), same exposition as before.
+  const httpCounts = new PendingCounter<"method" | "route" | "status">();
+  httpCounts.attach(
+    new client.Counter({
+      name: "kura_http_requests_total",
+      help: "HTTP 请求数（按路由模板）",
+      labelNames: ["method", "route", "status"] as const,
+      registers: [registry],
+      collect: () => httpCounts.flush(),
+    }),
+  );
+  const httpDuration = new FastHistogram(
+    "kura_http_request_duration_seconds",
+    "HTTP 请求耗时（秒）",
+    ["method", "route"],
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registry,
+  );
   const uploadDuration = new client.Histogram({
     name: "kura_upload_duration_seconds",
     help: "上传处理耗时（秒）：ok 成功，rejected 输入无效或超额，failed 基础设施故障",
@@ -30,19 +36,23 @@ export function createMetrics() {
     labelNames: ["channel", "result"] as const,
     registers: [registry],
   });
-  const variantLookups = new client.Counter({
-    name: "kura_variant_lookups_total",
-    help: "变体缓存查找次数",
-    labelNames: ["result"] as const,
-    registers: [registry],
-  });
+  const variantLookups = new PendingCounter<"result">();
+  variantLookups.attach(
+    new client.Counter({
+      name: "kura_variant_lookups_total",
+      help: "变体缓存查找次数",
+      labelNames: ["result"] as const,
+      registers: [registry],
+      collect: () => variantLookups.flush(),
+    }),
+  );
   const variantRenders = new client.Counter({
     name: "kura_variant_renders_total",
     help: "实际执行的变体生成（编码）次数",
     labelNames: ["format", "result"] as const,
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration, uploadDuration, channelPuts, variantLookups, variantRenders };
+  return { registry, httpCounts, httpDuration, uploadDuration, channelPuts, variantLookups, variantRenders };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

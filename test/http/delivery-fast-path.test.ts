@@ -4,6 +4,10 @@
  * `/i/:id` with its status; HEAD sends the stored size as Content-Length and no body; a bad `w` is
  * a 400 JSON envelope; a segment that is not valid percent-encoding and a nested path are 404s;
  * `/i/{id}.{ext}` and a percent-encoded id reach the same image.
+ *
+ * Hot answers reuse response headers prepared once per cached image row and representation;
+ * they must be exactly the headers the first (cold) answer had, follow a settings change at
+ * once, and never leak between `/i/` and `/o/` (which share the cached row).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { adminSession } from "../helpers/client";
@@ -15,15 +19,18 @@ describe("/i/ fast path keeps the router's contract", () => {
   let server: KuraServer;
   let id: string;
   let bytes: Uint8Array;
+  let admin: Awaited<ReturnType<typeof adminSession>>;
+  let userId: string;
   const sample = (status: number, method = "GET") => `kura_http_requests_total{method="${method}",route="/i/:id",status="${status}"}`;
 
   beforeAll(async () => {
     server = await KuraServer.start();
-    const admin = await adminSession(server);
+    admin = await adminSession(server);
     await admin.json("PUT", "/api/admin/config", { process_widths: [16], exif_policy: "passthrough" });
+    userId = (await admin.json("GET", "/api/admin/me")).user.id;
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "fast" }, 201)).token;
     bytes = await makeJpeg(40, 30, 60);
-    const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, "f.jpg") });
+    const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, "f.jpg", { object_key: "fast/f.jpg" }) });
     expect(res.status).toBe(200);
     id = (await res.json()).id;
   });
@@ -63,5 +70,53 @@ describe("/i/ fast path keeps the router's contract", () => {
     expect(await metricValue(server.base, sample(200, "HEAD"))).toBe(before.head + 1);
     expect(await metricValue(server.base, sample(400))).toBe(before.bad + 1);
     expect(await metricValue(server.base, sample(404))).toBe(before.missing + 2);
+  });
+
+  /** Every header except Date, as one comparable object. */
+  const headerSet = (res: Response) => Object.fromEntries([...res.headers].filter(([k]) => k !== "date"));
+
+  test("hot answers carry exactly the headers of the first answer, per representation and area", async () => {
+    const cases: [string, Record<string, string>][] = [
+      [`/i/${id}?w=16`, { accept: "image/webp" }],
+      [`/i/${id}?w=16`, {}],
+      [`/i/${id}?format=png`, {}],
+      [`/i/${id}`, {}],
+      [`/i/${id}.jpg`, {}],
+      [`/o/${userId}/fast/f.jpg`, {}],
+      [`/i/${id}`, {}],
+    ];
+    for (const [path, headers] of cases) {
+      const first = await fetch(server.url(path), { headers });
+      const firstBody = Buffer.from(await first.arrayBuffer());
+      for (let i = 0; i < 2; i++) {
+        const again = await fetch(server.url(path), { headers });
+        expect({ path, headers, ...headerSet(again) }).toEqual({ path, headers, ...headerSet(first) });
+        expect(Buffer.from(await again.arrayBuffer()).equals(firstBody)).toBe(true);
+      }
+    }
+    // The same cached row behind both areas: each keeps its own Cache-Control.
+    expect((await fetch(server.url(`/o/${userId}/fast/f.jpg`))).headers.get("cache-control")).toBe("public, no-cache");
+    expect((await fetch(server.url(`/i/${id}`))).headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+  });
+
+  test("a settings change shows in the very next hot answer", async () => {
+    const vary = async () => (await fetch(server.url(`/i/${id}`))).headers.get("vary");
+    expect(await vary()).toBe("Accept");
+    expect(await vary()).toBe("Accept");
+    // Without WebP nothing is negotiated any more, so the answer no longer varies on Accept.
+    await admin.json("PUT", "/api/admin/config", { process_formats: ["jpeg", "png"] });
+    expect(await vary()).toBeNull();
+    await admin.json("PUT", "/api/admin/config", { process_formats: ["webp", "jpeg", "png"] });
+    expect(await vary()).toBe("Accept");
+  });
+
+  test("error answers of the fast path carry nosniff too", async () => {
+    const range = await fetch(server.url(`/i/${id}`), { headers: { range: `bytes=${bytes.byteLength + 10}-` } });
+    expect(range.status).toBe(416);
+    expect(range.headers.get("x-content-type-options")).toBe("nosniff");
+    const partial = await fetch(server.url(`/i/${id}`), { headers: { range: "bytes=0-9" } });
+    expect(partial.status).toBe(206);
+    expect(partial.headers.get("content-length")).toBe("10");
+    expect(partial.headers.get("x-content-type-options")).toBe("nosniff");
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { InvalidParamsError, parseDeliveryParams } from "../../src/delivery/params.ts";
+import { InvalidParamsError, parseDeliveryParams, parseDeliveryQuery } from "../../src/delivery/params.ts";
 import { acceptsWebp, chooseRepresentation, formatToMime, mimeToFormat } from "../../src/delivery/negotiate.ts";
 import { httpErrorOf } from "../../src/http/errors.ts";
 
@@ -107,5 +107,33 @@ describe("chooseRepresentation", () => {
     expect(mimeToFormat("image/jpg")).toBe("jpeg");
     expect(mimeToFormat("IMAGE/PNG; charset=binary")).toBe("png");
     expect(mimeToFormat("image/bmp")).toBeNull();
+  });
+});
+
+describe("parseDeliveryQuery (raw query, the /i/ fast path)", () => {
+  const outcome = (run: () => unknown) => {
+    try {
+      return { ok: run() };
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  };
+  const same = (query: string) =>
+    expect({ query, ...outcome(() => parseDeliveryQuery(query, S)) }).toEqual({ query, ...outcome(() => parseDeliveryParams(new URLSearchParams(query), S)) });
+
+  test("reads exactly what URLSearchParams reads", () => {
+    const cases = ["", "w=640", "w=640&format=webp", "format=png&w=320", "&&w=640&", "w", "w=", "w==640", "w=640=", "format", "format=webp=x", "W=640", "w=640&w=99",
+      "w=99&w=640", "x=1&w=320", "w=6%340", "w=640&format=%77ebp", "w=+640", "w=640+", "format=web+p", "w%3D640", "a=%ZZ&w=640", "format=auto&w=1280", "w=12345678"];
+    for (const q of cases) same(q);
+  });
+
+  test("random queries from a small alphabet agree with URLSearchParams", () => {
+    const alphabet = ["w", "=", "&", "6", "4", "0", "3", "2", "format", "webp", "png", "+", "%3", "%", "x", "auto"];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let i = 0; i < 3000; i++) {
+      const len = 1 + Math.floor(next() * 10);
+      same(Array.from({ length: len }, () => alphabet[Math.floor(next() * alphabet.length)]).join(""));
+    }
   });
 });
