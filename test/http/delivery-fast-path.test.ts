@@ -5,20 +5,19 @@
  * a 400 JSON envelope; a segment that is not valid percent-encoding and a nested path are 404s;
  * `/i/{id}.{ext}` and a percent-encoded id reach the same image.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { adminSession } from "../helpers/client";
+import { useServer } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
 import { metricValue } from "../helpers/metrics";
-import { KuraServer } from "../helpers/server";
 
 describe("/i/ fast path keeps the router's contract", () => {
-  let server: KuraServer;
   let id: string;
   let bytes: Uint8Array;
   const sample = (status: number, method = "GET") => `kura_http_requests_total{method="${method}",route="/i/:id",status="${status}"}`;
 
+  const { server } = useServer();
   beforeAll(async () => {
-    server = await KuraServer.start();
     const admin = await adminSession(server);
     await admin.json("PUT", "/api/admin/config", { process_widths: [16], exif_policy: "passthrough" });
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "fast" }, 201)).token;
@@ -27,7 +26,6 @@ describe("/i/ fast path keeps the router's contract", () => {
     expect(res.status).toBe(200);
     id = (await res.json()).id;
   });
-  afterAll(() => server.dispose());
 
   test("statuses, headers and metrics", async () => {
     const before = { ok: await metricValue(server.base, sample(200)), head: await metricValue(server.base, sample(200, "HEAD")), bad: await metricValue(server.base, sample(400)), missing: await metricValue(server.base, sample(404)) };
