@@ -2,7 +2,7 @@ import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Session } from "../helpers/client";
+import type { Session } from "../helpers/client";
 import { useAdmin } from "../helpers/fixture";
 
 interface Hit {
