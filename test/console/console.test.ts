@@ -6,10 +6,12 @@ import type { BrowserContext, Page } from "playwright-core";
 import { Session } from "../helpers/client";
 import { makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
-import { sharedBrowser } from "./harness";
+import { join } from "node:path";
+import { SHOT_DIR, sharedBrowser } from "./harness";
 
 const NEW_PASSWORD = "console-password-1";
-const SCREENSHOT = "/tmp/kura-console.png";
+// In the run's own shot directory: a fixed /tmp path is shared with every other run on the machine.
+const SCREENSHOT = join(SHOT_DIR, "console.png");
 
 let server: KuraServer;
 let context: BrowserContext;

@@ -33,9 +33,10 @@ export function launchBrowser(): Promise<Browser> {
 let shared: Promise<Browser> | undefined;
 
 /**
- * One Chromium for every console test file (bun runs them in one process): launching is the
- * slow part. Files close their own contexts; the browser goes when the process does
- * (Playwright kills browsers it launched at exit; beforeExit closes it gracefully first).
+ * One Chromium for every console test file that runs in the same process (plain `bun test`, or one
+ * worker of `bun run test`'s `--parallel --no-isolate`): launching is the slow part. Files close their
+ * own contexts; the browser goes when the process does (Playwright kills browsers it launched at exit;
+ * beforeExit closes it gracefully first).
  */
 export function sharedBrowser(): Promise<Browser> {
   shared ??= launchBrowser().then((browser) => {

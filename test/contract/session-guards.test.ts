@@ -6,11 +6,11 @@
  * and neither refusal may change anything. Like test/contract/openapi.test.ts, a new route joins
  * the table by being documented; nothing here lists routes by hand except the two exemptions.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { expectError, Session } from "../helpers/client";
+import { useServer } from "../helpers/fixture";
 import { makeJpeg } from "../helpers/images";
 import { spec } from "../helpers/openapi";
-import { KuraServer } from "../helpers/server";
 import { queryDb } from "../http/channels.helpers";
 
 const STATE_CHANGING = ["post", "put", "patch", "delete"];
@@ -46,7 +46,6 @@ for (const [template, item] of Object.entries<Record<string, any>>(spec.paths)) 
 const TABLES = ["users", "sessions", "tokens", "settings", "channels", "images", "blobs", "referer_rules", "jobs", "dedup_candidates", "audit"];
 
 describe("session guards over every state-changing operation in openapi.yaml", () => {
-  let server: KuraServer;
   let jpeg: Buffer;
 
   const snapshot = () => Object.fromEntries(TABLES.map((t) => [t, queryDb(server, `SELECT * FROM ${t}`)]));
@@ -59,11 +58,10 @@ describe("session guards over every state-changing operation in openapi.yaml", (
     return s.request(op.method, op.path, body, extra);
   };
 
+  const { server } = useServer();
   beforeAll(async () => {
-    server = await KuraServer.start();
     jpeg = await makeJpeg(16, 16, 5);
   });
-  afterAll(() => server.dispose());
 
   test("the table covers the session API, and every such operation declares the CSRF token", () => {
     expect(sessionOperations.length).toBeGreaterThanOrEqual(25);

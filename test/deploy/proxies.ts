@@ -74,9 +74,11 @@ async function run(cmd: string[]): Promise<void> {
 
 /** Waits until `origin` answers over TLS with `caFile` trusted. */
 async function waitReady(origin: string, caFile: string, proc: ReturnType<typeof Bun.spawn>, what: string, logs: () => string) {
-  const ca = readFileSync(caFile, "utf8");
   const deadline = Date.now() + 60_000;
   for (;;) {
+    // Read on every attempt: Caddy creates its root.crt before the bytes are in, and a CA read once
+    // while the file was still empty failed every later handshake (seen on a loaded machine).
+    const ca = readFileSync(caFile, "utf8");
     const ok = await fetch(`${origin}/healthz`, { tls: { ca } }).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false);
     if (ok) return;
     if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`${what} did not become ready (exit ${proc.exitCode}):\n${logs()}`);

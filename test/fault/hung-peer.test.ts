@@ -10,9 +10,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startS3, TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
-import { adminSession, type Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { waitFor, waitReplicaState } from "../http/channels.helpers";
 import { FaultProxy } from "./harness";
 
@@ -23,8 +22,6 @@ const FAILOVER_BUDGET_MS = 4 * TIMEOUT_MS + 3_000;
 let scratch: string;
 let s3: RunningS3;
 let proxy: FaultProxy;
-let server: KuraServer;
-let admin: Session;
 let hungId = 0;
 let localId = 0;
 
@@ -32,8 +29,9 @@ beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "kura-fault-hung-"));
   s3 = await startS3({ directory: join(scratch, "s3"), buckets: ["hung"] });
   proxy = await FaultProxy.start(s3.port);
-  server = await KuraServer.start({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS) } });
-  admin = await adminSession(server);
+});
+const { server, admin } = useAdmin({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS) } });
+beforeAll(async () => {
   const ch = await admin.json(
     "POST",
     "/api/admin/channels",
@@ -45,7 +43,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await server.dispose();
   await proxy.stop();
   await s3.stop().catch(() => {});
   rmSync(scratch, { recursive: true, force: true });

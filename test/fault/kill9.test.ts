@@ -117,7 +117,6 @@ describe("kill -9 and restart", () => {
       interrupted = (await Bun.file(join(dataDir(), "backup.in-progress")).text()).trim();
     });
     await inFlight;
-    expect(readdirSync(join(dataDir(), "tmp"))).toEqual([]);
 
     // The restarted server takes the interrupted backup again by itself, on every channel.
     const fresh = await waitFor(
@@ -126,6 +125,10 @@ describe("kill -9 and restart", () => {
       20_000,
       "the interrupted backup to be taken again",
     );
+    // The new snapshot stages its own temp file in tmp/ while it runs, so tmp/ is checked once that
+    // backup has ended (it removes its file, then the marker): then nothing of either run is left.
+    await waitFor(async () => Bun.file(join(dataDir(), "backup.in-progress")).exists(), (running) => !running, 20_000, "the new backup to end");
+    expect(readdirSync(join(dataDir(), "tmp"))).toEqual([]);
     // Whatever is listed is complete and downloadable.
     for (const item of fresh.items) {
       const res = await admin.request("GET", `/api/admin/backups/${item.name}`);

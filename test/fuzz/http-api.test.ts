@@ -4,28 +4,23 @@
  * `{"error": …}` for /api/, plain text for image errors except the JSON 400 of processing
  * parameters), never a 5xx, never a dead server, and /healthz keeps answering meanwhile.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { adminSession, type Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { fuzzParams, hostileString } from "./fuzz-support";
 import { expectApiEnvelope, expectImageEnvelope, headerValue, probed, rawTargetText } from "./http-probe";
 
-let server: KuraServer;
-let admin: Session;
 let imageId = "";
 let jpeg: Buffer;
 
+const { server, admin } = useAdmin();
 beforeAll(async () => {
-  server = await KuraServer.start();
-  admin = await adminSession(server);
   await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 1_000_000, max_concurrent_uploads: 64 });
   jpeg = await makeJpeg(16, 12, 7);
   imageId = (await admin.json("POST", "/api/admin/upload", form(jpeg, "seed.jpg", { exif_policy: "passthrough" }))).id;
 });
 
-afterAll(() => server.dispose());
 
 describe("multipart parsing (upload route)", () => {
   const CRLF = "\r\n";

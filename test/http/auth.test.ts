@@ -1,15 +1,12 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { adminSession, expectError, Session } from "../helpers/client";
+import { useAdmin, useServer } from "../helpers/fixture";
 import { KuraServer, runCli } from "../helpers/server";
 
 describe("sessions and the default password", () => {
-  let server: KuraServer;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-  });
-  afterAll(() => server.dispose());
+  const { server } = useServer();
 
   test("factory default password is logged once and locks every other admin endpoint", async () => {
     expect(server.logs.match(/password=/g)?.length).toBe(1);
@@ -56,13 +53,7 @@ describe("sessions and the default password", () => {
 });
 
 describe("CSRF, cookies and invalidation", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   test("state-changing admin requests need the session's CSRF token", async () => {
     const body = { name: "csrf-user", password: "password-1" };

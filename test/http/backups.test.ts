@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminSession, expectError, Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { KuraServer } from "../helpers/server";
 
 const NAME = /^kura-\d{8}-\d{6}\.\d{3}\.db$/;
@@ -11,19 +12,15 @@ const NAME = /^kura-\d{8}-\d{6}\.\d{3}\.db$/;
 const snapshotsIn = (root: string) => (existsSync(join(root, "_kura/backups")) ? readdirSync(join(root, "_kura/backups")).filter((f) => NAME.test(f)).sort() : []);
 
 describe("metadata backups on two local channels", () => {
-  let server: KuraServer;
-  let admin: Session;
   let second: string;
   let defaultRoot: string;
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     second = mkdtempSync(join(tmpdir(), "kura-backup-"));
     defaultRoot = join(server.dataDir, "storage");
     await admin.json("POST", "/api/admin/channels", { name: "second", driver: "local", config: { path: second }, priority: 10 }, 201);
   });
   afterAll(async () => {
-    await server.dispose();
     rmSync(second, { recursive: true, force: true });
     rmSync(`${second}.away`, { recursive: true, force: true });
   });

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { adminSession, type Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { queryDb } from "./channels.helpers";
 
 interface PurgeCall {
@@ -47,19 +46,17 @@ const TOKEN = "cdn-token-very-secret";
 const COMPLETE = { base_url: BASE_URL, cdn_provider_zone_id: ZONE, cdn_provider_api_token: TOKEN };
 
 describe("CDN purge (spec 4.13)", () => {
-  let server: KuraServer;
-  let admin: Session;
   let cdn: ReturnType<typeof startFakeCdn>;
   let seed = 1;
 
   beforeAll(async () => {
     cdn = startFakeCdn();
-    server = await KuraServer.start({ env: { KURA_CDN_API_BASE: cdn.base } });
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin(() => ({ env: { KURA_CDN_API_BASE: cdn.base } }));
+  beforeAll(async () => {
     await admin.json("PUT", "/api/admin/config", { ...COMPLETE, process_widths: [16, 32], process_formats: ["webp", "jpeg", "png"] });
   });
   afterAll(async () => {
-    await server.dispose();
     cdn.stop();
   });
 

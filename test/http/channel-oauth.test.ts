@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { FakeDrive } from "../channels/fakes/drive";
 import { FakeDropbox } from "../channels/fakes/dropbox";
 import { FakeOnedrive } from "../channels/fakes/onedrive";
-import { adminSession, expectError, type Session } from "../helpers/client";
+import { expectError } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { SENTINEL, waitReplicaState } from "./channels.helpers";
 
 const fake = new FakeOnedrive();
@@ -20,8 +20,6 @@ const gdrive = new FakeDrive();
 const dropbox = new FakeDropbox();
 
 describe("OAuth channels (OneDrive against a local fake)", () => {
-  let server: KuraServer;
-  let admin: Session;
   let callback: string;
   /** The token obtained through the flow. */
   let token = "";
@@ -38,15 +36,13 @@ describe("OAuth channels (OneDrive against a local fake)", () => {
     return JSON.parse(/^token = (.*)$/m.exec(text)![1]!);
   }
 
+  const { server, admin } = useAdmin(() => ({
+    env: { KURA_OAUTH_API_BASE_ONEDRIVE: fake.origin, KURA_OAUTH_API_BASE_DRIVE: gdrive.origin, KURA_OAUTH_API_BASE_DROPBOX: dropbox.origin },
+  }));
   beforeAll(async () => {
-    server = await KuraServer.start({
-      env: { KURA_OAUTH_API_BASE_ONEDRIVE: fake.origin, KURA_OAUTH_API_BASE_DRIVE: gdrive.origin, KURA_OAUTH_API_BASE_DROPBOX: dropbox.origin },
-    });
-    admin = await adminSession(server);
     callback = server.url("/api/admin/channel-oauth/callback");
   });
   afterAll(async () => {
-    await server.dispose();
     fake.stop();
     gdrive.stop();
     dropbox.stop();

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
+import type { KuraServer } from "../helpers/server";
 import { startApacheDav, type ApacheDav } from "../channels/servers/apache";
 import { startSshd, type SshServer } from "../channels/servers/sshd";
 import { queryDb, waitFor, waitReplicaState } from "./channels.helpers";
@@ -15,8 +15,6 @@ const openAlerts = (server: KuraServer, target: string) =>
 
 describe("WebDAV and SFTP channels through the API, with their servers going down and back", () => {
   let scratch: string;
-  let server: KuraServer;
-  let admin: Session;
   let dav: ApacheDav;
   let sshd: SshServer;
   let firstImage: string;
@@ -28,12 +26,12 @@ describe("WebDAV and SFTP channels through the API, with their servers going dow
     mkdirSync(join(scratch, "sshd"));
     sshd = await startSshd(join(scratch, "sshd"));
     await sshd.start();
-    server = await KuraServer.start();
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin();
+  beforeAll(async () => {
     firstImage = (await admin.json("POST", "/api/admin/upload", form(await makeJpeg(30, 30, 1), "before.jpg"))).id;
   });
   afterAll(async () => {
-    await server.dispose();
     await dav.stop();
     await sshd.stop();
     rmSync(scratch, { recursive: true, force: true });

@@ -2,17 +2,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, expectError, Session } from "../helpers/client";
+import { expectError, Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, makePng } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { queryDb, SENTINEL, waitFor, waitReplicaState } from "./channels.helpers";
 
 const IMAGE_KEY = /^img\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}-[0-9a-f]{8}\.[a-z0-9]+$/;
 
 describe("storage channel admin API (local channels)", () => {
-  let server: KuraServer;
-  let admin: Session;
   let scratch: string;
   const images: { id: string; size: number }[] = [];
   const dir = (name: string) => join(scratch, name);
@@ -22,15 +20,15 @@ describe("storage channel admin API (local channels)", () => {
 
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), "kura-channels-"));
-    server = await KuraServer.start();
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin();
+  beforeAll(async () => {
     for (const bytes of [await makeJpeg(40, 30, 11), await makePng(16, 16, 12)]) {
       const up = await admin.json("POST", "/api/admin/upload", form(bytes, "a.jpg"));
       images.push({ id: up.id, size: (await admin.json("GET", `/api/admin/images/${up.id}`)).size });
     }
   });
   afterAll(async () => {
-    await server.dispose();
     rmSync(scratch, { recursive: true, force: true });
   });
 

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createS3Driver } from "../../src/channels/drivers/s3";
 import { startS3, TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
-import { adminSession, expectError, type Session } from "../helpers/client";
+import { expectError } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { queryDb, replicaOn, SENTINEL, waitFor, waitReplicaState } from "./channels.helpers";
 
 const BUCKET = "kura-channel";
@@ -14,8 +14,6 @@ const BUCKET = "kura-channel";
 describe("storage channel admin API against a real S3 server", () => {
   let scratch: string;
   let s3: RunningS3;
-  let server: KuraServer;
-  let admin: Session;
   let channelId = 0;
   const imageIds: string[] = [];
 
@@ -46,12 +44,12 @@ describe("storage channel admin API against a real S3 server", () => {
     scratch = mkdtempSync(join(tmpdir(), "kura-channels-s3-"));
     // No bucket yet: creation must make it (auto_create_bucket).
     s3 = await startS3({ directory: join(scratch, "s3") });
-    server = await KuraServer.start();
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin();
+  beforeAll(async () => {
     imageIds.push((await admin.json("POST", "/api/admin/upload", form(await makeJpeg(30, 20, 41), "first.jpg"))).id);
   });
   afterAll(async () => {
-    await server.dispose();
     await s3.stop().catch(() => {});
     rmSync(scratch, { recursive: true, force: true });
   });

@@ -6,17 +6,16 @@
  * - every 304 carries the same Cache-Control, ETag, Vary and Last-Modified as the 200 it stands for,
  *   for originals and variants under `/i/` and `/o/`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { adminSession } from "../helpers/client";
 import sharp from "sharp";
+import { useServer } from "../helpers/fixture";
 import { form, makeAnimated, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { queryDb } from "./channels.helpers";
 
 describe("delivered bytes and revalidation headers", () => {
-  let server: KuraServer;
   let bytes: Buffer;
   let jpeg: { id: string; key: string };
   let gif: { id: string };
@@ -25,8 +24,8 @@ describe("delivered bytes and revalidation headers", () => {
   let userId: string;
   const get = (path: string, headers: Record<string, string> = {}) => fetch(server.url(path), { headers, redirect: "manual" });
 
+  const { server } = useServer();
   beforeAll(async () => {
-    server = await KuraServer.start();
     const admin = await adminSession(server);
     await admin.json("PUT", "/api/admin/config", { process_widths: [16, 320], process_formats: ["webp", "jpeg", "png", "gif"] });
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "bytes" }, 201)).token;
@@ -44,7 +43,6 @@ describe("delivered bytes and revalidation headers", () => {
     hdr = { id: await up(await makeJpeg(40, 30, 45), "h.jpg", "hdr/h.jpg"), key: "hdr/h.jpg" };
     userId = (await admin.json("GET", "/api/admin/me")).user.id;
   });
-  afterAll(() => server.dispose());
 
   const paths = () => [`/i/${jpeg.id}`, `/o/${userId}/${jpeg.key}`];
   const ranges = (size: number): [string, number, number][] => [

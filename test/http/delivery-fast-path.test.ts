@@ -9,22 +9,21 @@
  * they must be exactly the headers the first (cold) answer had, follow a settings change at
  * once, and never leak between `/i/` and `/o/` (which share the cached row).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { adminSession } from "../helpers/client";
+import { useServer } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
 import { metricValue } from "../helpers/metrics";
-import { KuraServer } from "../helpers/server";
 
 describe("/i/ fast path keeps the router's contract", () => {
-  let server: KuraServer;
   let id: string;
   let bytes: Uint8Array;
   let admin: Awaited<ReturnType<typeof adminSession>>;
   let userId: string;
   const sample = (status: number, method = "GET") => `kura_http_requests_total{method="${method}",route="/i/:id",status="${status}"}`;
 
+  const { server } = useServer();
   beforeAll(async () => {
-    server = await KuraServer.start();
     admin = await adminSession(server);
     await admin.json("PUT", "/api/admin/config", { process_widths: [16], exif_policy: "passthrough" });
     userId = (await admin.json("GET", "/api/admin/me")).user.id;
@@ -34,7 +33,6 @@ describe("/i/ fast path keeps the router's contract", () => {
     expect(res.status).toBe(200);
     id = (await res.json()).id;
   });
-  afterAll(() => server.dispose());
 
   test("statuses, headers and metrics", async () => {
     const before = { ok: await metricValue(server.base, sample(200)), head: await metricValue(server.base, sample(200, "HEAD")), bad: await metricValue(server.base, sample(400)), missing: await metricValue(server.base, sample(404)) };

@@ -1,25 +1,21 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { adminSession, expectError, Session } from "../helpers/client";
+import { expectError, Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, makePng } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 
 describe("hotlink protection, variant cache bound and TTL renewal", () => {
-  let server: KuraServer;
-  let admin: Session;
   let id: string;
   const get = (path: string, referer?: string) => fetch(server.url(path), { headers: referer === undefined ? {} : { referer } });
 
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "t" }, 201)).token;
     const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(await makeJpeg(64, 64, 5), "a.jpg", { object_key: "pics/a.jpg" }) });
     id = (await res.json()).id;
   });
-  afterAll(() => server.dispose());
 
   test("an empty allowlist means protection is off", async () => {
     expect((await get(`/i/${id}`, "https://evil.example/")).status).toBe(200);

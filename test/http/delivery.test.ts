@@ -2,24 +2,21 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import { adminSession, expectError, Session } from "../helpers/client";
+import { expectError, Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeAnimated, makeJpeg, makePng } from "../helpers/images";
 import { metricValue } from "../helpers/metrics";
-import { KuraServer } from "../helpers/server";
 
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
 describe("public delivery", () => {
-  let server: KuraServer;
-  let admin: Session;
   let jpeg: { id: string; sha: string; size: number };
   let gif: { id: string; sha: string };
   const get = (path: string, headers: Record<string, string> = {}, method = "GET") => fetch(server.url(path), { method, headers, redirect: "manual" });
 
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     await admin.json("PUT", "/api/admin/config", { process_widths: [16, 320, 1920], process_formats: ["webp", "jpeg", "png", "avif", "gif"] });
     const bytes = await makeJpeg(800, 600, 21);
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "delivery" }, 201)).token;
@@ -32,7 +29,6 @@ describe("public delivery", () => {
   });
   afterAll(async () => {
     if (process.env.KURA_TEST_VERBOSE) console.log(server.logs);
-    await server.dispose();
   });
 
   test("original under /i/: immutable, strong ETag, Last-Modified, nosniff, Vary when negotiable", async () => {

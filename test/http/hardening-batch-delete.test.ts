@@ -1,9 +1,10 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { adminSession, expectError, type Session } from "../helpers/client";
+import { expectError } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
+import type { KuraServer } from "../helpers/server";
 
 /** Runs SQL against the live server's database from outside (fault injection). */
 function withDb(server: KuraServer, sql: string) {
@@ -17,13 +18,7 @@ function withDb(server: KuraServer, sql: string) {
 }
 
 describe("row 10: batch delete isolates each item", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   test("a database error on one id leaves the others deleted and is reported for that id only", async () => {
     const ids: string[] = [];

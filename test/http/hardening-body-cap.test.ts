@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { KuraServer } from "../helpers/server";
+import { describe, expect, test } from "bun:test";
+import { useServer } from "../helpers/fixture";
+import type { KuraServer } from "../helpers/server";
 import { memoryOf, hostRequest, type RawAnswer } from "./hardening.helpers";
 
 const MiB = 1024 * 1024;
@@ -30,11 +31,7 @@ async function peakGrowth<T>(server: KuraServer, work: () => Promise<T>): Promis
 }
 
 describe("row 1: one request path for the body cap and the router", () => {
-  let server: KuraServer;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-  });
-  afterAll(() => server.dispose());
+  const { server } = useServer();
 
   test("a short Host cannot route a 2 MB body past the cap into a JSON route", async () => {
     const body = Buffer.from(JSON.stringify({ name: "x".repeat(2 * MiB), password: "y" }));

@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { adminSession, expectError, type Session } from "../helpers/client";
-import { KuraServer } from "../helpers/server";
+import { describe, expect, test } from "bun:test";
+import { expectError } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 
 describe("row 5: cookie parsing cannot throw", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   const get = (path: string, cookie: string, method = "GET") => fetch(server.url(path), { method, headers: { cookie } });
 

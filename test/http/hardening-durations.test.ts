@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { adminSession, type Session } from "../helpers/client";
+import { describe, expect, test } from "bun:test";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
+import type { KuraServer } from "../helpers/server";
 import { cpuSecondsOf } from "./hardening.helpers";
 
 /** Every duration setting at its documented cap: 100 years in the setting's own unit. */
@@ -30,13 +30,7 @@ async function cpuShare(server: KuraServer, seconds: number): Promise<number> {
 }
 
 describe("row 8: duration settings at their caps", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   test("every duration at its cap is accepted, the server stays idle and variants render", async () => {
     const saved = await admin.json("PUT", "/api/admin/config", AT_CAP);

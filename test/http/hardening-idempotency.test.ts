@@ -1,16 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { adminSession, type Session } from "../helpers/client";
+import { describe, expect, test } from "bun:test";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 
 describe("row 9: Idempotency-Key is reserved atomically", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { admin } = useAdmin();
 
   test("6 concurrent uploads with one key make exactly one image and all answer its id", async () => {
     const jpeg = await makeJpeg(1200, 900, 11);

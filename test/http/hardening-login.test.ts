@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { expectError } from "../helpers/client";
-import { KuraServer } from "../helpers/server";
+import { useServer } from "../helpers/fixture";
+import type { KuraServer } from "../helpers/server";
 
 /** A login attempt as seen from `client` (the test process is a trusted proxy). */
 function attempt(server: KuraServer, client: string, name: string): Promise<Response> {
@@ -12,11 +13,7 @@ function attempt(server: KuraServer, client: string, name: string): Promise<Resp
 }
 
 describe("row 4: login throttling beyond address + name", () => {
-  let server: KuraServer;
-  beforeAll(async () => {
-    server = await KuraServer.start({ env: { KURA_TRUSTED_PROXIES: "127.0.0.1/32" } });
-  });
-  afterAll(() => server.dispose());
+  const { server } = useServer({ env: { KURA_TRUSTED_PROXIES: "127.0.0.1/32" } });
 
   test("one address spraying passwords over 25 names is throttled", async () => {
     const statuses: number[] = [];

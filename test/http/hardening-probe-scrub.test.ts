@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
-import { KuraServer } from "../helpers/server";
 import { startApacheDav, type ApacheDav } from "../channels/servers/apache";
 import { waitFor } from "./channels.helpers";
+import { useAdmin } from "../helpers/fixture";
 
 /** The WebDAV password; the collection is named after it too, so every error naming the URL carries it. */
 const SECRET = "dav-secret-7f3a9c";
@@ -13,21 +12,19 @@ const SECRET = "dav-secret-7f3a9c";
 describe("row 11: channel errors are scrubbed on every probe path", () => {
   let scratch: string;
   let dav: ApacheDav;
-  let server: KuraServer;
-  let admin: Session;
   let channelId: number;
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), "kura-scrub-"));
     dav = await startApacheDav(join(scratch, "apache"), { kura: SECRET });
     await dav.start();
     mkdirSync(join(dav.davDir, SECRET));
-    server = await KuraServer.start();
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin();
+  beforeAll(async () => {
     const ch = await admin.json("POST", "/api/admin/channels", { template: "webdav", inputs: { url: `${dav.url}${SECRET}/`, user: "kura", pass: SECRET }, name: "dav" }, 201);
     channelId = ch.id;
   });
   afterAll(async () => {
-    await server.dispose();
     await dav.stop();
     rmSync(scratch, { recursive: true, force: true });
   });

@@ -2,27 +2,22 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { waitFor, waitReplicaState } from "./channels.helpers";
 
 describe("row 12: read repair", () => {
-  let server: KuraServer;
-  let admin: Session;
   let primaryDir: string;
   let primaryId: number;
   let localId: number;
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     primaryDir = mkdtempSync(join(tmpdir(), "kura-ch-repair-"));
     primaryId = (await admin.json("POST", "/api/admin/channels", { name: "primary", driver: "local", config: { path: primaryDir }, priority: 10 }, 201)).id;
     localId = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
   });
   afterAll(async () => {
-    await server.dispose();
     rmSync(primaryDir, { recursive: true, force: true });
   });
 

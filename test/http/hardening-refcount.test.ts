@@ -1,23 +1,19 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { adminSession, Session } from "../helpers/client";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 
 describe("row 7: ref_count does not reveal other users' uploads", () => {
-  let server: KuraServer;
-  let admin: Session;
   let alice: Session;
   let bob: Session;
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     for (const name of ["alice", "bob"]) await admin.json("POST", "/api/admin/users", { name, password: "password-1" }, 201);
     alice = new Session(server);
     bob = new Session(server);
     await alice.login("alice", "password-1");
     await bob.login("bob", "password-1");
   });
-  afterAll(() => server.dispose());
 
   test("a user sees only their own references to shared bytes; an admin sees them all", async () => {
     const jpeg = await makeJpeg(40, 30, 77);

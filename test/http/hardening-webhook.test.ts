@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
-import { KuraServer } from "../helpers/server";
+import type { Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 
 interface Hit {
   path: string;
@@ -49,13 +49,7 @@ describe("row 6: the alert webhook follows the public-address policy", () => {
   });
 
   describe("without an allow list", () => {
-    let server: KuraServer;
-    let admin: Session;
-    beforeAll(async () => {
-      server = await KuraServer.start();
-      admin = await adminSession(server);
-    });
-    afterAll(() => server.dispose());
+    const { server, admin } = useAdmin();
 
     test("a loopback webhook is refused (no blind SSRF), and the audit keeps only where it points", async () => {
       const inside = endpoint();
@@ -77,13 +71,7 @@ describe("row 6: the alert webhook follows the public-address policy", () => {
   });
 
   describe("with KURA_WEBHOOK_ALLOW", () => {
-    let server: KuraServer;
-    let admin: Session;
-    beforeAll(async () => {
-      server = await KuraServer.start({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
-      admin = await adminSession(server);
-    });
-    afterAll(() => server.dispose());
+    const { server, admin } = useAdmin({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
 
     test("an allowed address is delivered to; a redirect is not followed", async () => {
       const elsewhere = endpoint();

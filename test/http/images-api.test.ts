@@ -1,29 +1,25 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { adminSession, expectError, Session } from "../helpers/client";
+import { expectError, Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, makePng } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 
 describe("image admin API", () => {
-  let server: KuraServer;
-  let admin: Session;
   let carol: Session;
   let carolId: string;
   const carolImages: string[] = [];
   const adminImages: string[] = [];
 
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     carolId = (await admin.json("POST", "/api/admin/users", { name: "carol", password: "password-1" }, 201)).id;
     carol = new Session(server);
     await carol.login("carol", "password-1");
     for (let i = 0; i < 3; i++) carolImages.push((await carol.json("POST", "/api/admin/upload", form(await makeJpeg(20, 20, 200 + i), `holiday-${i}.jpg`))).id);
     for (let i = 0; i < 25; i++) adminImages.push((await admin.json("POST", "/api/admin/upload", form(await makePng(8, 8, 300 + i), `admin_${i}%.png`))).id);
   });
-  afterAll(() => server.dispose());
 
   test("regular users see only their own images; admins see all and may filter by user", async () => {
     const own = await carol.json("GET", "/api/admin/images");

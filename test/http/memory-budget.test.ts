@@ -1,11 +1,12 @@
 // Memory budget: the animation frame budget is enforced from the header, before any frame is
 // decoded; camera-sized sources render within the memory budget with the defaults and with the
 // README's "1 GB VPS" profile.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import sharp from "sharp";
 import { MAX_ANIMATION_FRAMES } from "../../src/images/frame-budget";
 import { adminSession, expectError, type Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { animatedGif } from "../helpers/gif";
 import { form } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
@@ -15,14 +16,10 @@ import { memoryOf } from "./hardening.helpers";
 const MiB = 1024 * 1024;
 
 describe("animation frame budget", () => {
-  let server: KuraServer;
-  let admin: Session;
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 1000 });
   });
-  afterAll(() => server.dispose());
 
   test("one frame over the budget is 422 with a Chinese reason", async () => {
     const message = await expectError(await admin.request("POST", "/api/admin/upload", form(animatedGif(MAX_ANIMATION_FRAMES + 1), "many.gif")), 422);

@@ -8,27 +8,24 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { queryDb } from "./channels.helpers";
 
 describe("min_success = 2", () => {
-  let server: KuraServer;
-  let admin: Session;
   let second: string;
   let secondId: number;
 
   beforeAll(async () => {
     second = mkdtempSync(join(tmpdir(), "kura-min2-"));
-    server = await KuraServer.start({ env: { KURA_TEST_HOOKS: "replicate.before-put" } });
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "replicate.before-put" } });
+  beforeAll(async () => {
     secondId = (await admin.json("POST", "/api/admin/channels", { name: "second", driver: "local", config: { path: second }, priority: 1 }, 201)).id;
     await admin.json("PUT", "/api/admin/config", { min_success: 2 });
   });
   afterAll(async () => {
-    await server.dispose();
     rmSync(second, { recursive: true, force: true });
   });
 

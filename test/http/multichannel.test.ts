@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, expectError, type Session } from "../helpers/client";
+import { expectError } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { queryDb, waitReplicaState } from "./channels.helpers";
 
 /** Removes an image's object from a local channel directory; returns the removed path. */
@@ -17,8 +17,6 @@ function removeObject(dir: string, sha: string): string {
 }
 
 describe("several channels: replication, failover reads and redirect mode", () => {
-  let server: KuraServer;
-  let admin: Session;
   const dirs: Record<string, string> = {};
   const ids: Record<string, number> = {};
 
@@ -29,16 +27,14 @@ describe("several channels: replication, failover reads and redirect mode", () =
     return ch;
   };
 
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     dirs.local = join(server.dataDir, "storage");
     ids.local = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
     await createLocal("primary", 10);
     await createLocal("spare", 5);
   });
   afterAll(async () => {
-    await server.dispose();
     for (const [name, dir] of Object.entries(dirs)) if (name !== "local") rmSync(dir, { recursive: true, force: true });
   });
 

@@ -3,19 +3,16 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminSession, expectError, Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { KuraServer } from "../helpers/server";
 
 describe("alerts and audit log", () => {
-  let server: KuraServer;
-  let admin: Session;
   let dir: string;
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     dir = mkdtempSync(join(tmpdir(), "kura-ops-"));
   });
   afterAll(async () => {
-    await server.dispose();
     rmSync(dir, { recursive: true, force: true });
     rmSync(`${dir}.away`, { recursive: true, force: true });
   });

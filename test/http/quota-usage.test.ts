@@ -3,12 +3,12 @@
  * are refused once the quota is reached — over the console, the token API and S3 alike — also when
  * they arrive at the same time.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { adminSession, Session } from "../helpers/client";
+import { Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import type { S3Credential } from "../s3/s3-setup";
 import { signedS3 } from "../s3/signed-request";
 import { queryDb } from "./channels.helpers";
@@ -29,14 +29,8 @@ function noisePng(seed: number): Promise<Buffer> {
 type Surface = "console" | "token" | "s3";
 
 describe("quota with existing usage", () => {
-  let server: KuraServer;
-  let admin: Session;
 
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   /** A fresh user with `quota` bytes and an uploader for one surface. */
   async function uploaderFor(surface: Surface, quota: number) {

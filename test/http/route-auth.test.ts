@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { Elysia } from "elysia";
 import type { AppContext } from "../../src/context";
 import { OPEN_ADMIN_ROUTES } from "../../src/http/access";
 import { createRouter } from "../../src/http/app";
 import { routeAccess } from "../../src/http/guard";
 import { adminSession, expectError, Session } from "../helpers/client";
-import { KuraServer } from "../helpers/server";
+import { useServer } from "../helpers/fixture";
 
 /** Every /api/admin route the router serves, with parameters filled in and its declared access level. */
 function adminRoutes() {
@@ -56,16 +56,14 @@ describe("/api/admin is closed by default", () => {
 });
 
 describe("route table walk against a real server", () => {
-  let server: KuraServer;
   let user: Session;
+  const { server } = useServer();
   beforeAll(async () => {
-    server = await KuraServer.start();
     const admin = await adminSession(server);
     await admin.json("POST", "/api/admin/users", { name: "plain-user", password: "password-1" }, 201);
     user = new Session(server);
     expect((await user.login("plain-user", "password-1")).status).toBe(200);
   });
-  afterAll(() => server.dispose());
 
   test("without a session every guarded /api/admin route answers 401", async () => {
     const anonymous = new Session(server);

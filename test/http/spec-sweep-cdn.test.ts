@@ -6,10 +6,9 @@
 import { DeleteObjectCommand, DeleteObjectsCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, sha256 } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
 import { sdkClient, type S3Credential } from "../s3/s3-setup";
 
 /** Every purged URL of an image: `/i/<id>` and `/i/<id>.<ext>`, each with the given query forms; sorted. */
@@ -43,8 +42,6 @@ async function until<T>(probe: () => T | undefined | Promise<T | undefined>, wha
 const BASE_URL = "https://img.example.test";
 
 describe("spec sweep: CDN purge and S3 deletes", () => {
-  let server: KuraServer;
-  let admin: Session;
   let cdn: ReturnType<typeof startFakeCdn>;
   let s3: S3Client;
   let cred: S3Credential;
@@ -52,8 +49,9 @@ describe("spec sweep: CDN purge and S3 deletes", () => {
 
   beforeAll(async () => {
     cdn = startFakeCdn();
-    server = await KuraServer.start({ env: { KURA_CDN_API_BASE: cdn.base } });
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin(() => ({ env: { KURA_CDN_API_BASE: cdn.base } }));
+  beforeAll(async () => {
     await admin.json("PUT", "/api/admin/config", {
       base_url: BASE_URL,
       cdn_provider_zone_id: "zone-1",
@@ -68,7 +66,6 @@ describe("spec sweep: CDN purge and S3 deletes", () => {
   });
   afterAll(async () => {
     s3?.destroy();
-    await server.dispose();
     cdn.stop();
   });
 

@@ -9,24 +9,19 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
 import { metricValue } from "../helpers/metrics";
-import { KuraServer } from "../helpers/server";
 import { waitFor, waitReplicaState } from "./channels.helpers";
 
 describe("spec sweep: delivery", () => {
-  let server: KuraServer;
-  let admin: Session;
   const dirs: string[] = [];
 
+  const { server, admin } = useAdmin();
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
     await admin.json("PUT", "/api/admin/config", { process_widths: [16, 32], process_formats: ["webp", "jpeg"], activity_flush_seconds: 1 });
   });
   afterAll(async () => {
-    await server.dispose();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 

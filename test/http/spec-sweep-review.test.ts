@@ -143,8 +143,10 @@ test("item 8: an access shortly before expiry renews the image even when flushed
     const admin = await adminSession(server);
     // No periodic flush and no sweep during the test: the one flush happens at shutdown.
     await admin.json("PUT", "/api/admin/config", { ttl_renew_on_access: true, activity_flush_seconds: 3600, cleanup_sweep_seconds: 3600 });
-    const uploadedAt = Date.now();
     const { id } = await upload(admin, "ttl.jpg", { ttl: "3" });
+    // The expiry clock starts when the upload commits: timed from its answer, so a slow upload on a
+    // loaded machine cannot put the access into the upload's own second (expiry has second resolution).
+    const uploadedAt = Date.now();
     const before = (await admin.json("GET", `/api/admin/images/${id}`)).expire_at as string;
     await Bun.sleep(Math.max(0, uploadedAt + 1200 - Date.now()));
     // Viewed while still live…

@@ -1,16 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { parse } from "yaml";
 import { adminSession, expectError } from "../helpers/client";
+import { useServer } from "../helpers/fixture";
 import { KuraServer } from "../helpers/server";
 
 const metricLines = (text: string, name: string) => text.split("\n").filter((l) => l.startsWith(name));
 
 describe("system endpoints", () => {
-  let server: KuraServer;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-  });
-  afterAll(() => server.dispose());
+  const { server } = useServer();
 
   test("/healthz answers ok in plain text without authentication", async () => {
     const res = await fetch(server.url("/healthz"));

@@ -1,13 +1,12 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { adminSession, expectError, type Session } from "../helpers/client";
+import { adminSession, expectError } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, makePng, sha256 } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 
 describe("URL import and the token data plane", () => {
-  let server: KuraServer;
-  let admin: Session;
   let origin: ReturnType<typeof Bun.serve>;
   let png: Buffer;
   let token: string;
@@ -25,13 +24,13 @@ describe("URL import and the token data plane", () => {
         return new Response("missing", { status: 404 });
       },
     });
-    server = await KuraServer.start({ env: { KURA_IMPORT_ALLOW: "127.0.0.1/32" } });
-    admin = await adminSession(server);
+  });
+  const { server, admin } = useAdmin({ env: { KURA_IMPORT_ALLOW: "127.0.0.1/32" } });
+  beforeAll(async () => {
     token = (await admin.json("POST", "/api/admin/tokens", { name: "picgo" }, 201)).token;
   });
   afterAll(async () => {
     origin.stop(true);
-    await server.dispose();
   });
 
   const originUrl = (path: string) => `http://127.0.0.1:${origin.port}${path}`;

@@ -1,9 +1,10 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { adminSession, expectError, Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 import { form, htmlBytes, makeAnimated, makeJpeg, makePng, sha256, svgBytes } from "../helpers/images";
 import { listFiles } from "../helpers/files";
 import { KuraServer } from "../helpers/server";
@@ -14,13 +15,7 @@ import { computePhash } from "../../src/images/jobs";
 const storedFiles = (server: KuraServer) => listFiles(join(server.dataDir, "storage")).filter((f) => f.startsWith("img/"));
 
 describe("admin file upload", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   test("stores the image on the default local channel and describes it", async () => {
     const jpeg = await makeJpeg(120, 80, 7);
@@ -209,13 +204,7 @@ describe("admin file upload", () => {
 });
 
 describe("size, pixel and rate limits", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   test("larger than max_upload_mb is 413 and leaves no temp file", async () => {
     await admin.json("PUT", "/api/admin/config", { max_upload_mb: 1 });

@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { adminSession, expectError, Session } from "../helpers/client";
-import { KuraServer } from "../helpers/server";
+import { describe, expect, test } from "bun:test";
+import { expectError, Session } from "../helpers/client";
+import { useAdmin } from "../helpers/fixture";
 
 describe("users", () => {
-  let server: KuraServer;
-  let admin: Session;
-  beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-  });
-  afterAll(() => server.dispose());
+  const { server, admin } = useAdmin();
 
   test("create applies defaults, quota and ttl semantics", async () => {
     const plain = await admin.json("POST", "/api/admin/users", { name: "u-plain", password: "password-1" }, 201);

@@ -1,9 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
-import { KuraServer } from "../helpers/server";
+import { useAdmin } from "../helpers/fixture";
 
 interface Received {
   at: number;
@@ -47,19 +46,13 @@ async function waitFor<T>(probe: () => T | undefined, timeoutMs = 10_000): Promi
 const SQL_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 describe("alert webhook (spec 6.1)", () => {
-  let server: KuraServer;
-  let admin: Session;
   const dirs: string[] = [];
   let receiver: ReturnType<typeof startReceiver> | undefined;
 
-  beforeAll(async () => {
     // The receiver is on loopback, which the webhook policy refuses unless allowed.
-    server = await KuraServer.start({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
-    admin = await adminSession(server);
-  });
+  const { server, admin } = useAdmin({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
   afterEach(() => receiver?.stop());
   afterAll(async () => {
-    await server.dispose();
     for (const d of dirs) {
       rmSync(d, { recursive: true, force: true });
       rmSync(`${d}.away`, { recursive: true, force: true });

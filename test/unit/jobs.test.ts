@@ -334,6 +334,9 @@ describe("start, wake and stop", () => {
     await Bun.sleep(10); // the first poll finds nothing
     q.enqueue("purge", { n: 1 });
     await until(() => ran.length === 1, 1000);
+    // Job 1's end wakes q once more (a slot is free); that poll is a due 0 ms timer, so it runs before
+    // this sleep ends even on a loaded machine, and cannot claim the job enqueued below.
+    await Bun.sleep(20);
 
     const other = queue(openDb()); // another connection enqueues: no wake reaches q
     other.enqueue("purge", { n: 2 });

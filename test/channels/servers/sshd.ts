@@ -48,7 +48,8 @@ export async function startSshd(dir: string): Promise<SshServer> {
   // sshd insists on its privilege separation directory even in -D mode; only root can create it.
   if (!existsSync("/run/sshd")) {
     if (process.getuid?.() !== 0) throw new Error("sshd 需要目录 /run/sshd：请以 root 运行测试，或先创建该目录 (mkdir -m 755 /run/sshd)");
-    mkdirSync("/run/sshd", { mode: 0o755 });
+    // recursive: another test file starting its sshd at the same time may have just made it.
+    mkdirSync("/run/sshd", { mode: 0o755, recursive: true });
   }
   const ed25519 = await generateKey(join(dir, "host_ed25519"), "ed25519");
   const ecdsa = await generateKey(join(dir, "host_ecdsa"), "ecdsa");

@@ -1,0 +1,68 @@
+/**
+ * `bun run test`: the whole suite, in two groups, as one command (CI runs it through `.ci/run`).
+ *
+ * 1. Parallel group: every test file except SERIAL, in PARALLEL worker processes (`bun test --parallel`).
+ *    Most files spend their time waiting on real servers and peers (Kura, rclone, sshd, Apache, nginx,
+ *    Caddy, Chromium) and on I/O, so several at once fit even on 2 cores. `--no-isolate`: a worker keeps
+ *    one module registry across its files, as the single-process `bun test` always did, instead of
+ *    loading the helpers again per file (parsing openapi.yaml for the response checks alone costs
+ *    ~0.35 s of CPU; isolated, the suite took ~25 % more CPU).
+ *    `test/timings.json` (per-file durations) makes the slowest files start first, so no long file is
+ *    left alone at the end.
+ * 2. Serial group: SERIAL, one file at a time in one process, after the parallel group is done. These
+ *    files assert wall time, CPU or memory budgets, which measure the code only on a quiet machine.
+ *
+ * A file is parallel-safe when it takes a random port (port 0, or a probe right before the bind), a
+ * private temp directory (mkdtemp) and no fixed path outside it; test/README.md lists the rules.
+ *
+ *   bun run test                           both groups (the exit code fails if either fails)
+ *   bun run test --update-timings          same, then rewrites test/timings.json from this run
+ *   bun run test test/http/auth.test.ts    any other arguments: plain `bun test --timeout 60000 <args>`
+ *   KURA_TEST_PARALLEL=2 bun run test      fewer (or more) workers than the default 4
+ */
+import { resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dir, "..");
+const TIMEOUT = "--timeout=60000";
+const TIMINGS = "test/timings.json";
+/** Workers: the files mostly wait, so more than the 2 cores pay off; 4 measured best on a loaded 2-core machine. */
+const PARALLEL = Number(process.env.KURA_TEST_PARALLEL ?? 4);
+
+/** Files that run alone after the parallel group, and why each cannot share the machine. */
+export const SERIAL: Record<string, string> = {
+  "test/fault/hung-peer.test.ts": "failover within a wall-time budget (FAILOVER_BUDGET_MS)",
+  "test/http/cdn-purge.test.ts": "a delete answers within 1 s while the purge fails",
+  "test/http/memory-budget.test.ts": "peak RSS of 4 concurrent 36 MP renders; CPU starvation makes them overlap more",
+  "test/http/upload-memory.test.ts": "RSS growth while a 1 GiB body streams in",
+  "test/http/hardening-body-cap.test.ts": "RSS growth while oversized bodies stream in",
+  "test/scale/dedup-index.test.ts": "an idle dedup round under 100 ms",
+  "test/unit/s3-xml-reader.test.ts": "1 MiB of hostile XML parsed under 100 ms",
+  "test/s3/hardening.test.ts": "hostile DeleteObjects bodies refused under 100 ms over HTTP",
+  "test/unit/delivery-transform.test.ts": "a 30 ms processing timeout fires within 300 ms",
+  "test/clients/picgo-cli.test.ts": "the PicGo CLI exits within 2 s of its upload",
+};
+
+async function bunTest(args: string[]): Promise<number> {
+  const proc = Bun.spawn([process.execPath, "test", TIMEOUT, ...args], { cwd: ROOT, stdio: ["inherit", "inherit", "inherit"] });
+  return await proc.exited;
+}
+
+const args = process.argv.slice(2);
+const updateTimings = args.length === 1 && args[0] === "--update-timings";
+if (args.length && !updateTimings) process.exit(await bunTest(args));
+
+const serial = Object.keys(SERIAL);
+const started = performance.now();
+const parallel = await bunTest([
+  `--parallel=${PARALLEL}`,
+  "--no-isolate",
+  `--timings=${TIMINGS}`,
+  ...(updateTimings ? ["--update-timings"] : []),
+  ...serial.map((file) => `--path-ignore-patterns=${file}`),
+]);
+const parallelSeconds = (performance.now() - started) / 1000;
+console.log(`\n— parallel group (${PARALLEL} workers): ${parallelSeconds.toFixed(0)} s, exit ${parallel}; now ${serial.length} files alone —\n`);
+const alone = await bunTest(serial);
+const totalSeconds = (performance.now() - started) / 1000;
+console.log(`\n— suite: parallel group exit ${parallel}, serial group exit ${alone}, ${totalSeconds.toFixed(0)} s in all —`);
+process.exit(parallel || alone);
