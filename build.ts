@@ -124,9 +124,7 @@ async function main(): Promise<void> {
   }
   const size = Bun.file(outfile).size;
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(
-    `built ${outfile} (${(size / 1024 / 1024).toFixed(1)} MiB, ${seconds}s, commit ${commit}, sharp ${native.sharpVersion} ${native.platform})`,
-  );
+  console.log(`built ${outfile} (${(size / 1024 / 1024).toFixed(1)} MiB, ${seconds}s, commit ${commit}, sharp ${native.sharpVersion} ${native.platform})`);
 }
 
 await main();

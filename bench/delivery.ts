@@ -53,11 +53,23 @@ interface Pair {
  * the machine's speed drifts, and this compares Kura with nginx on both sides of it.
  * Each side gets a short unmeasured run first (JIT, page cache, connection setup).
  */
-async function comparePair(name: string, server: BenchServer, kuraPath: string, nginx: NginxServer, nginxPath: string, headers: Record<string, string>): Promise<Pair> {
+async function comparePair(
+  name: string,
+  server: BenchServer,
+  kuraPath: string,
+  nginx: NginxServer,
+  nginxPath: string,
+  headers: Record<string, string>,
+): Promise<Pair> {
   const half = Math.max(1, Math.round(durationS / 2));
   const base = { connections, threads, headers };
   const onNginx = (d: number) => measuredWrk({ ...base, url: nginx.url(nginxPath), durationS: d }, () => nginx.cpuMs());
-  const onKura = (d: number) => measuredWrk({ ...base, url: server.url(kuraPath), durationS: d }, () => server.cpuMs(), () => server.mainThreadCpuMs());
+  const onKura = (d: number) =>
+    measuredWrk(
+      { ...base, url: server.url(kuraPath), durationS: d },
+      () => server.cpuMs(),
+      () => server.mainThreadCpuMs(),
+    );
   log(`${name}：预热 …`);
   await onNginx(1);
   await onKura(1);
@@ -77,7 +89,11 @@ async function fetchBytes(url: string, headers: Record<string, string> = {}): Pr
 
 async function uploadOriginal(admin: BenchSession, jpeg: Uint8Array): Promise<string> {
   const b = multipartFile(jpeg, "delivery-bench.jpg", "image/jpeg");
-  const res = await fetch(admin.server.url("/api/admin/upload"), { method: "POST", headers: { ...admin.authHeaders(), "content-type": b.contentType }, body: b.body });
+  const res = await fetch(admin.server.url("/api/admin/upload"), {
+    method: "POST",
+    headers: { ...admin.authHeaders(), "content-type": b.contentType },
+    body: b.body,
+  });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`上传失败：HTTP ${res.status}：${text}`);
   return (JSON.parse(text) as { id: string }).id;
@@ -104,8 +120,15 @@ async function main() {
     const admin = await adminSession(server);
     // passthrough: /i/{id} then serves exactly the bytes nginx serves.
     await admin.setConfig({ exif_policy: "passthrough", process_widths: [WARM_WIDTH, ...widths], upload_rate_per_min: 1_000_000 });
-    const full = await admin.json<{ settings: { process_quality_webp: number; process_webp_method: number; process_timeout_ms: number } }>("GET", "/api/admin/config/full");
-    const webp: WebpSettings = { quality: full.settings.process_quality_webp, effort: full.settings.process_webp_method, timeoutMs: full.settings.process_timeout_ms };
+    const full = await admin.json<{ settings: { process_quality_webp: number; process_webp_method: number; process_timeout_ms: number } }>(
+      "GET",
+      "/api/admin/config/full",
+    );
+    const webp: WebpSettings = {
+      quality: full.settings.process_quality_webp,
+      effort: full.settings.process_webp_method,
+      timeoutMs: full.settings.process_timeout_ms,
+    };
     const id = await uploadOriginal(admin, jpeg);
 
     const original = await fetchBytes(server.url(`/i/${id}`));
@@ -141,11 +164,34 @@ async function main() {
     const kuraS = coldSummary(cold.kura);
     const coldRatio = kuraS.p50Ms / sharpS.p50Ms;
     // Same width on both sides: less sensitive to which widths happen to sit at the median.
-    const pairedRatio = percentile(cold.kura.latenciesMs.map((ms, i) => ms / cold.sharp.latenciesMs[i]!), 50);
+    const pairedRatio = percentile(
+      cold.kura.latenciesMs.map((ms, i) => ms / cold.sharp.latenciesMs[i]!),
+      50,
+    );
 
     const pairRows = (p: Pair, label: string, nginxLabel: string) => [
-      [nginxLabel, fmtRate(pooledRate(p.nginx)), fmtMs(avg(p.nginx.map((r) => r.p50Ms))), fmtMs(avg(p.nginx.map((r) => r.p99Ms))), "1.00", avg(p.nginx.map((r) => r.serverCpuMsPerReq)).toFixed(3), avg(p.nginx.map((r) => r.serverCores)).toFixed(2), "-", avg(p.nginx.map((r) => r.otherCores)).toFixed(2)],
-      [label, fmtRate(p.kura.perSecond), fmtMs(p.kura.p50Ms), fmtMs(p.kura.p99Ms), p.ratio.toFixed(2), p.kura.serverCpuMsPerReq.toFixed(3), p.kura.serverCores.toFixed(2), fmtMiB(rssAfterWarm), p.kura.otherCores.toFixed(2)],
+      [
+        nginxLabel,
+        fmtRate(pooledRate(p.nginx)),
+        fmtMs(avg(p.nginx.map((r) => r.p50Ms))),
+        fmtMs(avg(p.nginx.map((r) => r.p99Ms))),
+        "1.00",
+        avg(p.nginx.map((r) => r.serverCpuMsPerReq)).toFixed(3),
+        avg(p.nginx.map((r) => r.serverCores)).toFixed(2),
+        "-",
+        avg(p.nginx.map((r) => r.otherCores)).toFixed(2),
+      ],
+      [
+        label,
+        fmtRate(p.kura.perSecond),
+        fmtMs(p.kura.p50Ms),
+        fmtMs(p.kura.p99Ms),
+        p.ratio.toFixed(2),
+        p.kura.serverCpuMsPerReq.toFixed(3),
+        p.kura.serverCores.toFixed(2),
+        fmtMiB(rssAfterWarm),
+        p.kura.otherCores.toFixed(2),
+      ],
     ];
     console.log(`\nKura delivery bench — ${new Date().toISOString()} — ${machineSummary()}`);
     console.log(
@@ -159,9 +205,39 @@ async function main() {
         [
           ...pairRows(originalPair, "Kura GET /i/{id} (original)", "nginx: original.jpg from disk"),
           ...pairRows(variantPair, `Kura GET /i/{id}?w=${WARM_WIDTH} Accept webp (warm)`, "nginx: the same webp from disk"),
-          ["sharp in-process: resize + webp (cold ref)", fmtRate(sharpS.perSecond), fmtMs(sharpS.p50Ms), fmtMs(sharpS.p99Ms), "1.00", sharpS.cpuMsPerOp.toFixed(2), "-", "-", "-"],
-          ["renderVariant in-process (Kura's code)", fmtRate(renderS.perSecond), fmtMs(renderS.p50Ms), fmtMs(renderS.p99Ms), (renderS.p50Ms / sharpS.p50Ms).toFixed(2), renderS.cpuMsPerOp.toFixed(2), "-", "-", "-"],
-          [`Kura GET /i/{id}?w=<new> Accept webp (cold)`, fmtRate(kuraS.perSecond), fmtMs(kuraS.p50Ms), fmtMs(kuraS.p99Ms), coldRatio.toFixed(2), kuraS.cpuMsPerOp.toFixed(2), "-", fmtMiB(rssEnd), "-"],
+          [
+            "sharp in-process: resize + webp (cold ref)",
+            fmtRate(sharpS.perSecond),
+            fmtMs(sharpS.p50Ms),
+            fmtMs(sharpS.p99Ms),
+            "1.00",
+            sharpS.cpuMsPerOp.toFixed(2),
+            "-",
+            "-",
+            "-",
+          ],
+          [
+            "renderVariant in-process (Kura's code)",
+            fmtRate(renderS.perSecond),
+            fmtMs(renderS.p50Ms),
+            fmtMs(renderS.p99Ms),
+            (renderS.p50Ms / sharpS.p50Ms).toFixed(2),
+            renderS.cpuMsPerOp.toFixed(2),
+            "-",
+            "-",
+            "-",
+          ],
+          [
+            `Kura GET /i/{id}?w=<new> Accept webp (cold)`,
+            fmtRate(kuraS.perSecond),
+            fmtMs(kuraS.p50Ms),
+            fmtMs(kuraS.p99Ms),
+            coldRatio.toFixed(2),
+            kuraS.cpuMsPerOp.toFixed(2),
+            "-",
+            fmtMiB(rssEnd),
+            "-",
+          ],
         ],
       ),
     );
@@ -174,7 +250,9 @@ async function main() {
         `one thread next to wrk's ${threads} gets about ${(cpus().length / (1 + threads)).toFixed(2)} of ${cpus().length} cores from a fair scheduler when nothing else runs.` +
         `\npeak RSS: Kura's VmHWM after the throughput runs / at the end. wrk CPU per request: ${[originalPair, variantPair].map((p) => (p.kura.clientCpuMs / p.kura.requests).toFixed(3)).join(" / ")} ms.` +
         `\nserver-side renders (kura_variant_renders_total): 0 during the warm runs, ${coldRenders} for ${widths.length} cold requests.` +
-        (cold.mismatchedWidths.length ? `\n注意：${cold.mismatchedWidths.length} 个宽度的服务端输出与 renderVariant 不同（设置不一致？）：${cold.mismatchedWidths.join(", ")}` : "\ncold outputs: byte-identical to renderVariant for every width."),
+        (cold.mismatchedWidths.length
+          ? `\n注意：${cold.mismatchedWidths.length} 个宽度的服务端输出与 renderVariant 不同（设置不一致？）：${cold.mismatchedWidths.join(", ")}`
+          : "\ncold outputs: byte-identical to renderVariant for every width."),
     );
     const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
     console.log(`\noriginal vs nginx >= ${TARGET_ORIGINAL}: ${verdict(originalPair.ratio >= TARGET_ORIGINAL)} (${originalPair.ratio.toFixed(2)})`);
@@ -194,7 +272,15 @@ async function main() {
           webp,
           original: pairJson(originalPair),
           warm_variant: pairJson(variantPair),
-          cold: { widths, sharp: sharpS, render_variant: renderS, kura: kuraS, ratio: coldRatio, paired_median_ratio: pairedRatio, mismatched_widths: cold.mismatchedWidths },
+          cold: {
+            widths,
+            sharp: sharpS,
+            render_variant: renderS,
+            kura: kuraS,
+            ratio: coldRatio,
+            paired_median_ratio: pairedRatio,
+            mismatched_widths: cold.mismatchedWidths,
+          },
           peak_rss_bytes: { after_setup: rssAfterSetup, after_throughput: rssAfterWarm, end: rssEnd },
           pass: { original: originalPair.ratio >= TARGET_ORIGINAL, warm: variantPair.ratio >= TARGET_WARM, cold: coldRatio <= TARGET_COLD },
         }),

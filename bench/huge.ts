@@ -40,7 +40,11 @@ async function uploadCopies(admin: BenchSession, jpeg: Uint8Array, count: number
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const b = multipartFile(withComment(jpeg, `huge-bench copy ${i}`), `huge-${i}.jpg`, "image/jpeg", { exif_policy: "passthrough" });
-    const res = await fetch(admin.server.url("/api/admin/upload"), { method: "POST", headers: { ...admin.authHeaders(), "content-type": b.contentType }, body: b.body });
+    const res = await fetch(admin.server.url("/api/admin/upload"), {
+      method: "POST",
+      headers: { ...admin.authHeaders(), "content-type": b.contentType },
+      body: b.body,
+    });
     if (res.status !== 200) throw new Error(`上传失败：HTTP ${res.status}：${await res.text()}`);
     ids.push(((await res.json()) as { id: string }).id);
   }
@@ -121,9 +125,36 @@ async function main() {
       table(
         ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "peak RSS MiB", "other load"],
         [
-          ["sharp in-process (before)", fmtRate(before.perSecond), fmtMs(before.p50), fmtMs(before.p99), "-", before.cpuMsPerOp.toFixed(0), "-", before.otherLoad.toFixed(2)],
-          [`Kura GET /i/{id}?w=<new>&format=jpeg`, fmtRate(kura.perSecond), fmtMs(kura.p50), fmtMs(kura.p99), ratio.toFixed(2), kuraCpu.toFixed(0), peakMiB.toFixed(0), kuraOtherLoad.toFixed(2)],
-          ["sharp in-process (after)", fmtRate(after.perSecond), fmtMs(after.p50), fmtMs(after.p99), "-", after.cpuMsPerOp.toFixed(0), "-", after.otherLoad.toFixed(2)],
+          [
+            "sharp in-process (before)",
+            fmtRate(before.perSecond),
+            fmtMs(before.p50),
+            fmtMs(before.p99),
+            "-",
+            before.cpuMsPerOp.toFixed(0),
+            "-",
+            before.otherLoad.toFixed(2),
+          ],
+          [
+            `Kura GET /i/{id}?w=<new>&format=jpeg`,
+            fmtRate(kura.perSecond),
+            fmtMs(kura.p50),
+            fmtMs(kura.p99),
+            ratio.toFixed(2),
+            kuraCpu.toFixed(0),
+            peakMiB.toFixed(0),
+            kuraOtherLoad.toFixed(2),
+          ],
+          [
+            "sharp in-process (after)",
+            fmtRate(after.perSecond),
+            fmtMs(after.p50),
+            fmtMs(after.p99),
+            "-",
+            after.cpuMsPerOp.toFixed(0),
+            "-",
+            after.otherLoad.toFixed(2),
+          ],
         ],
       ),
     );
@@ -131,7 +162,9 @@ async function main() {
     console.log(
       `\nidle RSS ${idleMiB.toFixed(0)} MiB (target < ${TARGET_IDLE_MIB}); peak RSS ${peakMiB.toFixed(0)} MiB (target < ${TARGET_PEAK_MIB}); ` +
         `ratio ${ratio.toFixed(2)} (target >= ${TARGET_RATIO}; CPU-per-render ratio ${cpuRatio.toFixed(2)}): ${pass ? "PASS" : "FAIL"}` +
-        (Math.max(before.otherLoad, kuraOtherLoad, after.otherLoad) > 0.2 ? "\nother load well above 0: the machine was shared, rates are not comparable — rerun on a quiet machine" : ""),
+        (Math.max(before.otherLoad, kuraOtherLoad, after.otherLoad) > 0.2
+          ? "\nother load well above 0: the machine was shared, rates are not comparable — rerun on a quiet machine"
+          : ""),
     );
     if (asJson) console.log(JSON.stringify({ requests, concurrency, idleMiB, peakMiB, ratio, cpuRatio, kura, before, after }));
   } finally {

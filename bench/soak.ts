@@ -131,19 +131,48 @@ try {
   const transport = (Object.values(stats) as ClassStats[]).reduce((n, s) => n + s.errors, 0);
   const rows = (Object.keys(stats) as Kind[]).map((k) => {
     const s = stats[k];
-    const statusText = [...s.statuses].sort((a, b) => a[0] - b[0]).map(([st, c]) => `${st}×${c}`).join(" ");
-    return [k, String(s.latencies.length), (s.latencies.length / wallS).toFixed(1), fmtMs(percentile(s.latencies, 50)), fmtMs(percentile(s.latencies, 99)), statusText || "-"];
+    const statusText = [...s.statuses]
+      .sort((a, b) => a[0] - b[0])
+      .map(([st, c]) => `${st}×${c}`)
+      .join(" ");
+    return [
+      k,
+      String(s.latencies.length),
+      (s.latencies.length / wallS).toFixed(1),
+      fmtMs(percentile(s.latencies, 50)),
+      fmtMs(percentile(s.latencies, 99)),
+      statusText || "-",
+    ];
   });
   const passed = fiveXx === 0 && transport === 0 && growth < 0.1;
 
   console.log(`\n${machineSummary()}`);
-  console.log(`soak: ${wallS.toFixed(0)} s, concurrency ${concurrency}, warm-up ${warmupS} s, ${readable.length} seeded images, ${uploads} uploads during the run`);
+  console.log(
+    `soak: ${wallS.toFixed(0)} s, concurrency ${concurrency}, warm-up ${warmupS} s, ${readable.length} seeded images, ${uploads} uploads during the run`,
+  );
   console.log(table(["class", "requests", "per s", "p50 ms", "p99 ms", "statuses"], rows));
   console.log(`5xx: ${fiveXx}   transport errors: ${transport}`);
-  console.log(`RSS after warm-up (mean of first third → last third of the samples): ${startRss.toFixed(1)} MiB → ${endRss.toFixed(1)} MiB (${(growth * 100).toFixed(1)}%, limit < 10%); peak ${(server.peakRssBytes() / 1048576).toFixed(0)} MiB`);
+  console.log(
+    `RSS after warm-up (mean of first third → last third of the samples): ${startRss.toFixed(1)} MiB → ${endRss.toFixed(1)} MiB (${(growth * 100).toFixed(1)}%, limit < 10%); peak ${(server.peakRssBytes() / 1048576).toFixed(0)} MiB`,
+  );
   console.log(passed ? "PASS" : "FAIL");
   if (json) {
-    console.log(JSON.stringify({ durationS: wallS, concurrency, warmupS, fiveXx, transport, startRss, endRss, growth, samples, classes: Object.fromEntries(rows.map((r) => [r[0], { requests: Number(r[1]), perSecond: Number(r[2]), p50Ms: Number(r[3]), p99Ms: Number(r[4]), statuses: r[5] }])) }));
+    console.log(
+      JSON.stringify({
+        durationS: wallS,
+        concurrency,
+        warmupS,
+        fiveXx,
+        transport,
+        startRss,
+        endRss,
+        growth,
+        samples,
+        classes: Object.fromEntries(
+          rows.map((r) => [r[0], { requests: Number(r[1]), perSecond: Number(r[2]), p50Ms: Number(r[3]), p99Ms: Number(r[4]), statuses: r[5] }]),
+        ),
+      }),
+    );
   }
   process.exitCode = passed ? 0 : 1;
 } finally {

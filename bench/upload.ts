@@ -207,13 +207,33 @@ async function main() {
   const vsInProcess = (u: UploadRow) => u.summary.perSecond / u.baselinePerSecond;
 
   console.log(`\nKura upload bench — ${new Date().toISOString()} — ${machineSummary()}`);
-  console.log(`${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run${matureStore ? ", mature store (fan-out directories made before the run)" : ", new store"}\n`);
+  console.log(
+    `${n} distinct JPEGs, ${PHOTO_200KB.width}x${PHOTO_200KB.height}, avg ${avgKb.toFixed(0)} KB, concurrency ${concurrency}, ${warmup} warm-up uploads per run${matureStore ? ", mature store (fan-out directories made before the run)" : ", new store"}\n`,
+  );
   console.log(
     table(
       ["run", "per s", "p50 ms", "p99 ms", "ratio", "CPU ms/op", "peak RSS MiB", "other load"],
       [
-        ["bare Bun server: multipart+sha256+metadata+fsync", fmtRate(bareSummary.perSecond), fmtMs(bareSummary.p50Ms), fmtMs(bareSummary.p99Ms), "1.00", bareCpu.toFixed(2), fmtMiB(bareRss), bareOther.toFixed(2)],
-        ["in-process: sharp.metadata + sha256 + write+fsync", fmtRate(base.perSecond), fmtMs(base.p50Ms), fmtMs(base.p99Ms), (base.perSecond / bareSummary.perSecond).toFixed(2), baseCpu.toFixed(2), "-", baseOther.toFixed(2)],
+        [
+          "bare Bun server: multipart+sha256+metadata+fsync",
+          fmtRate(bareSummary.perSecond),
+          fmtMs(bareSummary.p50Ms),
+          fmtMs(bareSummary.p99Ms),
+          "1.00",
+          bareCpu.toFixed(2),
+          fmtMiB(bareRss),
+          bareOther.toFixed(2),
+        ],
+        [
+          "in-process: sharp.metadata + sha256 + write+fsync",
+          fmtRate(base.perSecond),
+          fmtMs(base.p50Ms),
+          fmtMs(base.p99Ms),
+          (base.perSecond / bareSummary.perSecond).toFixed(2),
+          baseCpu.toFixed(2),
+          "-",
+          baseOther.toFixed(2),
+        ],
         ...uploads.map((u) => [
           `POST /api/admin/upload exif_policy=${u.policy}`,
           fmtRate(u.summary.perSecond),
@@ -235,11 +255,22 @@ async function main() {
       `\nother load: average cores used by other processes during the run; well above 0 means the numbers are disturbed.`,
   );
   const worst = Math.min(...uploads.map(ratio));
-  console.log(`\ntarget ratio >= ${TARGET_RATIO}: ${worst >= TARGET_RATIO ? "PASS" : "FAIL"} (worst ${worst.toFixed(2)}); total ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `\ntarget ratio >= ${TARGET_RATIO}: ${worst >= TARGET_RATIO ? "PASS" : "FAIL"} (worst ${worst.toFixed(2)}); total ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   if (asJson) {
     const rows = uploads.map((u) => ({ ...u, ratio: ratio(u) }));
     console.log(
-      JSON.stringify({ date: new Date().toISOString(), n, concurrency, mature_store: matureStore, avg_kb: avgKb, bare: { ...bareSummary, cpu_ms: bareCpu, threads: bareSplit }, baseline: { ...base, cpu_ms: baseCpu }, uploads: rows }),
+      JSON.stringify({
+        date: new Date().toISOString(),
+        n,
+        concurrency,
+        mature_store: matureStore,
+        avg_kb: avgKb,
+        bare: { ...bareSummary, cpu_ms: bareCpu, threads: bareSplit },
+        baseline: { ...base, cpu_ms: baseCpu },
+        uploads: rows,
+      }),
     );
   }
 }

@@ -49,7 +49,10 @@ async function cleanLocalChannels(app: AppContext, startedAt: number) {
     if (channel.row.driver !== "local" || !channel.driver) continue;
     const path = app.channels.repo.secrets(channel.row).config.path;
     const olderThanMs = Math.max(1, Date.now() - startedAt);
-    if (path) await cleanTempFiles(resolveLocalPath(path, app.bootstrap.dataDir), olderThanMs).catch((err) => app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }));
+    if (path)
+      await cleanTempFiles(resolveLocalPath(path, app.bootstrap.dataDir), olderThanMs).catch((err) =>
+        app.log.warn("清理本地渠道临时文件失败", { channel: channel.row.name, err: (err as Error).message }),
+      );
   }
 }
 
@@ -57,13 +60,7 @@ async function cleanLocalChannels(app: AppContext, startedAt: number) {
  * Builds the whole application context over an opened database: repositories, channels
  * (seeded, loaded, crash leftovers undone), job kinds and metrics. Nothing listens yet.
  */
-export async function createAppContext(
-  boot: Bootstrap,
-  db: Database,
-  key: MasterKey,
-  log: Logger,
-  shutdown: (reason: string) => void,
-): Promise<AppContext> {
+export async function createAppContext(boot: Bootstrap, db: Database, key: MasterKey, log: Logger, shutdown: (reason: string) => void): Promise<AppContext> {
   // In dependency order: each part gets only what was built before it, and nothing is patched in later.
   const metrics = createMetrics();
   const paths = prepareDataPaths(boot.dataDir);

@@ -8,15 +8,7 @@ export abstract class DomainError extends Error {
   abstract readonly kind: DomainErrorKind;
 }
 
-export type DomainErrorKind =
-  | "invalid"
-  | "unauthenticated"
-  | "forbidden"
-  | "not_found"
-  | "conflict"
-  | "quota_exceeded"
-  | "too_many"
-  | "unavailable";
+export type DomainErrorKind = "invalid" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "quota_exceeded" | "too_many" | "unavailable";
 
 /** What exactly was wrong with the input: the surfaces tell these apart (413, 415, 422 in HTTP). */
 export type InvalidProblem = "malformed" | "too_large" | "unsupported_type" | "unprocessable";

@@ -45,6 +45,12 @@ export function startBackgroundLoops(app: AppContext) {
     if (changed.includes("cold_cleanup_days")) void judgeCold(app).catch((err) => app.log.error("清理列表重新判定失败", { err: (err as Error).message }));
   });
   // Reconciliation lists whole channels: first run a day after start, not at boot.
-  const reconcile = startLoop("reconcile", app, () => RECONCILE_INTERVAL_SECONDS * 1000, () => reconcileRound(app), { runAtStart: false });
+  const reconcile = startLoop(
+    "reconcile",
+    app,
+    () => RECONCILE_INTERVAL_SECONDS * 1000,
+    () => reconcileRound(app),
+    { runAtStart: false },
+  );
   return [...loops.map((l) => l.loop), reconcile, backup];
 }

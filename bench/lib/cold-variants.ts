@@ -60,7 +60,14 @@ async function timed<T>(series: ColdSeries, cpu: () => number, fn: () => Promise
  * For each width: raw sharp, renderVariant and the server, interleaved so that drift in
  * machine speed hits all three alike. One warm-up of each side first (JIT, libvips init).
  */
-export async function runColdVariants(server: BenchServer, id: string, jpeg: Uint8Array, widths: readonly number[], warmupWidth: number, s: WebpSettings): Promise<ColdResult> {
+export async function runColdVariants(
+  server: BenchServer,
+  id: string,
+  jpeg: Uint8Array,
+  widths: readonly number[],
+  warmupWidth: number,
+  s: WebpSettings,
+): Promise<ColdResult> {
   const empty = (): ColdSeries => ({ latenciesMs: [], cpuMs: 0, wallMs: 0 });
   const result: ColdResult = { sharp: empty(), render: empty(), kura: empty(), mismatchedWidths: [] };
   const render = (width: number) =>
@@ -82,7 +89,12 @@ export async function runColdVariants(server: BenchServer, id: string, jpeg: Uin
     const steps = [
       async () => void (await timed(result.sharp, ownCpuMs, () => rawSharp(fresh(jpeg), width, s))),
       async () => void (mine = await timed(result.render, ownCpuMs, () => render(width))),
-      async () => void (theirs = await timed(result.kura, () => server.cpuMs(), () => get(width))),
+      async () =>
+        void (theirs = await timed(
+          result.kura,
+          () => server.cpuMs(),
+          () => get(width),
+        )),
     ];
     // Rotate who goes first, so no side always runs right after the others (cache, frequency).
     for (let k = 0; k < steps.length; k++) await steps[(i + k) % steps.length]!();

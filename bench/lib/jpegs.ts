@@ -33,7 +33,7 @@ function pixels(spec: JpegSpec, seed: number): Uint8Array {
         s ^= s >>> 17;
         s ^= s << 5;
         const v = base + c * 20 + ((((s >>> 0) & 0xff) - 128) * noise) / 128;
-        out[i++] = v < 0 ? 0 : Math.min(v , 255);
+        out[i++] = v < 0 ? 0 : Math.min(v, 255);
       }
     }
   }

@@ -73,7 +73,10 @@ export class NginxServer {
     const probe = `${server.base}/${Object.keys(files)[0]}`;
     const deadline = Date.now() + 5000;
     for (;;) {
-      const ok = await fetch(probe).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false);
+      const ok = await fetch(probe).then(
+        (r) => r.arrayBuffer().then(() => r.status === 200),
+        () => false,
+      );
       if (ok) return server;
       if (proc.exitCode !== null || Date.now() > deadline) {
         const stderr = await new Response(proc.stderr as ReadableStream).text().catch(() => "");

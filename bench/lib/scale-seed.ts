@@ -159,7 +159,17 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
         const accesses = Math.floor(random() ** 4 * 2000);
         const lastAccess = accesses ? sqlTime(createdMs + random() * (now - createdMs)) : null;
         const name = `${WORDS[i % WORDS.length]}_${i}.jpg`;
-        insertImage.run(id, blobOfImage[i]!, user, name, expiring ? sqlTime(now + random() * 30 * 86_400_000) : null, expiring ? 30 * 86_400 : null, lastAccess, accesses, sqlTime(createdMs));
+        insertImage.run(
+          id,
+          blobOfImage[i]!,
+          user,
+          name,
+          expiring ? sqlTime(now + random() * 30 * 86_400_000) : null,
+          expiring ? 30 * 86_400 : null,
+          lastAccess,
+          accesses,
+          sqlTime(createdMs),
+        );
       }
     })();
     progress(`images ${Math.min(start + BATCH, imageCount)}/${imageCount}`);
@@ -168,7 +178,8 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
 
   const insertAudit = db.query("INSERT INTO audit (actor, actor_name, action, target, detail, created_at) VALUES (?, ?, 'image.delete', ?, '', ?)");
   db.transaction(() => {
-    for (let a = 0; a < Math.round(imageCount / 10); a++) insertAudit.run(userIds[a % SCALE_USERS]!, "user", `img${a}`, sqlTime(now - random() * 60 * 86_400_000));
+    for (let a = 0; a < Math.round(imageCount / 10); a++)
+      insertAudit.run(userIds[a % SCALE_USERS]!, "user", `img${a}`, sqlTime(now - random() * 60 * 86_400_000));
   })();
 
   progress("indexes, rollups, search index and triggers");

@@ -38,7 +38,12 @@ export class BenchServer {
     }
     // `bun run <file>` runs the script in this very process (no wrapper), so proc.pid is
     // the server whose memory we report.
-    const proc = Bun.spawn(["bun", ...(opts.bunArgs ?? []), "run", opts.entry ?? join(ROOT, "src/main.ts"), "serve"], { cwd: dataDir, env, stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(["bun", ...(opts.bunArgs ?? []), "run", opts.entry ?? join(ROOT, "src/main.ts"), "serve"], {
+      cwd: dataDir,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const server = new BenchServer(proc, dataDir);
     void server.pump();
     const ready = await server.waitForLog(opts.ready ?? READY, opts.startTimeoutMs ?? 20_000).catch(() => undefined);
@@ -115,4 +120,3 @@ export function readProcStatusKb(pid: number, field: "VmHWM" | "VmRSS"): number 
   if (!m) throw new Error(`/proc/${pid}/status 中没有 ${field}`);
   return Number(m[1]);
 }
-

@@ -67,6 +67,10 @@ export function table(header: string[], rows: string[][]): string {
   // CJK characters take two terminal columns.
   const width = (s: string) => [...s].reduce((w, ch) => w + (/[\u1100-\uffdc]/.test(ch) ? 2 : 1), 0);
   const cols = header.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ""))));
-  const line = (cells: string[]) => cells.map((c, i) => c + " ".repeat(cols[i]! - width(c))).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c + " ".repeat(cols[i]! - width(c)))
+      .join("  ")
+      .trimEnd();
   return [line(header), line(cols.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }

@@ -72,14 +72,12 @@ export function insertToken(
 
 /** New prefix and secret for a token active at `now`, in one statement; the token's name, or undefined when not active. */
 export function replaceTokenSecret(db: Database, id: number, prefix: string, secretHash: string, now: string): string | undefined {
-  return (
-    db
-      .query<{ name: string }, [string, string, string, number, string]>(
-        `UPDATE tokens SET prefix = ?, secret_hash = ?, created_at = ?, last_used_at = NULL
+  return db
+    .query<{ name: string }, [string, string, string, number, string]>(
+      `UPDATE tokens SET prefix = ?, secret_hash = ?, created_at = ?, last_used_at = NULL
          WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) RETURNING name`,
-      )
-      .get(prefix, secretHash, now, id, now)?.name
-  );
+    )
+    .get(prefix, secretHash, now, id, now)?.name;
 }
 
 /** True when this call revoked it; a second revoke keeps the first revoked_at. */

@@ -35,8 +35,7 @@ export function cryptPasswords(key: MasterKey, channelId: number, createdAt: str
 
 /** Applied by the registry to every loaded channel: encrypted rows get the crypt layer. */
 export function cryptWrapper(key: MasterKey): DriverWrapper {
-  return (row: ChannelRow, driver: Driver) =>
-    row.encrypted ? wrapEncrypted(driver, cryptPasswords(key, row.id, row.created_at)) : driver;
+  return (row: ChannelRow, driver: Driver) => (row.encrypted ? wrapEncrypted(driver, cryptPasswords(key, row.id, row.created_at)) : driver);
 }
 
 export function wrapEncrypted(inner: Driver, passwords: CryptPasswords): Driver {

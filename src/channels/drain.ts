@@ -23,7 +23,6 @@ import { deleteChannelRows, holdsSoleCopy, intentExists, intentSince, runningJob
 export const DRAIN_JOB = "channel.drain";
 const SYSTEM_PREFIX = "_kura/";
 
-
 /** Removes the row and everything recorded about the channel (replica rows cascade). */
 function removeRow(app: AppContext, channelId: number) {
   deleteChannelRows(app.db, channelId, progressKey(channelId));
@@ -124,7 +123,10 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
   };
 
   try {
-    for (const [prefix, counter] of [["img/", "objects"], [SYSTEM_PREFIX, "system_objects"]] as const) {
+    for (const [prefix, counter] of [
+      ["img/", "objects"],
+      [SYSTEM_PREFIX, "system_objects"],
+    ] as const) {
       // Collect first: deleting while a backend pages through a listing can skip entries.
       const keys: string[] = [];
       for await (const info of driver.list(prefix)) {

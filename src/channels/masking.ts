@@ -37,7 +37,11 @@ export function maskValues(values: Record<string, string>, isSensitive: (key: st
 
 /** Which keys a read would have masked: the only keys where the sentinel is accepted. */
 export function maskedKeys(values: Record<string, string> | undefined, isSensitive: (key: string) => boolean): Set<string> {
-  return new Set(Object.entries(values ?? {}).filter(([k, v]) => v !== "" && isSensitive(k)).map(([k]) => k));
+  return new Set(
+    Object.entries(values ?? {})
+      .filter(([k, v]) => v !== "" && isSensitive(k))
+      .map(([k]) => k),
+  );
 }
 
 export class SentinelMisuseError extends Error {

@@ -115,7 +115,8 @@ function header(channel: ExportableChannel, base: string, path: string, encrypte
     `生成时间 / generated: ${now.toISOString().replace(/\.\d{3}Z$/, "Z")} (UTC)`,
     "",
     `警告：本文件包含访问凭据${encrypted ? "和加密密码" : ""}，与主密钥同等敏感，请妥善保管，切勿分享或提交到版本库。`,
-    "WARNING: this file contains credentials" + (encrypted ? " and the encryption passwords" : "") +
+    "WARNING: this file contains credentials" +
+      (encrypted ? " and the encryption passwords" : "") +
       "; it is as sensitive as the master key. Keep it private; never share or commit it.",
     "",
     "用法 / usage (rclone v1.60+):",
@@ -135,7 +136,12 @@ function shellQuote(arg: string): string {
 /** Every backend parameter in rclone's form: config values, plus the spec defaults the driver applies when a key is unset. */
 function backendParameters(driver: string, config: Record<string, string>, options: readonly ExportOptionSpec[]): [string, string][] {
   const specs = new Map(options.map((o) => [o.key, o]));
-  const names = [...options.map((o) => o.key), ...Object.keys(config).filter((k) => !specs.has(k)).sort()];
+  const names = [
+    ...options.map((o) => o.key),
+    ...Object.keys(config)
+      .filter((k) => !specs.has(k))
+      .sort(),
+  ];
   const out: [string, string][] = [];
   for (const name of names) {
     if (RESERVED_KEYS.has(name)) continue;

@@ -110,9 +110,7 @@ export class ChannelRepo {
    */
   recordProbe(id: number, error: string | null): string {
     const text = error === null ? "" : this.scrub(id, error);
-    this.db
-      .query("UPDATE channels SET healthy = ?, last_error = ?, last_checked_at = ? WHERE id = ?")
-      .run(error === null ? 1 : 0, text, sqlTime(), id);
+    this.db.query("UPDATE channels SET healthy = ?, last_error = ?, last_checked_at = ? WHERE id = ?").run(error === null ? 1 : 0, text, sqlTime(), id);
     return text;
   }
 

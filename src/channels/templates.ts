@@ -57,10 +57,7 @@ function region(inputs: Record<string, string>): string {
 
 /** The parts every S3 template shares: credentials, bucket/prefix, optional ACL and public address. */
 function s3Common(inputs: Record<string, string>, provider: string): Record<string, string> {
-  return pick(
-    { provider, access_key_id: inputs.access_key_id?.trim(), secret_access_key: inputs.secret_access_key, acl: inputs.acl },
-    inputs,
-  );
+  return pick({ provider, access_key_id: inputs.access_key_id?.trim(), secret_access_key: inputs.secret_access_key, acl: inputs.acl }, inputs);
 }
 
 /** Adds path/public_base_url and drops empty values. */

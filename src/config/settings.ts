@@ -2,13 +2,7 @@ import { readSettingRows, writeSettingRows } from "./repo";
 import type { Database } from "bun:sqlite";
 import { EventEmitter } from "node:events";
 import type { MasterKey } from "./master-key";
-import {
-  DEFAULT_SETTINGS,
-  SECRET_SETTINGS,
-  settingsPatchSchema,
-  type SettingKey,
-  type Settings,
-} from "./settings-schema";
+import { DEFAULT_SETTINGS, SECRET_SETTINGS, settingsPatchSchema, type SettingKey, type Settings } from "./settings-schema";
 
 export class SettingsValidationError extends Error {}
 
@@ -42,9 +36,7 @@ export class SettingsStore {
     const parsed = settingsPatchSchema.safeParse(patch);
     if (!parsed.success) throw new SettingsValidationError(describeIssue(parsed.error.issues[0]));
     const values = parsed.data as Partial<Settings>;
-    const changed = (Object.keys(values) as SettingKey[]).filter(
-      (k) => JSON.stringify(values[k]) !== JSON.stringify(this.current[k]),
-    );
+    const changed = (Object.keys(values) as SettingKey[]).filter((k) => JSON.stringify(values[k]) !== JSON.stringify(this.current[k]));
     if (changed.length === 0) return [];
     writeSettingRows(
       this.db,

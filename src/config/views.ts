@@ -1,13 +1,7 @@
 import type { AppContext } from "../context";
 import { redactWebhookUrl } from "../ops/webhook";
 import { BUILD } from "../version";
-import {
-  LOGIN_BURST,
-  LOGIN_REFILL_SECONDS,
-  RECONCILE_INTERVAL_SECONDS,
-  SECRET_SETTINGS,
-  type Settings,
-} from "./settings-schema";
+import { LOGIN_BURST, LOGIN_REFILL_SECONDS, RECONCILE_INTERVAL_SECONDS, SECRET_SETTINGS, type Settings } from "./settings-schema";
 
 /** The read-only slice every logged-in user may read (spec 2.14): no credentials. */
 export function publicConfig(s: Readonly<Settings>) {

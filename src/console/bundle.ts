@@ -12,10 +12,11 @@ import { join } from "node:path";
 
 export function consoleScript(): string {
   const entry = join(import.meta.dir, "app", "main.ts");
-  const out = Bun.spawnSync(
-    [process.execPath, "build", entry, "--target=browser", "--format=esm", "--minify"],
-    { stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } },
-  );
+  const out = Bun.spawnSync([process.execPath, "build", entry, "--target=browser", "--format=esm", "--minify"], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, NO_COLOR: "1" },
+  });
   if (!out.success) throw new Error(`控制台脚本打包失败：\n${out.stderr.toString()}`);
   const code = out.stdout.toString();
   // The script is inlined into a <script> element: this sequence would end it early.

@@ -3,7 +3,10 @@ import type { Database } from "bun:sqlite";
 
 /** The lines of PRAGMA integrity_check: exactly ["ok"] when the file is sound. */
 export function integrityCheck(db: Database): string[] {
-  return db.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check);
+  return db
+    .query<{ integrity_check: string }, []>("PRAGMA integrity_check")
+    .all()
+    .map((r) => r.integrity_check);
 }
 
 /** How many rows reference a missing parent. */

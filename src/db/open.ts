@@ -28,9 +28,7 @@ export function migrate(db: Database, migrations: Migration[] = MIGRATIONS): num
   if (current > latest) {
     throw new SchemaTooNewError(`数据库结构版本 ${current} 比本程序支持的 ${latest} 新，请升级 Kura 后再启动`);
   }
-  db.exec(
-    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-  );
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
   const applied: number[] = [];
   for (const m of migrations) {
     if (m.version <= current) continue;

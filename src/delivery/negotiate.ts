@@ -37,7 +37,7 @@ function formatOf(mime: string): DeliveryFormat | null {
 
 export type Representation =
   | { kind: "original"; varyAccept: boolean }
-  | { kind: "variant"; /** 0 = not resized */ width: number; format: DeliveryFormat; varyAccept: boolean };
+  | { kind: "variant" /** 0 = not resized */; width: number; format: DeliveryFormat; varyAccept: boolean };
 
 /**
  * Rule 1: without an explicit format, a stored JPEG/PNG becomes WebP when the client lists

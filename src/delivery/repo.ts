@@ -13,7 +13,10 @@ export function listRefererRules(db: Database): RefererRule[] {
 }
 
 export function refererPatterns(db: Database): string[] {
-  return db.query<{ pattern: string }, []>("SELECT pattern FROM referer_rules").all().map((r) => r.pattern);
+  return db
+    .query<{ pattern: string }, []>("SELECT pattern FROM referer_rules")
+    .all()
+    .map((r) => r.pattern);
 }
 
 /** The new rule, or undefined when the pattern already exists. */

@@ -114,7 +114,14 @@ function preparedAnswer(req: DeliveryRequest, image: ImageView, key: string, bod
   return new Response(body, { status: 200, headers });
 }
 
-async function renderedVariant(app: AppContext, req: DeliveryRequest, image: ImageView, headers: Record<string, string>, width: number, format: DeliveryFormat) {
+async function renderedVariant(
+  app: AppContext,
+  req: DeliveryRequest,
+  image: ImageView,
+  headers: Record<string, string>,
+  width: number,
+  format: DeliveryFormat,
+) {
   try {
     return variantAnswer(req, headers, format, await app.variants.get(blobOf(image), width, format));
   } catch (err) {
@@ -140,7 +147,8 @@ function lastModifiedOf(image: ImageView): string {
 function serveOriginal(app: AppContext, req: DeliveryRequest, image: ImageView, varyAccept: boolean, fallback = false): Response | Promise<Response> {
   const { request, area } = req;
   const etag = originalEtag(image.sha256);
-  const cache = () => (fallback ? cacheHeaders({ area, kind: "fallback" }) : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: lastModifiedOf(image) }));
+  const cache = () =>
+    fallback ? cacheHeaders({ area, kind: "fallback" }) : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: lastModifiedOf(image) });
   if (!fallback && ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return answer(req, 304, null, cache());
 
   if (!fallback && app.settings.get().access_mode === "redirect") {
@@ -172,7 +180,13 @@ function serveOriginal(app: AppContext, req: DeliveryRequest, image: ImageView, 
 }
 
 /** An original not in memory: read from its channels (with failover); small ones are kept hot. */
-async function storedOriginal(app: AppContext, req: DeliveryRequest, image: ImageView, headers: Record<string, string>, range: { start: number; end: number } | undefined): Promise<Response> {
+async function storedOriginal(
+  app: AppContext,
+  req: DeliveryRequest,
+  image: ImageView,
+  headers: Record<string, string>,
+  range: { start: number; end: number } | undefined,
+): Promise<Response> {
   try {
     if (range) {
       const part = await openBlob(app, blobOf(image), range);

@@ -46,10 +46,12 @@ const FORMATS_WITH_ANIMATION: ReadonlySet<DeliveryFormat> = new Set(["gif", "web
 export function renderVariant(input: string | Buffer, opts: RenderOptions): Promise<Buffer> {
   if (opts.signal?.aborted) return Promise.reject(new ProcessingAbortedError());
   const work = buildPipeline(input, opts).toBuffer();
-  opts.hold?.(work.then(
-    () => undefined,
-    () => undefined,
-  ));
+  opts.hold?.(
+    work.then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
   return withDeadline(work, opts);
 }
 

@@ -14,8 +14,6 @@ const ADMIN_PREFIX = "/api/admin/";
  * forgetting the guard fails at startup (and in every test), not silently in production.
  */
 export function assertAdminRoutesGuarded(routes: readonly { method: string; path: string; hooks?: unknown }[]): void {
-  const open = routes.filter(
-    (r) => r.path.startsWith(ADMIN_PREFIX) && !OPEN_ADMIN_ROUTES.has(`${r.method} ${r.path}`) && routeAccess(r) === undefined,
-  );
+  const open = routes.filter((r) => r.path.startsWith(ADMIN_PREFIX) && !OPEN_ADMIN_ROUTES.has(`${r.method} ${r.path}`) && routeAccess(r) === undefined);
   if (open.length > 0) throw new Error(`未声明访问控制的管理接口: ${open.map((r) => `${r.method} ${r.path}`).join(", ")}`);
 }

@@ -105,7 +105,10 @@ function requestMeters(app: AppContext) {
   return {
     observe(method: string, route: string, status: number, seconds: number) {
       const routes = getOrCreate(byMethod, method, () => new Map());
-      const series = getOrCreate(routes, route, () => ({ timer: app.metrics.httpDuration.series({ method, route }), counters: new Map<number, CountHandle>() }));
+      const series = getOrCreate(routes, route, () => ({
+        timer: app.metrics.httpDuration.series({ method, route }),
+        counters: new Map<number, CountHandle>(),
+      }));
       const counter = getOrCreate(series.counters, status, () => app.metrics.httpCounts.child({ method, route, status: String(status) }));
       counter.inc();
       series.timer.observe(seconds);

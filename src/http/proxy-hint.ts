@@ -17,8 +17,11 @@ export function proxyMisconfigurationHint(trusted: AddressSet, log: Logger) {
     const address = normalizeAddress(peer);
     if (!address || trusted.has(address) || !LOCAL_NETWORKS.has(address)) return;
     warned = true;
-    log.warn("收到来自内网地址的 X-Forwarded-For，但该地址不在 KURA_TRUSTED_PROXIES 中：如果 Kura 位于反向代理之后，请把代理地址加入 KURA_TRUSTED_PROXIES，否则所有请求都被视为来自代理（此提示只出现一次）", {
-      peer: address,
-    });
+    log.warn(
+      "收到来自内网地址的 X-Forwarded-For，但该地址不在 KURA_TRUSTED_PROXIES 中：如果 Kura 位于反向代理之后，请把代理地址加入 KURA_TRUSTED_PROXIES，否则所有请求都被视为来自代理（此提示只出现一次）",
+      {
+        peer: address,
+      },
+    );
   };
 }

@@ -10,9 +10,7 @@ export function buildRouteTable(routes: { method: string; path: string }[]): Rou
   const compiled = routes
     .map((r) => {
       const segments = r.path.split("/");
-      const pattern = segments
-        .map((s) => (s === "*" ? ".*" : s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
-        .join("/");
+      const pattern = segments.map((s) => (s === "*" ? ".*" : s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/");
       const staticCount = segments.filter((s) => s && s !== "*" && !s.startsWith(":")).length;
       return { method: r.method, path: r.path, re: new RegExp(`^${pattern}$`), staticCount, wildcard: r.path.endsWith("*") };
     })

@@ -148,4 +148,3 @@ export function dismiss(app: AppContext, candidateId: number, actor: AuditActor)
     audit(app.db, actor, "dedup.dismiss", candidateId, { blob_a: c.blob_a, blob_b: c.blob_b });
   })();
 }
-

@@ -85,4 +85,3 @@ export function registerImageJobs(app: AppContext) {
   app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload), { concurrency: 4 });
   app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload), { concurrency: 2 });
 }
-

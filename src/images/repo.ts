@@ -198,12 +198,16 @@ export class ImageRepo {
    * row outlives the cached file and goes only with the blob (ON DELETE CASCADE).
    */
   recordVariant(blobId: number, width: number, format: string, size: number): void {
-    this.db.query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)").run(blobId, width, format, size, sqlTime());
+    this.db
+      .query("INSERT OR REPLACE INTO variants (blob_id, width, format, size, created_at) VALUES (?, ?, ?, ?, ?)")
+      .run(blobId, width, format, size, sqlTime());
   }
 
   /** Generated variants of a blob, the URLs a CDN may hold. */
   variantsOf(blobId: number): { width: number; format: string }[] {
-    return this.db.query<{ width: number; format: string }, [number]>("SELECT width, format FROM variants WHERE blob_id = ? ORDER BY width, format").all(blobId);
+    return this.db
+      .query<{ width: number; format: string }, [number]>("SELECT width, format FROM variants WHERE blob_id = ? ORDER BY width, format")
+      .all(blobId);
   }
 
   setPhash(blobId: number, hash: string): void {

@@ -235,10 +235,7 @@ export class JobQueue<K extends object = Record<string, any>> {
   prune(): number {
     const now = this.now();
     this.lastPrune = now;
-    return (
-      this.store.prune("completed", now - this.completedRetentionMs) +
-      this.store.prune("discarded", now - this.discardedRetentionMs)
-    );
+    return this.store.prune("completed", now - this.completedRetentionMs) + this.store.prune("discarded", now - this.discardedRetentionMs);
   }
 
   private schedule(ms: number): void {
@@ -306,8 +303,7 @@ export class JobQueue<K extends object = Record<string, any>> {
   }
 
   private async execute(job: ClaimedJob, kind: Kind, ctx: JobContext, abort: AbortController): Promise<void> {
-    const timeout =
-      kind.timeoutMs === null ? undefined : setTimeout(() => abort.abort(new JobInterruptedError("timeout")), kind.timeoutMs);
+    const timeout = kind.timeoutMs === null ? undefined : setTimeout(() => abort.abort(new JobInterruptedError("timeout")), kind.timeoutMs);
     let failure: unknown = null;
     try {
       let payload: unknown;

@@ -57,9 +57,7 @@ export class JobStore {
 
   findUnfinished(kind: string, uniqueKey: string): number | null {
     const row = this.db
-      .query<{ id: number }, [string, string]>(
-        `SELECT id FROM jobs WHERE kind = ? AND unique_key = ? AND state IN ${UNFINISHED}`,
-      )
+      .query<{ id: number }, [string, string]>(`SELECT id FROM jobs WHERE kind = ? AND unique_key = ? AND state IN ${UNFINISHED}`)
       .get(kind, uniqueKey);
     return row?.id ?? null;
   }
@@ -86,9 +84,7 @@ export class JobStore {
 
   /** Keeps `state` truthful for readers: scheduled jobs whose time has come are available. */
   promoteScheduled(now: number): number {
-    return this.db
-      .query("UPDATE jobs SET state = 'available', updated_at = ? WHERE state = 'scheduled' AND run_at <= ?")
-      .run(now, now).changes;
+    return this.db.query("UPDATE jobs SET state = 'available', updated_at = ? WHERE state = 'scheduled' AND run_at <= ?").run(now, now).changes;
   }
 
   /**
@@ -132,9 +128,8 @@ export class JobStore {
   /** Heartbeat. False when this run no longer owns the job. */
   extendLease(id: number, attempt: number, lockedUntil: number, now: number): boolean {
     return (
-      this.db
-        .query("UPDATE jobs SET locked_until = ?, updated_at = ? WHERE id = ? AND attempts = ? AND state = 'running'")
-        .run(lockedUntil, now, id, attempt).changes === 1
+      this.db.query("UPDATE jobs SET locked_until = ?, updated_at = ? WHERE id = ? AND attempts = ? AND state = 'running'").run(lockedUntil, now, id, attempt)
+        .changes === 1
     );
   }
 

@@ -51,5 +51,4 @@ export function parseAddressSet(list: string): AddressSet {
 }
 
 /** Loopback and private ranges: the default audience of /metrics. */
-export const LOOPBACK_AND_PRIVATE =
-  "127.0.0.0/8, ::1/128, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7";
+export const LOOPBACK_AND_PRIVATE = "127.0.0.0/8, ::1/128, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7";

@@ -7,15 +7,7 @@
  */
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
-import {
-  channelAlertStates,
-  insertAlert,
-  openAlertId,
-  openAlertTargets,
-  resolveOpenAlert,
-  selectOpenAlerts,
-  setAlertMessage,
-} from "./repo";
+import { channelAlertStates, insertAlert, openAlertId, openAlertTargets, resolveOpenAlert, selectOpenAlerts, setAlertMessage } from "./repo";
 
 export type AlertKind = "channel_unhealthy" | "replication_failed" | "channel_quota_exceeded" | "drain_failed" | "backup_failed";
 

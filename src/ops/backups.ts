@@ -118,9 +118,7 @@ export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
         continue;
       }
       // A failed prune leaves extra snapshots behind, which is not a failed backup.
-      await prune(channel, keep).catch((err) =>
-        app.log.warn("清理旧快照失败", { channel: channel.row.name, err: (err as Error).message }),
-      );
+      await prune(channel, keep).catch((err) => app.log.warn("清理旧快照失败", { channel: channel.row.name, err: (err as Error).message }));
     }
     if (failures.length) {
       const message = `元数据备份未能写入以下存储渠道：${failures.join("；")}`;

@@ -108,8 +108,6 @@ function s3ErrorOf(err: DomainError): S3Error {
 export function errorResponse(err: S3Error, opts: { method: string; resource: string; requestId: string }): Response {
   const headers = { "content-type": "application/xml", "x-amz-request-id": opts.requestId, ...err.headers };
   if (opts.method === "HEAD") return new Response(null, { status: err.status, headers });
-  const body = xmlDocument(
-    el("Error", [el("Code", err.code), el("Message", err.message), el("Resource", opts.resource), el("RequestId", opts.requestId)]),
-  );
+  const body = xmlDocument(el("Error", [el("Code", err.code), el("Message", err.message), el("Resource", opts.resource), el("RequestId", opts.requestId)]));
   return new Response(body, { status: err.status, headers });
 }

@@ -73,10 +73,7 @@ export const quotaExceeded = () => new S3Error("AccessDenied", "存储配额已�
 /** Refuses a new upload when the user is at the open-upload limit or has no quota left. */
 export function admitNewUpload(app: AppContext, userId: string) {
   if (openUploadCount(app, userId) >= MAX_OPEN_UPLOADS_PER_USER) {
-    throw new S3Error(
-      "InvalidRequest",
-      `未完成的分片上传过多（每个用户最多 ${MAX_OPEN_UPLOADS_PER_USER} 个），请先完成或取消已有的上传（如 rclone cleanup）`,
-    );
+    throw new S3Error("InvalidRequest", `未完成的分片上传过多（每个用户最多 ${MAX_OPEN_UPLOADS_PER_USER} 个），请先完成或取消已有的上传（如 rclone cleanup）`);
   }
   if (quotaRoom(app, userId) <= 0) throw quotaExceeded();
 }

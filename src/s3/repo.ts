@@ -23,7 +23,9 @@ const LIVE = "(i.expire_at IS NULL OR i.expire_at > ?)";
 
 /** The live image keyed `key` for this user. */
 export function selectObject(db: Database, userId: string, key: string): S3Object | undefined {
-  return db.query<S3Object, [string, string, string]>(`${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key = ? AND ${LIVE}`).get(userId, key, sqlTime()) ?? undefined;
+  return (
+    db.query<S3Object, [string, string, string]>(`${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key = ? AND ${LIVE}`).get(userId, key, sqlTime()) ?? undefined
+  );
 }
 
 /** Objects and folder markers with keys strictly after `after`, from `from` on, in S3 (byte) order; SQLite's BINARY collation is UTF-8 byte order. */

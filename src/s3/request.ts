@@ -36,9 +36,15 @@ export function splitS3Path(rawPath: string): { bucket: string; key: string } {
     }
   };
   if (slash < 0) return { bucket: decode(rest), key: "" };
-  return { bucket: decode(rest.slice(0, slash)), key: rest.slice(slash + 1).split("/").map(decode).join("/") };
+  return {
+    bucket: decode(rest.slice(0, slash)),
+    key: rest
+      .slice(slash + 1)
+      .split("/")
+      .map(decode)
+      .join("/"),
+  };
 }
-
 
 function parseQuery(raw: string): Map<string, string> {
   const out = new Map<string, string>();

@@ -53,7 +53,10 @@ export function canonicalUriCandidates(rawPath: string): string[] {
   const path = rawPath === "" ? "/" : rawPath;
   let strict: string | undefined;
   try {
-    strict = path.split("/").map((seg) => awsUriEncode(decodeURIComponent(seg))).join("/");
+    strict = path
+      .split("/")
+      .map((seg) => awsUriEncode(decodeURIComponent(seg)))
+      .join("/");
   } catch {
     strict = undefined; // undecodable segment: only the raw form can have been signed
   }
@@ -150,5 +153,8 @@ export function parseAmzDate(value: string): number | undefined {
 
 /** epoch ms → `YYYYMMDDTHHMMSSZ` (used when a client dates its request with the `Date` header only). */
 export function formatAmzDate(ms: number): string {
-  return new Date(ms).toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+  return new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d{3}/, "");
 }

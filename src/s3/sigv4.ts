@@ -263,7 +263,14 @@ export function verifySigV4(req: SigV4Request, opts: VerifyOptions): SigV4Auth {
   const unmounted = mount && (path === mount || path.startsWith(`${mount}/`)) ? path.slice(mount.length) || "/" : undefined;
   const uris = [...canonicalUriCandidates(path), ...(unmounted ? canonicalUriCandidates(unmounted) : [])];
   for (const canonicalUri of uris) {
-    const creq = canonicalRequest({ method: req.method, canonicalUri, canonicalQuery: cQuery, canonicalHeaders: cHeaders, signedHeaders: parsed.signedHeaders, payloadHash });
+    const creq = canonicalRequest({
+      method: req.method,
+      canonicalUri,
+      canonicalQuery: cQuery,
+      canonicalHeaders: cHeaders,
+      signedHeaders: parsed.signedHeaders,
+      payloadHash,
+    });
     const sts = stringToSign(parsed.amzDate, scope, creq);
     if (signaturesEqual(signHex(signingKey, sts), parsed.signature)) {
       match = { canonicalRequest: creq, stringToSign: sts };

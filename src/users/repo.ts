@@ -73,17 +73,7 @@ export class UserRepo {
         `INSERT INTO users (id, name, role, password_hash, must_change_password, quota_bytes, default_ttl_hours, disabled, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(
-        user.id,
-        user.name,
-        user.role,
-        user.password_hash,
-        user.must_change_password,
-        user.quota_bytes,
-        user.default_ttl_hours,
-        user.disabled,
-        sqlTime(),
-      );
+      .run(user.id, user.name, user.role, user.password_hash, user.must_change_password, user.quota_bytes, user.default_ttl_hours, user.disabled, sqlTime());
   }
 
   update(id: string, fields: Pick<UserRow, "name" | "role" | "quota_bytes" | "default_ttl_hours" | "disabled">): void {

@@ -22,11 +22,7 @@ function scrubbedEnv(extra: Record<string, string> = {}): Record<string, string>
 
 async function runKura(args: string[], env = scrubbedEnv()) {
   const proc = Bun.spawn([join(binDir, "kura"), ...args], { cwd: binDir, env, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, code };
 }
 
@@ -53,11 +49,7 @@ async function freePort(): Promise<number> {
 
 beforeAll(async () => {
   const build = Bun.spawn([process.execPath, "run", "build.ts"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([
-    new Response(build.stdout).text(),
-    new Response(build.stderr).text(),
-    build.exited,
-  ]);
+  const [out, err, code] = await Promise.all([new Response(build.stdout).text(), new Response(build.stderr).text(), build.exited]);
   if (code !== 0) throw new Error(`build.ts failed (${code}):\n${out}\n${err}`);
   work = mkdtempSync(join(tmpdir(), "kura-compile-"));
   binDir = join(work, "bin");

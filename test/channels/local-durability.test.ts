@@ -25,10 +25,13 @@ mock.module("node:fs", () => ({
     const path = readlinkSync(`/proc/self/fd/${fd}`);
     const isDir = statSync(path).isDirectory();
     fsync(fd, (err) => {
-      setTimeout(() => {
-        if (!err && isDir) events.push(`synced ${path}`);
-        done(err);
-      }, slow.has(path) ? 50 : 0);
+      setTimeout(
+        () => {
+          if (!err && isDir) events.push(`synced ${path}`);
+          done(err);
+        },
+        slow.has(path) ? 50 : 0,
+      );
     });
   },
 }));
@@ -63,9 +66,7 @@ describe("local driver: what a put makes durable before it resolves", () => {
 
     // Two puts creating sibling directories at once: each waits for the shared parent's sync.
     events.length = 0;
-    await Promise.all(
-      ["img/ab/ef/three.jpg", "img/ab/gh/four.jpg"].map((key) => driver.put(key, bytes, 3).then(() => events.push(`resolved ${key}`))),
-    );
+    await Promise.all(["img/ab/ef/three.jpg", "img/ab/gh/four.jpg"].map((key) => driver.put(key, bytes, 3).then(() => events.push(`resolved ${key}`))));
     for (const key of ["img/ab/ef/three.jpg", "img/ab/gh/four.jpg"]) {
       const dir = key.slice(0, key.lastIndexOf("/"));
       const resolvedAt = events.indexOf(`resolved ${key}`);

@@ -20,7 +20,10 @@ async function freshBase(): Promise<string> {
 /** Every file under `dir`, relative, including hidden ones (temp files are hidden). */
 async function allFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(dir.length + 1)).sort();
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+    .sort();
 }
 
 driverConformance("local", async () => {

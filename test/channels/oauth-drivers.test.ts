@@ -46,7 +46,8 @@ const providers: Provider[] = [
   {
     name: "onedrive",
     oauth: onedrive.oauth,
-    make: (config, opts = {}) => createOnedriveDriver({ ...appConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config }, { apiBase: onedrive.origin, ...opts }),
+    make: (config, opts = {}) =>
+      createOnedriveDriver({ ...appConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config }, { apiBase: onedrive.origin, ...opts }),
     // Simple uploads go up to 4 MiB; the session path is exercised by the 5 MiB test below.
     smallChunks: { chunk_size: "320k" },
   },
@@ -69,7 +70,10 @@ for (const p of providers) {
   driverConformance(`${p.name} (local fake, nested path)`, async () => ({ driver: p.make({ path: `conf-${++counter}/nested` }), cleanup: async () => {} }));
 }
 // The drive root itself, with chunked uploads for anything above 256 KiB.
-driverConformance("dropbox (local fake, drive root, small chunks)", async () => ({ driver: providers[2]!.make({ ...providers[2]!.smallChunks }), cleanup: async () => {} }));
+driverConformance("dropbox (local fake, drive root, small chunks)", async () => ({
+  driver: providers[2]!.make({ ...providers[2]!.smallChunks }),
+  cleanup: async () => {},
+}));
 
 async function errorOf(promise: Promise<unknown>): Promise<Error> {
   const result = await promise.then(
@@ -161,7 +165,7 @@ describe("what lands at the providers", () => {
     expect(onedrive.files.has("names/odd/a：b？c＊＂＜＞｜.txt")).toBe(true);
     expect(onedrive.files.has("names/odd/␠lead and trail.␠")).toBe(true);
     expect(onedrive.files.has("names/odd/already‛：fullwidth")).toBe(true);
-    expect(await listKeys(driver, "odd/")).toEqual(["odd/ lead and trail. ", "odd/a:b?c*\"<>|.txt", "odd/already：fullwidth"]);
+    expect(await listKeys(driver, "odd/")).toEqual(["odd/ lead and trail. ", 'odd/a:b?c*"<>|.txt', "odd/already：fullwidth"]);
   });
 
   test("onedrive: downloads follow the 302 without sending the token to the download URL; drive_id can be looked up", async () => {

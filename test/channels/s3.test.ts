@@ -182,7 +182,10 @@ describe("s3 driver: failures", () => {
   test("a wrong secret fails the probe with a Chinese error that does not leak credentials", async () => {
     const secret = "totally-wrong-Secret/Value+123";
     const driver = createS3Driver(config({ secret_access_key: secret }));
-    const err = await driver.probe(false).then(() => null, (e: Error) => e);
+    const err = await driver.probe(false).then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err).toBeInstanceOf(Error);
     expect(err!.message).toContain("S3 请求失败: 403 SignatureDoesNotMatch");
     expect(err!.message).toMatch(/[\u4e00-\u9fff]/);
@@ -214,7 +217,10 @@ describe("s3 driver: failures", () => {
     const noBucket = createS3Driver(config({ path: "no-such-bucket" }));
     await expect(noBucket.probe(false)).rejects.toThrow("404 NoSuchBucket");
     // A missing bucket is a broken channel, not a missing object.
-    const err = await noBucket.get("k").then(() => null, (e: Error) => e);
+    const err = await noBucket.get("k").then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err?.name).not.toBe("ObjectNotFoundError");
     expect(err?.message).toContain("NoSuchBucket");
   });
@@ -237,7 +243,10 @@ describe("s3 driver: failures", () => {
     await driver.probe(false);
 
     await server.stop();
-    const err = await driver.probe(false).then(() => null, (e: Error) => e);
+    const err = await driver.probe(false).then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err?.message).toStartWith("S3 连接失败");
     expect(err?.message).not.toContain(TEST_CREDENTIALS.secretAccessKey);
     await expect(driver.head("kept.bin")).rejects.toThrow("S3 连接失败");

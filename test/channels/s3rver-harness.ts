@@ -32,8 +32,7 @@ interface ListOptions {
 
 for (const name of ["createCipheriv", "createDecipheriv"] as const) {
   const original = crypto[name] as (algorithm: string, ...rest: unknown[]) => unknown;
-  (crypto as Record<string, unknown>)[name] = (algorithm: string, ...rest: unknown[]) =>
-    original(algorithm === "des" ? "des-cbc" : algorithm, ...rest);
+  (crypto as Record<string, unknown>)[name] = (algorithm: string, ...rest: unknown[]) => original(algorithm === "des" ? "des-cbc" : algorithm, ...rest);
 }
 
 export const TEST_CREDENTIALS: Credentials = {

@@ -22,8 +22,7 @@ export interface Credentials {
 
 export type Verdict = { ok: true; canonicalRequest: string } | { ok: false; code: string; canonicalRequest?: string };
 
-const rfc3986 = (s: string) =>
-  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const rfc3986 = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 function canonicalQuery(query: string): string {
   if (!query) return "";
@@ -78,16 +77,9 @@ export function verifySigV4(req: SignedRequest, creds: Credentials): Verdict {
     payloadHash,
   ].join("\n");
   const scope = `${date}/${region}/${service}/aws4_request`;
-  const stringToSign = [
-    "AWS4-HMAC-SHA256",
-    amzDate,
-    scope,
-    createHash("sha256").update(canonicalRequest).digest("hex"),
-  ].join("\n");
+  const stringToSign = ["AWS4-HMAC-SHA256", amzDate, scope, createHash("sha256").update(canonicalRequest).digest("hex")].join("\n");
   let key: Buffer = createHmac("sha256", `AWS4${creds.secretAccessKey}`).update(date).digest();
   for (const part of [region, service, "aws4_request"]) key = createHmac("sha256", key).update(part).digest();
   const expected = createHmac("sha256", key).update(stringToSign).digest("hex");
-  return expected === fields.get("Signature")
-    ? { ok: true, canonicalRequest }
-    : { ok: false, code: "SignatureDoesNotMatch", canonicalRequest };
+  return expected === fields.get("Signature") ? { ok: true, canonicalRequest } : { ok: false, code: "SignatureDoesNotMatch", canonicalRequest };
 }

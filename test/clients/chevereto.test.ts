@@ -12,7 +12,11 @@ describe("Chevereto API v1", () => {
     // URL sources go through the SSRF-safe import; the test's loopback origin is allowed explicitly.
     f = await startClientFixture({ KURA_IMPORT_ALLOW: "127.0.0.1/32" });
     originImage = await makePng(50, 30, 9);
-    origin = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(new Uint8Array(originImage), { headers: { "content-type": "image/png" } }) });
+    origin = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => new Response(new Uint8Array(originImage), { headers: { "content-type": "image/png" } }),
+    });
   });
   afterAll(async () => {
     origin.stop(true);
@@ -179,12 +183,21 @@ describe("Chevereto API v1", () => {
           controller.close();
         },
       });
-      const slow = fetch(endpoint(), { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` }, body, duplex: "half" } as RequestInit);
+      const slow = fetch(endpoint(), {
+        method: "POST",
+        headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+        body,
+        duplex: "half",
+      } as RequestInit);
       // While that form is still arriving, the one slot is taken: another upload is refused.
       let other: Response | undefined;
       for (let i = 0; i < 50 && other?.status !== 429; i++) {
         await Bun.sleep(20);
-        other = await fetch(f.server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${f.token}` }, body: form(await makeJpeg(16, 16, seed++)) });
+        other = await fetch(f.server.url("/api/upload"), {
+          method: "POST",
+          headers: { authorization: `Bearer ${f.token}` },
+          body: form(await makeJpeg(16, 16, seed++)),
+        });
       }
       expect(other!.status).toBe(429);
       finish();
@@ -192,7 +205,11 @@ describe("Chevereto API v1", () => {
       expect(done.status).toBe(200);
       expect((await specJson(done, "POST", "/api/1/upload")).image.original_filename).toBe("slow.png");
       // The slot is free again.
-      const after = await fetch(f.server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${f.token}` }, body: form(await makeJpeg(16, 16, seed++)) });
+      const after = await fetch(f.server.url("/api/upload"), {
+        method: "POST",
+        headers: { authorization: `Bearer ${f.token}` },
+        body: form(await makeJpeg(16, 16, seed++)),
+      });
       expect(after.status).toBe(200);
     } finally {
       finish();

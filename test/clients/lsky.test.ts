@@ -67,7 +67,10 @@ describe("Lsky Pro V2 API", () => {
     // after the server answered, whatever Lsky server it talks to. The deletion itself must have happened.
     const item = { ...out[0]!, type: "lankong" };
     const [listener] = picgo.listeners("remove") as ((files: unknown[]) => Promise<void>)[];
-    const failure = await listener!([item]).then(() => undefined, (err: unknown) => err);
+    const failure = await listener!([item]).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(failure === undefined || failure instanceof SyntaxError).toBe(true);
     expect((await fetch(url)).status).toBe(404);
     expect((await f.admin.request("GET", `/api/admin/images/${key}`)).status).toBe(404);
@@ -197,7 +200,11 @@ describe("Lsky Pro V2 API", () => {
     const name = `tok${seed++}`;
     await f.admin.json("POST", "/api/admin/users", { name, password: "right-password-1", role: "user" }, 201);
     const issue = (password: string) =>
-      fetch(f.server.url("/api/v1/tokens"), { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ name, password }) });
+      fetch(f.server.url("/api/v1/tokens"), {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ name, password }),
+      });
     const broken = await fetch(f.server.url("/api/v1/tokens"), { method: "POST", headers: { "content-type": "application/json" }, body: "{name:" });
     expect(broken.status).toBe(400);
     expect((await specJson(broken, "POST", "/api/v1/tokens")).status).toBe(false);

@@ -83,7 +83,19 @@ describe("admin console in headless Chromium", () => {
     await page.locator("nav a[data-tab=dashboard].active").waitFor();
     expect(await page.locator("#me-name").textContent()).toBe("admin");
     // Admin-only tabs are present for the admin.
-    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual(["概览", "上传", "图片", "上传令牌", "用户", "存储渠道", "审核", "备份", "审计与告警", "设置", "防盗链"]);
+    expect(await page.locator("nav a[data-tab]").allTextContents()).toEqual([
+      "概览",
+      "上传",
+      "图片",
+      "上传令牌",
+      "用户",
+      "存储渠道",
+      "审核",
+      "备份",
+      "审计与告警",
+      "设置",
+      "防盗链",
+    ]);
     await openTab("upload");
 
     api = new Session(server);
@@ -205,7 +217,7 @@ describe("admin console in headless Chromium", () => {
 
   test("the channels tab lists channels; the dashboard shows open alerts", async () => {
     await openTab("channels");
-    await page.locator('#channel-table tr[data-id]').first().waitFor();
+    await page.locator("#channel-table tr[data-id]").first().waitFor();
     expect(await page.locator("#channel-table").textContent()).toContain("local");
     await openTab("dashboard");
     await page.locator("#dashboard-alerts", { hasText: "没有未解除的告警" }).waitFor();

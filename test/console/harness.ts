@@ -26,7 +26,16 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }
 
@@ -79,7 +88,9 @@ function wave(quality: number): Promise<Buffer> {
       px.set([v, (v * 0.7 + x) % 256, 255 - v], (y * w + x) * 3);
     }
   }
-  return sharp(px, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality }).toBuffer();
+  return sharp(px, { raw: { width: w, height: h, channels: 3 } })
+    .jpeg({ quality })
+    .toBuffer();
 }
 
 export interface Seeded {
@@ -128,7 +139,9 @@ export async function seedServer(bulkCount: number, env: Record<string, string> 
   db = new Database(join(first.dataDir, "kura.db"));
   // A second writer beside the running server: wait for its start-up writes instead of failing.
   db.exec("PRAGMA busy_timeout = 10000");
-  db.query("INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES ('backup_failed', '', '快照写入渠道 offsite 失败：连接被拒绝', '2026-01-01 00:00:00', 1)").run();
+  db.query(
+    "INSERT INTO alerts (kind, target, message, opened_at, open_delivered) VALUES ('backup_failed', '', '快照写入渠道 offsite 失败：连接被拒绝', '2026-01-01 00:00:00', 1)",
+  ).run();
   db.close();
   admin = new Session(server);
   const res = await admin.login("admin", ADMIN_PASSWORD);

@@ -68,7 +68,13 @@ describe("console pages", () => {
       // Every form control has a label (wrapping label, label[for], aria-label or aria-labelledby).
       const unlabelled = await phone.evaluate(() =>
         [...document.querySelectorAll<HTMLInputElement>("input, select, textarea")]
-          .filter((el) => !el.closest("label") && !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby") && !(el.id && document.querySelector(`label[for="${el.id}"]`)))
+          .filter(
+            (el) =>
+              !el.closest("label") &&
+              !el.getAttribute("aria-label") &&
+              !el.getAttribute("aria-labelledby") &&
+              !(el.id && document.querySelector(`label[for="${el.id}"]`)),
+          )
           .map((el) => el.name || el.outerHTML.slice(0, 60)),
       );
       if (unlabelled.length) wide.push(`${id}: 无标签的控件 ${unlabelled.join(", ")}`);

@@ -51,7 +51,9 @@ describe("openapi.yaml is the single source of truth", () => {
 });
 
 test("every migration file is embedded, in order", () => {
-  const files = readdirSync(join(import.meta.dir, "../../migrations")).filter((f) => f.endsWith(".sql")).sort();
+  const files = readdirSync(join(import.meta.dir, "../../migrations"))
+    .filter((f) => f.endsWith(".sql"))
+    .sort();
   expect(MIGRATIONS.map((m) => m.name)).toEqual(files);
   for (const [i, m] of MIGRATIONS.entries()) expect(m.version).toBe(i + 1);
   for (const [i, f] of files.entries()) expect(f.startsWith(`${String(i + 1).padStart(4, "0")}_`)).toBe(true);

@@ -100,7 +100,8 @@ describe("session guards over every state-changing operation in openapi.yaml", (
       for (const token of ["", "wrong-token", s.csrf.slice(0, -1)]) {
         const res = await send(s, op, { "x-csrf-token": token });
         const text = await res.text();
-        if (res.status !== 403 || !text.includes(CSRF_MESSAGE)) notRefused.push(`${op.method} ${op.path} (${JSON.stringify(token)}) → ${res.status} ${text.slice(0, 120)}`);
+        if (res.status !== 403 || !text.includes(CSRF_MESSAGE))
+          notRefused.push(`${op.method} ${op.path} (${JSON.stringify(token)}) → ${res.status} ${text.slice(0, 120)}`);
       }
     }
     expect(notRefused).toEqual([]);

@@ -79,7 +79,10 @@ async function waitReady(origin: string, caFile: string, proc: ReturnType<typeof
     // Read on every attempt: Caddy creates its root.crt before the bytes are in, and a CA read once
     // while the file was still empty failed every later handshake (seen on a loaded machine).
     const ca = readFileSync(caFile, "utf8");
-    const ok = await fetch(`${origin}/healthz`, { tls: { ca } }).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false);
+    const ok = await fetch(`${origin}/healthz`, { tls: { ca } }).then(
+      (r) => r.arrayBuffer().then(() => r.status === 200),
+      () => false,
+    );
     if (ok) return;
     if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`${what} did not become ready (exit ${proc.exitCode}):\n${logs()}`);
     await Bun.sleep(50);
@@ -109,7 +112,24 @@ export async function startNginx(backendPort: number): Promise<RunningProxy> {
   mkdirSync(join(dir, "tmp"));
   const cert = join(dir, "cert.pem");
   const key = join(dir, "key.pem");
-  await run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]);
+  await run([
+    "openssl",
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=127.0.0.1",
+    "-addext",
+    "subjectAltName=IP:127.0.0.1",
+    "-keyout",
+    key,
+    "-out",
+    cert,
+  ]);
   const httpPort = freePort();
   const httpsPort = freePort();
   const site = adaptNginxSite(readFileSync(join(DEPLOY_DIR, "nginx.conf"), "utf8"), { httpPort, httpsPort, backendPort, cert, key });
@@ -165,7 +185,12 @@ export async function startCaddy(backendPort: number): Promise<RunningProxy> {
   const config = adaptCaddyfile(readFileSync(join(DEPLOY_DIR, "Caddyfile"), "utf8"), { httpPort, httpsPort, backendPort, storage });
   writeFileSync(join(dir, "Caddyfile"), config);
   const sink = { text: "" };
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, XDG_DATA_HOME: join(dir, "data"), XDG_CONFIG_HOME: join(dir, "config") };
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: dir,
+    XDG_DATA_HOME: join(dir, "data"),
+    XDG_CONFIG_HOME: join(dir, "config"),
+  };
   const proc = Bun.spawn([bin, "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], { env, stdout: "pipe", stderr: "pipe" });
   pump(proc, sink);
   const caFile = join(storage, "pki", "authorities", "local", "root.crt");

@@ -27,7 +27,9 @@ async function fifteenMegabytePng(): Promise<Buffer> {
     x ^= x << 5;
     raw[i] = x & 0xff;
   }
-  return sharp(raw, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer();
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .png({ compressionLevel: 0 })
+    .toBuffer();
 }
 
 /** curl from a chosen loopback source address, so the proxy sees distinct clients. */
@@ -122,7 +124,17 @@ export function proxyScenarios(name: string, startProxy: (backendPort: number) =
     const config = join(dir, "rclone.conf");
     writeFileSync(
       config,
-      ["[k]", "type = s3", "provider = Other", `access_key_id = ${cred.access_key_id}`, `secret_access_key = ${cred.secret_access_key}`, `endpoint = ${proxy.origin}/s3`, `region = ${cred.region}`, "force_path_style = true", ""].join("\n"),
+      [
+        "[k]",
+        "type = s3",
+        "provider = Other",
+        `access_key_id = ${cred.access_key_id}`,
+        `secret_access_key = ${cred.secret_access_key}`,
+        `endpoint = ${proxy.origin}/s3`,
+        `region = ${cred.region}`,
+        "force_path_style = true",
+        "",
+      ].join("\n"),
       { mode: 0o600 },
     );
     const local = join(dir, "photos");
@@ -132,7 +144,11 @@ export function proxyScenarios(name: string, startProxy: (backendPort: number) =
       // AWS_CA_BUNDLE breaks rclone's S3 remotes; RCLONE_* could override the config.
       const env: Record<string, string> = {};
       for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "AWS_CA_BUNDLE" && !k.startsWith("RCLONE_")) env[k] = v;
-      const proc = Bun.spawn(["rclone", "--config", config, "--ca-cert", proxy.caFile, "--retries", "1", "--low-level-retries", "1", ...args], { env, stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn(["rclone", "--config", config, "--ca-cert", proxy.caFile, "--retries", "1", "--low-level-retries", "1", ...args], {
+        env,
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
       return { code: await proc.exited, out, err };
     };

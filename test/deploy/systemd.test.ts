@@ -14,7 +14,11 @@ const UNIT = join(DEPLOY_DIR, "kura.service");
 async function analyze(args: string[]) {
   const bin = which("systemd-analyze");
   if (!bin) throw new Error("systemd-analyze is missing (Debian package systemd; listed in .ci/setup)");
-  const proc = Bun.spawn([bin, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, SYSTEMD_COLORS: "0", SYSTEMD_PAGER: "cat", SYSTEMD_LOG_TARGET: "console", LANG: "C.UTF-8" } });
+  const proc = Bun.spawn([bin, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, SYSTEMD_COLORS: "0", SYSTEMD_PAGER: "cat", SYSTEMD_LOG_TARGET: "console", LANG: "C.UTF-8" },
+  });
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   return { code: await proc.exited, out, err };
 }
@@ -25,7 +29,10 @@ function section(text: string, name: string): string[] {
   if (start < 0) return [];
   const rest = text.slice(start + name.length + 2);
   const end = rest.search(/^\[/m);
-  return (end < 0 ? rest : rest.slice(0, end)).split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  return (end < 0 ? rest : rest.slice(0, end))
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
 }
 
 describe("deploy/kura.service", () => {

@@ -21,7 +21,9 @@ const noiseJpeg = (seed: number) => {
   const raw = Buffer.alloc(400 * 300 * 3);
   let x = seed * 2654435761;
   for (let i = 0; i < raw.length; i++) raw[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
-  return sharp(raw, { raw: { width: 400, height: 300, channels: 3 } }).jpeg({ quality: 95 }).toBuffer();
+  return sharp(raw, { raw: { width: 400, height: 300, channels: 3 } })
+    .jpeg({ quality: 95 })
+    .toBuffer();
 };
 
 const mounts: { unmount: () => void }[] = [];
@@ -34,7 +36,10 @@ function dbRows(dataDir: string) {
   try {
     return {
       images: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM images").get()!.n,
-      blobs: db.query<{ storage_key: string }, []>("SELECT storage_key FROM blobs").all().map((b) => b.storage_key),
+      blobs: db
+        .query<{ storage_key: string }, []>("SELECT storage_key FROM blobs")
+        .all()
+        .map((b) => b.storage_key),
       intents: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM upload_intents").get()!.n,
     };
   } finally {
@@ -65,7 +70,11 @@ describe("full file systems", () => {
       expect(after.images).toBe(before.images);
       expect(after.blobs.sort()).toEqual(before.blobs.sort());
       expect(after.intents).toBe(0);
-      expect(listFiles(join(fs.dir, "storage")).filter((f) => f.startsWith("img/")).sort()).toEqual(before.blobs.sort());
+      expect(
+        listFiles(join(fs.dir, "storage"))
+          .filter((f) => f.startsWith("img/"))
+          .sort(),
+      ).toEqual(before.blobs.sort());
       expect(readdirSync(join(fs.dir, "tmp"))).toEqual([]);
 
       // Reads keep working on a full disk.
@@ -113,7 +122,11 @@ describe("full file systems", () => {
       const after = dbRows(server.dataDir);
       expect(after.images).toBe(before.images);
       expect(after.intents).toBe(0);
-      expect(listFiles(join(server.dataDir, "storage")).filter((f) => f.startsWith("img/")).sort()).toEqual(after.blobs.sort());
+      expect(
+        listFiles(join(server.dataDir, "storage"))
+          .filter((f) => f.startsWith("img/"))
+          .sort(),
+      ).toEqual(after.blobs.sort());
       await admin.json("PUT", "/api/admin/config", { min_success: 1 });
 
       // Space returns: a check makes the channel healthy and the failed replica is written.

@@ -35,7 +35,18 @@ beforeAll(async () => {
   const ch = await admin.json(
     "POST",
     "/api/admin/channels",
-    { name: "hung", driver: "s3", priority: 50, config: { provider: "Minio", endpoint: proxy.url, access_key_id: TEST_CREDENTIALS.accessKeyId, secret_access_key: TEST_CREDENTIALS.secretAccessKey, path: "hung" } },
+    {
+      name: "hung",
+      driver: "s3",
+      priority: 50,
+      config: {
+        provider: "Minio",
+        endpoint: proxy.url,
+        access_key_id: TEST_CREDENTIALS.accessKeyId,
+        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
+        path: "hung",
+      },
+    },
     201,
   );
   hungId = ch.id;
@@ -56,12 +67,14 @@ const timed = async <T>(work: () => Promise<T>) => {
 
 test("a peer that never answers: timeouts, failover for reads and uploads, no pile-up, recovery", async () => {
   // Written to both while the peer is fine; not read yet, so no copy is in memory.
-  const stored = await Promise.all([1, 2, 3].map(async (i) => {
-    const bytes = await makeJpeg(50 + i, 40, 20 + i);
-    const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, `h${i}.jpg`, { exif_policy: "passthrough" }));
-    await waitReplicaState(admin, id, localId, "done");
-    return { id, bytes };
-  }));
+  const stored = await Promise.all(
+    [1, 2, 3].map(async (i) => {
+      const bytes = await makeJpeg(50 + i, 40, 20 + i);
+      const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, `h${i}.jpg`, { exif_policy: "passthrough" }));
+      await waitReplicaState(admin, id, localId, "done");
+      return { id, bytes };
+    }),
+  );
 
   proxy.mode = "blackhole";
 
@@ -92,10 +105,19 @@ test("a peer that never answers: timeouts, failover for reads and uploads, no pi
   expect(fast.ms).toBeLessThan(TIMEOUT_MS); // an unhealthy channel is not even tried
 
   // Timed-out attempts let go of their connections, and replication jobs stay one per replica.
-  await waitFor(async () => proxy.openConnections, (n) => n <= 4, 10_000, "timed-out connections to be closed");
+  await waitFor(
+    async () => proxy.openConnections,
+    (n) => n <= 4,
+    10_000,
+    "timed-out connections to be closed",
+  );
   const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
   try {
-    const jobs = db.query<{ n: number; running: number }, []>("SELECT COUNT(*) AS n, SUM(state = 'running') AS running FROM jobs WHERE kind = 'blob.replicate' AND state != 'completed'").get()!;
+    const jobs = db
+      .query<{ n: number; running: number }, []>(
+        "SELECT COUNT(*) AS n, SUM(state = 'running') AS running FROM jobs WHERE kind = 'blob.replicate' AND state != 'completed'",
+      )
+      .get()!;
     const missing = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM blob_channels WHERE channel_id = ? AND state != 'done'").get(hungId)!.n;
     expect(jobs.n).toBeLessThanOrEqual(missing);
     expect(jobs.running ?? 0).toBeLessThanOrEqual(4); // the replication concurrency

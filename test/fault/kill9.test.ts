@@ -30,7 +30,13 @@ const dataDir = () => server.dataDir;
 
 /** What really is in the bucket, straight from the S3 server (not through the proxy). */
 async function bucketKeys(): Promise<string[]> {
-  const driver = createS3Driver({ provider: "Minio", endpoint: s3.endpoint, access_key_id: TEST_CREDENTIALS.accessKeyId, secret_access_key: TEST_CREDENTIALS.secretAccessKey, path: BUCKET });
+  const driver = createS3Driver({
+    provider: "Minio",
+    endpoint: s3.endpoint,
+    access_key_id: TEST_CREDENTIALS.accessKeyId,
+    secret_access_key: TEST_CREDENTIALS.secretAccessKey,
+    path: BUCKET,
+  });
   const keys: string[] = [];
   for await (const o of driver.list("")) keys.push(o.key);
   return keys.sort();
@@ -70,7 +76,18 @@ beforeAll(async () => {
   const ch = await admin.json(
     "POST",
     "/api/admin/channels",
-    { name: "s3-behind-proxy", driver: "s3", priority: -10, config: { provider: "Minio", endpoint: proxy.url, access_key_id: TEST_CREDENTIALS.accessKeyId, secret_access_key: TEST_CREDENTIALS.secretAccessKey, path: BUCKET } },
+    {
+      name: "s3-behind-proxy",
+      driver: "s3",
+      priority: -10,
+      config: {
+        provider: "Minio",
+        endpoint: proxy.url,
+        access_key_id: TEST_CREDENTIALS.accessKeyId,
+        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
+        path: BUCKET,
+      },
+    },
     201,
   );
   channelId = ch.id;
@@ -93,7 +110,11 @@ describe("kill -9 and restart", () => {
     const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "r.jpg", { exif_policy: "passthrough" }));
     ids.push(id);
     await killWhenHeld(held, async () => {
-      const [replica] = query<{ state: string }>("SELECT bc.state FROM blob_channels bc JOIN images i ON i.blob_id = bc.blob_id WHERE i.id = ? AND bc.channel_id = ?", id, channelId);
+      const [replica] = query<{ state: string }>(
+        "SELECT bc.state FROM blob_channels bc JOIN images i ON i.blob_id = bc.blob_id WHERE i.id = ? AND bc.channel_id = ?",
+        id,
+        channelId,
+      );
       expect(replica?.state).not.toBe("done");
       expect((await bucketKeys()).filter((k) => k.startsWith("img/"))).toEqual([]);
       expect(query<{ state: string }>("SELECT state FROM jobs WHERE kind = 'blob.replicate' AND state = 'running'").length).toBe(1);
@@ -127,7 +148,12 @@ describe("kill -9 and restart", () => {
     );
     // The new snapshot stages its own temp file in tmp/ while it runs, so tmp/ is checked once that
     // backup has ended (it removes its file, then the marker): then nothing of either run is left.
-    await waitFor(async () => Bun.file(join(dataDir(), "backup.in-progress")).exists(), (running) => !running, 20_000, "the new backup to end");
+    await waitFor(
+      async () => Bun.file(join(dataDir(), "backup.in-progress")).exists(),
+      (running) => !running,
+      20_000,
+      "the new backup to end",
+    );
     expect(readdirSync(join(dataDir(), "tmp"))).toEqual([]);
     // Whatever is listed is complete and downloadable.
     for (const item of fresh.items) {

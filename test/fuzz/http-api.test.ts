@@ -21,7 +21,6 @@ beforeAll(async () => {
   imageId = (await admin.json("POST", "/api/admin/upload", form(jpeg, "seed.jpg", { exif_policy: "passthrough" }))).id;
 });
 
-
 describe("multipart parsing (upload route)", () => {
   const CRLF = "\r\n";
   const part = fc.record({
@@ -78,10 +77,20 @@ describe("multipart parsing (upload route)", () => {
 });
 
 describe("image delivery: /i/ query parameters, Range headers, referer matching", () => {
-  const query = fc.array(fc.tuple(fc.oneof(fc.constantFrom("w", "format", "W", "w[]"), hostileString), fc.oneof(hostileString, fc.constantFrom("320", "640", "webp", "auto", "-1", "1e3"))), { maxLength: 4 });
+  const query = fc.array(
+    fc.tuple(
+      fc.oneof(fc.constantFrom("w", "format", "W", "w[]"), hostileString),
+      fc.oneof(hostileString, fc.constantFrom("320", "640", "webp", "auto", "-1", "1e3")),
+    ),
+    { maxLength: 4 },
+  );
 
   test("any query string on /i/ and /o/ is an image, a JSON 400 or a plain-text error", async () => {
-    const rawPath = fc.oneof(fc.constant(`/i/${imageId}`), hostileString.map((s) => `/i/x${rawTargetText(s).replace(/[?/]/g, "")}`), hostileString.map((s) => `/o/${rawTargetText(s).replace(/\?/g, "")}`));
+    const rawPath = fc.oneof(
+      fc.constant(`/i/${imageId}`),
+      hostileString.map((s) => `/i/x${rawTargetText(s).replace(/[?/]/g, "")}`),
+      hostileString.map((s) => `/o/${rawTargetText(s).replace(/\?/g, "")}`),
+    );
     await fc.assert(
       fc.asyncProperty(rawPath, query, fc.option(hostileString), async (path, pairs, raw) => {
         const qs = raw === null ? new URLSearchParams(pairs).toString() : rawTargetText(raw);
@@ -95,8 +104,12 @@ describe("image delivery: /i/ query parameters, Range headers, referer matching"
   test("any Range header is 200, 206 with bytes inside the image, or a plain-text 416", async () => {
     const range = fc.oneof(
       hostileString,
-      fc.tuple(fc.oneof(fc.nat({ max: 5000 }), fc.constant(""), hostileString), fc.oneof(fc.nat({ max: 5000 }), fc.constant(""), hostileString)).map(([a, b]) => `bytes=${a}-${b}`),
-      fc.array(fc.tuple(fc.nat({ max: 3000 }), fc.nat({ max: 3000 })), { minLength: 2, maxLength: 5 }).map((rs) => `bytes=${rs.map(([a, b]) => `${a}-${b}`).join(",")}`),
+      fc
+        .tuple(fc.oneof(fc.nat({ max: 5000 }), fc.constant(""), hostileString), fc.oneof(fc.nat({ max: 5000 }), fc.constant(""), hostileString))
+        .map(([a, b]) => `bytes=${a}-${b}`),
+      fc
+        .array(fc.tuple(fc.nat({ max: 3000 }), fc.nat({ max: 3000 })), { minLength: 2, maxLength: 5 })
+        .map((rs) => `bytes=${rs.map(([a, b]) => `${a}-${b}`).join(",")}`),
     );
     await fc.assert(
       fc.asyncProperty(range, async (r) => {
@@ -116,7 +129,11 @@ describe("image delivery: /i/ query parameters, Range headers, referer matching"
 
   test("any Referer is served or refused with a plain-text 403 once an allowlist exists", async () => {
     await admin.json("POST", "/api/admin/referer-whitelist", { pattern: "*.example.com" }, 201);
-    const referer = fc.oneof(hostileString, fc.webUrl(), fc.domain().map((d) => `https://${d}.example.com/`));
+    const referer = fc.oneof(
+      hostileString,
+      fc.webUrl(),
+      fc.domain().map((d) => `https://${d}.example.com/`),
+    );
     try {
       await fc.assert(
         fc.asyncProperty(referer, async (ref) => {
@@ -138,7 +155,9 @@ describe("cookie parsing", () => {
   test("any Cookie header on an authenticated route is a JSON 401, never a 500", async () => {
     const cookie = fc.oneof(
       hostileString,
-      fc.array(fc.tuple(fc.oneof(fc.constant("kura_session"), hostileString), hostileString), { maxLength: 4 }).map((p) => p.map(([k, v]) => `${k}=${v}`).join("; ")),
+      fc
+        .array(fc.tuple(fc.oneof(fc.constant("kura_session"), hostileString), hostileString), { maxLength: 4 })
+        .map((p) => p.map(([k, v]) => `${k}=${v}`).join("; ")),
     );
     await fc.assert(
       fc.asyncProperty(cookie, fc.constantFrom("GET", "POST"), async (c, method) => {
@@ -171,7 +190,11 @@ describe("PUT /api/admin/config bodies", () => {
     await fc.assert(
       fc.asyncProperty(body, fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", ""), async (b, type) => {
         const a = await probed(server, () =>
-          fetch(server.url("/api/admin/config"), { method: "PUT", headers: { cookie: admin.cookie, "x-csrf-token": admin.csrf, ...(type ? { "content-type": type } : {}) }, body: b }),
+          fetch(server.url("/api/admin/config"), {
+            method: "PUT",
+            headers: { cookie: admin.cookie, "x-csrf-token": admin.csrf, ...(type ? { "content-type": type } : {}) },
+            body: b,
+          }),
         );
         expectApiEnvelope(a);
         if (a.status === 200) expect(typeof JSON.parse(a.body)).toBe("object");

@@ -111,7 +111,11 @@ export function expectImageEnvelope(a: Answer) {
  */
 export const MAX_HEADER_BYTES = 4 * 1024;
 export function headerValue(s: string): string {
-  return Buffer.from(s, "utf8").toString("latin1").replace(/[\x00-\x08\x0a-\x1f\x7f]/g, "").slice(0, MAX_HEADER_BYTES).trim();
+  return Buffer.from(s, "utf8")
+    .toString("latin1")
+    .replace(/[\x00-\x08\x0a-\x1f\x7f]/g, "")
+    .slice(0, MAX_HEADER_BYTES)
+    .trim();
 }
 
 /**
@@ -131,7 +135,9 @@ export function rawTargetText(s: string): string {
 /** A /s3/ request signed like an SDK would (aws4), so the hostile part reaches the parser behind authentication. */
 export function signedS3Fetch(fx: S3Fixture, method: string, path: string, body: Buffer | undefined, headers: Record<string, string> = {}) {
   const host = new URL(fx.cred.endpoint).host;
-  const sha256 = createHash("sha256").update(body ?? "").digest("hex");
+  const sha256 = createHash("sha256")
+    .update(body ?? "")
+    .digest("hex");
   const opts = aws4.sign(
     { host, path, method, service: "s3", region: fx.cred.region, body, headers: { "X-Amz-Content-Sha256": sha256, ...headers } } as aws4.Request,
     { accessKeyId: fx.cred.access_key_id, secretAccessKey: fx.cred.secret_access_key },

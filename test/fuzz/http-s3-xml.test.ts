@@ -24,19 +24,24 @@ afterAll(() => fx.server.dispose());
 /** XML an attacker would send: unterminated comments and declarations, entity bombs, deep nesting, junk keys. */
 const hostileXml = fc.oneof(
   hostileString,
-  fc.tuple(fc.constantFrom("<!--", "<?xml", "<![CDATA[", "<!DOCTYPE", "<", "&"), fc.integer({ min: 1_000, max: 20_000 })).map(([t, n]) => `<Delete>${t.repeat(n)}`),
+  fc
+    .tuple(fc.constantFrom("<!--", "<?xml", "<![CDATA[", "<!DOCTYPE", "<", "&"), fc.integer({ min: 1_000, max: 20_000 }))
+    .map(([t, n]) => `<Delete>${t.repeat(n)}`),
   fc.integer({ min: 1, max: 10 }).map((depth) => {
     let ents = '<!ENTITY a0 "lol">';
     for (let i = 1; i <= depth; i++) ents += `<!ENTITY a${i} "${`&a${i - 1};`.repeat(10)}">`;
     return `<?xml version="1.0"?><!DOCTYPE d [${ents}]><Delete><Object><Key>&a${depth};</Key></Object></Delete>`;
   }),
   fc.integer({ min: 100, max: 20_000 }).map((n) => `${"<a>".repeat(n)}${"</a>".repeat(n)}`),
-  fc.array(fc.oneof(hostileString, fc.string({ maxLength: 30 })), { maxLength: 30 }).map(
-    (keys) => `<?xml version="1.0" encoding="UTF-8"?><Delete><Quiet>true</Quiet>${keys.map((k) => `<Object><Key>${k}</Key></Object>`).join("")}</Delete>`,
-  ),
-  fc.array(fc.tuple(fc.oneof(fc.nat(), hostileString), hostileString), { maxLength: 20 }).map(
-    (parts) => `<CompleteMultipartUpload>${parts.map(([n, e]) => `<Part><PartNumber>${n}</PartNumber><ETag>${e}</ETag></Part>`).join("")}</CompleteMultipartUpload>`,
-  ),
+  fc
+    .array(fc.oneof(hostileString, fc.string({ maxLength: 30 })), { maxLength: 30 })
+    .map((keys) => `<?xml version="1.0" encoding="UTF-8"?><Delete><Quiet>true</Quiet>${keys.map((k) => `<Object><Key>${k}</Key></Object>`).join("")}</Delete>`),
+  fc
+    .array(fc.tuple(fc.oneof(fc.nat(), hostileString), hostileString), { maxLength: 20 })
+    .map(
+      (parts) =>
+        `<CompleteMultipartUpload>${parts.map(([n, e]) => `<Part><PartNumber>${n}</PartNumber><ETag>${e}</ETag></Part>`).join("")}</CompleteMultipartUpload>`,
+    ),
 );
 
 describe("S3 XML bodies", () => {
@@ -53,7 +58,9 @@ describe("S3 XML bodies", () => {
   test("CompleteMultipartUpload: any body is a result or an S3 error, without holding the event loop", async () => {
     await fc.assert(
       fc.asyncProperty(hostileXml, async (xml) => {
-        const a = await probed(fx.server, () => signedS3Fetch(fx, "POST", `/s3/kura/fuzz/multi.jpg?uploadId=${encodeURIComponent(uploadId)}`, Buffer.from(xml)));
+        const a = await probed(fx.server, () =>
+          signedS3Fetch(fx, "POST", `/s3/kura/fuzz/multi.jpg?uploadId=${encodeURIComponent(uploadId)}`, Buffer.from(xml)),
+        );
         expectS3Envelope(a);
         expect(a.status).toBeGreaterThanOrEqual(400); // no part was ever uploaded
       }),

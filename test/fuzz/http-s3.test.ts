@@ -29,26 +29,43 @@ describe("SigV4 and presigned queries", () => {
     const auth = fc.oneof(
       hostileString,
       fc.tuple(hostileString, hostileString, hostileString).map(([c, h, s]) => `AWS4-HMAC-SHA256 Credential=${c}, SignedHeaders=${h}, Signature=${s}`),
-      fc.tuple(hostileString, hostileString).map(([h, s]) => `AWS4-HMAC-SHA256 Credential=${fx.cred.access_key_id}/20260101/auto/s3/aws4_request,SignedHeaders=${h},Signature=${s}`),
+      fc
+        .tuple(hostileString, hostileString)
+        .map(([h, s]) => `AWS4-HMAC-SHA256 Credential=${fx.cred.access_key_id}/20260101/auto/s3/aws4_request,SignedHeaders=${h},Signature=${s}`),
     );
     await fc.assert(
-      fc.asyncProperty(auth, fc.option(hostileString), fc.option(hostileString), fc.constantFrom("GET", "PUT", "DELETE", "HEAD"), async (a, date, sha, method) => {
-        const headers: Record<string, string> = { authorization: headerValue(a) };
-        if (date !== null) headers["x-amz-date"] = headerValue(date);
-        if (sha !== null) headers["x-amz-content-sha256"] = headerValue(sha);
-        const answer = await probed(fx.server, () => fetch(`http://${host}/s3/kura/k.jpg`, { method, headers, body: method === "PUT" ? new Uint8Array(jpeg) : undefined }));
-        if (method === "HEAD") expect(answer.status).toBeGreaterThanOrEqual(400);
-        else expectS3Envelope(answer);
-        expect(answer.status).toBeGreaterThanOrEqual(400);
-      }),
+      fc.asyncProperty(
+        auth,
+        fc.option(hostileString),
+        fc.option(hostileString),
+        fc.constantFrom("GET", "PUT", "DELETE", "HEAD"),
+        async (a, date, sha, method) => {
+          const headers: Record<string, string> = { authorization: headerValue(a) };
+          if (date !== null) headers["x-amz-date"] = headerValue(date);
+          if (sha !== null) headers["x-amz-content-sha256"] = headerValue(sha);
+          const answer = await probed(fx.server, () =>
+            fetch(`http://${host}/s3/kura/k.jpg`, { method, headers, body: method === "PUT" ? new Uint8Array(jpeg) : undefined }),
+          );
+          if (method === "HEAD") expect(answer.status).toBeGreaterThanOrEqual(400);
+          else expectS3Envelope(answer);
+          expect(answer.status).toBeGreaterThanOrEqual(400);
+        },
+      ),
       fuzzParams(),
     );
   });
 
   test("hostile presigned query parameters are S3 errors", async () => {
-    const now = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+    const now = new Date()
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d{3}/, "");
     // 1 KiB per parameter keeps the whole target under the 16 KiB Bun accepts at all.
-    const param = (good: string) => fc.oneof(fc.constant(good), hostileString.map((s) => rawTargetText(s).slice(0, 1024)));
+    const param = (good: string) =>
+      fc.oneof(
+        fc.constant(good),
+        hostileString.map((s) => rawTargetText(s).slice(0, 1024)),
+      );
     const query = fc.record({
       "X-Amz-Algorithm": param("AWS4-HMAC-SHA256"),
       "X-Amz-Credential": param(`${fx.cred.access_key_id}%2F${now.slice(0, 8)}%2Fauto%2Fs3%2Faws4_request`),
@@ -59,7 +76,10 @@ describe("SigV4 and presigned queries", () => {
     });
     await fc.assert(
       fc.asyncProperty(query, fc.option(hostileString), async (q, extra) => {
-        const qs = Object.entries(q).map(([k, v]) => `${k}=${v}`).join("&") + (extra === null ? "" : `&${rawTargetText(extra)}`);
+        const qs =
+          Object.entries(q)
+            .map(([k, v]) => `${k}=${v}`)
+            .join("&") + (extra === null ? "" : `&${rawTargetText(extra)}`);
         const a = await probed(fx.server, () => fetch(`http://${host}/s3/kura/k.jpg?${qs}`));
         expectS3Envelope(a);
         expect(a.status).toBeGreaterThanOrEqual(400);

@@ -90,21 +90,31 @@ describe("aws-chunked decoder", () => {
 
   test("a corrupted encoding is an S3 error or (signed) the untouched data, never anything else", () => {
     fc.assert(
-      fc.property(chunkList, cuts, fc.boolean(), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }), fc.nat(), (chunks, c, signed, flips, cut) => {
-        const s = signed ? signing() : undefined;
-        const body = Buffer.from(encode(chunks, s));
-        for (const [pos, byte] of flips) body[pos % body.length] = byte;
-        const truncated = cut % 5 === 0 ? body.subarray(0, cut % (body.length + 1)) : body;
-        const out = expectContained(() => decode(truncated, c, { signed: s }), isS3AuthError);
-        // A signed body that still decodes must carry exactly the signed data.
-        if (out && s) expect(Buffer.from(out).equals(Buffer.concat(chunks))).toBe(true);
-      }),
+      fc.property(
+        chunkList,
+        cuts,
+        fc.boolean(),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }),
+        fc.nat(),
+        (chunks, c, signed, flips, cut) => {
+          const s = signed ? signing() : undefined;
+          const body = Buffer.from(encode(chunks, s));
+          for (const [pos, byte] of flips) body[pos % body.length] = byte;
+          const truncated = cut % 5 === 0 ? body.subarray(0, cut % (body.length + 1)) : body;
+          const out = expectContained(() => decode(truncated, c, { signed: s }), isS3AuthError);
+          // A signed body that still decodes must carry exactly the signed data.
+          if (out && s) expect(Buffer.from(out).equals(Buffer.concat(chunks))).toBe(true);
+        },
+      ),
       fuzzParams(2),
     );
   });
 
   test("arbitrary bytes and hostile lines are refused with an S3 error, in bounded time", () => {
-    const bytes = fc.oneof(fc.uint8Array({ maxLength: 2_000 }), hostileString.map((s) => Buffer.from(s, "latin1")));
+    const bytes = fc.oneof(
+      fc.uint8Array({ maxLength: 2_000 }),
+      hostileString.map((s) => Buffer.from(s, "latin1")),
+    );
     fc.assert(
       fc.property(bytes, cuts, fc.boolean(), fc.constantFrom(false, true, "x-amz-checksum-crc32"), (body, c, signed, trailer) => {
         expectContained(() => decode(body, c, { signed: signed ? signing() : undefined, trailerExpected: trailer }), isS3AuthError);
@@ -144,19 +154,25 @@ describe("SigV4 canonicalisation and presigned queries", () => {
   }
 
   test("requests signed by an independent client (aws4) verify, by header and presigned", () => {
-      fc.assert(
-        fc.property(fc.array(segment, { minLength: 1, maxLength: 3 }), queryPairs, fc.boolean(), (segments, pairs, presigned) => {
-          const req = signed(segments, pairs, presigned);
-          const auth = verifySigV4(req, { lookupSecret, now: NOW });
-          expect(auth.auth).toBe(presigned ? "presigned" : "header");
-        }),
-        fuzzParams(),
-      );
+    fc.assert(
+      fc.property(fc.array(segment, { minLength: 1, maxLength: 3 }), queryPairs, fc.boolean(), (segments, pairs, presigned) => {
+        const req = signed(segments, pairs, presigned);
+        const auth = verifySigV4(req, { lookupSecret, now: NOW });
+        expect(auth.auth).toBe(presigned ? "presigned" : "header");
+      }),
+      fuzzParams(),
+    );
   });
 
   test("any tampering with a signed request is refused with an S3 error", () => {
-      fc.assert(
-        fc.property(fc.array(segment, { minLength: 1, maxLength: 3 }), queryPairs, fc.boolean(), fc.nat(), fc.constantFrom(..."aZ%/?&=+ 0".split("")), (segments, pairs, presigned, at, ch) => {
+    fc.assert(
+      fc.property(
+        fc.array(segment, { minLength: 1, maxLength: 3 }),
+        queryPairs,
+        fc.boolean(),
+        fc.nat(),
+        fc.constantFrom(..."aZ%/?&=+ 0".split("")),
+        (segments, pairs, presigned, at, ch) => {
           const req = signed(segments, pairs, presigned);
           const pos = at % req.url.length;
           const url = req.url.slice(0, pos) + ch + req.url.slice(pos + 1);
@@ -164,9 +180,10 @@ describe("SigV4 canonicalisation and presigned queries", () => {
           const outcome = expectContained(() => verifySigV4({ ...req, url }, { lookupSecret, now: NOW }), isS3AuthError);
           // The only edits allowed to pass leave the canonical request unchanged (e.g. a space encoded as '+').
           if (outcome) expect(outcome.canonicalRequest).toBe(verifySigV4(req, { lookupSecret, now: NOW }).canonicalRequest);
-        }),
-        fuzzParams(2),
-      );
+        },
+      ),
+      fuzzParams(2),
+    );
   });
 
   test("hostile Authorization headers, dates and presigned parameters are S3 errors", () => {
@@ -179,22 +196,36 @@ describe("SigV4 canonicalisation and presigned queries", () => {
       fc.tuple(wireString, wireString).map(([h, s]) => `AWS4-HMAC-SHA256 Credential=FUZZKEY/20260101/auto/s3/aws4_request,SignedHeaders=${h},Signature=${s}`),
     );
     const presignedQuery = fc
-      .record({
-        "X-Amz-Algorithm": fc.oneof(fc.constant("AWS4-HMAC-SHA256"), wireString),
-        "X-Amz-Credential": fc.oneof(fc.constant("FUZZKEY/20260101/auto/s3/aws4_request"), wireString),
-        "X-Amz-Date": fc.oneof(fc.constant(formatAmzDate(NOW)), wireString),
-        "X-Amz-Expires": fc.oneof(fc.constant("300"), wireString),
-        "X-Amz-SignedHeaders": fc.oneof(fc.constant("host"), wireString),
-        "X-Amz-Signature": fc.oneof(fc.constant("0".repeat(64)), wireString),
-      }, { requiredKeys: ["X-Amz-Algorithm"] })
-      .map((q) => Object.entries(q).map(([k, v]) => `${k}=${v}`).join("&"));
+      .record(
+        {
+          "X-Amz-Algorithm": fc.oneof(fc.constant("AWS4-HMAC-SHA256"), wireString),
+          "X-Amz-Credential": fc.oneof(fc.constant("FUZZKEY/20260101/auto/s3/aws4_request"), wireString),
+          "X-Amz-Date": fc.oneof(fc.constant(formatAmzDate(NOW)), wireString),
+          "X-Amz-Expires": fc.oneof(fc.constant("300"), wireString),
+          "X-Amz-SignedHeaders": fc.oneof(fc.constant("host"), wireString),
+          "X-Amz-Signature": fc.oneof(fc.constant("0".repeat(64)), wireString),
+        },
+        { requiredKeys: ["X-Amz-Algorithm"] },
+      )
+      .map((q) =>
+        Object.entries(q)
+          .map(([k, v]) => `${k}=${v}`)
+          .join("&"),
+      );
     const request = fc.oneof(
       fc.record({ url: wireString.map((p) => `/s3/kura/${p}`), auth: authHeader, date: wireString, sha: wireString }).map((r) => ({
         method: "PUT",
         url: r.url,
-        headers: [["authorization", r.auth], ["x-amz-date", r.date], ["x-amz-content-sha256", r.sha], ["host", "h"]] as [string, string][],
+        headers: [
+          ["authorization", r.auth],
+          ["x-amz-date", r.date],
+          ["x-amz-content-sha256", r.sha],
+          ["host", "h"],
+        ] as [string, string][],
       })),
-      fc.tuple(presignedQuery, wireString).map(([q, extra]) => ({ method: "GET", url: `/s3/kura/k?${q}&${extra}`, headers: [["host", "h"]] as [string, string][] })),
+      fc
+        .tuple(presignedQuery, wireString)
+        .map(([q, extra]) => ({ method: "GET", url: `/s3/kura/k?${q}&${extra}`, headers: [["host", "h"]] as [string, string][] })),
     );
     fc.assert(
       fc.property(request, (req) => {
@@ -213,7 +244,10 @@ describe("Range headers", () => {
     );
     fc.assert(
       fc.property(fc.option(header), fc.integer({ min: 0, max: 1e12 }), (h, size) => {
-        const r = expectContained(() => parseRange(h, size), () => false);
+        const r = expectContained(
+          () => parseRange(h, size),
+          () => false,
+        );
         if (r === undefined || r === "invalid") return;
         expect(Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end)).toBe(true);
         expect(0 <= r.start && r.start <= r.end && r.end < size).toBe(true);
@@ -229,11 +263,16 @@ describe("/i/ query parameters", () => {
       process_widths: fc.option(fc.uniqueArray(fc.integer({ min: 1, max: 8000 }), { maxLength: 5 })),
       process_formats: fc.subarray(["webp", "avif", "jpeg", "png"]),
     });
-    const query = fc.array(fc.tuple(fc.oneof(fc.constantFrom("w", "format", "W", "w[]"), hostileString), fc.oneof(hostileString, fc.nat().map(String))), { maxLength: 5 });
+    const query = fc.array(fc.tuple(fc.oneof(fc.constantFrom("w", "format", "W", "w[]"), hostileString), fc.oneof(hostileString, fc.nat().map(String))), {
+      maxLength: 5,
+    });
     fc.assert(
       fc.property(settings, query, (s, pairs) => {
         const params = new URLSearchParams(pairs);
-        const r = expectContained(() => parseDeliveryParams(params, s), (e) => e instanceof InvalidParamsError && httpErrorOf(e).status === 400);
+        const r = expectContained(
+          () => parseDeliveryParams(params, s),
+          (e) => e instanceof InvalidParamsError && httpErrorOf(e).status === 400,
+        );
         if (!r) return;
         if (r.width !== null) expect(s.process_widths).toContain(r.width);
         if (r.format !== null) expect(s.process_formats).toContain(r.format);
@@ -245,11 +284,25 @@ describe("/i/ query parameters", () => {
 
 describe("referer matching", () => {
   test("any Referer is allowed or refused without throwing; patterns validate or fail with a Chinese reason", () => {
-    const pattern = fc.oneof(hostileString, fc.domain(), fc.domain().map((d) => `*.${d}`));
+    const pattern = fc.oneof(
+      hostileString,
+      fc.domain(),
+      fc.domain().map((d) => `*.${d}`),
+    );
     fc.assert(
       fc.property(fc.option(fc.oneof(hostileString, fc.webUrl())), fc.array(pattern, { maxLength: 4 }), fc.boolean(), (referer, raw, allowEmpty) => {
-        const patterns = raw.map((p) => expectContained(() => validateRefererPattern(p), (e) => e instanceof InvalidRefererPatternError)).filter((p): p is string => !!p);
-        const ok = expectContained(() => refererAllowed(referer, patterns, allowEmpty), () => false);
+        const patterns = raw
+          .map((p) =>
+            expectContained(
+              () => validateRefererPattern(p),
+              (e) => e instanceof InvalidRefererPatternError,
+            ),
+          )
+          .filter((p): p is string => !!p);
+        const ok = expectContained(
+          () => refererAllowed(referer, patterns, allowEmpty),
+          () => false,
+        );
         expect(typeof ok).toBe("boolean");
       }),
       fuzzParams(3),
@@ -275,13 +328,20 @@ describe("referer matching", () => {
 describe("cookie parsing", () => {
   // Known to fail before issue 9 row 5 is fixed: `%E0%A4%A` makes decodeURIComponent throw.
   test("any Cookie header yields a value or nothing, never an exception", () => {
-    const cookie = fc.array(fc.tuple(fc.oneof(fc.constant("kura_session"), hostileString), hostileString), { maxLength: 5 }).map((p) => p.map(([k, v]) => `${k}=${v}`).join("; "));
+    const cookie = fc
+      .array(fc.tuple(fc.oneof(fc.constant("kura_session"), hostileString), hostileString), { maxLength: 5 })
+      .map((p) => p.map(([k, v]) => `${k}=${v}`).join("; "));
     fc.assert(
       fc.property(fc.oneof(cookie, hostileString), (header) => {
         // Header values are bytes: send the UTF-8 bytes as latin1, as a raw client would.
-        const wire = Buffer.from(header, "utf8").toString("latin1").replace(/[\r\n\0]/g, "");
+        const wire = Buffer.from(header, "utf8")
+          .toString("latin1")
+          .replace(/[\r\n\0]/g, "");
         const request = new Request("http://h/", { headers: { cookie: wire } });
-        const v = expectContained(() => readCookie(request, "kura_session"), () => false);
+        const v = expectContained(
+          () => readCookie(request, "kura_session"),
+          () => false,
+        );
         expect(v === undefined || typeof v === "string").toBe(true);
       }),
       fuzzParams(3),
@@ -320,36 +380,50 @@ describe("rclone crypt decryption of corrupted input", () => {
 
   test("streamed decryption of random or damaged bytes fails with a Chinese error, never hangs", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.uint8Array({ maxLength: 500 }), fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.concat([Buffer.from("RCLONE\0\0"), b]))), fc.array(fc.nat({ max: 600 }), { maxLength: 4 }), async (bytes, cuts) => {
-        const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-        const pieces: Uint8Array[] = [];
-        let at = 0;
-        for (const p of [...points, bytes.length]) {
-          pieces.push(bytes.subarray(at, p));
-          at = p;
-        }
-        const source = new ReadableStream<Uint8Array>({
-          start(c) {
-            for (const p of pieces) c.enqueue(p);
-            c.close();
-          },
-        });
-        let error: unknown;
-        await new Response(crypt.decryptStream(source)).arrayBuffer().catch((e) => (error = e));
-        // Random bytes are never a valid encrypted object (the header nonce is followed by no authentic block).
-        if (bytes.length !== 32) expect(isCryptError(error)).toBe(true);
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 500 }),
+          fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.concat([Buffer.from("RCLONE\0\0"), b])),
+        ),
+        fc.array(fc.nat({ max: 600 }), { maxLength: 4 }),
+        async (bytes, cuts) => {
+          const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          const pieces: Uint8Array[] = [];
+          let at = 0;
+          for (const p of [...points, bytes.length]) {
+            pieces.push(bytes.subarray(at, p));
+            at = p;
+          }
+          const source = new ReadableStream<Uint8Array>({
+            start(c) {
+              for (const p of pieces) c.enqueue(p);
+              c.close();
+            },
+          });
+          let error: unknown;
+          await new Response(crypt.decryptStream(source)).arrayBuffer().catch((e) => (error = e));
+          // Random bytes are never a valid encrypted object (the header nonce is followed by no authentic block).
+          if (bytes.length !== 32) expect(isCryptError(error)).toBe(true);
+        },
+      ),
       fuzzParams(),
     );
   });
 
   test("encrypted names: random segments are refused with a Chinese error, real ones round-trip", () => {
     fc.assert(
-      fc.property(fc.oneof(hostileString, fc.stringMatching(/^[0-9a-v]{1,64}$/)), fc.array(fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !s.includes("/")), { minLength: 1, maxLength: 3 }), (junk, plainSegs) => {
-        expectContained(() => crypt.decryptPath(junk), isCryptError);
-        const plain = plainSegs.join("/");
-        expect(crypt.decryptPath(crypt.encryptPath(plain))).toBe(plain);
-      }),
+      fc.property(
+        fc.oneof(hostileString, fc.stringMatching(/^[0-9a-v]{1,64}$/)),
+        fc.array(
+          fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !s.includes("/")),
+          { minLength: 1, maxLength: 3 },
+        ),
+        (junk, plainSegs) => {
+          expectContained(() => crypt.decryptPath(junk), isCryptError);
+          const plain = plainSegs.join("/");
+          expect(crypt.decryptPath(crypt.encryptPath(plain))).toBe(plain);
+        },
+      ),
       fuzzParams(),
     );
   });

@@ -17,7 +17,10 @@ export interface CapturedLog {
  */
 export async function openContext(dataDir: string): Promise<{ app: AppContext; logs: CapturedLog[]; close: () => void }> {
   const logs: CapturedLog[] = [];
-  const capture = (level: string) => (msg: string, fields: Record<string, unknown> = {}) => void logs.push({ level, msg, fields });
+  const capture =
+    (level: string) =>
+    (msg: string, fields: Record<string, unknown> = {}) =>
+      void logs.push({ level, msg, fields });
   const log: Logger = { info: capture("INFO"), warn: capture("WARN"), error: capture("ERROR") };
   const boot = readBootstrap({ KURA_DATA_DIR: dataDir, KURA_LISTEN: "127.0.0.1:0" });
   const { db, key } = openDataDir(boot, log);

@@ -3,11 +3,29 @@
 
 const HEADER = [
   ...new TextEncoder().encode("GIF89a"),
-  1, 0, 1, 0, // logical screen 1x1
-  0x80, 0, 0, // global colour table of 2 entries
-  0, 0, 0, 255, 255, 255,
+  1,
+  0,
+  1,
+  0, // logical screen 1x1
+  0x80,
+  0,
+  0, // global colour table of 2 entries
+  0,
+  0,
+  0,
+  255,
+  255,
+  255,
   // NETSCAPE2.0 application extension: loop forever
-  0x21, 0xff, 0x0b, ...new TextEncoder().encode("NETSCAPE2.0"), 3, 1, 0, 0, 0,
+  0x21,
+  0xff,
+  0x0b,
+  ...new TextEncoder().encode("NETSCAPE2.0"),
+  3,
+  1,
+  0,
+  0,
+  0,
 ];
 
 /** One 1x1 frame: graphic control (10 ms delay), image descriptor, LZW data. */

@@ -3,7 +3,13 @@ import sharp from "sharp";
 /** Real encoded images made with sharp for the tests; `seed` varies the pixels so hashes differ. */
 export async function makeJpeg(width = 64, height = 48, seed = 1, opts: { exif?: Record<string, Record<string, string>>; orientation?: number } = {}) {
   let img = sharp({ create: { width, height, channels: 3, background: { r: (seed * 53) % 256, g: (seed * 97) % 256, b: (seed * 31) % 256 } } })
-    .composite([{ input: Buffer.from(`<svg width="${width}" height="${height}"><rect x="0" y="0" width="${Math.max(1, width >> 1)}" height="${Math.max(1, height >> 2)}" fill="#fff"/></svg>`) }])
+    .composite([
+      {
+        input: Buffer.from(
+          `<svg width="${width}" height="${height}"><rect x="0" y="0" width="${Math.max(1, width >> 1)}" height="${Math.max(1, height >> 2)}" fill="#fff"/></svg>`,
+        ),
+      },
+    ])
     .jpeg({ quality: 90 });
   if (opts.exif) img = img.withExif(opts.exif);
   if (opts.orientation) img = img.withMetadata({ orientation: opts.orientation });
@@ -11,13 +17,19 @@ export async function makeJpeg(width = 64, height = 48, seed = 1, opts: { exif?:
 }
 
 export async function makePng(width = 64, height = 48, seed = 1) {
-  return sharp({ create: { width, height, channels: 4, background: { r: seed % 256, g: 128, b: 200, alpha: 1 } } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 4, background: { r: seed % 256, g: 128, b: 200, alpha: 1 } } })
+    .png()
+    .toBuffer();
 }
 
 /** An animated image (`gif` or `webp`) with `frames` distinct frames. */
 export async function makeAnimated(format: "gif" | "webp" = "gif", width = 32, height = 32, frames = 3) {
   const pages = await Promise.all(
-    Array.from({ length: frames }, (_, i) => sharp({ create: { width, height, channels: 3, background: { r: i * 80, g: 50, b: 100 } } }).png().toBuffer()),
+    Array.from({ length: frames }, (_, i) =>
+      sharp({ create: { width, height, channels: 3, background: { r: i * 80, g: 50, b: 100 } } })
+        .png()
+        .toBuffer(),
+    ),
   );
   const joined = sharp(pages, { join: { animated: true } });
   return format === "gif" ? joined.gif().toBuffer() : joined.webp().toBuffer();

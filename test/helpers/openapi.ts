@@ -15,7 +15,12 @@ const escapePointer = (s: string) => s.replace(/~/g, "~0").replace(/\//g, "~1");
 /** The spec path template that a concrete request path matches ("/api/admin/users/u1" → "/api/admin/users/{id}"). */
 export function specPathFor(path: string): string | undefined {
   const candidates = Object.keys(spec.paths).filter((template) => {
-    const re = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{object_key\}/, ".+").replace(/\{[^}]+\}/g, "[^/]+")}$`);
+    const re = new RegExp(
+      `^${template
+        .replace(/[.*+?^$()|[\]\\]/g, "\\$&")
+        .replace(/\{object_key\}/, ".+")
+        .replace(/\{[^}]+\}/g, "[^/]+")}$`,
+    );
     return re.test(path);
   });
   // Prefer the most literal template, like the router does.
@@ -35,7 +40,10 @@ export function assertMatchesSpec(method: string, path: string, status: number, 
   let pointer = `openapi#/paths/${escapePointer(template)}/${method.toLowerCase()}/responses/${status}`;
   if (response.$ref) {
     pointer = `openapi${response.$ref}`;
-    response = response.$ref.split("/").slice(1).reduce((o: any, k: string) => o[k], spec);
+    response = response.$ref
+      .split("/")
+      .slice(1)
+      .reduce((o: any, k: string) => o[k], spec);
   }
   if (body === undefined) return;
   const media = response.content?.["application/json"];

@@ -9,7 +9,12 @@ import { KuraServer } from "../helpers/server";
 
 const NAME = /^kura-\d{8}-\d{6}\.\d{3}\.db$/;
 
-const snapshotsIn = (root: string) => (existsSync(join(root, "_kura/backups")) ? readdirSync(join(root, "_kura/backups")).filter((f) => NAME.test(f)).sort() : []);
+const snapshotsIn = (root: string) =>
+  existsSync(join(root, "_kura/backups"))
+    ? readdirSync(join(root, "_kura/backups"))
+        .filter((f) => NAME.test(f))
+        .sort()
+    : [];
 
 describe("metadata backups on two local channels", () => {
   let second: string;
@@ -48,7 +53,10 @@ describe("metadata backups on two local channels", () => {
     writeFileSync(file, new Uint8Array(await res.arrayBuffer()));
     const db = new Database(file, { readonly: true });
     try {
-      const users = db.query<{ name: string }, []>("SELECT name FROM users").all().map((u) => u.name);
+      const users = db
+        .query<{ name: string }, []>("SELECT name FROM users")
+        .all()
+        .map((u) => u.name);
       expect(users).toContain("admin");
     } finally {
       db.close();

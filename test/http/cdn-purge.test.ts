@@ -67,8 +67,7 @@ describe("CDN purge (spec 4.13)", () => {
     await res.arrayBuffer();
   };
   /** Each URL form for both `/i/<id>` and its extension form `/i/<id>.jpg` (all uploads here are JPEG). */
-  const forms = (id: string, suffixes: string[]) =>
-    [`${BASE_URL}/i/${id}`, `${BASE_URL}/i/${id}.jpg`].flatMap((link) => suffixes.map((q) => link + q)).sort();
+  const forms = (id: string, suffixes: string[]) => [`${BASE_URL}/i/${id}`, `${BASE_URL}/i/${id}.jpg`].flatMap((link) => suffixes.map((q) => link + q)).sort();
   const callsFor = (id: string) => cdn.calls.filter((c) => c.files.some((f) => f.startsWith(`${BASE_URL}/i/${id}`)));
 
   test("deleting an image purges its link and every generated variant URL at once", async () => {

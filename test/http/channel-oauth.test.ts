@@ -148,7 +148,10 @@ describe("OAuth channels (OneDrive against a local fake)", () => {
     expect(fake.oauth.isValidRefreshToken(JSON.parse(ok.token).refresh_token)).toBe(true);
 
     fake.oauth.expireAccessTokens();
-    const failed = await admin.json("POST", "/api/admin/channels/test", { template: "onedrive", inputs: { ...inputs, token: ok.token, drive_id: "no-such-drive" } });
+    const failed = await admin.json("POST", "/api/admin/channels/test", {
+      template: "onedrive",
+      inputs: { ...inputs, token: ok.token, drive_id: "no-such-drive" },
+    });
     expect(failed.ok).toBe(false);
     expect(failed.error).toMatch(/[\u4e00-\u9fff]/);
     expect(typeof failed.token).toBe("string");
@@ -172,11 +175,22 @@ describe("OAuth channels (OneDrive against a local fake)", () => {
   });
 
   test("Google Drive (custom mode) gets root_folder_id filled in; Dropbox (template) needs nothing more", async () => {
-    const appOf = (f: FakeDrive | FakeDropbox) => ({ client_id: f.oauth.clientId, client_secret: f.oauth.clientSecret, token: f.oauth.tokenJson(), token_url: `${f.origin}/token` });
+    const appOf = (f: FakeDrive | FakeDropbox) => ({
+      client_id: f.oauth.clientId,
+      client_secret: f.oauth.clientSecret,
+      token: f.oauth.tokenJson(),
+      token_url: `${f.origin}/token`,
+    });
     const gd = await admin.json("POST", "/api/admin/channels", { name: "gd", driver: "drive", config: { ...appOf(gdrive), path: "kura" } }, 201);
     expect((await admin.json("GET", `/api/admin/channels/${gd.id}/config`)).config.root_folder_id).toBe(gdrive.rootId);
     const db = await admin.json("POST", "/api/admin/channels", { name: "db", template: "dropbox", inputs: { ...appOf(dropbox), path: "kura" } }, 201);
-    expect(Object.keys((await admin.json("GET", `/api/admin/channels/${db.id}/config`)).config).sort()).toEqual(["client_id", "client_secret", "path", "token", "token_url"]);
+    expect(Object.keys((await admin.json("GET", `/api/admin/channels/${db.id}/config`)).config).sort()).toEqual([
+      "client_id",
+      "client_secret",
+      "path",
+      "token",
+      "token_url",
+    ]);
     // Both received the backfill of the images uploaded so far.
     const image = (await admin.json("GET", "/api/admin/images")).items[0];
     await waitReplicaState(admin, image.id, gd.id, "done");

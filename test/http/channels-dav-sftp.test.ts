@@ -38,7 +38,12 @@ describe("WebDAV and SFTP channels through the API, with their servers going dow
   });
 
   test("WebDAV: created from its template, backfilled, unhealthy while Apache is down, healed after", async () => {
-    const ch = await admin.json("POST", "/api/admin/channels", { template: "webdav", inputs: { url: dav.url, user: "kura", pass: "dav-secret-1", path: "kura" }, name: "dav" }, 201);
+    const ch = await admin.json(
+      "POST",
+      "/api/admin/channels",
+      { template: "webdav", inputs: { url: dav.url, user: "kura", pass: "dav-secret-1", path: "kura" }, name: "dav" },
+      201,
+    );
     await waitReplicaState(admin, firstImage, ch.id, "done");
     expect(listFiles(dav.davDir).some((f) => f.startsWith("kura/img/"))).toBe(true);
     const view = await admin.json("GET", `/api/admin/channels/${ch.id}/config`);
@@ -62,7 +67,11 @@ describe("WebDAV and SFTP channels through the API, with their servers going dow
     const ch = await admin.json(
       "POST",
       "/api/admin/channels",
-      { template: "sftp", inputs: { host: "127.0.0.1", port: String(sshd.port), user: sshd.user, key_pem: sshd.clientKey, path: join(scratch, "sftp-root") }, name: "sftp" },
+      {
+        template: "sftp",
+        inputs: { host: "127.0.0.1", port: String(sshd.port), user: sshd.user, key_pem: sshd.clientKey, path: join(scratch, "sftp-root") },
+        name: "sftp",
+      },
       201,
     );
     await waitReplicaState(admin, firstImage, ch.id, "done");
@@ -71,14 +80,34 @@ describe("WebDAV and SFTP channels through the API, with their servers going dow
 
     await sshd.stop();
     sshd.dropConnections();
-    const unhealthy = await waitFor(() => admin.json("GET", "/api/admin/channels"), (l) => l.items.find((c: { name: string }) => c.name === "sftp")?.healthy === false, 15_000, "sftp unhealthy");
+    const unhealthy = await waitFor(
+      () => admin.json("GET", "/api/admin/channels"),
+      (l) => l.items.find((c: { name: string }) => c.name === "sftp")?.healthy === false,
+      15_000,
+      "sftp unhealthy",
+    );
     expect(unhealthy.items.find((c: { name: string }) => c.name === "sftp").last_error).not.toBe("");
-    await waitFor(async () => openAlerts(server, "sftp"), (kinds) => kinds.includes("channel_unhealthy"), 10_000, "alert");
+    await waitFor(
+      async () => openAlerts(server, "sftp"),
+      (kinds) => kinds.includes("channel_unhealthy"),
+      10_000,
+      "alert",
+    );
     await server.waitForLog(/msg=告警已触发 kind=channel_unhealthy target=sftp/);
 
     await sshd.start();
-    await waitFor(() => admin.json("GET", "/api/admin/channels"), (l) => l.items.find((c: { name: string }) => c.name === "sftp")?.healthy === true, 15_000, "sftp healthy");
-    await waitFor(async () => openAlerts(server, "sftp"), (kinds) => !kinds.includes("channel_unhealthy"), 10_000, "alert resolved");
+    await waitFor(
+      () => admin.json("GET", "/api/admin/channels"),
+      (l) => l.items.find((c: { name: string }) => c.name === "sftp")?.healthy === true,
+      15_000,
+      "sftp healthy",
+    );
+    await waitFor(
+      async () => openAlerts(server, "sftp"),
+      (kinds) => !kinds.includes("channel_unhealthy"),
+      10_000,
+      "alert resolved",
+    );
     await server.waitForLog(/msg=告警已解除 kind=channel_unhealthy target=sftp/);
     await admin.json("PUT", "/api/admin/config", { health_check_seconds: 60 });
   });

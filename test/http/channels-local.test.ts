@@ -36,7 +36,25 @@ describe("storage channel admin API (local channels)", () => {
     const list = await admin.json("GET", "/api/admin/channel-templates");
     expect(list.total).toBe(list.items.length);
     const byId = new Map<string, any>(list.items.map((t: { id: string }) => [t.id, t]));
-    for (const id of ["local", "aws_s3", "cloudflare_r2", "backblaze_b2", "minio", "aliyun_oss", "tencent_cos", "qiniu", "wasabi", "s3_other", "nextcloud", "owncloud", "webdav", "sftp", "onedrive", "drive", "dropbox"]) {
+    for (const id of [
+      "local",
+      "aws_s3",
+      "cloudflare_r2",
+      "backblaze_b2",
+      "minio",
+      "aliyun_oss",
+      "tencent_cos",
+      "qiniu",
+      "wasabi",
+      "s3_other",
+      "nextcloud",
+      "owncloud",
+      "webdav",
+      "sftp",
+      "onedrive",
+      "drive",
+      "dropbox",
+    ]) {
       expect(byId.has(id)).toBe(true);
     }
     for (const t of list.items) {
@@ -83,7 +101,16 @@ describe("storage channel admin API (local channels)", () => {
 
   test("create (custom mode) probes, saves, and backfills existing images; audit keeps no secrets", async () => {
     const created = await createLocal("disk-a", { priority: 5 });
-    expect(created).toMatchObject({ name: "disk-a", driver: "local", priority: 5, healthy: true, encrypted: false, allow_direct_link: false, deleting: false, last_error: "" });
+    expect(created).toMatchObject({
+      name: "disk-a",
+      driver: "local",
+      priority: 5,
+      healthy: true,
+      encrypted: false,
+      allow_direct_link: false,
+      deleting: false,
+      last_error: "",
+    });
     expect(created.last_checked_at).not.toBe("");
     expect(created.replicas.done + created.replicas.pending).toBe(2);
     for (const image of images) await waitReplicaState(admin, image.id, created.id, "done");
@@ -127,7 +154,12 @@ describe("storage channel admin API (local channels)", () => {
   });
 
   test("config view, template mode and PUT without config change", async () => {
-    const created = await admin.json("POST", "/api/admin/channels", { name: "tpl", template: "local", inputs: { path: dir("tpl"), public_base_url: "https://cdn.example.com/x" } }, 201);
+    const created = await admin.json(
+      "POST",
+      "/api/admin/channels",
+      { name: "tpl", template: "local", inputs: { path: dir("tpl"), public_base_url: "https://cdn.example.com/x" } },
+      201,
+    );
     const view = await admin.json("GET", `/api/admin/channels/${created.id}/config`);
     expect(view).toEqual({
       template: "local",
@@ -144,10 +176,32 @@ describe("storage channel admin API (local channels)", () => {
       inputs: view.inputs,
     });
     expect(put).toMatchObject({ id: created.id, name: "tpl-renamed", priority: 3, allow_direct_link: true });
-    await expectError(await admin.request("PUT", `/api/admin/channels/${created.id}`, { name: "tpl-renamed", priority: 3, allow_direct_link: true, encrypted: true, template: "local", inputs: view.inputs }), 409);
-    await expectError(await admin.request("PUT", `/api/admin/channels/${created.id}`, { name: "disk-a", priority: 3, allow_direct_link: true, template: "local", inputs: view.inputs }), 409);
+    await expectError(
+      await admin.request("PUT", `/api/admin/channels/${created.id}`, {
+        name: "tpl-renamed",
+        priority: 3,
+        allow_direct_link: true,
+        encrypted: true,
+        template: "local",
+        inputs: view.inputs,
+      }),
+      409,
+    );
+    await expectError(
+      await admin.request("PUT", `/api/admin/channels/${created.id}`, {
+        name: "disk-a",
+        priority: 3,
+        allow_direct_link: true,
+        template: "local",
+        inputs: view.inputs,
+      }),
+      409,
+    );
     await expectError(await admin.request("PUT", `/api/admin/channels/${created.id}`, { name: "tpl-renamed", template: "local", inputs: view.inputs }), 400);
-    const custom = await admin.json("GET", `/api/admin/channels/${(await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "disk-a").id}/config`);
+    const custom = await admin.json(
+      "GET",
+      `/api/admin/channels/${(await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "disk-a").id}/config`,
+    );
     expect(custom).toEqual({ template: "", driver: "local", config: { path: dir("disk-a") } });
     await expectError(await admin.request("GET", "/api/admin/channels/999999/config"), 404);
   });
@@ -168,7 +222,10 @@ describe("storage channel admin API (local channels)", () => {
 
   test("encrypted channels: default from encrypt_new_channels, no direct links, crypt remote exported", async () => {
     await admin.json("PUT", "/api/admin/config", { encrypt_new_channels: true });
-    await expectError(await admin.request("POST", "/api/admin/channels", { name: "enc", driver: "local", config: { path: dir("enc") }, allow_direct_link: true }), 400);
+    await expectError(
+      await admin.request("POST", "/api/admin/channels", { name: "enc", driver: "local", config: { path: dir("enc") }, allow_direct_link: true }),
+      400,
+    );
     const enc = await createLocal("enc");
     await admin.json("PUT", "/api/admin/config", { encrypt_new_channels: false });
     expect(enc.encrypted).toBe(true);
@@ -179,13 +236,29 @@ describe("storage channel admin API (local channels)", () => {
     expect(files.filter((f) => f.startsWith("img/"))).toEqual([]);
     const text = await (await admin.request("GET", `/api/admin/channels/${enc.id}/rclone-config`)).text();
     expect(text).toContain(`[kura-${enc.id}-crypt]`);
-    await expectError(await admin.request("PUT", `/api/admin/channels/${enc.id}`, { name: "enc", priority: 0, allow_direct_link: false, encrypted: false, driver: "local", config: { path: dir("enc") } }), 409);
+    await expectError(
+      await admin.request("PUT", `/api/admin/channels/${enc.id}`, {
+        name: "enc",
+        priority: 0,
+        allow_direct_link: false,
+        encrypted: false,
+        driver: "local",
+        config: { path: dir("enc") },
+      }),
+      409,
+    );
   });
 
   test("metrics count loaded channels and bytes of done replicas", async () => {
     const text = await (await fetch(server.url("/metrics"))).text();
     const list = (await admin.json("GET", "/api/admin/channels")).items;
-    const value = (line: string) => Number(text.split("\n").find((l) => l.startsWith(`${line} `))?.slice(line.length + 1));
+    const value = (line: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((l) => l.startsWith(`${line} `))
+          ?.slice(line.length + 1),
+      );
     expect(value("kura_channels_total")).toBe(list.length);
     expect(value("kura_channels_healthy_total")).toBe(list.filter((c: { healthy: boolean }) => c.healthy).length);
     expect(value('kura_channel_storage_bytes{channel="disk-a"}')).toBe(images.reduce((n, i) => n + i.size, 0));

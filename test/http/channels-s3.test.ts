@@ -122,10 +122,15 @@ describe("storage channel admin API against a real S3 server", () => {
 
     const base = { name: "s3-main", priority: 10, allow_direct_link: false, template: "minio" };
     // The sentinel is only valid where a read masked something.
-    expect(await expectError(await admin.request("PUT", `/api/admin/channels/${channelId}`, { ...base, inputs: { ...after.inputs, endpoint: SENTINEL } }), 400)).toContain("endpoint");
+    expect(
+      await expectError(await admin.request("PUT", `/api/admin/channels/${channelId}`, { ...base, inputs: { ...after.inputs, endpoint: SENTINEL } }), 400),
+    ).toContain("endpoint");
     await expectError(await admin.request("PUT", `/api/admin/channels/${channelId}`, { ...base, inputs: after.inputs, encrypted: true }), 409);
     // A wrong new secret is probed and refused; the stored one stays in force.
-    await expectError(await admin.request("PUT", `/api/admin/channels/${channelId}`, { ...base, inputs: { ...after.inputs, secret_access_key: "nope-nope" } }), 400);
+    await expectError(
+      await admin.request("PUT", `/api/admin/channels/${channelId}`, { ...base, inputs: { ...after.inputs, secret_access_key: "nope-nope" } }),
+      400,
+    );
     expect((await admin.json("POST", `/api/admin/channels/${channelId}/check`)).healthy).toBe(true);
   });
 
@@ -145,7 +150,10 @@ describe("storage channel admin API against a real S3 server", () => {
     expect(down.healthy).toBe(false);
     expect(down.last_error).toMatch(/S3/);
     expect(down.last_checked_at).not.toBe("");
-    const alerts = queryDb<{ message: string; resolved_at: string }>(server, "SELECT message, resolved_at FROM alerts WHERE kind = 'channel_unhealthy' AND target = 's3-main'");
+    const alerts = queryDb<{ message: string; resolved_at: string }>(
+      server,
+      "SELECT message, resolved_at FROM alerts WHERE kind = 'channel_unhealthy' AND target = 's3-main'",
+    );
     expect(alerts).toHaveLength(1);
     expect(alerts[0]!.resolved_at).toBe("");
     await server.waitForLog(/msg=告警已触发 kind=channel_unhealthy target=s3-main/);

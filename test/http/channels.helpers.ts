@@ -30,7 +30,12 @@ export async function replicaOn(admin: Session, imageId: string, channelId: numb
 }
 
 export async function waitReplicaState(admin: Session, imageId: string, channelId: number, state: string, timeoutMs = 15_000) {
-  return waitFor(() => replicaOn(admin, imageId, channelId), (r) => r?.state === state, timeoutMs, `replica of ${imageId} on ${channelId} to be ${state}`);
+  return waitFor(
+    () => replicaOn(admin, imageId, channelId),
+    (r) => r?.state === state,
+    timeoutMs,
+    `replica of ${imageId} on ${channelId} to be ${state}`,
+  );
 }
 
 /** Reads the server's database directly (read-only) for rows the API does not show yet (audit, alerts). */

@@ -17,13 +17,43 @@ describe("runtime configuration", () => {
     const full = await admin.json("GET", "/api/admin/config/full");
     expect(full.bootstrap).toEqual({ listen: "127.0.0.1:0", data_dir: server.dataDir, trusted_proxies: "10.9.0.0/16", metrics_allow: "127.0.0.1" });
     const keys = [
-      "max_upload_mb", "max_pixels_mp", "max_concurrent_uploads", "upload_rate_per_min", "base_url", "cdn_provider_zone_id",
-      "cdn_provider_api_token", "alert_webhook_url", "allow_empty_referer", "ttl_renew_on_access", "encrypt_new_channels",
-      "exif_policy", "access_mode", "min_success", "health_check_seconds", "backup_interval_hours", "backup_keep",
-      "cleanup_sweep_seconds", "delete_grace_minutes", "default_ttl_hours", "activity_flush_seconds", "cold_cleanup_days",
-      "usage_report_seconds", "channel_quota_gb", "dedup_scan_seconds", "dedup_phash_max_distance", "process_widths",
-      "process_formats", "process_quality_webp", "process_quality_jpeg", "process_webp_method", "process_workers",
-      "process_timeout_ms", "variants_cache_mb", "idempotency_key_ttl_hours", "s3_multipart_expiry_hours", "audit_retention_days",
+      "max_upload_mb",
+      "max_pixels_mp",
+      "max_concurrent_uploads",
+      "upload_rate_per_min",
+      "base_url",
+      "cdn_provider_zone_id",
+      "cdn_provider_api_token",
+      "alert_webhook_url",
+      "allow_empty_referer",
+      "ttl_renew_on_access",
+      "encrypt_new_channels",
+      "exif_policy",
+      "access_mode",
+      "min_success",
+      "health_check_seconds",
+      "backup_interval_hours",
+      "backup_keep",
+      "cleanup_sweep_seconds",
+      "delete_grace_minutes",
+      "default_ttl_hours",
+      "activity_flush_seconds",
+      "cold_cleanup_days",
+      "usage_report_seconds",
+      "channel_quota_gb",
+      "dedup_scan_seconds",
+      "dedup_phash_max_distance",
+      "process_widths",
+      "process_formats",
+      "process_quality_webp",
+      "process_quality_jpeg",
+      "process_webp_method",
+      "process_workers",
+      "process_timeout_ms",
+      "variants_cache_mb",
+      "idempotency_key_ttl_hours",
+      "s3_multipart_expiry_hours",
+      "audit_retention_days",
     ];
     expect(Object.keys(full.settings).sort()).toEqual(keys.sort());
     expect(full.derived).toMatchObject({ cdn_purge_enabled: false, cdn_api_token_set: false });
@@ -62,7 +92,13 @@ describe("runtime configuration", () => {
     const full = await admin.json("PUT", "/api/admin/config", caps);
     expect(full.settings).toMatchObject(caps);
     // Put sane values back for the other tests.
-    await admin.json("PUT", "/api/admin/config", { default_ttl_hours: 0, cold_cleanup_days: 0, delete_grace_minutes: 60, health_check_seconds: 60, process_timeout_ms: 15000 });
+    await admin.json("PUT", "/api/admin/config", {
+      default_ttl_hours: 0,
+      cold_cleanup_days: 0,
+      delete_grace_minutes: 60,
+      health_check_seconds: 60,
+      process_timeout_ms: 15000,
+    });
   });
 
   test("changes apply at once and are visible in the read-only slice", async () => {
@@ -76,7 +112,11 @@ describe("runtime configuration", () => {
 
   test("the CDN token is sealed at rest, blanked on read, kept when omitted, cleared by empty", async () => {
     const secret = "cdn-token-ABCDEF-123456";
-    let full = await admin.json("PUT", "/api/admin/config", { cdn_provider_api_token: secret, cdn_provider_zone_id: "zone1", base_url: "https://img.example.com" });
+    let full = await admin.json("PUT", "/api/admin/config", {
+      cdn_provider_api_token: secret,
+      cdn_provider_zone_id: "zone1",
+      base_url: "https://img.example.com",
+    });
     expect(full.settings.cdn_provider_api_token).toBe("");
     expect(full.derived).toMatchObject({ cdn_api_token_set: true, cdn_purge_enabled: true });
     full = await admin.json("PUT", "/api/admin/config", { cdn_provider_zone_id: "zone2" });

@@ -31,10 +31,16 @@ describe("delivered bytes and revalidation headers", () => {
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "bytes" }, 201)).token;
     // Seeded noise: a few kB that do not compress, so every slice below is distinct.
     const noise = new Uint8Array(96 * 64 * 3).map((_, i) => (i * 2654435761) >>> 13);
-    bytes = await sharp(noise, { raw: { width: 96, height: 64, channels: 3 } }).jpeg({ quality: 95 }).toBuffer();
+    bytes = await sharp(noise, { raw: { width: 96, height: 64, channels: 3 } })
+      .jpeg({ quality: 95 })
+      .toBuffer();
     expect(bytes.length).toBeGreaterThan(2000);
     const up = async (body: Uint8Array, name: string, objectKey: string) => {
-      const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(body, name, { object_key: objectKey, exif_policy: "passthrough" }) });
+      const res = await fetch(server.url("/api/upload"), {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: form(body, name, { object_key: objectKey, exif_policy: "passthrough" }),
+      });
       expect(res.status).toBe(200);
       return (await res.json()).id as string;
     };
@@ -74,7 +80,11 @@ describe("delivered bytes and revalidation headers", () => {
     const full = await get(`/i/${jpeg.id}`);
     expect(Buffer.from(await full.arrayBuffer()).equals(bytes)).toBe(true);
     // The whole read kept the original in memory; with the object removed, memory is the only source left.
-    const [{ storage_key }] = queryDb<{ storage_key: string }>(server, "SELECT b.storage_key FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.id = ?", jpeg.id);
+    const [{ storage_key }] = queryDb<{ storage_key: string }>(
+      server,
+      "SELECT b.storage_key FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.id = ?",
+      jpeg.id,
+    );
     rmSync(join(server.dataDir, "storage", storage_key));
     await expectSlices("memory");
   });

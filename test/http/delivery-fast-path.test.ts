@@ -29,13 +29,22 @@ describe("/i/ fast path keeps the router's contract", () => {
     userId = (await admin.json("GET", "/api/admin/me")).user.id;
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "fast" }, 201)).token;
     bytes = await makeJpeg(40, 30, 60);
-    const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, "f.jpg", { object_key: "fast/f.jpg" }) });
+    const res = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(bytes, "f.jpg", { object_key: "fast/f.jpg" }),
+    });
     expect(res.status).toBe(200);
     id = (await res.json()).id;
   });
 
   test("statuses, headers and metrics", async () => {
-    const before = { ok: await metricValue(server.base, sample(200)), head: await metricValue(server.base, sample(200, "HEAD")), bad: await metricValue(server.base, sample(400)), missing: await metricValue(server.base, sample(404)) };
+    const before = {
+      ok: await metricValue(server.base, sample(200)),
+      head: await metricValue(server.base, sample(200, "HEAD")),
+      bad: await metricValue(server.base, sample(400)),
+      missing: await metricValue(server.base, sample(404)),
+    };
 
     for (let i = 0; i < 2; i++) {
       // The second GET comes from the in-memory copy.

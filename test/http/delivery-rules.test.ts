@@ -13,7 +13,11 @@ describe("hotlink protection, variant cache bound and TTL renewal", () => {
   const { server, admin } = useAdmin();
   beforeAll(async () => {
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "t" }, 201)).token;
-    const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(await makeJpeg(64, 64, 5), "a.jpg", { object_key: "pics/a.jpg" }) });
+    const res = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(await makeJpeg(64, 64, 5), "a.jpg", { object_key: "pics/a.jpg" }),
+    });
     id = (await res.json()).id;
   });
 
@@ -80,7 +84,9 @@ describe("hotlink protection, variant cache bound and TTL renewal", () => {
     // Noisy PNGs compress badly, so each variant is several hundred KB.
     const noisy = await Bun.spawn(["true"]).exited.then(async () => {
       const { default: sharp } = await import("sharp");
-      return sharp(Buffer.from(crypto.getRandomValues(new Uint8Array(640 * 400 * 3))), { raw: { width: 640, height: 400, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
+      return sharp(Buffer.from(crypto.getRandomValues(new Uint8Array(640 * 400 * 3))), { raw: { width: 640, height: 400, channels: 3 } })
+        .png({ compressionLevel: 1 })
+        .toBuffer();
     });
     await admin.json("PUT", "/api/admin/config", { max_upload_mb: 20 });
     const big = await admin.json("POST", "/api/admin/upload", form(noisy, "noise.png"));

@@ -20,7 +20,11 @@ describe("public delivery", () => {
     await admin.json("PUT", "/api/admin/config", { process_widths: [16, 320, 1920], process_formats: ["webp", "jpeg", "png", "avif", "gif"] });
     const bytes = await makeJpeg(800, 600, 21);
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "delivery" }, 201)).token;
-    const upload = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, "photo.jpg", { object_key: "x" }) });
+    const upload = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(bytes, "photo.jpg", { object_key: "x" }),
+    });
     const up = await upload.json();
     const d = await admin.json("GET", `/api/admin/images/${up.id}`);
     jpeg = { id: up.id, sha: d.sha256, size: d.size };
@@ -128,7 +132,15 @@ describe("public delivery", () => {
 
     const token = (await admin.json("POST", "/api/admin/tokens", { name: "repoint" }, 201)).token;
     const put = async (seed: number) =>
-      (await (await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(await makePng(21, 21, seed), "a.png", { object_key: "moving/a.png" }) })).json()).id;
+      (
+        await (
+          await fetch(server.url("/api/upload"), {
+            method: "POST",
+            headers: { authorization: `Bearer ${token}` },
+            body: form(await makePng(21, 21, seed), "a.png", { object_key: "moving/a.png" }),
+          })
+        ).json()
+      ).id;
     const firstId = await put(62);
     const firstSha = (await admin.json("GET", `/api/admin/images/${firstId}`)).sha256;
     expect((await get("/o/default/moving/a.png")).headers.get("etag")).toBe(`"${firstSha}"`);

@@ -55,7 +55,13 @@ describe("row 1: one request path for the body cap and the router", () => {
       const me = await hostRequest(server, { method: "GET", path: "/api/admin/me", host });
       expect(me.status, `Host: ${host} → ${me.status} ${me.body}`).toBe(401);
       const big = Buffer.from(JSON.stringify({ name: "x".repeat(2 * MiB), password: "y" }));
-      const login = await hostRequest(server, { method: "POST", path: "/api/admin/auth/login", host, headers: { "content-type": "application/json" }, body: big });
+      const login = await hostRequest(server, {
+        method: "POST",
+        path: "/api/admin/auth/login",
+        host,
+        headers: { "content-type": "application/json" },
+        body: big,
+      });
       expect(login.status).toBe(413);
       expect(JSON.parse(login.body).error).toMatch(/请求体过大/);
     }

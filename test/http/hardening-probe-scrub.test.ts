@@ -21,7 +21,12 @@ describe("row 11: channel errors are scrubbed on every probe path", () => {
   });
   const { server, admin } = useAdmin();
   beforeAll(async () => {
-    const ch = await admin.json("POST", "/api/admin/channels", { template: "webdav", inputs: { url: `${dav.url}${SECRET}/`, user: "kura", pass: SECRET }, name: "dav" }, 201);
+    const ch = await admin.json(
+      "POST",
+      "/api/admin/channels",
+      { template: "webdav", inputs: { url: `${dav.url}${SECRET}/`, user: "kura", pass: SECRET }, name: "dav" },
+      201,
+    );
     channelId = ch.id;
   });
   afterAll(async () => {

@@ -47,7 +47,12 @@ describe("row 12: read repair", () => {
     expect(after.state !== "done" || after.attempts > before.attempts).toBe(true);
 
     // Re-replicated without waiting for the daily reconciliation.
-    await waitFor(async () => objectOnPrimary(), (f) => f !== undefined, 10_000, "the object back on primary");
+    await waitFor(
+      async () => objectOnPrimary(),
+      (f) => f !== undefined,
+      10_000,
+      "the object back on primary",
+    );
     const repaired = await waitReplicaState(admin, id, primaryId, "done", 10_000);
     expect(repaired!.last_error).toBe("");
     const channel = (await admin.json("GET", "/api/admin/channels")).items.find((c: { id: number }) => c.id === primaryId);

@@ -112,7 +112,9 @@ describe("image admin API", () => {
     await expectError(await admin.request("GET", `/api/admin/images/${a.id}`), 404);
     // Carol still references it: the blob is neither marked for deletion nor has a delete job queued.
     const state = new Database(join(server.dataDir, "kura.db"), { readonly: true });
-    const blob = state.query<{ id: number; ref_count: number; pending_delete: number }, [string]>("SELECT id, ref_count, pending_delete FROM blobs WHERE sha256 = ?").get(sha)!;
+    const blob = state
+      .query<{ id: number; ref_count: number; pending_delete: number }, [string]>("SELECT id, ref_count, pending_delete FROM blobs WHERE sha256 = ?")
+      .get(sha)!;
     const deleteJobs = state.query("SELECT id FROM jobs WHERE kind = 'blob.delete' AND json_extract(payload, '$.blob_id') = ?").all(blob.id);
     state.close();
     expect([blob.ref_count, blob.pending_delete, deleteJobs.length]).toEqual([1, 0, 0]);
@@ -134,9 +136,11 @@ describe("image admin API", () => {
     const a = await admin.json("POST", "/api/admin/upload", form(bytes, "g.jpg"));
     await admin.json("DELETE", `/api/admin/images/${a.id}`, undefined, 204);
     const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
-    const blob = db.query<{ pending_delete: number; delete_after: string; ref_count: number }, []>(
-      "SELECT pending_delete, delete_after, ref_count FROM blobs ORDER BY id DESC LIMIT 1",
-    ).get()!;
+    const blob = db
+      .query<{ pending_delete: number; delete_after: string; ref_count: number }, []>(
+        "SELECT pending_delete, delete_after, ref_count FROM blobs ORDER BY id DESC LIMIT 1",
+      )
+      .get()!;
     expect(blob).toMatchObject({ pending_delete: 1, ref_count: 0 });
     expect(Date.parse(`${blob.delete_after.replace(" ", "T")}Z`)).toBeGreaterThan(Date.now() + 50 * 60_000);
     const again = await admin.json("POST", "/api/admin/upload", form(bytes, "g.jpg"));

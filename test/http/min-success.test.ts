@@ -33,8 +33,16 @@ describe("min_success = 2", () => {
     for (const seed of [1, 2, 3]) {
       const bytes = await makeJpeg(50, 40, 300 + seed);
       const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, `m${seed}.jpg`, { exif_policy: "passthrough" }));
-      const [blob] = queryDb<{ id: number; storage_key: string }>(server, "SELECT b.id, b.storage_key FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.id = ?", id);
-      const replicas = queryDb<{ channel_id: number; state: string }>(server, "SELECT channel_id, state FROM blob_channels WHERE blob_id = ? ORDER BY channel_id", blob!.id);
+      const [blob] = queryDb<{ id: number; storage_key: string }>(
+        server,
+        "SELECT b.id, b.storage_key FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.id = ?",
+        id,
+      );
+      const replicas = queryDb<{ channel_id: number; state: string }>(
+        server,
+        "SELECT channel_id, state FROM blob_channels WHERE blob_id = ? ORDER BY channel_id",
+        blob!.id,
+      );
       expect(replicas.map((r) => r.state)).toEqual(["done", "done"]);
       expect(replicas.map((r) => r.channel_id)).toContain(secondId);
       for (const dir of [join(server.dataDir, "storage"), second]) expect(readFileSync(join(dir, blob!.storage_key)).equals(bytes)).toBe(true);

@@ -100,7 +100,12 @@ describe("several channels: replication, failover reads and redirect mode", () =
     const stored = listFiles(dirs.vault!);
     expect(stored.length).toBeGreaterThan(0);
     expect(stored.some((f) => f.includes(sha) || f.startsWith("img/"))).toBe(false);
-    for (const f of stored) expect(Buffer.from(await Bun.file(join(dirs.vault!, f)).bytes()).subarray(0, 8).toString("latin1")).toBe("RCLONE\0\0");
+    for (const f of stored)
+      expect(
+        Buffer.from(await Bun.file(join(dirs.vault!, f)).bytes())
+          .subarray(0, 8)
+          .toString("latin1"),
+      ).toBe("RCLONE\0\0");
     // Only the vault keeps a copy: every other channel loses it.
     for (const name of ["primary", "spare", "local"]) {
       await waitReplicaState(admin, id, ids[name]!, "done");
@@ -112,9 +117,16 @@ describe("several channels: replication, failover reads and redirect mode", () =
   });
 
   test("redirect mode: originals 302 to a direct-link channel, variants are served by us", async () => {
-    await expectError(await admin.request("POST", "/api/admin/channels", {
-      name: "enc-direct", driver: "local", config: { path: mkdtempSync(join(tmpdir(), "kura-enc-")) }, encrypted: true, allow_direct_link: true,
-    }), 400);
+    await expectError(
+      await admin.request("POST", "/api/admin/channels", {
+        name: "enc-direct",
+        driver: "local",
+        config: { path: mkdtempSync(join(tmpdir(), "kura-enc-")) },
+        encrypted: true,
+        allow_direct_link: true,
+      }),
+      400,
+    );
     await createLocal("cdn", 20, { allow_direct_link: true }, { public_base_url: "https://cdn.example.com/kura/" });
     const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(60, 60, 4), "d.jpg"));
     await waitReplicaState(admin, id, ids.cdn!, "done");

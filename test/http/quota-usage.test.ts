@@ -23,13 +23,14 @@ function noisePng(seed: number): Promise<Buffer> {
     x = (x ^ (x << 5)) >>> 0;
     raw[i] = x & 0xff;
   }
-  return sharp(raw, { raw: { width: 48, height: 48, channels: 3 } }).png().toBuffer();
+  return sharp(raw, { raw: { width: 48, height: 48, channels: 3 } })
+    .png()
+    .toBuffer();
 }
 
 type Surface = "console" | "token" | "s3";
 
 describe("quota with existing usage", () => {
-
   const { server, admin } = useAdmin();
 
   /** A fresh user with `quota` bytes and an uploader for one surface. */
@@ -44,7 +45,11 @@ describe("quota with existing usage", () => {
       let res: Response;
       if (surface === "console") res = await s.request("POST", "/api/admin/upload", form(bytes, `c${i}.png`, { exif_policy: "passthrough" }));
       else if (surface === "token")
-        res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token.token}` }, body: form(bytes, `t${i}.png`, { exif_policy: "passthrough" }) });
+        res = await fetch(server.url("/api/upload"), {
+          method: "POST",
+          headers: { authorization: `Bearer ${token.token}` },
+          body: form(bytes, `t${i}.png`, { exif_policy: "passthrough" }),
+        });
       else res = await signedS3(server.base, cred!, "PUT", `/s3/kura/s${i}.png`, { body: bytes });
       return { status: res.status, text: await res.text() };
     };
@@ -52,7 +57,11 @@ describe("quota with existing usage", () => {
   }
 
   const usage = (userId: string) =>
-    queryDb<{ n: number; bytes: number }>(server, "SELECT COUNT(*) AS n, COALESCE(SUM(b.size), 0) AS bytes FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.user_id = ?", userId)[0]!;
+    queryDb<{ n: number; bytes: number }>(
+      server,
+      "SELECT COUNT(*) AS n, COALESCE(SUM(b.size), 0) AS bytes FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.user_id = ?",
+      userId,
+    )[0]!;
 
   for (const [index, surface] of (["console", "token", "s3"] as const).entries()) {
     test(`${surface}: after one stored image only one of three simultaneous uploads fits, each of which would fit alone`, async () => {

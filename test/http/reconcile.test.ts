@@ -62,7 +62,9 @@ test("reconciliation deletes our orphans, counts foreign objects and re-queues p
     expect(Object.keys(line!.fields)).toEqual(expect.arrayContaining(["objects", "bytes", "foreign", "orphans_deleted", "phantoms_requeued"]));
     // The referenced object survived both passes and its replica is still done.
     const keptRow = app.db
-      .query<{ storage_key: string; state: string }, [string]>("SELECT b.storage_key, bc.state FROM images i JOIN blobs b ON b.id = i.blob_id JOIN blob_channels bc ON bc.blob_id = b.id WHERE i.id = ?")
+      .query<{ storage_key: string; state: string }, [string]>(
+        "SELECT b.storage_key, bc.state FROM images i JOIN blobs b ON b.id = i.blob_id JOIN blob_channels bc ON bc.blob_id = b.id WHERE i.id = ?",
+      )
       .get(kept.id);
     expect(keptRow?.state).toBe("done");
     expect(existsSync(join(root, keptRow!.storage_key))).toBe(true);

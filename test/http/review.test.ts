@@ -27,7 +27,9 @@ function picture(variant: number, quality: number): Promise<Buffer> {
       px.set([v, (v * 0.7 + x) % 256, 255 - v], (y * w + x) * 3);
     }
   }
-  return sharp(px, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality }).toBuffer();
+  return sharp(px, { raw: { width: w, height: h, channels: 3 } })
+    .jpeg({ quality })
+    .toBuffer();
 }
 
 async function login(server: KuraServer, name: string, password: string): Promise<Session> {
@@ -110,7 +112,9 @@ test("similar-image scan, merge and dismiss; the cold-image cleanup list", async
     const audit = await admin2.json("GET", "/api/admin/audit?action=dedup.merge");
     expect(audit.items.map((e: any) => e.target)).toEqual([String(ab.id)]);
     const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
-    const removed = db.query<{ ref_count: number; pending_delete: number; delete_after: string | null }, [number]>("SELECT * FROM blobs WHERE id = ?").get(blob.B!)!;
+    const removed = db
+      .query<{ ref_count: number; pending_delete: number; delete_after: string | null }, [number]>("SELECT * FROM blobs WHERE id = ?")
+      .get(blob.B!)!;
     expect(removed).toMatchObject({ ref_count: 0, pending_delete: 1 });
     expect(removed.delete_after).not.toBeNull();
     expect(db.query("SELECT 1 FROM jobs WHERE kind = 'blob.delete' AND unique_key LIKE ?").get(`blob-delete:${blob.B}:%`)).not.toBeNull();
@@ -134,7 +138,16 @@ test("similar-image scan, merge and dismiss; the cold-image cleanup list", async
     const cold = await admin2.json("GET", "/api/admin/cleanup");
     expect(cold.total).toBe(2);
     expect(cold.items.map((i: any) => i.id)).toEqual([ids.C2, ids.C]);
-    expect(cold.items[1]).toMatchObject({ url: `/i/${ids.C}`, user_id: "default", file_name: "C.jpg", mime: "image/jpeg", size: bytes.C.length, width: 160, height: 120, last_access_at: "2001-01-01 00:00:00" });
+    expect(cold.items[1]).toMatchObject({
+      url: `/i/${ids.C}`,
+      user_id: "default",
+      file_name: "C.jpg",
+      mime: "image/jpeg",
+      size: bytes.C.length,
+      width: 160,
+      height: 120,
+      last_access_at: "2001-01-01 00:00:00",
+    });
     expect((await admin2.json("GET", "/api/admin/cleanup?page=2&page_size=1")).items.map((i: any) => i.id)).toEqual([ids.C]);
     await admin2.json("PATCH", `/api/admin/images/${ids.C2}`, { cleanup_exempt: true });
     expect((await admin2.json("GET", "/api/admin/cleanup")).items.map((i: any) => i.id)).toEqual([ids.C]);

@@ -122,7 +122,11 @@ describe("spec sweep: CDN purge and S3 deletes", () => {
 
     // Audited like an admin delete, by the token's owner.
     const me = await admin.json("GET", "/api/admin/me");
-    for (const [id, key] of [[single, "sweep/one.jpg"], [a, "sweep/two.jpg"], [b, "sweep/three.jpg"]] as const) {
+    for (const [id, key] of [
+      [single, "sweep/one.jpg"],
+      [a, "sweep/two.jpg"],
+      [b, "sweep/three.jpg"],
+    ] as const) {
       const entries = (await admin.json("GET", `/api/admin/audit?action=image.delete&target=${id}`)).items;
       expect(entries.length).toBe(1);
       expect(entries[0].actor).toBe(me.user?.id ?? me.id);

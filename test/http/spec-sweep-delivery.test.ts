@@ -34,7 +34,12 @@ describe("spec sweep: delivery", () => {
       const rejected = await fetch(server.url(`/i/${id}`), { headers: { referer: "https://evil.example/page" } });
       expect(rejected.status).toBe(403);
       // Nothing else touches this image: the count only moves if the 403 counted.
-      const detail = await waitFor(() => admin.json("GET", `/api/admin/images/${id}`), (d) => d.access_count >= 1, 10_000, "the 403 to be counted");
+      const detail = await waitFor(
+        () => admin.json("GET", `/api/admin/images/${id}`),
+        (d) => d.access_count >= 1,
+        10_000,
+        "the 403 to be counted",
+      );
       expect(detail.access_count).toBe(1);
       expect(detail.last_access_at).toMatch(/^\d{4}-/);
     } finally {

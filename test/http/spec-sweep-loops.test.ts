@@ -64,7 +64,9 @@ async function preparedDataDir(config: Record<string, unknown>, channel?: { name
   const server = await KuraServer.start();
   const admin = await adminSession(server);
   await admin.json("PUT", "/api/admin/config", config);
-  const ch = channel ? await admin.json("POST", "/api/admin/channels", { name: channel.name, driver: "local", config: { path: channel.path } }, 201) : undefined;
+  const ch = channel
+    ? await admin.json("POST", "/api/admin/channels", { name: channel.name, driver: "local", config: { path: channel.path } }, 201)
+    : undefined;
   expect(await server.stop()).toBe(0);
   return { dataDir: server.dataDir, channelId: ch?.id as number | undefined };
 }

@@ -120,7 +120,12 @@ test("replication_failed opens for a channel with failed replicas and resolves o
     shaky.heal();
     await admin.json("POST", `/api/admin/channels/${ch.id}/check`);
     await waitReplicaState(admin, id, ch.id, "done");
-    await waitFor(() => openAlerts(admin), (items) => !items.some((a) => a.kind === "replication_failed"), 10_000, "replication_failed to resolve");
+    await waitFor(
+      () => openAlerts(admin),
+      (items) => !items.some((a) => a.kind === "replication_failed"),
+      10_000,
+      "replication_failed to resolve",
+    );
     const resolved = (await allAlerts(admin)).find((a) => a.kind === "replication_failed")!;
     expect(resolved.target).toBe("mirror");
     expect(resolved.resolved_at).not.toBe("");
@@ -151,7 +156,12 @@ test("channel_quota_exceeded opens when usage passes channel_quota_gb and resolv
     expect(alert!.message).toMatch(/[\u4e00-\u9fff]/);
 
     await admin.json("PUT", "/api/admin/config", { channel_quota_gb: 3 });
-    await waitFor(() => openAlerts(admin), (items) => !items.some((a) => a.kind === "channel_quota_exceeded"), 10_000, "quota alert to resolve");
+    await waitFor(
+      () => openAlerts(admin),
+      (items) => !items.some((a) => a.kind === "channel_quota_exceeded"),
+      10_000,
+      "quota alert to resolve",
+    );
     expect((await allAlerts(admin)).find((a) => a.kind === "channel_quota_exceeded")!.resolved_at).not.toBe("");
   } finally {
     await server.dispose();
@@ -182,13 +192,23 @@ test("a webhook that does not answer is given up after 10 seconds and retried on
     await admin.json("PUT", "/api/admin/config", { alert_webhook_url: `http://127.0.0.1:${receiver.port}/hook`, health_check_seconds: 1 });
     shaky.breakIt();
     await admin.json("POST", `/api/admin/channels/${ch.id}/check`);
-    await waitFor(async () => received.length, (n) => n >= 1, 10_000, "first delivery");
+    await waitFor(
+      async () => received.length,
+      (n) => n >= 1,
+      10_000,
+      "first delivery",
+    );
     const first = received[0]!;
     await server.waitForLog(/msg=告警通知发送失败，将在下一轮重试.*target=slowhook.*err=超时/, 25_000);
     const gaveUpAfter = Date.now() - first.at;
     expect(gaveUpAfter).toBeGreaterThanOrEqual(9_500);
     expect(gaveUpAfter).toBeLessThan(20_000);
-    const retry = await waitFor(async () => received[1], (r) => r !== undefined, 10_000, "retry on the next round");
+    const retry = await waitFor(
+      async () => received[1],
+      (r) => r !== undefined,
+      10_000,
+      "retry on the next round",
+    );
     expect(retry.body).toEqual(first.body);
     expect(retry.body).toMatchObject({ kind: "channel_unhealthy", target: "slowhook", status: "open" });
   } finally {

@@ -48,10 +48,20 @@ test("cold flagging is decided by real public access, not by the thumb or by edi
     await admin.json("PUT", "/api/admin/config", { activity_flush_seconds: 1 });
     expect((await fetch(server.url(`/i/${viewed.id}`))).status).toBe(200);
     expect((await admin.request("GET", `/api/admin/images/${thumbOnly.id}/thumb`)).status).toBe(200);
-    await waitFor(() => admin.json("GET", `/api/admin/images/${viewed.id}`), (d) => d.access_count === 1, 10_000, "access flush");
+    await waitFor(
+      () => admin.json("GET", `/api/admin/images/${viewed.id}`),
+      (d) => d.access_count === 1,
+      10_000,
+      "access flush",
+    );
 
     await admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 30, cleanup_sweep_seconds: 1 });
-    await waitFor(() => cleanupIds(admin), (ids) => ids.includes(never.id), 10_000, "sweep to flag the cold images");
+    await waitFor(
+      () => cleanupIds(admin),
+      (ids) => ids.includes(never.id),
+      10_000,
+      "sweep to flag the cold images",
+    );
     expect(await cleanupIds(admin)).toEqual([thumbOnly.id, never.id].sort());
     expect((await admin.json("GET", `/api/admin/images/${viewed.id}`)).pending_cleanup).toBe(false);
     expect((await admin.json("GET", `/api/admin/images/${thumbOnly.id}`)).access_count).toBe(0);
@@ -64,12 +74,22 @@ test("item 2: the cleanup list is re-judged on access flush and when cold_cleanu
     const b = await upload(admin, "b.jpg");
     age(server, a.id, b.id);
     await admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 30, cleanup_sweep_seconds: 1, activity_flush_seconds: 1 });
-    await waitFor(() => cleanupIds(admin), (ids) => ids.length === 2, 10_000, "both flagged");
+    await waitFor(
+      () => cleanupIds(admin),
+      (ids) => ids.length === 2,
+      10_000,
+      "both flagged",
+    );
     expect((await dashboard(admin)).pending_cleanup).toBe(2);
 
     // A public access takes the image off the list once flushed: it is no longer cold.
     expect((await fetch(server.url(`/i/${a.id}`))).status).toBe(200);
-    const accessed = await waitFor(() => admin.json("GET", `/api/admin/images/${a.id}`), (d) => d.access_count === 1, 10_000, "access flush");
+    const accessed = await waitFor(
+      () => admin.json("GET", `/api/admin/images/${a.id}`),
+      (d) => d.access_count === 1,
+      10_000,
+      "access flush",
+    );
     expect(accessed.pending_cleanup).toBe(false);
     expect(await cleanupIds(admin)).toEqual([b.id]);
     expect((await dashboard(admin)).pending_cleanup).toBe(1);
@@ -88,19 +108,34 @@ test("un-exempting clears the pending mark and the next scan re-judges the image
     const marker = await upload(admin, "marker.jpg");
     age(server, img.id);
     await admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 30, cleanup_sweep_seconds: 1 });
-    await waitFor(() => cleanupIds(admin), (ids) => ids.includes(img.id), 10_000, "flagged");
+    await waitFor(
+      () => cleanupIds(admin),
+      (ids) => ids.includes(img.id),
+      10_000,
+      "flagged",
+    );
 
     const exempt = await admin.json("PATCH", `/api/admin/images/${img.id}`, { cleanup_exempt: true });
     expect(exempt).toMatchObject({ cleanup_exempt: true, pending_cleanup: false });
     // While exempt, sweeps pass it by: a marker aged now gets flagged by a later sweep, this one does not.
     age(server, marker.id);
-    await waitFor(() => cleanupIds(admin), (ids) => ids.includes(marker.id), 10_000, "marker flagged by a later sweep");
+    await waitFor(
+      () => cleanupIds(admin),
+      (ids) => ids.includes(marker.id),
+      10_000,
+      "marker flagged by a later sweep",
+    );
     expect((await admin.json("GET", `/api/admin/images/${img.id}`)).pending_cleanup).toBe(false);
 
     await admin.json("PUT", "/api/admin/config", { cleanup_sweep_seconds: 2 });
     const unexempt = await admin.json("PATCH", `/api/admin/images/${img.id}`, { cleanup_exempt: false });
     expect(unexempt).toMatchObject({ cleanup_exempt: false, pending_cleanup: false });
-    const rejudged = await waitFor(() => admin.json("GET", `/api/admin/images/${img.id}`), (d) => d.pending_cleanup, 10_000, "next scan");
+    const rejudged = await waitFor(
+      () => admin.json("GET", `/api/admin/images/${img.id}`),
+      (d) => d.pending_cleanup,
+      10_000,
+      "next scan",
+    );
     expect(rejudged.cleanup_exempt).toBe(false);
     expect(await cleanupIds(admin)).toEqual([img.id, marker.id].sort());
   });
@@ -130,7 +165,12 @@ test("item 5: dashboard pending_dedup agrees with the dedup list, and open alert
     writeFileSync(root, "not a directory");
     await admin.json("POST", "/api/admin/channels/1/check");
     await admin.json("PUT", "/api/admin/config", { health_check_seconds: 1 });
-    const open = await waitFor(() => admin.json("GET", "/api/admin/alerts"), (r) => r.items.length > 0, 10_000, "channel_unhealthy");
+    const open = await waitFor(
+      () => admin.json("GET", "/api/admin/alerts"),
+      (r) => r.items.length > 0,
+      10_000,
+      "channel_unhealthy",
+    );
     const board = await dashboard(admin);
     expect(board.alerts).toEqual(open.items);
     expect(board.alerts[0]).toMatchObject({ kind: "channel_unhealthy", target: "local", resolved_at: "" });

@@ -24,9 +24,19 @@ test("the cleanup sweep deletes expired references and flags cold images for rev
     db.close();
     await admin.json("PUT", "/api/admin/config", { cold_cleanup_days: 30, cleanup_sweep_seconds: 1 });
 
-    await waitFor(() => admin.request("GET", `/api/admin/images/${expiring.id}`).then((r) => r.status), (s) => s === 404, 10_000, "expired image swept");
+    await waitFor(
+      () => admin.request("GET", `/api/admin/images/${expiring.id}`).then((r) => r.status),
+      (s) => s === 404,
+      10_000,
+      "expired image swept",
+    );
     await expectError(await admin.request("GET", `/api/admin/images/${expiring.id}`), 404);
-    const flagged = await waitFor(() => admin.json("GET", `/api/admin/images/${cold.id}`), (d) => d.pending_cleanup === true, 10_000, "cold flag");
+    const flagged = await waitFor(
+      () => admin.json("GET", `/api/admin/images/${cold.id}`),
+      (d) => d.pending_cleanup === true,
+      10_000,
+      "cold flag",
+    );
     expect(flagged.cleanup_exempt).toBe(false);
     expect((await admin.json("GET", `/api/admin/images/${exempt.id}`)).pending_cleanup).toBe(false);
     await server.waitForLog(/msg=清理扫描完成 expired=1/);

@@ -62,8 +62,7 @@ describe("upload tokens over HTTP", () => {
   };
   const issue = (s: Session, body: unknown) => noStoreJson(s, "POST", "/api/admin/tokens", 201, body);
   const list = (s: Session, query = "") => s.json("GET", `/api/admin/tokens${query}`);
-  const itemOf = async (s: Session, id: number, query = "") =>
-    (await list(s, `?page_size=100${query}`)).items.find((t: { id: number }) => t.id === id);
+  const itemOf = async (s: Session, id: number, query = "") => (await list(s, `?page_size=100${query}`)).items.find((t: { id: number }) => t.id === id);
   const s3 = (s: Session, id: number) => noStoreJson(s, "POST", `/api/admin/tokens/${id}/s3-credential`, 200);
 
   beforeAll(async () => {
@@ -291,7 +290,9 @@ describe("upload tokens over HTTP", () => {
   });
 
   test("every token action is audited, with the token id and no secret", async () => {
-    const rows = live.db.query<{ action: string; target: string; detail: string }, []>("SELECT action, target, detail FROM audit WHERE action LIKE 'token.%'").all();
+    const rows = live.db
+      .query<{ action: string; target: string; detail: string }, []>("SELECT action, target, detail FROM audit WHERE action LIKE 'token.%'")
+      .all();
     for (const action of ["token.create", "token.revoke", "token.rotate", "token.delete", "token.s3_credential"]) {
       expect(rows.some((r) => r.action === action && /^\d+$/.test(r.target))).toBe(true);
     }
@@ -321,7 +322,16 @@ describe("authenticateUploadToken and resolveS3Credential on a real migrated dat
   migrate(db);
   const deps: TokenDeps = { db, key: MasterKey.generate().key, users: new UserRepo(db) };
   const repo = new TokenRepo(db);
-  deps.users.insert({ id: "u1", name: "u1", role: "user", password_hash: "x", must_change_password: 0, quota_bytes: null, default_ttl_hours: null, disabled: 0 });
+  deps.users.insert({
+    id: "u1",
+    name: "u1",
+    role: "user",
+    password_hash: "x",
+    must_change_password: 0,
+    quota_bytes: null,
+    default_ttl_hours: null,
+    disabled: 0,
+  });
   afterAll(() => {
     db.close();
     rmSync(dir, { recursive: true, force: true });
@@ -334,8 +344,17 @@ describe("authenticateUploadToken and resolveS3Credential on a real migrated dat
     expect(authStatus(deps, `bearer  ${t.token}`)).toBe(200); // the scheme is case-insensitive
     const last = t.token.at(-1) === "A" ? "B" : "A";
     const other = repo.issue("u1", "b", 0);
-    for (const header of [undefined, "", "Bearer", `Basic ${t.token}`, `Bearer ${t.token}x`, `Bearer ${t.token.slice(0, -1)}${last}`,
-      `Bearer ${t.prefix}_${other.token.slice(other.prefix.length + 1)}`, `Bearer kura_aaaaaaaaaaaa_${"A".repeat(43)}`, `Bearer ${t.token} extra`]) {
+    for (const header of [
+      undefined,
+      "",
+      "Bearer",
+      `Basic ${t.token}`,
+      `Bearer ${t.token}x`,
+      `Bearer ${t.token.slice(0, -1)}${last}`,
+      `Bearer ${t.prefix}_${other.token.slice(other.prefix.length + 1)}`,
+      `Bearer kura_aaaaaaaaaaaa_${"A".repeat(43)}`,
+      `Bearer ${t.token} extra`,
+    ]) {
       expect(authStatus(deps, header)).toBe(401);
     }
   });

@@ -58,7 +58,11 @@ describe("URL import and the token data plane", () => {
   test("bearer uploads: file (PicGo/ShareX shape), object_key aliases, and URL import", async () => {
     const jpeg = await makeJpeg(25, 25, 61);
     const auth = { authorization: `Bearer ${token}` };
-    const up = await fetch(server.url("/api/upload"), { method: "POST", headers: auth, body: form(jpeg, "shot.jpg", { object_key: "2026/shot.jpg", exif_policy: "passthrough" }) });
+    const up = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: auth,
+      body: form(jpeg, "shot.jpg", { object_key: "2026/shot.jpg", exif_policy: "passthrough" }),
+    });
     expect(up.status).toBe(200);
     const { id, url } = await up.json();
     expect(url).toBe(`${server.base}/i/${id}`);
@@ -66,7 +70,13 @@ describe("URL import and the token data plane", () => {
     expect(d).toMatchObject({ token_name: "picgo", sha256: sha256(jpeg), user_id: "default" });
     expect(d.token_id).toBeNumber();
     // Re-uploading the same key re-points the alias.
-    const again = await (await fetch(server.url("/api/upload"), { method: "POST", headers: auth, body: form(await makeJpeg(25, 25, 62), "shot.jpg", { object_key: "2026/shot.jpg" }) })).json();
+    const again = await (
+      await fetch(server.url("/api/upload"), {
+        method: "POST",
+        headers: auth,
+        body: form(await makeJpeg(25, 25, 62), "shot.jpg", { object_key: "2026/shot.jpg" }),
+      })
+    ).json();
     const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
     const aliased = db.query<{ id: string }, []>("SELECT id FROM images WHERE object_key = '2026/shot.jpg'").all();
     db.close();
@@ -87,7 +97,10 @@ describe("URL import and the token data plane", () => {
   test("the data plane refuses missing, wrong and revoked tokens with 401; admin endpoints refuse tokens", async () => {
     const jpeg = await makeJpeg(10, 10, 62);
     await expectError(await fetch(server.url("/api/upload"), { method: "POST", body: form(jpeg) }), 401);
-    await expectError(await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: "Bearer kura_aaaaaaaaaaaa_nope" }, body: form(jpeg) }), 401);
+    await expectError(
+      await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: "Bearer kura_aaaaaaaaaaaa_nope" }, body: form(jpeg) }),
+      401,
+    );
     await expectError(await fetch(server.url("/api/admin/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(jpeg) }), 401);
     const t = await admin.json("POST", "/api/admin/tokens", { name: "short-lived" }, 201);
     await admin.json("POST", `/api/admin/tokens/${t.id}/revoke`, undefined, 204);
@@ -107,7 +120,14 @@ describe("URL import without an allowance", () => {
     const server = await KuraServer.start();
     try {
       const admin = await adminSession(server);
-      for (const url of ["http://127.0.0.1:1/a.png", "http://10.0.0.1/a.png", "http://[::1]/a.png", "http://169.254.169.254/latest", "http://[::ffff:127.0.0.1]/a.png", "http://localhost/a.png"]) {
+      for (const url of [
+        "http://127.0.0.1:1/a.png",
+        "http://10.0.0.1/a.png",
+        "http://[::1]/a.png",
+        "http://169.254.169.254/latest",
+        "http://[::ffff:127.0.0.1]/a.png",
+        "http://localhost/a.png",
+      ]) {
         await expectError(await admin.request("POST", "/api/admin/upload/url", { url }), 400);
       }
     } finally {

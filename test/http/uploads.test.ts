@@ -52,7 +52,13 @@ describe("admin file upload", () => {
       [await makePng(30, 20, 3), "x.gif", "image/png"],
       [await makeAnimated("gif"), "anim.gif", "image/gif"],
       [await makeAnimated("webp"), "anim.webp", "image/webp"],
-      [await sharp({ create: { width: 16, height: 16, channels: 3, background: "#0a0" } }).avif().toBuffer(), "a.avif", "image/avif"],
+      [
+        await sharp({ create: { width: 16, height: 16, channels: 3, background: "#0a0" } })
+          .avif()
+          .toBuffer(),
+        "a.avif",
+        "image/avif",
+      ],
     ];
     for (const [bytes, name, mime] of cases) {
       const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, name));
@@ -176,7 +182,9 @@ describe("admin file upload", () => {
     const user = await admin.json("POST", "/api/admin/users", { name: "small", password: "password-1", quota_bytes: 2000 }, 201);
     const s = new Session(server);
     await s.login("small", "password-1");
-    const big = await sharp(Buffer.from(crypto.getRandomValues(new Uint8Array(60 * 60 * 3))), { raw: { width: 60, height: 60, channels: 3 } }).png().toBuffer();
+    const big = await sharp(Buffer.from(crypto.getRandomValues(new Uint8Array(60 * 60 * 3))), { raw: { width: 60, height: 60, channels: 3 } })
+      .png()
+      .toBuffer();
     expect(big.length).toBeGreaterThan(2000);
     const before = storedFiles(server).length;
     expect(await expectError(await s.request("POST", "/api/admin/upload", form(big, "big.png")), 403)).toContain("配额");
@@ -219,7 +227,9 @@ describe("size, pixel and rate limits", () => {
 
   test("above the pixel budget is 422, judged before a full decode", async () => {
     await admin.json("PUT", "/api/admin/config", { max_pixels_mp: 1 });
-    const wide = await sharp({ create: { width: 2000, height: 600, channels: 3, background: "#222" } }).png().toBuffer();
+    const wide = await sharp({ create: { width: 2000, height: 600, channels: 3, background: "#222" } })
+      .png()
+      .toBuffer();
     await expectError(await admin.request("POST", "/api/admin/upload", form(wide, "wide.png")), 422);
     await admin.json("PUT", "/api/admin/config", { max_pixels_mp: 100 });
     await admin.json("POST", "/api/admin/upload", form(wide, "wide.png"));

@@ -47,14 +47,27 @@ describe("users", () => {
     const u = await admin.json("POST", "/api/admin/users", { name: "u-edit", password: "password-1" }, 201);
     await expectError(await admin.request("PUT", `/api/admin/users/${u.id}`, { name: "u-edit2", role: "user" }), 400);
     await expectError(
-      await admin.request("PUT", `/api/admin/users/${u.id}`, { name: "u-edit2", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: false, x: 1 }),
+      await admin.request("PUT", `/api/admin/users/${u.id}`, {
+        name: "u-edit2",
+        role: "user",
+        quota_bytes: null,
+        default_ttl_hours: null,
+        disabled: false,
+        x: 1,
+      }),
       400,
     );
     await expectError(
       await admin.request("PUT", `/api/admin/users/${u.id}`, { name: "admin", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: false }),
       409,
     );
-    const edited = await admin.json("PUT", `/api/admin/users/${u.id}`, { name: "u-edit2", role: "user", quota_bytes: 0, default_ttl_hours: 5, disabled: false });
+    const edited = await admin.json("PUT", `/api/admin/users/${u.id}`, {
+      name: "u-edit2",
+      role: "user",
+      quota_bytes: 0,
+      default_ttl_hours: 5,
+      disabled: false,
+    });
     expect(edited).toMatchObject({ name: "u-edit2", quota_bytes: null, default_ttl_hours: 5 });
     for (const change of [{ disabled: true }, { role: "user" }]) {
       const body = { name: "admin", role: "admin", quota_bytes: null, default_ttl_hours: null, disabled: false, ...change };

@@ -49,7 +49,7 @@ describe("alert webhook (spec 6.1)", () => {
   const dirs: string[] = [];
   let receiver: ReturnType<typeof startReceiver> | undefined;
 
-    // The receiver is on loopback, which the webhook policy refuses unless allowed.
+  // The receiver is on loopback, which the webhook policy refuses unless allowed.
   const { server, admin } = useAdmin({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
   afterEach(() => receiver?.stop());
   afterAll(async () => {

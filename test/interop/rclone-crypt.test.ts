@@ -36,11 +36,7 @@ async function rclone(...args: string[]): Promise<RcloneResult> {
   const env: Record<string, string> = { ...process.env, XDG_CACHE_HOME: join(work, "cache") } as Record<string, string>;
   delete env.AWS_CA_BUNDLE; // breaks rclone 1.60 on this machine (see helper notes)
   const proc = Bun.spawn([RCLONE, "--config", conf, ...args], { env, stdout: "pipe", stderr: "pipe", cwd: work });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).arrayBuffer(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).arrayBuffer(), new Response(proc.stderr).text(), proc.exited]);
   if (code !== 0) throw new Error(`rclone ${args[0]} 退出码 ${code}: ${stderr}`);
   const bytes = new Uint8Array(stdout);
   return { stdout: bytes, text: new TextDecoder().decode(bytes), stderr };

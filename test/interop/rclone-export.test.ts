@@ -63,7 +63,11 @@ async function rclone(conf: string, ...args: string[]): Promise<{ bytes: Uint8Ar
 }
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
-const lines = (s: string) => s.split("\n").filter((l) => l.length > 0).sort();
+const lines = (s: string) =>
+  s
+    .split("\n")
+    .filter((l) => l.length > 0)
+    .sort();
 const readAll = async (s: ReadableStream<Uint8Array>) => new Uint8Array(await new Response(s).arrayBuffer());
 
 /** Kura-shaped keys and sizes around the 64 KiB crypt block. */
@@ -92,7 +96,9 @@ async function expectRcloneReads(conf: string, root: string, objects: Record<str
 /** A raw (ciphertext) listing: every path segment is an encrypted name, none is a plaintext one. */
 function expectNoPlainSegments(listing: string, objects: Record<string, Uint8Array>): void {
   const plain = new Set(Object.keys(objects).flatMap((k) => k.split("/")));
-  const segments = lines(listing).flatMap((l) => l.split("/")).filter((s) => s !== "");
+  const segments = lines(listing)
+    .flatMap((l) => l.split("/"))
+    .filter((s) => s !== "");
   expect(segments.length).toBeGreaterThanOrEqual(Object.keys(objects).length);
   for (const segment of segments) {
     expect(plain.has(segment)).toBe(false);
@@ -101,7 +107,9 @@ function expectNoPlainSegments(listing: string, objects: Record<string, Uint8Arr
 }
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((p) => statSync(join(dir, p)).isFile()).sort();
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((p) => statSync(join(dir, p)).isFile())
+    .sort();
 }
 
 describe("export file as parsed by rclone", () => {

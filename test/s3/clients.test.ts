@@ -67,7 +67,9 @@ describe("S3 client gaps", () => {
   });
 
   test("SigV2 (header or presigned query) is told that only Signature V4 is supported", async () => {
-    const header = await fetch(f.server.url("/s3/kura/cond.jpg"), { headers: { authorization: `AWS ${f.cred.access_key_id}:c2lnbmF0dXJl`, date: new Date().toUTCString() } });
+    const header = await fetch(f.server.url("/s3/kura/cond.jpg"), {
+      headers: { authorization: `AWS ${f.cred.access_key_id}:c2lnbmF0dXJl`, date: new Date().toUTCString() },
+    });
     expect(header.status).toBe(400);
     const text = await header.text();
     expect(text).toContain("<Code>InvalidRequest</Code>");
@@ -101,7 +103,9 @@ describe("S3 client gaps", () => {
   test("a superseded image stays on the cleanup list when viewed or when cold judging re-runs", async () => {
     for (const seed of [21, 22]) expect((await signedRequest(f, "PUT", "/s3/kura/kept.jpg", { body: await makeJpeg(40, 40, seed) })).status).toBe(200);
     const listed = async () =>
-      (await f.admin.json("GET", "/api/admin/cleanup?page_size=100")).items.filter((i: { reason: string; file_name: string }) => i.reason === "superseded" && i.file_name === "kept.jpg");
+      (await f.admin.json("GET", "/api/admin/cleanup?page_size=100")).items.filter(
+        (i: { reason: string; file_name: string }) => i.reason === "superseded" && i.file_name === "kept.jpg",
+      );
     const [old] = await listed();
     expect(old).toBeDefined();
     // A public view, written by the activity flush: it clears cold marks, not this one.
@@ -118,14 +122,30 @@ describe("S3 client gaps", () => {
   /** A browser-form upload exactly as boto3's generate_presigned_post prepares it (policy built here). */
   function presignedPost(key: string, opts: { conditions?: unknown[]; expiresIn?: number; secret?: string; extraFields?: Record<string, string> } = {}) {
     const now = new Date();
-    const amzDate = now.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+    const amzDate = now
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d{3}/, "");
     const day = amzDate.slice(0, 8);
     const credential = `${f.cred.access_key_id}/${day}/${f.cred.region}/s3/aws4_request`;
-    const fields: Record<string, string> = { key, "x-amz-algorithm": "AWS4-HMAC-SHA256", "x-amz-credential": credential, "x-amz-date": amzDate, ...opts.extraFields };
+    const fields: Record<string, string> = {
+      key,
+      "x-amz-algorithm": "AWS4-HMAC-SHA256",
+      "x-amz-credential": credential,
+      "x-amz-date": amzDate,
+      ...opts.extraFields,
+    };
     const keyCondition = key.includes("${filename}") ? ["starts-with", "$key", key.slice(0, key.indexOf("${filename}"))] : { key };
     const policy = {
       expiration: new Date(now.getTime() + (opts.expiresIn ?? 3600) * 1000).toISOString(),
-      conditions: [{ bucket: f.cred.bucket }, keyCondition, { "x-amz-algorithm": "AWS4-HMAC-SHA256" }, { "x-amz-credential": credential }, { "x-amz-date": amzDate }, ...(opts.conditions ?? [])],
+      conditions: [
+        { bucket: f.cred.bucket },
+        keyCondition,
+        { "x-amz-algorithm": "AWS4-HMAC-SHA256" },
+        { "x-amz-credential": credential },
+        { "x-amz-date": amzDate },
+        ...(opts.conditions ?? []),
+      ],
     };
     fields.policy = Buffer.from(JSON.stringify(policy)).toString("base64");
     const signingKey = hmac(hmac(hmac(hmac(`AWS4${opts.secret ?? f.cred.secret_access_key}`, day), f.cred.region), "s3"), "aws4_request");
@@ -148,7 +168,11 @@ describe("S3 client gaps", () => {
     expect(served.status).toBe(200);
     expect(sha256(new Uint8Array(await served.arrayBuffer()))).toBe(sha256(png));
 
-    const named = await postForm(presignedPost("forms/${filename}", { extraFields: { success_action_status: "201" }, conditions: [{ success_action_status: "201" }] }), png, "b.png");
+    const named = await postForm(
+      presignedPost("forms/${filename}", { extraFields: { success_action_status: "201" }, conditions: [{ success_action_status: "201" }] }),
+      png,
+      "b.png",
+    );
     expect(named.status).toBe(201);
     expect(await named.text()).toContain("<Key>forms/b.png</Key>");
     expect((await signedRequest(f, "HEAD", "/s3/kura/forms/b.png")).status).toBe(200);
@@ -180,7 +204,9 @@ describe("S3 client gaps", () => {
     let keyMarker: string | undefined;
     let idMarker: string | undefined;
     for (let page = 0; page < 10; page++) {
-      const res = await s3.send(new ListMultipartUploadsCommand({ Bucket: "kura", Prefix: "mp/", MaxUploads: 1, KeyMarker: keyMarker, UploadIdMarker: idMarker }));
+      const res = await s3.send(
+        new ListMultipartUploadsCommand({ Bucket: "kura", Prefix: "mp/", MaxUploads: 1, KeyMarker: keyMarker, UploadIdMarker: idMarker }),
+      );
       seen.push(...(res.Uploads ?? []).map((u) => ({ key: u.Key!, id: u.UploadId! })));
       if (!res.IsTruncated) break;
       keyMarker = res.NextKeyMarker;

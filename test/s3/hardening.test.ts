@@ -60,7 +60,11 @@ describe("S3 hardening", () => {
     const used = user.used_bytes;
     expect(used).toBeGreaterThan(0);
     await f.admin.json("PUT", `/api/admin/users/${carol.userId}`, {
-      name: user.name, role: user.role, quota_bytes: used, default_ttl_hours: user.default_ttl_hours, disabled: user.disabled,
+      name: user.name,
+      role: user.role,
+      quota_bytes: used,
+      default_ttl_hours: user.default_ttl_hours,
+      disabled: user.disabled,
     });
     const refused = await signedRequest(f, "POST", "/s3/kura/two.jpg?uploads=", { cred: carol.cred });
     expect(refused.status).toBe(403);
@@ -94,7 +98,9 @@ describe("S3 hardening", () => {
   test("abandoned uploads expire after s3_multipart_expiry_hours (cleanup sweep): gone from the list, parts refused", async () => {
     const frank = await s3User(f, "frank-expiry");
     const uploadId = await uploadIdOf(await signedRequest(f, "POST", "/s3/kura/old.jpg?uploads=", { cred: frank.cred }));
-    expect((await signedRequest(f, "PUT", `/s3/kura/old.jpg?partNumber=1&uploadId=${uploadId}`, { cred: frank.cred, body: new Uint8Array(1000) })).status).toBe(200);
+    expect((await signedRequest(f, "PUT", `/s3/kura/old.jpg?partNumber=1&uploadId=${uploadId}`, { cred: frank.cred, body: new Uint8Array(1000) })).status).toBe(
+      200,
+    );
     const fresh = await uploadIdOf(await signedRequest(f, "POST", "/s3/kura/new.jpg?uploads=", { cred: frank.cred }));
     // Make the first upload 3 hours old, then let the sweep run with a 2-hour expiry.
     const db = new Database(join(f.server.dataDir, "kura.db"));
@@ -120,7 +126,9 @@ describe("S3 hardening", () => {
     const uploadId = await uploadIdOf(await signedRequest(f, "POST", "/s3/kura/r.jpg?uploads=", { cred: gina.cred }));
     await f.admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 1 });
     try {
-      expect((await signedRequest(f, "PUT", `/s3/kura/r.jpg?partNumber=1&uploadId=${uploadId}`, { cred: gina.cred, body: new Uint8Array(1000) })).status).toBe(200);
+      expect((await signedRequest(f, "PUT", `/s3/kura/r.jpg?partNumber=1&uploadId=${uploadId}`, { cred: gina.cred, body: new Uint8Array(1000) })).status).toBe(
+        200,
+      );
       const second = await signedRequest(f, "PUT", `/s3/kura/r.jpg?partNumber=2&uploadId=${uploadId}`, { cred: gina.cred, body: new Uint8Array(1000) });
       expect(second.status).toBe(503);
       expect(await codeOf(second)).toBe("SlowDown");
@@ -157,9 +165,11 @@ describe("S3 hardening", () => {
         await Bun.sleep(100);
         const probe = stalled();
         // An admitted probe would stall like the others: give up on it after a second.
-        const res = await signedRequest(f, "PUT", "/s3/kura/fifth.jpg", { stream: probe.stream, headers: signedChunkHeaders, signal: AbortSignal.timeout(1000) }).catch(
-          () => undefined,
-        );
+        const res = await signedRequest(f, "PUT", "/s3/kura/fifth.jpg", {
+          stream: probe.stream,
+          headers: signedChunkHeaders,
+          signal: AbortSignal.timeout(1000),
+        }).catch(() => undefined);
         probe.stop();
         if (res?.status === 503) refused = res;
       }

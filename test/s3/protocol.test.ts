@@ -101,7 +101,11 @@ describe("S3 protocol details", () => {
     expect(xml).toContain("<DeleteResult");
     expect(xml).not.toContain("<Deleted>");
     expect((await signed("HEAD", "/s3/kura/e.jpg")).status).toBe(404);
-    for (const [method, path] of [["GET", "/s3/kura/a.jpg?acl="], ["PUT", "/s3/kura?policy="], ["GET", "/s3/kura/a.jpg?uploadId=0123456789abcdef0123456789abcdef"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/s3/kura/a.jpg?acl="],
+      ["PUT", "/s3/kura?policy="],
+      ["GET", "/s3/kura/a.jpg?uploadId=0123456789abcdef0123456789abcdef"],
+    ] as const) {
       const r = await signed(method, path, method === "PUT" ? { body: "{}" } : {});
       expect(r.status).toBe(501);
       expect(await r.text()).toContain("<Code>NotImplemented</Code>");
@@ -111,14 +115,22 @@ describe("S3 protocol details", () => {
 
 describe("S3 XML request bodies", () => {
   test("Complete parts with Go (&#34;) and SDK (&quot;) quoting; refuses DOCTYPE and garbage", () => {
-    const go = "<CompleteMultipartUpload><Part><ETag>&#34;abc&#34;</ETag><PartNumber>1</PartNumber></Part><Part><PartNumber>2</PartNumber><ETag>&quot;def&quot;</ETag></Part></CompleteMultipartUpload>";
+    const go =
+      "<CompleteMultipartUpload><Part><ETag>&#34;abc&#34;</ETag><PartNumber>1</PartNumber></Part><Part><PartNumber>2</PartNumber><ETag>&quot;def&quot;</ETag></Part></CompleteMultipartUpload>";
     expect(parseCompleteMultipart(go)).toEqual([
       { partNumber: 1, etag: "abc" },
       { partNumber: 2, etag: "def" },
     ]);
-    expect(parseCompleteMultipart('<!DOCTYPE x [<!ENTITY a "b">]><CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&a;</ETag></Part></CompleteMultipartUpload>')).toBeUndefined();
+    expect(
+      parseCompleteMultipart(
+        '<!DOCTYPE x [<!ENTITY a "b">]><CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&a;</ETag></Part></CompleteMultipartUpload>',
+      ),
+    ).toBeUndefined();
     expect(parseCompleteMultipart("not xml")).toBeUndefined();
-    expect(parseDeleteObjects('<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>a &amp; b.jpg</Key></Object></Delete>')).toEqual({ quiet: false, keys: ["a & b.jpg"] });
+    expect(parseDeleteObjects('<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>a &amp; b.jpg</Key></Object></Delete>')).toEqual({
+      quiet: false,
+      keys: ["a & b.jpg"],
+    });
     expect(parseDeleteObjects("<Delete></Delete>")).toBeUndefined();
   });
 });

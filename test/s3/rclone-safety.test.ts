@@ -61,7 +61,10 @@ describe("rclone: bucket safety and multipart housekeeping", () => {
     const listed = await rclone(["backend", "list-multipart-uploads", "k:kura"]);
     expect(listed.code).toBe(0);
     const uploads = JSON.parse(listed.out).kura as { Key: string; UploadId: string }[];
-    expect(uploads.map((u) => [u.Key, u.UploadId]).sort()).toEqual([["big/abandoned.jpg", oldId], ["big/fresh.jpg", freshId]]);
+    expect(uploads.map((u) => [u.Key, u.UploadId]).sort()).toEqual([
+      ["big/abandoned.jpg", oldId],
+      ["big/fresh.jpg", freshId],
+    ]);
 
     // rclone cleanup aborts uploads initiated more than 24 hours ago.
     const db = new Database(join(f.server.dataDir, "kura.db"));

@@ -95,7 +95,9 @@ describe("S3 surface with rclone", () => {
   test("rcat of more than 100 KiB streams as a multipart upload of unknown size", async () => {
     const side = 220;
     const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(side * side * 3)));
-    const png = await sharp(noise, { raw: { width: side, height: side, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer();
+    const png = await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
     expect(png.length).toBeGreaterThan(100 * 1024);
     const r = await ok(["rcat", "-vv", "k:kura/stream/big.png"], png);
     expect(r.err).toMatch(/multipart upload starting/i);

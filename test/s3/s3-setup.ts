@@ -49,12 +49,26 @@ export async function signedRequest(
   const url = new URL(f.server.base);
   const cred = opts.cred ?? f.cred;
   const req = aws4.sign(
-    { host: url.host, path, method, service: "s3", region: "us-east-1", headers: { ...opts.headers }, body: opts.stream ? undefined : typeof opts.body === "string" || opts.body === undefined ? (opts.body ?? "") : Buffer.from(opts.body) },
+    {
+      host: url.host,
+      path,
+      method,
+      service: "s3",
+      region: "us-east-1",
+      headers: { ...opts.headers },
+      body: opts.stream ? undefined : typeof opts.body === "string" || opts.body === undefined ? (opts.body ?? "") : Buffer.from(opts.body),
+    },
     { accessKeyId: cred.access_key_id, secretAccessKey: cred.secret_access_key },
   );
   const headers = req.headers as Record<string, string>;
   const body = opts.stream ?? (method === "GET" || method === "HEAD" ? undefined : opts.body);
-  return fetch(`${f.server.base}${path}`, { method, headers, body: body as BodyInit | undefined, signal: opts.signal, ...(opts.stream ? { duplex: "half" } : {}) } as RequestInit);
+  return fetch(`${f.server.base}${path}`, {
+    method,
+    headers,
+    body: body as BodyInit | undefined,
+    signal: opts.signal,
+    ...(opts.stream ? { duplex: "half" } : {}),
+  } as RequestInit);
 }
 
 /** A second user with its own upload token and S3 credential (for quota and isolation tests). */
@@ -75,14 +89,28 @@ export function rcloneFor(f: S3Fixture, configPath: string) {
   const { writeFileSync } = require("node:fs") as typeof import("node:fs");
   writeFileSync(
     configPath,
-    ["[k]", "type = s3", "provider = Other", `access_key_id = ${f.cred.access_key_id}`, `secret_access_key = ${f.cred.secret_access_key}`,
-      `endpoint = ${f.cred.endpoint}`, `region = ${f.cred.region}`, "force_path_style = true", ""].join("\n"),
+    [
+      "[k]",
+      "type = s3",
+      "provider = Other",
+      `access_key_id = ${f.cred.access_key_id}`,
+      `secret_access_key = ${f.cred.secret_access_key}`,
+      `endpoint = ${f.cred.endpoint}`,
+      `region = ${f.cred.region}`,
+      "force_path_style = true",
+      "",
+    ].join("\n"),
     { mode: 0o600 },
   );
   return async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "AWS_CA_BUNDLE" && !k.startsWith("RCLONE_")) env[k] = v;
-    const proc = Bun.spawn(["rclone", "--config", configPath, "--retries", "1", "--low-level-retries", "1", ...args], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(["rclone", "--config", configPath, "--retries", "1", "--low-level-retries", "1", ...args], {
+      env,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
     return { code: await proc.exited, out, err };
   };

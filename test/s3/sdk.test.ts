@@ -49,7 +49,9 @@ describe("S3 surface with @aws-sdk/client-s3", () => {
   afterAll(() => f.server.dispose());
 
   test("PutObject (buffer) answers the MD5 ETag; HEAD and GET return bytes, type, metadata; /o/ serves the alias", async () => {
-    const put = await s3.send(new PutObjectCommand({ Bucket: B, Key: "2026/cat one.jpg", Body: jpeg, ContentType: "image/jpeg", Metadata: { mtime: "1795384597.5" } }));
+    const put = await s3.send(
+      new PutObjectCommand({ Bucket: B, Key: "2026/cat one.jpg", Body: jpeg, ContentType: "image/jpeg", Metadata: { mtime: "1795384597.5" } }),
+    );
     expect(put.ETag).toBe(`"${md5(jpeg)}"`);
     const head = await s3.send(new HeadObjectCommand({ Bucket: B, Key: "2026/cat one.jpg" }));
     expect(head).toMatchObject({ ContentLength: jpeg.length, ContentType: "image/jpeg", ETag: `"${md5(jpeg)}"`, Metadata: { mtime: "1795384597.5" } });
@@ -113,7 +115,9 @@ describe("S3 surface with @aws-sdk/client-s3", () => {
     const copied = await s3.send(new CopyObjectCommand({ Bucket: B, Key: "copy/dst.jpg", CopySource: `${B}/copy/src.jpg` }));
     expect(copied.CopyObjectResult!.ETag).toBe(`"${md5(jpeg)}"`);
     expect((await s3.send(new HeadObjectCommand({ Bucket: B, Key: "copy/dst.jpg" }))).Metadata).toEqual({ mtime: "1" });
-    await s3.send(new CopyObjectCommand({ Bucket: B, Key: "copy/src.jpg", CopySource: `${B}/copy/src.jpg`, MetadataDirective: "REPLACE", Metadata: { mtime: "2" } }));
+    await s3.send(
+      new CopyObjectCommand({ Bucket: B, Key: "copy/src.jpg", CopySource: `${B}/copy/src.jpg`, MetadataDirective: "REPLACE", Metadata: { mtime: "2" } }),
+    );
     expect((await s3.send(new HeadObjectCommand({ Bucket: B, Key: "copy/src.jpg" }))).Metadata).toEqual({ mtime: "2" });
 
     const del = await s3.send(new DeleteObjectCommand({ Bucket: B, Key: "copy/src.jpg" }));
@@ -134,7 +138,9 @@ describe("S3 surface with @aws-sdk/client-s3", () => {
     const width = 2200;
     const height = 1700;
     const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(width * height * 3)));
-    const png = await sharp(noise, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer();
+    const png = await sharp(noise, { raw: { width, height, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
     expect(png.length).toBeGreaterThan(10.5 * 1024 * 1024);
     const key = "big/noise.png";
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key, ContentType: "image/png", Metadata: { md5chksum: "x" } }));
@@ -147,7 +153,14 @@ describe("S3 surface with @aws-sdk/client-s3", () => {
       etags[n - 1] = part.ETag!;
     }
     const bad = failure(
-      s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: '"00000000000000000000000000000000"' }] } })),
+      s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: B,
+          Key: key,
+          UploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: '"00000000000000000000000000000000"' }] },
+        }),
+      ),
     );
     expect((await bad).name).toBe("InvalidPart");
     const done = await s3.send(

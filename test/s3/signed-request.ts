@@ -9,7 +9,13 @@ export interface SignedOptions {
   sendInstead?: Uint8Array;
 }
 
-export function signedS3(base: string, cred: Pick<S3Credential, "access_key_id" | "secret_access_key">, method: string, path: string, opts: SignedOptions = {}): Promise<Response> {
+export function signedS3(
+  base: string,
+  cred: Pick<S3Credential, "access_key_id" | "secret_access_key">,
+  method: string,
+  path: string,
+  opts: SignedOptions = {},
+): Promise<Response> {
   const url = new URL(base);
   const req = aws4.sign(
     { host: url.host, path, method, service: "s3", region: "us-east-1", headers: { ...opts.headers }, body: opts.body ? Buffer.from(opts.body) : "" },

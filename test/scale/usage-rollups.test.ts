@@ -84,9 +84,7 @@ test("usage rollups equal a recount after uploads, deletes, accesses, a merge, e
     try {
       const blobOf = (id: string) => ctx.app.images.view(id)!.blob_id;
       const [a, b] = [blobOf(ids[3]!), blobOf(ids[5]!)].sort((x, y) => x - y);
-      const cand = ctx.app.db
-        .query("INSERT INTO dedup_candidates (blob_a, blob_b, distance, created_at) VALUES (?, ?, 3, '2026-01-01 00:00:00')")
-        .run(a!, b!);
+      const cand = ctx.app.db.query("INSERT INTO dedup_candidates (blob_a, blob_b, distance, created_at) VALUES (?, ?, 3, '2026-01-01 00:00:00')").run(a!, b!);
       // merge throws a domain error when it cannot merge; returning means it merged.
       expect(() => merge(ctx.app, Number(cand.lastInsertRowid), blobOf(ids[5]!), SYSTEM_ACTOR)).not.toThrow();
       ctx.app.db.query("UPDATE images SET expire_at = '2000-01-01 00:00:00' WHERE id IN (?, ?)").run(ids[0]!, ids[1]!);

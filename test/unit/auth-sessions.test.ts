@@ -171,7 +171,13 @@ describe("passwords and secrets", () => {
 
   test("safeEqual compares whole strings; random tokens and readable passwords have their alphabet and length", () => {
     expect(safeEqual("abc", "abc")).toBe(true);
-    for (const [a, b] of [["abc", "abd"], ["abc", "ab"], ["ab", "abc"], ["", "a"]]) expect(safeEqual(a!, b!)).toBe(false);
+    for (const [a, b] of [
+      ["abc", "abd"],
+      ["abc", "ab"],
+      ["ab", "abc"],
+      ["", "a"],
+    ])
+      expect(safeEqual(a!, b!)).toBe(false);
     expect(safeEqual("", "")).toBe(true);
     expect(randomToken()).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(randomToken(12)).toMatch(/^[A-Za-z0-9_-]{16}$/);

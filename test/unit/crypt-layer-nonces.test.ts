@@ -55,7 +55,11 @@ test("every object on an encrypted channel gets its own nonce, identical plainte
   // Same plaintext under two keys: different ciphertext all the way through.
   const [pathA, pathB] = [...first.keys()].filter((p) => readFileSync(join(dir, p)).length === HEADER_SIZE + 5000 + 16);
   expect(pathA && pathB).toBeTruthy();
-  expect(readFileSync(join(dir, pathA!)).subarray(HEADER_SIZE).equals(readFileSync(join(dir, pathB!)).subarray(HEADER_SIZE))).toBe(false);
+  expect(
+    readFileSync(join(dir, pathA!))
+      .subarray(HEADER_SIZE)
+      .equals(readFileSync(join(dir, pathB!)).subarray(HEADER_SIZE)),
+  ).toBe(false);
 
   // Overwriting a key writes a fresh nonce, unlike any used before.
   await layer.put("img/a.jpg", same, same.length);

@@ -33,7 +33,9 @@ function freshDir(): string {
 
 /** Every file under `dir`, '/'-separated and relative. */
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((p) => statSync(join(dir, p)).isFile()).sort();
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((p) => statSync(join(dir, p)).isFile())
+    .sort();
 }
 
 interface Recorded {

@@ -79,8 +79,22 @@ describe("chooseRepresentation", () => {
   const WEBP = "image/avif,image/webp,*/*;q=0.8";
   type Row = [string, string, { width: number | null; format: string | null }, string | null, string[], object];
   const rows: Row[] = [
-    ["jpeg + webp Accept → webp variant", "image/jpeg", { width: null, format: null }, WEBP, ALL, { kind: "variant", width: 0, format: "webp", varyAccept: true }],
-    ["png + webp Accept → webp variant", "image/png", { width: null, format: null }, WEBP, ALL, { kind: "variant", width: 0, format: "webp", varyAccept: true }],
+    [
+      "jpeg + webp Accept → webp variant",
+      "image/jpeg",
+      { width: null, format: null },
+      WEBP,
+      ALL,
+      { kind: "variant", width: 0, format: "webp", varyAccept: true },
+    ],
+    [
+      "png + webp Accept → webp variant",
+      "image/png",
+      { width: null, format: null },
+      WEBP,
+      ALL,
+      { kind: "variant", width: 0, format: "webp", varyAccept: true },
+    ],
     ["jpeg, Accept lacks webp → original, still Vary", "image/jpeg", { width: null, format: null }, "image/*,*/*", ALL, { kind: "original", varyAccept: true }],
     ["jpeg, webp;q=0 → original, Vary", "image/jpeg", { width: null, format: null }, "image/webp;q=0,*/*", ALL, { kind: "original", varyAccept: true }],
     ["jpeg, no Accept → original, Vary", "image/jpeg", { width: null, format: null }, null, ALL, { kind: "original", varyAccept: true }],
@@ -88,15 +102,57 @@ describe("chooseRepresentation", () => {
     ["gif is never negotiated", "image/gif", { width: null, format: null }, WEBP, ALL, { kind: "original", varyAccept: false }],
     ["webp stored → original", "image/webp", { width: null, format: null }, WEBP, ALL, { kind: "original", varyAccept: false }],
     ["avif stored → original", "image/avif", { width: null, format: null }, WEBP, ALL, { kind: "original", varyAccept: false }],
-    ["jpeg + w + webp Accept → resized webp", "image/jpeg", { width: 640, format: null }, WEBP, ALL, { kind: "variant", width: 640, format: "webp", varyAccept: true }],
-    ["jpeg + w, no webp → resized jpeg, Vary", "image/jpeg", { width: 640, format: null }, "*/*", ALL, { kind: "variant", width: 640, format: "jpeg", varyAccept: true }],
-    ["gif + w → resized gif (animation kept), no Vary", "image/gif", { width: 320, format: null }, WEBP, ALL, { kind: "variant", width: 320, format: "gif", varyAccept: false }],
+    [
+      "jpeg + w + webp Accept → resized webp",
+      "image/jpeg",
+      { width: 640, format: null },
+      WEBP,
+      ALL,
+      { kind: "variant", width: 640, format: "webp", varyAccept: true },
+    ],
+    [
+      "jpeg + w, no webp → resized jpeg, Vary",
+      "image/jpeg",
+      { width: 640, format: null },
+      "*/*",
+      ALL,
+      { kind: "variant", width: 640, format: "jpeg", varyAccept: true },
+    ],
+    [
+      "gif + w → resized gif (animation kept), no Vary",
+      "image/gif",
+      { width: 320, format: null },
+      WEBP,
+      ALL,
+      { kind: "variant", width: 320, format: "gif", varyAccept: false },
+    ],
     ["webp + w → resized webp", "image/webp", { width: 320, format: null }, null, ALL, { kind: "variant", width: 320, format: "webp", varyAccept: false }],
     ["explicit format = stored, no w → original", "image/jpeg", { width: null, format: "jpeg" }, WEBP, ALL, { kind: "original", varyAccept: false }],
-    ["explicit format = stored + w → variant", "image/jpeg", { width: 320, format: "jpeg" }, WEBP, ALL, { kind: "variant", width: 320, format: "jpeg", varyAccept: false }],
-    ["explicit avif on jpeg → variant, no Vary", "image/jpeg", { width: null, format: "avif" }, WEBP, ALL, { kind: "variant", width: 0, format: "avif", varyAccept: false }],
+    [
+      "explicit format = stored + w → variant",
+      "image/jpeg",
+      { width: 320, format: "jpeg" },
+      WEBP,
+      ALL,
+      { kind: "variant", width: 320, format: "jpeg", varyAccept: false },
+    ],
+    [
+      "explicit avif on jpeg → variant, no Vary",
+      "image/jpeg",
+      { width: null, format: "avif" },
+      WEBP,
+      ALL,
+      { kind: "variant", width: 0, format: "avif", varyAccept: false },
+    ],
     ["explicit png on gif + w", "image/gif", { width: 320, format: "png" }, null, ALL, { kind: "variant", width: 320, format: "png", varyAccept: false }],
-    ["explicit webp without webp in Accept is honoured", "image/png", { width: null, format: "webp" }, "image/png", ALL, { kind: "variant", width: 0, format: "webp", varyAccept: false }],
+    [
+      "explicit webp without webp in Accept is honoured",
+      "image/png",
+      { width: null, format: "webp" },
+      "image/png",
+      ALL,
+      { kind: "variant", width: 0, format: "webp", varyAccept: false },
+    ],
   ];
   for (const [name, mime, params, accept, formats, expected] of rows) {
     test(name, () => expect(chooseRepresentation(mime, params, accept, formats)).toEqual(expected as never));
@@ -122,8 +178,32 @@ describe("parseDeliveryQuery (raw query, the /i/ fast path)", () => {
     expect({ query, ...outcome(() => parseDeliveryQuery(query, S)) }).toEqual({ query, ...outcome(() => parseDeliveryParams(new URLSearchParams(query), S)) });
 
   test("reads exactly what URLSearchParams reads", () => {
-    const cases = ["", "w=640", "w=640&format=webp", "format=png&w=320", "&&w=640&", "w", "w=", "w==640", "w=640=", "format", "format=webp=x", "W=640", "w=640&w=99",
-      "w=99&w=640", "x=1&w=320", "w=6%340", "w=640&format=%77ebp", "w=+640", "w=640+", "format=web+p", "w%3D640", "a=%ZZ&w=640", "format=auto&w=1280", "w=12345678"];
+    const cases = [
+      "",
+      "w=640",
+      "w=640&format=webp",
+      "format=png&w=320",
+      "&&w=640&",
+      "w",
+      "w=",
+      "w==640",
+      "w=640=",
+      "format",
+      "format=webp=x",
+      "W=640",
+      "w=640&w=99",
+      "w=99&w=640",
+      "x=1&w=320",
+      "w=6%340",
+      "w=640&format=%77ebp",
+      "w=+640",
+      "w=640+",
+      "format=web+p",
+      "w%3D640",
+      "a=%ZZ&w=640",
+      "format=auto&w=1280",
+      "w=12345678",
+    ];
     for (const q of cases) same(q);
   });
 

@@ -51,7 +51,9 @@ describe("renderVariant", () => {
   });
 
   test("transparent PNG → JPEG is flattened on white, not black", async () => {
-    const input = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+    const input = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer();
     const out = await renderVariant(input, opts({ width: 0, format: "jpeg" }));
     const { data } = await sharp(out).raw().toBuffer({ resolveWithObject: true });
     expect(Math.min(...data)).toBeGreaterThan(245);
@@ -81,7 +83,9 @@ describe("renderVariant", () => {
   });
 
   test("a tiny timeout rejects with ProcessingTimeoutError and hands over the running work", async () => {
-    const big = await sharp({ create: { width: 4000, height: 4000, channels: 3, background: "#3a6" } }).jpeg().toBuffer();
+    const big = await sharp({ create: { width: 4000, height: 4000, channels: 3, background: "#3a6" } })
+      .jpeg()
+      .toBuffer();
     let held: Promise<void> | undefined;
     const started = Date.now();
     const err = await renderVariant(big, { ...opts({ width: 0, format: "webp" }), webpMethod: 6, timeoutMs: 30, hold: (w) => (held = w) }).catch((e) => e);
@@ -97,7 +101,9 @@ describe("renderVariant", () => {
     ac.abort();
     await expect(renderVariant(await makePng(), { ...opts({ width: 0, format: "webp" }), signal: ac.signal })).rejects.toBeInstanceOf(ProcessingAbortedError);
 
-    const big = await sharp({ create: { width: 3000, height: 3000, channels: 3, background: "#a36" } }).jpeg().toBuffer();
+    const big = await sharp({ create: { width: 3000, height: 3000, channels: 3, background: "#a36" } })
+      .jpeg()
+      .toBuffer();
     const live = new AbortController();
     let held: Promise<void> | undefined;
     const pending = renderVariant(big, { ...opts({ width: 0, format: "webp" }), webpMethod: 6, signal: live.signal, hold: (w) => (held = w) });

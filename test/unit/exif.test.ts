@@ -212,8 +212,19 @@ describe("WebP (lossless container edit)", () => {
   });
 
   test("an animated WebP keeps all frames and timing", async () => {
-    const frames = await Promise.all([0, 1, 2].map((i) => photo().modulate({ hue: i * 90 }).png().toBuffer()));
-    const original = await sharp(frames, { join: { animated: true } }).webp({ lossless: true, delay: [100, 200, 300], loop: 2 }).withExif(EXIF).withXmp(XMP).toBuffer();
+    const frames = await Promise.all(
+      [0, 1, 2].map((i) =>
+        photo()
+          .modulate({ hue: i * 90 })
+          .png()
+          .toBuffer(),
+      ),
+    );
+    const original = await sharp(frames, { join: { animated: true } })
+      .webp({ lossless: true, delay: [100, 200, 300], loop: 2 })
+      .withExif(EXIF)
+      .withXmp(XMP)
+      .toBuffer();
     expect((await sharp(original).metadata()).xmp).toBeDefined();
     const out = await strip(original, "image/webp");
     expectNoSecrets(out);
@@ -226,8 +237,17 @@ describe("WebP (lossless container edit)", () => {
 
 describe("GIF (lossless)", () => {
   test("drops comment and XMP extensions, keeps frames, timing and looping", async () => {
-    const frames = await Promise.all([0, 1, 2].map((i) => photo(16, 16).modulate({ hue: i * 90 }).png().toBuffer()));
-    const made = await sharp(frames, { join: { animated: true } }).gif({ delay: [100, 200, 300], loop: 3 }).toBuffer();
+    const frames = await Promise.all(
+      [0, 1, 2].map((i) =>
+        photo(16, 16)
+          .modulate({ hue: i * 90 })
+          .png()
+          .toBuffer(),
+      ),
+    );
+    const made = await sharp(frames, { join: { animated: true } })
+      .gif({ delay: [100, 200, 300], loop: 3 })
+      .toBuffer();
     const gct = made[10] & 0x80 ? 3 * (2 << (made[10] & 7)) : 0;
     const comment = Buffer.concat([Buffer.from([0x21, 0xfe, 17]), Buffer.from("KuraSecretComment"), Buffer.from([0])]);
     // XMP's GIF embedding: raw packet, then a 258-byte "magic trailer" that makes the
@@ -273,7 +293,9 @@ describe("errors and orientation reading", () => {
     const png = await photo().png().toBuffer();
     expect(() => stripMetadataBytes(png.subarray(0, 60), "image/png")).toThrow(MalformedImageError);
     const jpeg = await photo().jpeg().toBuffer();
-    expect(() => stripMetadataBytes(Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0xff, 0xe1, 0xff, 0xff, 1, 2])]), "image/jpeg")).toThrow(MalformedImageError);
+    expect(() => stripMetadataBytes(Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0xff, 0xe1, 0xff, 0xff, 1, 2])]), "image/jpeg")).toThrow(
+      MalformedImageError,
+    );
     // Not decodable either, so the re-encode fallback fails too and the caller gets an error.
     await expect(strip(png.subarray(0, 60), "image/png")).rejects.toThrow();
     await expect(strip(png, "image/svg+xml")).rejects.toThrow();

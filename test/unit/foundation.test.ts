@@ -11,10 +11,13 @@ import { formatLine } from "../../src/ops/log";
 
 describe("logfmt", () => {
   test("quotes values with spaces, quotes, equals and control characters", () => {
-    const line = formatLine("INFO", "启动 完成", { a: "plain", b: "has space", c: 'q"uote', d: "k=v", e: "line\nbreak", f: 3, g: "", h: undefined }, new Date(0));
-    expect(line).toBe(
-      'time=1970-01-01T00:00:00.000Z level=INFO msg="启动 完成" a=plain b="has space" c="q\\"uote" d="k=v" e="line\\nbreak" f=3 g=""',
+    const line = formatLine(
+      "INFO",
+      "启动 完成",
+      { a: "plain", b: "has space", c: 'q"uote', d: "k=v", e: "line\nbreak", f: 3, g: "", h: undefined },
+      new Date(0),
     );
+    expect(line).toBe('time=1970-01-01T00:00:00.000Z level=INFO msg="启动 完成" a=plain b="has space" c="q\\"uote" d="k=v" e="line\\nbreak" f=3 g=""');
   });
 });
 

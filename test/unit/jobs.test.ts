@@ -151,7 +151,14 @@ test("a failure becomes retryable after backoff, then succeeds", async () => {
 test("reaching max attempts discards the job", async () => {
   const q = queue();
   let calls = 0;
-  q.register("drain", () => { calls++; throw new Error("磁盘已满"); }, { maxAttempts: 2 });
+  q.register(
+    "drain",
+    () => {
+      calls++;
+      throw new Error("磁盘已满");
+    },
+    { maxAttempts: 2 },
+  );
   const id = q.enqueue("drain", {});
   await q.processDue();
   clock += 3_600_000;
@@ -164,7 +171,13 @@ test("reaching max attempts discards the job", async () => {
 
 test("PermanentJobError discards at once", async () => {
   const q = queue();
-  q.register("purge", () => { throw new PermanentJobError("图片不存在"); }, { maxAttempts: 5 });
+  q.register(
+    "purge",
+    () => {
+      throw new PermanentJobError("图片不存在");
+    },
+    { maxAttempts: 5 },
+  );
   const id = q.enqueue("purge", {});
   await q.processDue();
   expect(q.get(id)).toMatchObject({ state: "discarded", attempts: 1, last_error: "图片不存在" });
@@ -172,10 +185,14 @@ test("PermanentJobError discards at once", async () => {
 
 test("timeoutMs aborts ctx.signal and the run counts as a failure", async () => {
   const q = queue();
-  q.register("slow", async (_p, ctx) => {
-    await new Promise((r) => ctx.signal.addEventListener("abort", r));
-    throw ctx.signal.reason;
-  }, { timeoutMs: 20 });
+  q.register(
+    "slow",
+    async (_p, ctx) => {
+      await new Promise((r) => ctx.signal.addEventListener("abort", r));
+      throw ctx.signal.reason;
+    },
+    { timeoutMs: 20 },
+  );
   const id = q.enqueue("slow", {});
   await q.processDue();
   expect(q.get(id)).toMatchObject({ state: "retryable", attempts: 1, last_error: "任务执行超时" });
@@ -229,10 +246,14 @@ describe("leases", () => {
     const q = queue(undefined, { leaseMs: 1000 });
     const hold = gate();
     let runs = 0;
-    q.register("replicate", async () => {
-      runs++;
-      await hold.wait;
-    }, { concurrency: 2 });
+    q.register(
+      "replicate",
+      async () => {
+        runs++;
+        await hold.wait;
+      },
+      { concurrency: 2 },
+    );
     const id = q.enqueue("replicate", {});
     const first = q.processDue();
     clock += 5000;
@@ -305,11 +326,15 @@ test("per-kind concurrency is honoured and kinds do not block each other", async
   let now = 0;
   let max = 0;
   let otherDone = false;
-  q.register("replicate", async () => {
-    max = Math.max(max, ++now);
-    await hold.wait;
-    now--;
-  }, { concurrency: 2 });
+  q.register(
+    "replicate",
+    async () => {
+      max = Math.max(max, ++now);
+      await hold.wait;
+      now--;
+    },
+    { concurrency: 2 },
+  );
   q.register("purge", () => void (otherDone = true));
   for (let i = 0; i < 5; i++) q.enqueue("replicate", { i });
   q.enqueue("purge", {});
@@ -414,9 +439,13 @@ describe("start, wake and stop", () => {
 test("uniqueKey dedups unfinished jobs of the same kind only", async () => {
   const q = queue();
   let fail = true;
-  q.register("replicate", () => {
-    if (fail) throw new Error("暂时失败");
-  }, { concurrency: 5 });
+  q.register(
+    "replicate",
+    () => {
+      if (fail) throw new Error("暂时失败");
+    },
+    { concurrency: 5 },
+  );
   const id = q.enqueue("replicate", { blob: 1 }, { uniqueKey: "1:s3" });
   expect(q.enqueue("replicate", { blob: 1 }, { uniqueKey: "1:s3" })).toBe(id);
   expect(q.enqueue("replicate", { blob: 1 }, { uniqueKey: "1:webdav" })).not.toBe(id);
@@ -440,7 +469,9 @@ test("counts() reports waiting and running, and throws when the database fails",
   const q = queue(db);
   const hold = gate();
   q.register("block", () => hold.wait);
-  q.register("fail", () => { throw new Error("x"); });
+  q.register("fail", () => {
+    throw new Error("x");
+  });
   q.register("ok", () => {});
   q.enqueue("ok", {});
   const failing = q.enqueue("fail", {});
@@ -460,7 +491,9 @@ test("counts() reports waiting and running, and throws when the database fails",
 test("finished jobs are pruned after their retention", async () => {
   const q = queue(undefined, { completedRetentionMs: 1000, discardedRetentionMs: 5000 });
   q.register("ok", () => {});
-  q.register("bad", () => { throw new PermanentJobError("无效"); });
+  q.register("bad", () => {
+    throw new PermanentJobError("无效");
+  });
   const ok = q.enqueue("ok", {});
   const bad = q.enqueue("bad", {});
   const pending = q.enqueue("ok", {}, { delayMs: 10_000 });

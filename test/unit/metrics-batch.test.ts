@@ -23,7 +23,15 @@ function reference() {
 function batched() {
   const registry = new client.Registry();
   const pending = new PendingCounter<"method" | "route" | "status">();
-  pending.attach(new client.Counter({ name: "t_requests_total", help: "h", labelNames: ["method", "route", "status"] as const, registers: [registry], collect: () => pending.flush() }));
+  pending.attach(
+    new client.Counter({
+      name: "t_requests_total",
+      help: "h",
+      labelNames: ["method", "route", "status"] as const,
+      registers: [registry],
+      collect: () => pending.flush(),
+    }),
+  );
   const histogram = new FastHistogram("t_seconds", "h", ["method", "route"], BOUNDS, registry);
   return {
     registry,

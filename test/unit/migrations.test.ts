@@ -22,7 +22,10 @@ test("an older database is brought up to date step by step, each step recorded",
     expect(migrate(db)).toEqual(MIGRATIONS.slice(1).map((m) => m.version));
     expect(schemaVersion(db)).toBe(MIGRATIONS.at(-1)!.version);
     expect(migrate(db)).toEqual([]);
-    const recorded = db.query<{ name: string }, []>("SELECT name FROM schema_migrations ORDER BY version").all().map((r) => r.name);
+    const recorded = db
+      .query<{ name: string }, []>("SELECT name FROM schema_migrations ORDER BY version")
+      .all()
+      .map((r) => r.name);
     expect(recorded).toEqual(MIGRATIONS.map((m) => m.name));
     db.close();
   }));

@@ -101,8 +101,12 @@ describe("perceptualHash", () => {
 
   test("animated images are hashed by their first frame", async () => {
     const frames = await Promise.all([scene(), otherScene()].map((p) => raw(p).png().toBuffer()));
-    const firstIsScene = await sharp(frames, { join: { animated: true } }).gif().toBuffer();
-    const firstIsOther = await sharp([...frames].reverse(), { join: { animated: true } }).webp({ quality: 90 }).toBuffer();
+    const firstIsScene = await sharp(frames, { join: { animated: true } })
+      .gif()
+      .toBuffer();
+    const firstIsOther = await sharp([...frames].reverse(), { join: { animated: true } })
+      .webp({ quality: 90 })
+      .toBuffer();
     expect((await sharp(firstIsScene, { animated: true }).metadata()).pages).toBe(2);
     const h1 = await perceptualHash(firstIsScene);
     const h2 = await perceptualHash(firstIsOther);

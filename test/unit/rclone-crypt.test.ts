@@ -10,14 +10,7 @@ import { readFileSync } from "node:fs";
 import { makeCrypt } from "../../src/channels/rclone/crypt.ts";
 import { deriveCryptKeys } from "../../src/channels/rclone/crypt-keys.ts";
 import { decryptSegment, encryptSegment } from "../../src/channels/rclone/crypt-names.ts";
-import {
-  BLOCK_CIPHER_SIZE,
-  CryptRangeError,
-  HEADER_SIZE,
-  addToNonce,
-  decryptBuffer,
-  encryptBuffer,
-} from "../../src/channels/rclone/crypt-data.ts";
+import { BLOCK_CIPHER_SIZE, CryptRangeError, HEADER_SIZE, addToNonce, decryptBuffer, encryptBuffer } from "../../src/channels/rclone/crypt-data.ts";
 
 const VECTORS = join(SHARED_DIR, "rclone/vectors");
 const FILES = `${VECTORS}/crypt-files`;

@@ -49,13 +49,10 @@ describe("obscure vectors", () => {
     expect(checked).toBeGreaterThan(0);
   });
 
-  test.each(vectors.invalid_for_reveal.map((v) => [v.input, v.rclone_error] as const))(
-    "rejects %p like rclone (%s)",
-    (input, rcloneError) => {
-      // Same failure class as rclone: too short after decoding vs. not raw-url base64 at all.
-      expect(() => reveal(input)).toThrow(rcloneError.includes("too short") ? /还原混淆密码失败：输入过短/ : /还原混淆密码失败：base64/);
-    },
-  );
+  test.each(vectors.invalid_for_reveal.map((v) => [v.input, v.rclone_error] as const))("rejects %p like rclone (%s)", (input, rcloneError) => {
+    // Same failure class as rclone: too short after decoding vs. not raw-url base64 at all.
+    expect(() => reveal(input)).toThrow(rcloneError.includes("too short") ? /还原混淆密码失败：输入过短/ : /还原混淆密码失败：base64/);
+  });
 
   test("rejects junk characters that Node's lenient base64url decoder would skip", () => {
     const valid = vectors.entries[1].obscured;

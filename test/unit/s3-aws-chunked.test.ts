@@ -13,12 +13,19 @@ import { decodeAwsChunked, type AwsChunkedOptions, type ChunkSigning } from "../
 import { deriveSigningKey, EMPTY_SHA256, parseAmzDate, sha256Hex, signHex } from "../../src/s3/sigv4-canonical.ts";
 
 interface Vector {
-  file: string; method: string; url: string; headers: [string, string][]; body_base64: string; body_truncated: boolean;
+  file: string;
+  method: string;
+  url: string;
+  headers: [string, string][];
+  body_base64: string;
+  body_truncated: boolean;
   credentials: { access_key_id: string; secret_access_key: string };
   expected: { amz_date: string; signature: string; canonical_request: string; payload_hash_mode: string; decoded_sha256: string };
 }
 const REQ_DIR = join(SHARED_DIR, "s3/requests");
-const vectors: Vector[] = readdirSync(REQ_DIR).filter((f) => f.endsWith(".json")).sort()
+const vectors: Vector[] = readdirSync(REQ_DIR)
+  .filter((f) => f.endsWith(".json"))
+  .sort()
   .map((file) => ({ file, ...JSON.parse(readFileSync(join(REQ_DIR, file), "utf8")) }));
 const CREDS = vectors[0]!.credentials;
 const lookup = (id: string) => (id === CREDS.access_key_id ? CREDS.secret_access_key : undefined);
@@ -40,13 +47,17 @@ async function decode(bytes: Uint8Array, opts: AwsChunkedOptions): Promise<Uint8
   return new Uint8Array(await new Response(decodeAwsChunked(streamOf(bytes), opts)).arrayBuffer());
 }
 async function expectDecodeError(bytes: Uint8Array, opts: AwsChunkedOptions, code: string): Promise<void> {
-  const err = await decode(bytes, opts).then(() => undefined, (e: unknown) => e);
+  const err = await decode(bytes, opts).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(S3AuthError);
   expect((err as S3AuthError).code).toBe(code as S3AuthError["code"]);
 }
 
 const restic = vectors.find((v) => v.file === "restic-PutObject-5.json") as Vector; // 4 signed chunks, kept whole
-const resticAuth = () => verifySigV4({ method: restic.method, url: restic.url, headers: restic.headers }, { lookupSecret: lookup, now: parseAmzDate(restic.expected.amz_date) });
+const resticAuth = () =>
+  verifySigV4({ method: restic.method, url: restic.url, headers: restic.headers }, { lookupSecret: lookup, now: parseAmzDate(restic.expected.amz_date) });
 const sdkStream = vectors.find((v) => v.file === "sdk-node-PutObject-5.json") as Vector; // unsigned, crc32 trailer
 const sdkOpts: AwsChunkedOptions = { trailerExpected: "x-amz-checksum-crc32", decodedLength: 25941 };
 
@@ -72,7 +83,11 @@ describe("signed chunks", () => {
 
   test("a body without its final signed chunk → IncompleteBody", async () => {
     const text = Buffer.from(bodyOf(restic)).toString("latin1");
-    await expectDecodeError(new Uint8Array(Buffer.from(text.slice(0, text.lastIndexOf("0;chunk-signature")), "latin1")), { signed: resticAuth() }, "IncompleteBody");
+    await expectDecodeError(
+      new Uint8Array(Buffer.from(text.slice(0, text.lastIndexOf("0;chunk-signature")), "latin1")),
+      { signed: resticAuth() },
+      "IncompleteBody",
+    );
   });
 });
 
@@ -187,7 +202,11 @@ describe("behind a real Bun.serve, fed the captured bytes over TCP", () => {
           let body: Uint8Array;
           if (auth.payloadMode.startsWith("STREAMING-") && req.body) {
             const signed = auth.payloadMode.startsWith("STREAMING-AWS4") ? auth : undefined;
-            body = new Uint8Array(await new Response(decodeAwsChunked(req.body, { signed, trailerExpected: req.headers.get("x-amz-trailer") ?? false, decodedLength: auth.decodedContentLength })).arrayBuffer());
+            body = new Uint8Array(
+              await new Response(
+                decodeAwsChunked(req.body, { signed, trailerExpected: req.headers.get("x-amz-trailer") ?? false, decodedLength: auth.decodedContentLength }),
+              ).arrayBuffer(),
+            );
           } else {
             body = new Uint8Array(await req.arrayBuffer());
             if (auth.payloadMode === "sha256") assertPayloadSha256(auth.payloadHash, body);
@@ -208,7 +227,9 @@ describe("behind a real Bun.serve, fed the captured bytes over TCP", () => {
     const head = `${v.method} ${v.url} HTTP/1.1\r\n${v.headers.map(([k, val]) => `${k}: ${val}\r\n`).join("")}x-test-vector: ${v.file}\r\n\r\n`;
     const framed = chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")]) : Buffer.from(body);
     return new Promise((resolve, reject) => {
-      const sock = connect(server.port as number, "127.0.0.1", () => sock.write(Buffer.concat([Buffer.from(head, "latin1"), chunked && body.length === 0 ? Buffer.from("0\r\n\r\n") : framed])));
+      const sock = connect(server.port as number, "127.0.0.1", () =>
+        sock.write(Buffer.concat([Buffer.from(head, "latin1"), chunked && body.length === 0 ? Buffer.from("0\r\n\r\n") : framed])),
+      );
       let got = "";
       sock.on("data", (d) => {
         got += d.toString("latin1");

@@ -20,7 +20,12 @@ const b64 = (algo: string, b: Uint8Array) => createHash(algo).update(b).digest("
 const BODY = new Uint8Array(5000).map((_, i) => (i * 7 + 3) & 0xff);
 
 /** A request whose body arrives in `chunk`-sized pieces, as a network body does. */
-function s3req(body: Uint8Array | null, headers: Record<string, string> = {}, auth: { payloadMode?: string; payloadHash?: string; decodedContentLength?: number } = {}, chunk = 1000): S3Request {
+function s3req(
+  body: Uint8Array | null,
+  headers: Record<string, string> = {},
+  auth: { payloadMode?: string; payloadHash?: string; decodedContentLength?: number } = {},
+  chunk = 1000,
+): S3Request {
   const stream =
     body &&
     new ReadableStream<Uint8Array>({
@@ -34,7 +39,10 @@ function s3req(body: Uint8Array | null, headers: Record<string, string> = {}, au
 }
 
 async function failure(p: Promise<unknown>): Promise<string> {
-  const err = await p.then(() => undefined, (e) => e);
+  const err = await p.then(
+    () => undefined,
+    (e) => e,
+  );
   if (!(err instanceof S3Error) && !(err instanceof Error)) return "no error";
   return `${(err as S3Error).code ?? "Error"}:${err.message}`;
 }
@@ -75,7 +83,9 @@ describe("consumeBody", () => {
     expect(await failure(consumeBody(s3req(BODY, { "content-length": "2097152, 2097152" }), 1048576, sink))).toBe(TOO_LARGE);
     expect(await failure(consumeBody(s3req(BODY, {}, { decodedContentLength: 2097152 }), 1048576, sink))).toBe(TOO_LARGE);
     // The decoded length wins over the (larger, framed) Content-Length.
-    expect((await consumeBody(s3req(BODY, { "content-length": "9999999" }, { decodedContentLength: BODY.length }), BODY.length, () => {})).size).toBe(BODY.length);
+    expect((await consumeBody(s3req(BODY, { "content-length": "9999999" }, { decodedContentLength: BODY.length }), BODY.length, () => {})).size).toBe(
+      BODY.length,
+    );
     expect((await consumeBody(s3req(BODY, { "content-length": "abc" }), BODY.length, () => {})).size).toBe(BODY.length);
     expect((await consumeBody(s3req(BODY), BODY.length, () => {})).size).toBe(BODY.length);
     const seen: number[] = [];
@@ -122,23 +132,40 @@ describe("receiveToFile and readXmlBody", () => {
 
 describe("aws-chunked bodies", () => {
   const framed = (text: string, headers: Record<string, string>, auth: Record<string, unknown>) =>
-    ({ request: new Request("http://kura.test/s3/kura/a.jpg", { method: "PUT", headers, body: new TextEncoder().encode(text) }), auth }) as unknown as S3Request;
+    ({
+      request: new Request("http://kura.test/s3/kura/a.jpg", { method: "PUT", headers, body: new TextEncoder().encode(text) }),
+      auth,
+    }) as unknown as S3Request;
   const sha = b64("sha256", new TextEncoder().encode("hello"));
   const SIGNED = { signingKey: Buffer.alloc(32), scope: `20260301/us-east-1/s3/aws4_request`, amzDate: "20260301T120000Z", seedSignature: "0".repeat(64) };
 
   test("the framing is removed and verified as the signed mode says, never for plain modes", async () => {
     const { chunks, sink } = collect();
     const trailer = `5\r\nhello\r\n0\r\nx-amz-checksum-sha256:${sha}\r\n\r\n`;
-    const d = await consumeBody(framed(trailer, { "x-amz-trailer": "x-amz-checksum-sha256" }, { payloadMode: "STREAMING-UNSIGNED-PAYLOAD-TRAILER", decodedContentLength: 5 }), 1e6, sink);
+    const d = await consumeBody(
+      framed(trailer, { "x-amz-trailer": "x-amz-checksum-sha256" }, { payloadMode: "STREAMING-UNSIGNED-PAYLOAD-TRAILER", decodedContentLength: 5 }),
+      1e6,
+      sink,
+    );
     expect([d.size, Buffer.concat(chunks).toString()]).toEqual([5, "hello"]);
     expect(d.sha256).toBe(hex("sha256", new TextEncoder().encode("hello")));
-    expect(await failure(consumeBody(framed(trailer.replace(sha, "AAAA"), { "x-amz-trailer": "x-amz-checksum-sha256" }, { payloadMode: "STREAMING-UNSIGNED-PAYLOAD-TRAILER", decodedContentLength: 5 }), 1e6, () => {}))).toBe(
-      "BadDigest:x-amz-checksum-sha256 校验和与收到的数据不一致",
-    );
+    expect(
+      await failure(
+        consumeBody(
+          framed(
+            trailer.replace(sha, "AAAA"),
+            { "x-amz-trailer": "x-amz-checksum-sha256" },
+            { payloadMode: "STREAMING-UNSIGNED-PAYLOAD-TRAILER", decodedContentLength: 5 },
+          ),
+          1e6,
+          () => {},
+        ),
+      ),
+    ).toBe("BadDigest:x-amz-checksum-sha256 校验和与收到的数据不一致");
     const forged = `5;chunk-signature=${"0".repeat(64)}\r\nhello\r\n0;chunk-signature=${"0".repeat(64)}\r\n\r\n`;
-    expect(await failure(consumeBody(framed(forged, {}, { payloadMode: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", decodedContentLength: 5, ...SIGNED }), 1e6, () => {}))).toBe(
-      "SignatureDoesNotMatch:分块签名不匹配，数据可能被篡改",
-    );
+    expect(
+      await failure(consumeBody(framed(forged, {}, { payloadMode: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", decodedContentLength: 5, ...SIGNED }), 1e6, () => {})),
+    ).toBe("SignatureDoesNotMatch:分块签名不匹配，数据可能被篡改");
     // The same bytes under a plain mode are the object itself.
     expect((await consumeBody(framed(trailer, {}, { payloadMode: "UNSIGNED-PAYLOAD" }), 1e6, () => {})).size).toBe(trailer.length);
   });

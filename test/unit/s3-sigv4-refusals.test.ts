@@ -31,9 +31,17 @@ const MISMATCH = "SignatureDoesNotMatch:签名不匹配，请检查访问密钥�
 
 describe("header auth refusals", () => {
   const authz = (over: { cred?: string; signed?: string; sig?: string; raw?: string } = {}) =>
-    over.raw ?? `AWS4-HMAC-SHA256 Credential=${over.cred ?? CRED}, SignedHeaders=${over.signed ?? "host;x-amz-content-sha256;x-amz-date"}, Signature=${over.sig ?? DUMMY}`;
-  const req = (auth: string, extra: [string, string][] = [], base: [string, string][] = [["x-amz-date", AMZ], ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"]], now = NOW) =>
-    outcome("/s3/kura/a.jpg", [["host", "kura.test"], ...base, ["authorization", auth], ...extra], now);
+    over.raw ??
+    `AWS4-HMAC-SHA256 Credential=${over.cred ?? CRED}, SignedHeaders=${over.signed ?? "host;x-amz-content-sha256;x-amz-date"}, Signature=${over.sig ?? DUMMY}`;
+  const req = (
+    auth: string,
+    extra: [string, string][] = [],
+    base: [string, string][] = [
+      ["x-amz-date", AMZ],
+      ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"],
+    ],
+    now = NOW,
+  ) => outcome("/s3/kura/a.jpg", [["host", "kura.test"], ...base, ["authorization", auth], ...extra], now);
   const MALFORMED = "AuthorizationHeaderMalformed:";
   const CRED_SHAPE = `${MALFORMED}签名凭据格式错误，应为 <AccessKeyId>/<日期>/<区域>/s3/aws4_request`;
 
@@ -44,9 +52,18 @@ describe("header auth refusals", () => {
       [req(authz({ raw: `AWS4-HMAC-SHA256Credential=${CRED}` })), `${MALFORMED}仅支持 AWS4-HMAC-SHA256 签名（AWS Signature Version 4）`],
       [req(authz({ raw: `AWS4-HMAC-SHA256 Credential=${CRED}, SignedHeaders` })), `${MALFORMED}Authorization 头格式错误`],
       [req(authz({ raw: `  AWS4-HMAC-SHA256 Credential=${CRED},SignedHeaders=host;x-amz-content-sha256;x-amz-date,Signature=${DUMMY}  ` })), MISMATCH],
-      [req(authz({ raw: `AWS4-HMAC-SHA256 Credential=${CRED}, SignedHeaders=host;x-amz-date` })), `${MALFORMED}Authorization 头缺少 Credential、SignedHeaders 或 Signature`],
-      [req(authz({ raw: `AWS4-HMAC-SHA256 SignedHeaders=host, Signature=${DUMMY}` })), `${MALFORMED}Authorization 头缺少 Credential、SignedHeaders 或 Signature`],
-      [req(authz({ raw: `AWS4-HMAC-SHA256 Credential=${CRED}, Signature=${DUMMY}` })), `${MALFORMED}Authorization 头缺少 Credential、SignedHeaders 或 Signature`],
+      [
+        req(authz({ raw: `AWS4-HMAC-SHA256 Credential=${CRED}, SignedHeaders=host;x-amz-date` })),
+        `${MALFORMED}Authorization 头缺少 Credential、SignedHeaders 或 Signature`,
+      ],
+      [
+        req(authz({ raw: `AWS4-HMAC-SHA256 SignedHeaders=host, Signature=${DUMMY}` })),
+        `${MALFORMED}Authorization 头缺少 Credential、SignedHeaders 或 Signature`,
+      ],
+      [
+        req(authz({ raw: `AWS4-HMAC-SHA256 Credential=${CRED}, Signature=${DUMMY}` })),
+        `${MALFORMED}Authorization 头缺少 Credential、SignedHeaders 或 Signature`,
+      ],
       [req(authz({ cred: `${DAY}/us-east-1/s3/aws4_request` })), CRED_SHAPE],
       [req(authz({ cred: `${AK}/${DAY}/us-east-1/s3/aws4_requestx` })), CRED_SHAPE],
       [req(authz({ cred: `/${DAY}/us-east-1/s3/aws4_request` })), `${MALFORMED}签名凭据格式错误`],
@@ -62,19 +79,132 @@ describe("header auth refusals", () => {
       [req(authz({ signed: "x-amz-date;x-amz-content-sha256" })), `${MALFORMED}SignedHeaders 必须包含 host`],
       [req(authz({ signed: "Host; X-Amz-Date;x-amz-content-sha256" })), MISMATCH],
       [req(authz(), [["x-amz-meta-note", "1"]]), "AccessDenied:请求中存在未签名的头：x-amz-meta-note"],
-      [req(authz(), [], [["x-amz-date", "2026"], ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"]]), "AccessDenied:X-Amz-Date 格式无效"],
-      [req(authz({ signed: "host;x-amz-content-sha256" }), [], [["date", "Sun, 01 Mar 2026 12:00:00 GMT"], ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"]]), MISMATCH],
-      [req(authz({ signed: "host;x-amz-content-sha256" }), [], [["date", "yesterday-ish"], ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"]]), "AccessDenied:请求缺少有效的 X-Amz-Date 或 Date 头"],
-      [req(authz({ signed: "host;x-amz-content-sha256" }), [], [["x-amz-content-sha256", "UNSIGNED-PAYLOAD"]]), "AccessDenied:请求缺少有效的 X-Amz-Date 或 Date 头"],
+      [
+        req(
+          authz(),
+          [],
+          [
+            ["x-amz-date", "2026"],
+            ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"],
+          ],
+        ),
+        "AccessDenied:X-Amz-Date 格式无效",
+      ],
+      [
+        req(
+          authz({ signed: "host;x-amz-content-sha256" }),
+          [],
+          [
+            ["date", "Sun, 01 Mar 2026 12:00:00 GMT"],
+            ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"],
+          ],
+        ),
+        MISMATCH,
+      ],
+      [
+        req(
+          authz({ signed: "host;x-amz-content-sha256" }),
+          [],
+          [
+            ["date", "yesterday-ish"],
+            ["x-amz-content-sha256", "UNSIGNED-PAYLOAD"],
+          ],
+        ),
+        "AccessDenied:请求缺少有效的 X-Amz-Date 或 Date 头",
+      ],
+      [
+        req(authz({ signed: "host;x-amz-content-sha256" }), [], [["x-amz-content-sha256", "UNSIGNED-PAYLOAD"]]),
+        "AccessDenied:请求缺少有效的 X-Amz-Date 或 Date 头",
+      ],
       [req(authz({ signed: "host;x-amz-date" }), [], [["x-amz-date", AMZ]]), "MissingSecurityHeader:请求缺少 x-amz-content-sha256 头"],
-      [req(authz(), [], [["x-amz-date", AMZ], ["x-amz-content-sha256", "abc"]]), "InvalidArgument:x-amz-content-sha256 的值无效或不受支持"],
-      [req(authz(), [], [["x-amz-date", AMZ], ["x-amz-content-sha256", `x${"a".repeat(64)}`]]), "InvalidArgument:x-amz-content-sha256 的值无效或不受支持"],
-      [req(authz(), [], [["x-amz-date", AMZ], ["x-amz-content-sha256", `${"a".repeat(64)}x`]]), "InvalidArgument:x-amz-content-sha256 的值无效或不受支持"],
-      [req(authz(), [], [["x-amz-date", AMZ], ["x-amz-content-sha256", "A".repeat(64)]]), MISMATCH],
-      [req(authz(), [], [["x-amz-date", AMZ], ["x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"]]), "MissingContentLength:分块上传缺少有效的 x-amz-decoded-content-length 头"],
-      [req(authz({ signed: "host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length" }), [["x-amz-decoded-content-length", "12a"]], [["x-amz-date", AMZ], ["x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"]]), "MissingContentLength:分块上传缺少有效的 x-amz-decoded-content-length 头"],
-      [req(authz({ signed: "host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length" }), [["x-amz-decoded-content-length", "a12"]], [["x-amz-date", AMZ], ["x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"]]), "MissingContentLength:分块上传缺少有效的 x-amz-decoded-content-length 头"],
-      [req(authz({ signed: "host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length" }), [["x-amz-decoded-content-length", " 12 "]], [["x-amz-date", AMZ], ["x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"]]), MISMATCH],
+      [
+        req(
+          authz(),
+          [],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", "abc"],
+          ],
+        ),
+        "InvalidArgument:x-amz-content-sha256 的值无效或不受支持",
+      ],
+      [
+        req(
+          authz(),
+          [],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", `x${"a".repeat(64)}`],
+          ],
+        ),
+        "InvalidArgument:x-amz-content-sha256 的值无效或不受支持",
+      ],
+      [
+        req(
+          authz(),
+          [],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", `${"a".repeat(64)}x`],
+          ],
+        ),
+        "InvalidArgument:x-amz-content-sha256 的值无效或不受支持",
+      ],
+      [
+        req(
+          authz(),
+          [],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", "A".repeat(64)],
+          ],
+        ),
+        MISMATCH,
+      ],
+      [
+        req(
+          authz(),
+          [],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"],
+          ],
+        ),
+        "MissingContentLength:分块上传缺少有效的 x-amz-decoded-content-length 头",
+      ],
+      [
+        req(
+          authz({ signed: "host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length" }),
+          [["x-amz-decoded-content-length", "12a"]],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"],
+          ],
+        ),
+        "MissingContentLength:分块上传缺少有效的 x-amz-decoded-content-length 头",
+      ],
+      [
+        req(
+          authz({ signed: "host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length" }),
+          [["x-amz-decoded-content-length", "a12"]],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"],
+          ],
+        ),
+        "MissingContentLength:分块上传缺少有效的 x-amz-decoded-content-length 头",
+      ],
+      [
+        req(
+          authz({ signed: "host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length" }),
+          [["x-amz-decoded-content-length", " 12 "]],
+          [
+            ["x-amz-date", AMZ],
+            ["x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"],
+          ],
+        ),
+        MISMATCH,
+      ],
       [req(authz(), [], undefined, NOW + MAX_CLOCK_SKEW_MS), MISMATCH],
       [req(authz(), [], undefined, NOW - MAX_CLOCK_SKEW_MS), MISMATCH],
       [req(authz(), [], undefined, NOW + MAX_CLOCK_SKEW_MS + 1), "RequestTimeTooSkewed:请求时间与服务器时间相差超过 15 分钟，请校准客户端时钟"],
@@ -87,9 +217,12 @@ describe("header auth refusals", () => {
 
   test("neither or both ways of signing", () => {
     expect(outcome("/s3/kura/a.jpg", [["host", "kura.test"]])).toBe("AccessDenied:请求未签名，拒绝匿名访问");
-    expect(outcome(`/s3/kura/a.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256`, [["host", "kura.test"], ["authorization", authz()]])).toBe(
-      "InvalidArgument:只能使用一种认证方式：Authorization 头或预签名查询参数",
-    );
+    expect(
+      outcome(`/s3/kura/a.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256`, [
+        ["host", "kura.test"],
+        ["authorization", authz()],
+      ]),
+    ).toBe("InvalidArgument:只能使用一种认证方式：Authorization 头或预签名查询参数");
   });
 });
 
@@ -109,7 +242,8 @@ describe("presigned refusals and boundaries", () => {
       .map(([k, v]) => `${k}=${encodeURIComponent(v!)}`)
       .join("&");
   };
-  const pre = (over: Record<string, string | null> = {}, now = NOW, extra: [string, string][] = []) => outcome(`/s3/kura/a.jpg?${q(over)}`, [["host", "kura.test"], ...extra], now);
+  const pre = (over: Record<string, string | null> = {}, now = NOW, extra: [string, string][] = []) =>
+    outcome(`/s3/kura/a.jpg?${q(over)}`, [["host", "kura.test"], ...extra], now);
   const CODE = "AuthorizationQueryParametersError:";
   const MISSING = `${CODE}预签名链接缺少 X-Amz-Credential、X-Amz-Date、X-Amz-Expires、X-Amz-SignedHeaders 或 X-Amz-Signature`;
   const EXPIRES = `${CODE}X-Amz-Expires 必须在 1 到 ${MAX_PRESIGNED_EXPIRES_S} 秒之间`;
@@ -118,7 +252,10 @@ describe("presigned refusals and boundaries", () => {
     const table: [string, string][] = [
       [pre(), MISMATCH],
       [pre({ "X-Amz-Algorithm": "AWS4-HMAC-SHA1" }), `${CODE}X-Amz-Algorithm 必须为 AWS4-HMAC-SHA256`],
-      ...["X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature"].map((k): [string, string] => [pre({ [k]: null }), MISSING]),
+      ...["X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature"].map((k): [string, string] => [
+        pre({ [k]: null }),
+        MISSING,
+      ]),
       [pre({ "X-Amz-Credential": `${AK}/${DAY}/us-east-1/s3` }), `${CODE}签名凭据格式错误，应为 <AccessKeyId>/<日期>/<区域>/s3/aws4_request`],
       [pre({ "X-Amz-Date": "20260301" }), `${CODE}X-Amz-Date 格式无效`],
       [pre({ "X-Amz-Date": "20260302T120000Z" }), `${CODE}签名凭据中的日期与 X-Amz-Date 不一致`],
@@ -135,8 +272,14 @@ describe("presigned refusals and boundaries", () => {
       [pre({}, NOW - MAX_CLOCK_SKEW_MS - 1), "AccessDenied:预签名链接尚未生效（签名时间晚于服务器时间）"],
       [pre({ "X-Amz-SignedHeaders": "x-amz-date" }), `${CODE}SignedHeaders 必须包含 host`],
       [pre({ "X-Amz-Content-Sha256": "nope" }), "InvalidArgument:x-amz-content-sha256 的值无效或不受支持"],
-      [pre({ "X-Amz-SignedHeaders": "host;x-amz-content-sha256" }, NOW, [["x-amz-content-sha256", "nope"]]), "InvalidArgument:x-amz-content-sha256 的值无效或不受支持"],
-      [pre({ "X-Amz-SignedHeaders": "host;x-amz-content-sha256", "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD" }, NOW, [["x-amz-content-sha256", "nope"]]), MISMATCH],
+      [
+        pre({ "X-Amz-SignedHeaders": "host;x-amz-content-sha256" }, NOW, [["x-amz-content-sha256", "nope"]]),
+        "InvalidArgument:x-amz-content-sha256 的值无效或不受支持",
+      ],
+      [
+        pre({ "X-Amz-SignedHeaders": "host;x-amz-content-sha256", "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD" }, NOW, [["x-amz-content-sha256", "nope"]]),
+        MISMATCH,
+      ],
     ];
     expect(table.map(([got]) => got)).toEqual(table.map(([, want]) => want));
     expect(MAX_PRESIGNED_EXPIRES_S).toBe(7 * 24 * 3600);
@@ -146,10 +289,22 @@ describe("presigned refusals and boundaries", () => {
 describe("valid signatures over each request-target form", () => {
   const signed = (path: string, headers: Record<string, string> = {}) =>
     aws4.sign(
-      { host: "kura.test", path, method: "PUT", service: "s3", region: "us-east-1", headers: { "X-Amz-Date": AMZ, "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD", ...headers }, body: "" },
+      {
+        host: "kura.test",
+        path,
+        method: "PUT",
+        service: "s3",
+        region: "us-east-1",
+        headers: { "X-Amz-Date": AMZ, "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD", ...headers },
+        body: "",
+      },
       { accessKeyId: AK, secretAccessKey: SECRET },
     ).headers as Record<string, string>;
-  const verify = (url: string, headers: Record<string, string>) => outcome(url, Object.entries(headers).map(([k, v]) => [k.toLowerCase(), String(v)] as [string, string]));
+  const verify = (url: string, headers: Record<string, string>) =>
+    outcome(
+      url,
+      Object.entries(headers).map(([k, v]) => [k.toLowerCase(), String(v)] as [string, string]),
+    );
 
   test("origin form, absolute form, bare origin and fragments verify the same signature", () => {
     const h = signed("/s3/kura/a.jpg?x-id=PutObject");

@@ -124,7 +124,12 @@ describe("aws-chunked bodies decode and their chunk signatures verify", () => {
   test.each(chunked.map((v) => [v.file, v] as const))("%s", async (_, v) => {
     const auth = verifyAt(v);
     let trailers: Record<string, string> | undefined;
-    const decoded = await drain(decodeAwsChunked(streamOf(Buffer.from(v.body_base64, "base64")), chunkedOptions(v, auth, (t) => (trailers = t))));
+    const decoded = await drain(
+      decodeAwsChunked(
+        streamOf(Buffer.from(v.body_base64, "base64")),
+        chunkedOptions(v, auth, (t) => (trailers = t)),
+      ),
+    );
     expect(sha256(decoded)).toBe(v.expected.decoded_sha256 as string);
     const sent = (v.expected.aws_chunked?.trailers ?? []).map((line) => line.split(":", 2) as [string, string]);
     expect(Object.entries(trailers ?? {})).toEqual(sent);
@@ -132,7 +137,14 @@ describe("aws-chunked bodies decode and their chunk signatures verify", () => {
 });
 
 describe("what a Bun.serve handler sees (bun-probe)", () => {
-  interface Probe { label: string; method: string; raw_path_query: string; bun_req_url: string; headers_as_bun_sees_them: [string, string][]; canonical_request: string }
+  interface Probe {
+    label: string;
+    method: string;
+    raw_path_query: string;
+    bun_req_url: string;
+    headers_as_bun_sees_them: [string, string][];
+    canonical_request: string;
+  }
   const probes: Probe[] = readdirSync(join(S3_DIR, "bun-probe")).map((f) => JSON.parse(readFileSync(join(S3_DIR, "bun-probe", f), "utf8")));
 
   test.each(probes.map((p) => [p.label, p] as const))("%s verifies from req.url and req.headers", (_, p) => {
@@ -149,8 +161,7 @@ describe("rejections", () => {
   const hexPut = byFile("picgo-PutObject-1.json");
   const presigned = vectors.find((v) => v.url.includes("X-Amz-Signature=") && v.method === "GET") as Vector;
   const rclonePresignedPut = byFile("rclone-PutObject-12.json");
-  const setHeader = (v: Vector, name: string, value: string): [string, string][] =>
-    v.headers.map(([k, val]) => [k, k.toLowerCase() === name ? value : val]);
+  const setHeader = (v: Vector, name: string, value: string): [string, string][] => v.headers.map(([k, val]) => [k, k.toLowerCase() === name ? value : val]);
   const flipLast = (hex: string) => hex.slice(0, -1) + (hex.endsWith("0") ? "1" : "0");
 
   test("one changed signature character → SignatureDoesNotMatch (header and presigned)", () => {
@@ -203,7 +214,11 @@ describe("rejections", () => {
     expectS3Error(() => verifyAt(hexPut, { headers: [...hexPut.headers, ["x-amz-copy-source", "images/other.jpg"]] }), "AccessDenied");
     expectS3Error(() => verifyAt(hexPut, { headers: hexPut.headers.filter(([k]) => k.toLowerCase() !== "authorization") }), "AccessDenied");
     expectS3Error(() => verifyAt(hexPut, { headers: hexPut.headers.filter(([k]) => k.toLowerCase() !== "x-amz-content-sha256") }), "MissingSecurityHeader");
-    expectS3Error(() => verifyAt(hexPut, { headers: setHeader(hexPut, "authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE12345/20261122/us-east-1/s3/aws4_request") }), "AuthorizationHeaderMalformed");
+    expectS3Error(
+      () =>
+        verifyAt(hexPut, { headers: setHeader(hexPut, "authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE12345/20261122/us-east-1/s3/aws4_request") }),
+      "AuthorizationHeaderMalformed",
+    );
   });
 });
 
@@ -216,11 +231,23 @@ describe("requests signed by an independent signer (aws4) with characters sent u
 
   test("header auth with a hex payload hash", () => {
     const body = "hello";
-    const signed = sign({ method: "PUT", path: "/s3/images/a(1)!'.jpg?x-id=PutObject&tag=a%20b", body, headers: { "X-Amz-Date": formatAmzDate(now), "X-Amz-Content-Sha256": sha256(Buffer.from(body)) } });
-    const auth = verifySigV4({ method: "PUT", url: signed.path as string, headers: pairs(signed.headers), body: Buffer.from(body) }, { lookupSecret: lookup, now });
+    const signed = sign({
+      method: "PUT",
+      path: "/s3/images/a(1)!'.jpg?x-id=PutObject&tag=a%20b",
+      body,
+      headers: { "X-Amz-Date": formatAmzDate(now), "X-Amz-Content-Sha256": sha256(Buffer.from(body)) },
+    });
+    const auth = verifySigV4(
+      { method: "PUT", url: signed.path as string, headers: pairs(signed.headers), body: Buffer.from(body) },
+      { lookupSecret: lookup, now },
+    );
     expect(auth.canonicalRequest.split("\n").slice(1, 3)).toEqual(["/s3/images/a%281%29%21%27.jpg", "tag=a%20b&x-id=PutObject"]);
     expect(auth.region).toBe("auto");
-    expectS3Error(() => verifySigV4({ method: "PUT", url: signed.path as string, headers: pairs(signed.headers), body: Buffer.from("hellO") }, { lookupSecret: lookup, now }), "XAmzContentSHA256Mismatch");
+    expectS3Error(
+      () =>
+        verifySigV4({ method: "PUT", url: signed.path as string, headers: pairs(signed.headers), body: Buffer.from("hellO") }, { lookupSecret: lookup, now }),
+      "XAmzContentSHA256Mismatch",
+    );
   });
 
   test("presigned GET", () => {

@@ -7,8 +7,38 @@ import fc from "fast-check";
 import { parseCompleteMultipart, parseDeleteObjects } from "../../src/s3/xml";
 import { MAX_XML_CHARS, MalformedXmlError, parseXml } from "../../src/s3/xml-reader";
 
-const TOKENS = ["<", ">", "</", "/>", "<!--", "-->", "<?xml", "?>", "<![CDATA[", "]]>", "<!DOCTYPE", "&", "&#", "&amp;", "&#34;", "'", '"', "=", " ",
-  "Delete", "Object", "Key", "Quiet", "CompleteMultipartUpload", "Part", "PartNumber", "ETag", "a:", "x", "1"];
+const TOKENS = [
+  "<",
+  ">",
+  "</",
+  "/>",
+  "<!--",
+  "-->",
+  "<?xml",
+  "?>",
+  "<![CDATA[",
+  "]]>",
+  "<!DOCTYPE",
+  "&",
+  "&#",
+  "&amp;",
+  "&#34;",
+  "'",
+  '"',
+  "=",
+  " ",
+  "Delete",
+  "Object",
+  "Key",
+  "Quiet",
+  "CompleteMultipartUpload",
+  "Part",
+  "PartNumber",
+  "ETag",
+  "a:",
+  "x",
+  "1",
+];
 
 describe("S3 XML reader", () => {
   test("random token soups: only undefined or a result, never an exception", () => {
@@ -27,12 +57,19 @@ describe("S3 XML reader", () => {
   test("well-formed documents with arbitrary keys round-trip through escaping", () => {
     const escapeXml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
     fc.assert(
-      fc.property(fc.array(fc.string({ minLength: 1, maxLength: 40 }).filter((k) => !/[\u0000-\u001f\ud800-\udfff]/.test(k)), { minLength: 1, maxLength: 20 }), fc.boolean(), (keys, quiet) => {
-        const body = `<?xml version="1.0"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>${quiet}</Quiet>${keys
-          .map((k) => `<Object><Key>${escapeXml(k)}</Key></Object>`)
-          .join("")}</Delete>`;
-        expect(parseDeleteObjects(body)).toEqual({ quiet, keys });
-      }),
+      fc.property(
+        fc.array(
+          fc.string({ minLength: 1, maxLength: 40 }).filter((k) => !/[\u0000-\u001f\ud800-\udfff]/.test(k)),
+          { minLength: 1, maxLength: 20 },
+        ),
+        fc.boolean(),
+        (keys, quiet) => {
+          const body = `<?xml version="1.0"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>${quiet}</Quiet>${keys
+            .map((k) => `<Object><Key>${escapeXml(k)}</Key></Object>`)
+            .join("")}</Delete>`;
+          expect(parseDeleteObjects(body)).toEqual({ quiet, keys });
+        },
+      ),
       { seed: 7, numRuns: 500 },
     );
   });

@@ -3,13 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAddressSet } from "../../src/net/cidr.ts";
-import {
-  fetchToFile,
-  fileNameFromUrl,
-  sanitizeFileName,
-  UrlImportError,
-  type FetchToFileOptions,
-} from "../../src/net/safe-fetch.ts";
+import { fetchToFile, fileNameFromUrl, sanitizeFileName, UrlImportError, type FetchToFileOptions } from "../../src/net/safe-fetch.ts";
 
 // Self-signed (valid until 2126) for the made-up name img.test.invalid; used as its own CA.
 const TLS_KEY = `-----BEGIN PRIVATE KEY-----

@@ -2,12 +2,15 @@ import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { SNIFF_BYTES, sniffImageType } from "../../src/images/sniff";
 
-const picture = () =>
-  sharp({ create: { width: 24, height: 16, channels: 4, background: { r: 30, g: 140, b: 220, alpha: 0.8 } } });
+const picture = () => sharp({ create: { width: 24, height: 16, channels: 4, background: { r: 30, g: 140, b: 220, alpha: 0.8 } } });
 
 async function animated(format: "gif" | "webp"): Promise<Buffer> {
   const frames = await Promise.all(
-    [0, 1, 2].map((i) => sharp({ create: { width: 12, height: 12, channels: 3, background: { r: i * 90, g: 40, b: 90 } } }).png().toBuffer()),
+    [0, 1, 2].map((i) =>
+      sharp({ create: { width: 12, height: 12, channels: 3, background: { r: i * 90, g: 40, b: 90 } } })
+        .png()
+        .toBuffer(),
+    ),
   );
   const joined = sharp(frames, { join: { animated: true } });
   const out = format === "gif" ? await joined.gif().toBuffer() : await joined.webp().toBuffer();
@@ -42,7 +45,9 @@ describe("sniffImageType accepts real images by content", () => {
   });
 
   test("WebP: lossy (VP8), lossless (VP8L), extended (VP8X) and animated", async () => {
-    const lossy = await sharp({ create: { width: 8, height: 8, channels: 3, background: "red" } }).webp().toBuffer();
+    const lossy = await sharp({ create: { width: 8, height: 8, channels: 3, background: "red" } })
+      .webp()
+      .toBuffer();
     const lossless = await picture().webp({ lossless: true }).toBuffer();
     const extended = await picture().webp().withMetadata({ orientation: 6 }).toBuffer();
     expect(lossy.toString("latin1", 12, 16)).toBe("VP8 ");

@@ -62,7 +62,9 @@ beforeAll(async () => {
   ({ app, close } = await openContext(dir));
   const ids: number[] = [];
   for (const name of ["a", "b", "c"]) {
-    const r = app.db.query("INSERT INTO channels (name, driver, config_sealed, bound_at, created_at) VALUES (?, 'local', '{}', ?, ?)").run(`fake-${name}`, sqlTime(), sqlTime());
+    const r = app.db
+      .query("INSERT INTO channels (name, driver, config_sealed, bound_at, created_at) VALUES (?, 'local', '{}', ?, ?)")
+      .run(`fake-${name}`, sqlTime(), sqlTime());
     ids.push(Number(r.lastInsertRowid));
   }
   channels = ids.map((id, i) => fakeChannel(id, `fake-${"abc"[i]}`));
@@ -92,14 +94,24 @@ function prepared(size = 100) {
 const ref = (over: Record<string, unknown> = {}) => ({ userId: "default", tokenId: null, fileName: "x.png", objectKey: null, ttlSeconds: null, ...over });
 const one = <T>(sql: string, ...args: (string | number)[]) => app.db.query(sql).get(...args) as T;
 const all = <T>(sql: string, ...args: (string | number)[]) => app.db.query(sql).all(...args) as T[];
-const apiError = (p: Promise<unknown>) => p.then(() => "stored", (e) => { const api = asApiError(e); return api ? `${api.status}:${api.message}` : `other:${(e as Error).message}`; });
+const apiError = (p: Promise<unknown>) =>
+  p.then(
+    () => "stored",
+    (e) => {
+      const api = asApiError(e);
+      return api ? `${api.status}:${api.message}` : `other:${(e as Error).message}`;
+    },
+  );
 const intents = () => all<{ id: number }>("SELECT id FROM upload_intents").length;
 
 describe("storeReference", () => {
   test("writes to the best channel only, records blob, replicas, jobs and image in one go", async () => {
     const p = prepared();
     const id = await storeReference(app, p, ref({ fileName: "cat.png", tokenId: null }));
-    const blob = one<{ id: number; storage_key: string; ref_count: number; size: number; mime: string; width: number }>("SELECT * FROM blobs WHERE sha256 = ?", p.sha256);
+    const blob = one<{ id: number; storage_key: string; ref_count: number; size: number; mime: string; width: number }>(
+      "SELECT * FROM blobs WHERE sha256 = ?",
+      p.sha256,
+    );
     expect(blob).toMatchObject({ ref_count: 1, size: 100, mime: "image/png", width: 10 });
     expect(blob.storage_key).toStartWith(`img/${p.sha256.slice(0, 2)}/${p.sha256.slice(2, 4)}/${p.sha256}-`);
     expect(channels.map((c) => c.puts.length)).toEqual([1, 0, 0]);
@@ -107,9 +119,19 @@ describe("storeReference", () => {
     const replicas = all<{ channel_id: number; state: string }>("SELECT channel_id, state FROM blob_channels WHERE blob_id = ? ORDER BY channel_id", blob.id);
     expect(replicas).toEqual(channels.map((c, i) => ({ channel_id: c.row.id, state: i === 0 ? "done" : "pending" })));
     const jobs = all<{ kind: string; unique_key: string }>("SELECT kind, unique_key FROM jobs WHERE payload LIKE ?", `%"blob_id":${blob.id}%`);
-    expect(jobs.filter((j) => j.kind === REPLICATE_JOB).map((j) => j.unique_key).sort()).toEqual([`${blob.id}:${channels[1]!.row.id}`, `${blob.id}:${channels[2]!.row.id}`]);
+    expect(
+      jobs
+        .filter((j) => j.kind === REPLICATE_JOB)
+        .map((j) => j.unique_key)
+        .sort(),
+    ).toEqual([`${blob.id}:${channels[1]!.row.id}`, `${blob.id}:${channels[2]!.row.id}`]);
     expect(jobs.filter((j) => j.kind === "blob.phash").map((j) => j.unique_key)).toEqual([`phash:${blob.id}`]);
-    expect(one<{ file_name: string; blob_id: number; user_id: string; expire_at: string | null }>("SELECT * FROM images WHERE id = ?", id)).toMatchObject({ file_name: "cat.png", blob_id: blob.id, user_id: "default", expire_at: null });
+    expect(one<{ file_name: string; blob_id: number; user_id: string; expire_at: string | null }>("SELECT * FROM images WHERE id = ?", id)).toMatchObject({
+      file_name: "cat.png",
+      blob_id: blob.id,
+      user_id: "default",
+      expire_at: null,
+    });
     expect(id).toMatch(/^[A-Za-z0-9]{10}$/);
     expect(intents()).toBe(0);
   });
@@ -126,7 +148,9 @@ describe("storeReference", () => {
     app.db.query("UPDATE blob_channels SET state = 'failed' WHERE blob_id = ?").run(blob.id);
     await storeReference(app, p, ref());
     expect(channels[0]!.puts).toEqual([blob.storage_key, blob.storage_key]);
-    expect(one<{ ref_count: number; pending_delete: number; delete_after: string | null }>("SELECT * FROM blobs WHERE id = ?", blob.id)).toEqual(expect.objectContaining({ ref_count: 3, pending_delete: 0, delete_after: null }));
+    expect(one<{ ref_count: number; pending_delete: number; delete_after: string | null }>("SELECT * FROM blobs WHERE id = ?", blob.id)).toEqual(
+      expect.objectContaining({ ref_count: 3, pending_delete: 0, delete_after: null }),
+    );
     expect(one<{ state: string }>("SELECT state FROM blob_channels WHERE blob_id = ? AND channel_id = ?", blob.id, channels[0]!.row.id).state).toBe("done");
   });
 
@@ -137,7 +161,11 @@ describe("storeReference", () => {
     await storeReference(app, p, ref());
     expect(channels.map((c) => c.puts.length)).toEqual([1, 1, 1]);
     const blob = one<{ id: number }>("SELECT id FROM blobs WHERE sha256 = ?", p.sha256);
-    expect(all<{ state: string }>("SELECT state FROM blob_channels WHERE blob_id = ? ORDER BY channel_id", blob.id).map((r) => r.state)).toEqual(["pending", "done", "done"]);
+    expect(all<{ state: string }>("SELECT state FROM blob_channels WHERE blob_id = ? ORDER BY channel_id", blob.id).map((r) => r.state)).toEqual([
+      "pending",
+      "done",
+      "done",
+    ]);
 
     channels[2]!.failPut = true;
     const q = prepared();
@@ -187,7 +215,10 @@ describe("storeReference", () => {
     expect(row.expire_at >= sqlTime(before + 3600_000) && row.expire_at <= sqlTime(Date.now() + 3600_000)).toBe(true);
     expect(one<{ image_id: string }>("SELECT image_id FROM idempotency_keys WHERE user_id = 'default' AND key = 'idem-1'").image_id).toBe(b);
     const c = await storeReference(app, prepared(), ref({ objectKey: "k/2.png", ttlSeconds: 0 }));
-    expect(one<{ ttl_seconds: number | null; expire_at: string | null }>("SELECT ttl_seconds, expire_at FROM images WHERE id = ?", c)).toEqual({ ttl_seconds: null, expire_at: null });
+    expect(one<{ ttl_seconds: number | null; expire_at: string | null }>("SELECT ttl_seconds, expire_at FROM images WHERE id = ?", c)).toEqual({
+      ttl_seconds: null,
+      expire_at: null,
+    });
     expect(one<{ object_key: string }>("SELECT object_key FROM images WHERE id = ?", b).object_key).toBe("k/1.png");
   });
 });
@@ -203,8 +234,13 @@ describe("replication scheduling and intent recovery", () => {
     channels[2]!.row.deleting = 1;
     scheduleReplication(app, blob.id);
     const states = all<{ channel_id: number; state: string }>("SELECT channel_id, state FROM blob_channels WHERE blob_id = ? ORDER BY channel_id", blob.id);
-    expect(states).toEqual([{ channel_id: channels[0]!.row.id, state: "done" }, { channel_id: channels[1]!.row.id, state: "failed" }]);
-    expect(all<{ unique_key: string }>("SELECT unique_key FROM jobs WHERE kind = ?", REPLICATE_JOB).map((j) => j.unique_key)).toEqual([`${blob.id}:${channels[1]!.row.id}`]);
+    expect(states).toEqual([
+      { channel_id: channels[0]!.row.id, state: "done" },
+      { channel_id: channels[1]!.row.id, state: "failed" },
+    ]);
+    expect(all<{ unique_key: string }>("SELECT unique_key FROM jobs WHERE kind = ?", REPLICATE_JOB).map((j) => j.unique_key)).toEqual([
+      `${blob.id}:${channels[1]!.row.id}`,
+    ]);
   });
 
   test("resolveUploadIntents deletes uncommitted objects, keeps owned ones, and waits for unloaded or failing channels", async () => {
@@ -215,7 +251,8 @@ describe("replication scheduling and intent recovery", () => {
     b.objects.set("img/orphan-b", new Uint8Array(1));
     c.objects.set("img/orphan-c", new Uint8Array(1));
     c.failDelete = true;
-    const add = (channelId: number, key: string) => app.db.query("INSERT INTO upload_intents (channel_id, storage_key, created_at) VALUES (?, ?, ?)").run(channelId, key, sqlTime());
+    const add = (channelId: number, key: string) =>
+      app.db.query("INSERT INTO upload_intents (channel_id, storage_key, created_at) VALUES (?, ?, ?)").run(channelId, key, sqlTime());
     add(a.row.id, owned); // committed with a done replica on a: keep the object
     add(b.row.id, owned); // same key but b holds no done replica: the object goes
     add(b.row.id, "img/orphan-b");

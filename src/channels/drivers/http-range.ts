@@ -17,12 +17,7 @@ export function rangeHeader(range: ByteRange): string {
  * servers mis-handle e.g. "bytes=0-0" and send more (cut down here) or send
  * another part altogether (refused with an error naming `label`).
  */
-export async function partialResult(
-  stream: ReadableStream<Uint8Array>,
-  contentRange: string | null,
-  range: ByteRange,
-  label: string,
-): Promise<GetResult> {
+export async function partialResult(stream: ReadableStream<Uint8Array>, contentRange: string | null, range: ByteRange, label: string): Promise<GetResult> {
   const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((contentRange ?? "").trim());
   const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
   const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };

@@ -8,9 +8,7 @@ import type { DriverOptionSpec } from "./option-spec";
 import { clampRange, sizedStream } from "./sized-body";
 
 /** Same key names as rclone's `local` backend: its remote is just `path`. */
-export const localDriverOptions: readonly DriverOptionSpec[] = [
-  { key: "path", type: "text", required: true, sensitive: false },
-];
+export const localDriverOptions: readonly DriverOptionSpec[] = [{ key: "path", type: "text", required: true, sensitive: false }];
 
 /** `.<name>.kura-tmp-<rand>`: hidden, next to the target so rename() stays on one filesystem. */
 const TEMP_FILE = /^\..*\.kura-tmp-[0-9a-f]+$/;

@@ -6,14 +6,7 @@ import { OAuthError } from "../oauth/errors";
 import { decodeName, encodePath, ONEDRIVE_NAMES } from "../oauth/names";
 import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
-import {
-  graphErrorCode,
-  resolveOnedriveSettings,
-  SIMPLE_UPLOAD_LIMIT,
-  type GraphDrive,
-  type GraphItem,
-  type OnedriveSettings,
-} from "./onedrive/config";
+import { graphErrorCode, resolveOnedriveSettings, SIMPLE_UPLOAD_LIMIT, type GraphDrive, type GraphItem, type OnedriveSettings } from "./onedrive/config";
 
 export { onedriveDriverOptions } from "./onedrive/config";
 

@@ -6,11 +6,7 @@ import type { Driver } from "../driver";
  * compare, then delete it whatever happened. A mismatch is reported as an
  * `ErrorType` naming `label` (e.g. "S3").
  */
-export async function roundTripProbe(
-  driver: Driver,
-  label: string,
-  ErrorType: new (message: string) => Error = Error,
-): Promise<void> {
+export async function roundTripProbe(driver: Driver, label: string, ErrorType: new (message: string) => Error = Error): Promise<void> {
   const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
   const payload = new Uint8Array(randomBytes(64));
   try {

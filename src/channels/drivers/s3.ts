@@ -114,8 +114,7 @@ class S3ObjectDriver implements S3Driver {
     let token: string | undefined;
     let marker: string | undefined;
     for (;;) {
-      const query: Record<string, string> =
-        marker === undefined ? { "list-type": "2", "encoding-type": "url" } : { marker, "encoding-type": "url" };
+      const query: Record<string, string> = marker === undefined ? { "list-type": "2", "encoding-type": "url" } : { marker, "encoding-type": "url" };
       query["max-keys"] = String(pageSize);
       query.prefix = fullPrefix;
       if (token) query["continuation-token"] = token;
@@ -152,7 +151,10 @@ class S3ObjectDriver implements S3Driver {
       // Some servers answer BucketAlreadyExists even to the owner; if we can list
       // the bucket it is usable and "create" has nothing left to do.
       if (err.code === "BucketAlreadyExists") {
-        const usable = await this.probe(false).then(() => true, () => false);
+        const usable = await this.probe(false).then(
+          () => true,
+          () => false,
+        );
         if (usable) return;
       }
       throw err;

@@ -141,49 +141,55 @@ class SftpDriver implements Driver {
 
   async get(key: string, range?: ByteRange): Promise<GetResult> {
     const path = this.pathOf(key);
-    return this.session.run(async (sftp) => {
-      let handle: Buffer;
-      try {
-        handle = await sftpOps.open(sftp, path, "r");
-      } catch (err) {
-        throw hasStatus(err, SFTP_STATUS.NO_SUCH_FILE) ? new ObjectNotFoundError(key) : err;
-      }
-      try {
-        const info = await sftpOps.fstat(sftp, handle);
-        if (!info.isFile()) throw new ObjectNotFoundError(key);
-        const totalSize = info.size;
-        const { start, end } = range ? clampRange(range, totalSize) : { start: 0, end: totalSize - 1 };
-        const size = end + 1 - start;
-        return { stream: readStream(sftp, handle, start, size, key), size, totalSize };
-      } catch (err) {
-        await sftpOps.close(sftp, handle).catch(() => {});
-        throw err;
-      }
-    }, true).catch(failed("读取", key));
+    return this.session
+      .run(async (sftp) => {
+        let handle: Buffer;
+        try {
+          handle = await sftpOps.open(sftp, path, "r");
+        } catch (err) {
+          throw hasStatus(err, SFTP_STATUS.NO_SUCH_FILE) ? new ObjectNotFoundError(key) : err;
+        }
+        try {
+          const info = await sftpOps.fstat(sftp, handle);
+          if (!info.isFile()) throw new ObjectNotFoundError(key);
+          const totalSize = info.size;
+          const { start, end } = range ? clampRange(range, totalSize) : { start: 0, end: totalSize - 1 };
+          const size = end + 1 - start;
+          return { stream: readStream(sftp, handle, start, size, key), size, totalSize };
+        } catch (err) {
+          await sftpOps.close(sftp, handle).catch(() => {});
+          throw err;
+        }
+      }, true)
+      .catch(failed("读取", key));
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
     const path = this.pathOf(key);
-    return this.session.run(async (sftp) => {
-      try {
-        const info = await sftpOps.stat(sftp, path);
-        return info.isFile() ? { key, size: info.size, modified: new Date(info.mtime * 1000) } : null;
-      } catch (err) {
-        if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return null;
-        throw err;
-      }
-    }, true).catch(failed("查询", key));
+    return this.session
+      .run(async (sftp) => {
+        try {
+          const info = await sftpOps.stat(sftp, path);
+          return info.isFile() ? { key, size: info.size, modified: new Date(info.mtime * 1000) } : null;
+        } catch (err) {
+          if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return null;
+          throw err;
+        }
+      }, true)
+      .catch(failed("查询", key));
   }
 
   async delete(key: string): Promise<void> {
     const path = this.pathOf(key);
-    await this.session.run(async (sftp) => {
-      try {
-        await sftpOps.unlink(sftp, path);
-      } catch (err) {
-        if (!hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) throw err;
-      }
-    }, true).catch(failed("删除", key));
+    await this.session
+      .run(async (sftp) => {
+        try {
+          await sftpOps.unlink(sftp, path);
+        } catch (err) {
+          if (!hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) throw err;
+        }
+      }, true)
+      .catch(failed("删除", key));
   }
 
   async *list(prefix: string): AsyncIterable<ObjectInfo> {
@@ -195,17 +201,19 @@ class SftpDriver implements Driver {
 
   private async *walk(dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
     const dir = this.join(dirKey) || ".";
-    const entries = await this.session.run(async (sftp) => {
-      try {
-        return await sftpOps.readdir(sftp, dir);
-      } catch (err) {
-        if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return [];
-        // Listing below a file: OpenSSH answers a generic failure.
-        const info = await sftpOps.stat(sftp, dir).catch(() => null);
-        if (info && !info.isDirectory()) return [];
-        throw err;
-      }
-    }, true).catch(failed("列出", dirKey || "/"));
+    const entries = await this.session
+      .run(async (sftp) => {
+        try {
+          return await sftpOps.readdir(sftp, dir);
+        } catch (err) {
+          if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return [];
+          // Listing below a file: OpenSSH answers a generic failure.
+          const info = await sftpOps.stat(sftp, dir).catch(() => null);
+          if (info && !info.isDirectory()) return [];
+          throw err;
+        }
+      }, true)
+      .catch(failed("列出", dirKey || "/"));
     entries.sort((a, b) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0));
     for (const entry of entries) {
       if (entry.filename === "." || entry.filename === "..") continue;
@@ -221,15 +229,17 @@ class SftpDriver implements Driver {
 
   async probe(deep: boolean): Promise<void> {
     // Connecting checks host, host key and login; then the base directory must be usable.
-    await this.session.run(async (sftp) => {
-      const base = this.settings.root || ".";
-      const info = await sftpOps.stat(sftp, base).catch((err: unknown) => {
-        if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return null;
-        throw err;
-      });
-      if (!info) await this.ensureDir(sftp, this.settings.root);
-      else if (!info.isDirectory()) throw new SftpError(`SFTP path 不是目录: ${base}`);
-    }, true).catch(failed("访问目录", this.settings.root || "."));
+    await this.session
+      .run(async (sftp) => {
+        const base = this.settings.root || ".";
+        const info = await sftpOps.stat(sftp, base).catch((err: unknown) => {
+          if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return null;
+          throw err;
+        });
+        if (!info) await this.ensureDir(sftp, this.settings.root);
+        else if (!info.isDirectory()) throw new SftpError(`SFTP path 不是目录: ${base}`);
+      }, true)
+      .catch(failed("访问目录", this.settings.root || "."));
     if (deep) await roundTripProbe(this, "SFTP", SftpError);
   }
 

@@ -6,10 +6,7 @@ import type { ByteRange } from "../driver";
  * local file would silently be short), so every driver streams through this guard
  * which errors as soon as the byte count cannot match.
  */
-export function sizedStream(
-  body: ReadableStream<Uint8Array> | Uint8Array,
-  size: number,
-): ReadableStream<Uint8Array> {
+export function sizedStream(body: ReadableStream<Uint8Array> | Uint8Array, size: number): ReadableStream<Uint8Array> {
   if (!Number.isSafeInteger(size) || size < 0) throw new Error(`对象大小无效: ${size}`);
   if (body instanceof Uint8Array) {
     if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
@@ -35,10 +32,7 @@ export function sizedStream(
  * which can be sent again after a connection failure; a non-empty stream as a
  * size-guarded stream, which can be sent only once.
  */
-export async function uploadPayload(
-  body: ReadableStream<Uint8Array> | Uint8Array,
-  size: number,
-): Promise<ReadableStream<Uint8Array> | Uint8Array> {
+export async function uploadPayload(body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<ReadableStream<Uint8Array> | Uint8Array> {
   if (!(body instanceof Uint8Array) && size !== 0) return sizedStream(body, size);
   if (body instanceof Uint8Array) {
     if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
@@ -48,11 +42,7 @@ export async function uploadPayload(
 }
 
 /** Passes through bytes [skip, skip+limit) of `source`; used when a server ignores Range. */
-export function sliceStream(
-  source: ReadableStream<Uint8Array>,
-  skip: number,
-  limit: number,
-): ReadableStream<Uint8Array> {
+export function sliceStream(source: ReadableStream<Uint8Array>, skip: number, limit: number): ReadableStream<Uint8Array> {
   let offset = 0;
   return source.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({

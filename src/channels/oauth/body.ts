@@ -18,11 +18,7 @@ export async function toBytes(body: ReadableStream<Uint8Array> | Uint8Array, siz
  * Yields `chunkSize`-byte pieces (the last may be shorter) of a body of exactly
  * `size` bytes; the size guard fails the iteration as soon as the body cannot match.
  */
-export async function* chunksOf(
-  body: ReadableStream<Uint8Array> | Uint8Array,
-  size: number,
-  chunkSize: number,
-): AsyncGenerator<Uint8Array> {
+export async function* chunksOf(body: ReadableStream<Uint8Array> | Uint8Array, size: number, chunkSize: number): AsyncGenerator<Uint8Array> {
   const reader = sizedStream(body, size).getReader();
   let buffer = new Uint8Array(Math.min(chunkSize, Math.max(size, 1)));
   let filled = 0;

@@ -76,5 +76,10 @@ export function decodeName(name: string, rules: NameRules): string {
 
 /** A '/'-separated relative path, segment by segment. */
 export function encodePath(path: string, rules: NameRules): string {
-  return path === "" ? "" : path.split("/").map((s) => encodeName(s, rules)).join("/");
+  return path === ""
+    ? ""
+    : path
+        .split("/")
+        .map((s) => encodeName(s, rules))
+        .join("/");
 }

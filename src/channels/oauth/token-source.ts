@@ -93,12 +93,7 @@ export class TokenSource {
     if (!this.app.clientId) {
       throw new OAuthError(`${this.label} 令牌已过期，刷新需要自建应用的 client_id 和 client_secret，请填写后重新授权`);
     }
-    const body = await callTokenEndpoint(
-      this.app,
-      { grant_type: "refresh_token", refresh_token: this.token.refreshToken },
-      this.label,
-      this.fetchFn,
-    );
+    const body = await callTokenEndpoint(this.app, { grant_type: "refresh_token", refresh_token: this.token.refreshToken }, this.label, this.fetchFn);
     this.token = tokenFromResponse(body, this.token.refreshToken, this.label);
     this.onRefreshed?.(serializeToken(this.token));
     return this.token;

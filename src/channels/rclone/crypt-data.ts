@@ -124,11 +124,7 @@ class ExactReader {
  * Encrypts a plaintext stream into rclone's format. Pull-driven: it reads one
  * 64 KiB block from `plain` only when the consumer wants the next chunk.
  */
-export function encryptStream(
-  plain: ReadableStream<Uint8Array>,
-  keys: CryptKeys,
-  nonce: Uint8Array = randomNonce(),
-): ReadableStream<Uint8Array> {
+export function encryptStream(plain: ReadableStream<Uint8Array>, keys: CryptKeys, nonce: Uint8Array = randomNonce()): ReadableStream<Uint8Array> {
   const header = makeHeader(nonce);
   const source = new ExactReader(plain.getReader());
   let blockNonce: Uint8Array | null = null;
@@ -256,12 +252,7 @@ export function cipherRangeFor(range: PlainRange, cipherSize: number): CipherRan
 }
 
 /** Decrypts the blocks fetched for `plan` (bytes plan.cipherStart..cipherEnd) given the object's 32-byte header. */
-export function decryptRange(
-  header: Uint8Array,
-  blocks: ReadableStream<Uint8Array>,
-  plan: CipherRangePlan,
-  keys: CryptKeys,
-): ReadableStream<Uint8Array> {
+export function decryptRange(header: Uint8Array, blocks: ReadableStream<Uint8Array>, plan: CipherRangePlan, keys: CryptKeys): ReadableStream<Uint8Array> {
   const nonce = addToNonce(parseHeader(header), plan.firstBlock);
   return decryptBlocks(new ExactReader(blocks.getReader()), keys, { nonce, skip: plan.skip, length: plan.length });
 }

@@ -40,11 +40,7 @@ export interface Crypt {
   /** Decrypts the blocks fetched for a plan, given the object's header. */
   decryptRange(header: Uint8Array, blocks: ReadableStream<Uint8Array>, plan: CipherRangePlan): ReadableStream<Uint8Array>;
   /** Fetches only the needed cipher bytes through `fetch` and streams the plaintext range. */
-  readPlainRange(
-    fetch: CipherFetcher,
-    range: PlainRange,
-    cipherSize: number,
-  ): Promise<{ plan: CipherRangePlan; stream: ReadableStream<Uint8Array> }>;
+  readPlainRange(fetch: CipherFetcher, range: PlainRange, cipherSize: number): Promise<{ plan: CipherRangePlan; stream: ReadableStream<Uint8Array> }>;
 }
 
 /** `filename_encryption = standard`; `directory_name_encryption` defaults to true as in Kura's exported config. */

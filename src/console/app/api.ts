@@ -40,7 +40,7 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
     throw new ApiError(0, "无法连接服务器，请检查网络");
   }
   const text = await res.text();
-  let data: unknown ;
+  let data: unknown;
   if (text) {
     try {
       data = JSON.parse(text);

@@ -10,10 +10,29 @@ const PAGE_SIZE = 50;
 
 /** Actions the server records, for the filter's suggestions (free text is accepted too). */
 const KNOWN_ACTIONS = [
-  "auth.login", "user.create", "user.update", "user.delete", "user.password_change", "user.password_reset", "config.update",
-  "token.create", "token.revoke", "token.rotate", "token.delete", "image.delete", "image.update", "image.expire",
-  "channel.create", "channel.update", "channel.delete", "channel.export", "dedup.merge", "dedup.dismiss",
-  "metadata.export", "referer.create", "referer.delete",
+  "auth.login",
+  "user.create",
+  "user.update",
+  "user.delete",
+  "user.password_change",
+  "user.password_reset",
+  "config.update",
+  "token.create",
+  "token.revoke",
+  "token.rotate",
+  "token.delete",
+  "image.delete",
+  "image.update",
+  "image.expire",
+  "channel.create",
+  "channel.update",
+  "channel.delete",
+  "channel.export",
+  "dedup.merge",
+  "dedup.dismiss",
+  "metadata.export",
+  "referer.create",
+  "referer.delete",
 ];
 
 function auditSection(users: User[]): HTMLElement {
@@ -45,14 +64,32 @@ function auditSection(users: User[]): HTMLElement {
   const load = async () => {
     error.textContent = "";
     try {
-      const q = query({ page, page_size: PAGE_SIZE, actor: actor.value, action: action.value.trim(), target: target.value.trim(), since: localInputToUtc(since.value), until: localInputToUtc(until.value) });
+      const q = query({
+        page,
+        page_size: PAGE_SIZE,
+        actor: actor.value,
+        action: action.value.trim(),
+        target: target.value.trim(),
+        since: localInputToUtc(since.value),
+        until: localInputToUtc(until.value),
+      });
       const data = await api<Page<AuditEntry>>("GET", `/api/admin/audit${q}`);
       const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
       count.textContent = `共 ${data.total} 条`;
       replace(
         tbody,
         ...(data.items.length
-          ? data.items.map((e) => h("tr", { dataset: { id: String(e.id), action: e.action } }, h("td", null, fmtTime(e.created_at)), h("td", null, e.actor_name || e.actor || "系统"), h("td", null, h("code", null, e.action)), h("td", { class: "wrap" }, e.target || "—"), h("td", { class: "wrap" }, e.detail || "—")))
+          ? data.items.map((e) =>
+              h(
+                "tr",
+                { dataset: { id: String(e.id), action: e.action } },
+                h("td", null, fmtTime(e.created_at)),
+                h("td", null, e.actor_name || e.actor || "系统"),
+                h("td", null, h("code", null, e.action)),
+                h("td", { class: "wrap" }, e.target || "—"),
+                h("td", { class: "wrap" }, e.detail || "—"),
+              ),
+            )
           : [messageRow(5, "没有符合条件的记录")]),
       );
       renderPager(pager, page, pages, (p) => {
@@ -82,17 +119,35 @@ function alertSection(): HTMLElement {
   let page = 1;
   const { table, tbody } = dataTable("alert-history", ["状态", "类型", "对象", "说明", "产生", "解除"]);
   const pager = h("div", { class: "pager" });
-  const status = h("select", { name: "alert_status", "aria-label": "告警状态" }, h("option", { value: "all" }, "全部"), h("option", { value: "open" }, "未解除"), h("option", { value: "resolved" }, "已解除"));
+  const status = h(
+    "select",
+    { name: "alert_status", "aria-label": "告警状态" },
+    h("option", { value: "all" }, "全部"),
+    h("option", { value: "open" }, "未解除"),
+    h("option", { value: "resolved" }, "已解除"),
+  );
   const load = async () => {
     try {
       // Open alerts come unpaged without `status`; the full history is paged.
-      const data = await api<Page<Alert>>("GET", status.value === "open" ? "/api/admin/alerts" : `/api/admin/alerts?status=all&page=${page}&page_size=${PAGE_SIZE}`);
+      const data = await api<Page<Alert>>(
+        "GET",
+        status.value === "open" ? "/api/admin/alerts" : `/api/admin/alerts?status=all&page=${page}&page_size=${PAGE_SIZE}`,
+      );
       const items = status.value === "resolved" ? data.items.filter((a) => a.resolved_at) : data.items;
       replace(
         tbody,
         ...(items.length
           ? items.map((a) =>
-              h("tr", { dataset: { id: String(a.id) } }, h("td", null, a.resolved_at ? badge("已解除", "ok") : badge("未解除", "bad")), h("td", null, ALERT_KINDS[a.kind] ?? a.kind), h("td", null, a.target || "—"), h("td", { class: "wrap" }, a.message), h("td", null, fmtTime(a.opened_at)), h("td", null, fmtTime(a.resolved_at))),
+              h(
+                "tr",
+                { dataset: { id: String(a.id) } },
+                h("td", null, a.resolved_at ? badge("已解除", "ok") : badge("未解除", "bad")),
+                h("td", null, ALERT_KINDS[a.kind] ?? a.kind),
+                h("td", null, a.target || "—"),
+                h("td", { class: "wrap" }, a.message),
+                h("td", null, fmtTime(a.opened_at)),
+                h("td", null, fmtTime(a.resolved_at)),
+              ),
             )
           : [messageRow(6, "没有告警")]),
       );

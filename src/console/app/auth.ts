@@ -73,10 +73,7 @@ function passwordForm(onChanged: () => void, id: string): HTMLFormElement {
 export function showForcedPasswordChange(root: HTMLElement, me: Principal, onChanged: () => void, onLogout: () => void): void {
   const form = passwordForm(onChanged, "force-password-form");
   const logout = h("button", { type: "button", class: "link", onclick: onLogout }, "退出登录");
-  replace(
-    root,
-    card(`你好，${me.user.name}`, "当前使用的是出厂默认密码。修改密码后才能使用控制台，修改成功后需要重新登录。", form),
-  );
+  replace(root, card(`你好，${me.user.name}`, "当前使用的是出厂默认密码。修改密码后才能使用控制台，修改成功后需要重新登录。", form));
   root.querySelector(".auth-card")?.append(logout);
 }
 

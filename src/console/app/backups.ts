@@ -19,22 +19,30 @@ function restoreDialog(s: BackupSnapshot): void {
       "ol",
       null,
       h("li", null, "服务器先取回这份快照，暂存到数据目录，然后开始优雅关闭（正在进行的请求会完成）。"),
-      h("li", null, "恢复发生在", h("strong", null, "下一次启动"), "时：由 systemd 管理时（Restart=always）服务会自动重启并换入快照；手动运行时请自行再次启动。"),
+      h(
+        "li",
+        null,
+        "恢复发生在",
+        h("strong", null, "下一次启动"),
+        "时：由 systemd 管理时（Restart=always）服务会自动重启并换入快照；手动运行时请自行再次启动。",
+      ),
       h("li", null, "原数据库改名保留在数据目录中，不会被删除；快照之后上传的图片记录将不在恢复后的数据库里。"),
     ),
     error,
     h("div", { class: "actions" }, go),
   );
-  go.addEventListener("click", () =>
-    void busy(
-      go,
-      async () => {
-        const r = await api<{ message: string }>("POST", `/api/admin/backups/${encodeURIComponent(s.name)}/restore`);
-        modal.close();
-        toast(r.message || "快照已暂存，服务正在关闭");
-      },
-      (msg) => (error.textContent = msg),
-    ),
+  go.addEventListener(
+    "click",
+    () =>
+      void busy(
+        go,
+        async () => {
+          const r = await api<{ message: string }>("POST", `/api/admin/backups/${encodeURIComponent(s.name)}/restore`);
+          modal.close();
+          toast(r.message || "快照已暂存，服务正在关闭");
+        },
+        (msg) => (error.textContent = msg),
+      ),
   );
 }
 
@@ -66,7 +74,12 @@ export function backupsView(ctx: ViewContext): HTMLElement {
       replace(tbody, ...(data.items.length ? data.items.map(row) : [messageRow(5, "还没有快照：点“立即备份”生成第一份")]));
       const counts = new Map<string, number>();
       for (const s of data.items) for (const c of s.channels) counts.set(c, (counts.get(c) ?? 0) + 1);
-      replace(perChannel, ...(counts.size ? [...counts].map(([c, n]) => h("li", null, h("strong", null, c), `：${n} 份快照`)) : [h("li", { class: "muted" }, "没有渠道持有快照")]));
+      replace(
+        perChannel,
+        ...(counts.size
+          ? [...counts].map(([c, n]) => h("li", null, h("strong", null, c), `：${n} 份快照`))
+          : [h("li", { class: "muted" }, "没有渠道持有快照")]),
+      );
       const failed = alerts.items.find((a) => a.kind === "backup_failed");
       const newest = data.items[0];
       replace(
@@ -82,13 +95,15 @@ export function backupsView(ctx: ViewContext): HTMLElement {
     }
   }
 
-  take.addEventListener("click", () =>
-    void busy(take, async () => {
-      const s = await api<BackupSnapshot>("POST", "/api/admin/backups");
-      toast(`已生成快照 ${s.name}，写入 ${s.channels.length} 个渠道`);
-      await load();
-      ctx.refreshAlerts(); // a full backup resolves backup_failed
-    }),
+  take.addEventListener(
+    "click",
+    () =>
+      void busy(take, async () => {
+        const s = await api<BackupSnapshot>("POST", "/api/admin/backups");
+        toast(`已生成快照 ${s.name}，写入 ${s.channels.length} 个渠道`);
+        await load();
+        ctx.refreshAlerts(); // a full backup resolves backup_failed
+      }),
   );
 
   void load();

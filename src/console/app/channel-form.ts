@@ -68,7 +68,12 @@ export function openChannelForm(opts: ChannelFormOptions): void {
   const name = h("input", { name: "channel_name", required: true, maxLength: 64, value: existing?.channel.name ?? "", autocomplete: "off" });
   const priority = h("input", { type: "number", name: "priority", step: 1, value: String(existing?.channel.priority ?? 0), class: "narrow" });
   const direct = h("input", { type: "checkbox", name: "allow_direct_link", checked: existing?.channel.allow_direct_link ?? false });
-  const encrypted = h("input", { type: "checkbox", name: "encrypted", checked: existing ? existing.channel.encrypted : opts.ctx.config.encrypt_new_channels, disabled: editing });
+  const encrypted = h("input", {
+    type: "checkbox",
+    name: "encrypted",
+    checked: existing ? existing.channel.encrypted : opts.ctx.config.encrypt_new_channels,
+    disabled: editing,
+  });
   const autoBucket = h("input", { type: "checkbox", name: "auto_create_bucket" });
   const templateSelect = h(
     "select",
@@ -96,8 +101,17 @@ export function openChannelForm(opts: ChannelFormOptions): void {
       // A custom channel (created through the API with driver + config).
       const cfg = existing?.view.config ?? {};
       for (const [k, v] of Object.entries(cfg)) if (v === SECRET_KEEP) state.masked.add(k);
-      state.customConfig = h("textarea", { name: "custom_config", rows: 8, spellcheck: false, value: Object.entries(cfg).map(([k, v]) => `${k} = ${v}`).join("\n") });
-      fieldsBox.append(h("label", { class: "field" }, h("span", null, "后端参数（每行 参数 = 值；保留 __kura_secret_keep__ 表示不修改已保存的凭据）"), state.customConfig));
+      state.customConfig = h("textarea", {
+        name: "custom_config",
+        rows: 8,
+        spellcheck: false,
+        value: Object.entries(cfg)
+          .map(([k, v]) => `${k} = ${v}`)
+          .join("\n"),
+      });
+      fieldsBox.append(
+        h("label", { class: "field" }, h("span", null, "后端参数（每行 参数 = 值；保留 __kura_secret_keep__ 表示不修改已保存的凭据）"), state.customConfig),
+      );
       return;
     }
     for (const f of t.fields) {
@@ -124,28 +138,42 @@ export function openChannelForm(opts: ChannelFormOptions): void {
 
   const oauthRow = (t: ChannelTemplate): HTMLElement => {
     const button = h("button", { type: "button", id: "oauth-start" }, "授权…");
-    const status = h("span", { class: "muted" }, "在新窗口登录服务商并同意授权，令牌会自动填入。应用的回调地址填写 ", h("code", null, `${opts.ctx.origin}/api/admin/channel-oauth/callback`));
-    button.addEventListener("click", () =>
-      void busy(button, async () => {
-        const inputs = readInputs(state);
-        delete inputs.token;
-        const started = await api<{ auth_url: string; state: string }>("POST", "/api/admin/channel-oauth/start", { template: t.id, inputs, channel_id: existing?.channel.id ?? 0 });
-        window.open(started.auth_url, "_blank", "noopener");
-        status.textContent = "等待授权完成…（完成后回到本页）";
-        for (let i = 0; i < 300; i++) {
-          await new Promise((r) => setTimeout(r, 2000));
-          if (!button.isConnected) return;
-          const res = await api<{ pending: boolean; token?: string; error?: string }>("GET", `/api/admin/channel-oauth/result?state=${encodeURIComponent(started.state)}`);
-          if (res.pending) continue;
-          if (res.error) throw new Error(`授权失败：${res.error}`);
-          const tokenEl = state.controls.get("token");
-          if (tokenEl && res.token) tokenEl.value = res.token;
-          state.masked.delete("token");
-          status.textContent = "已取得授权令牌，请测试后保存";
-          return;
-        }
-        throw new Error("等待授权超时，请重试");
-      }),
+    const status = h(
+      "span",
+      { class: "muted" },
+      "在新窗口登录服务商并同意授权，令牌会自动填入。应用的回调地址填写 ",
+      h("code", null, `${opts.ctx.origin}/api/admin/channel-oauth/callback`),
+    );
+    button.addEventListener(
+      "click",
+      () =>
+        void busy(button, async () => {
+          const inputs = readInputs(state);
+          delete inputs.token;
+          const started = await api<{ auth_url: string; state: string }>("POST", "/api/admin/channel-oauth/start", {
+            template: t.id,
+            inputs,
+            channel_id: existing?.channel.id ?? 0,
+          });
+          window.open(started.auth_url, "_blank", "noopener");
+          status.textContent = "等待授权完成…（完成后回到本页）";
+          for (let i = 0; i < 300; i++) {
+            await new Promise((r) => setTimeout(r, 2000));
+            if (!button.isConnected) return;
+            const res = await api<{ pending: boolean; token?: string; error?: string }>(
+              "GET",
+              `/api/admin/channel-oauth/result?state=${encodeURIComponent(started.state)}`,
+            );
+            if (res.pending) continue;
+            if (res.error) throw new Error(`授权失败：${res.error}`);
+            const tokenEl = state.controls.get("token");
+            if (tokenEl && res.token) tokenEl.value = res.token;
+            state.masked.delete("token");
+            status.textContent = "已取得授权令牌，请测试后保存";
+            return;
+          }
+          throw new Error("等待授权超时，请重试");
+        }),
     );
     return h("div", { class: "oauth-row" }, button, status);
   };
@@ -192,7 +220,12 @@ export function openChannelForm(opts: ChannelFormOptions): void {
     fieldsBox,
     h("label", { class: "field" }, h("span", null, "优先级"), priority, h("small", { class: "muted" }, "越大越优先：新图片同步写入优先级最高的健康渠道")),
     h("label", { class: "field check" }, direct, h("span", null, "允许直链（原图 302 到 public_base_url；加密渠道不能开启）")),
-    h("label", { class: "field check" }, encrypted, h("span", null, editing ? `加密：${existing!.channel.encrypted ? "是" : "否"}（创建后不可更改）` : "加密存储（创建后不可更改）")),
+    h(
+      "label",
+      { class: "field check" },
+      encrypted,
+      h("span", null, editing ? `加密：${existing!.channel.encrypted ? "是" : "否"}（创建后不可更改）` : "加密存储（创建后不可更改）"),
+    ),
     editing ? null : h("label", { class: "field check" }, autoBucket, h("span", null, "创建时自动创建存储桶（仅 S3，需要相应权限）")),
     result,
     error,

@@ -52,36 +52,43 @@ function confirmDelete(c: Channel, done: () => void): void {
   modal.dialog.id = "delete-dialog";
 }
 
-
 export function channelsView(ctx: ViewContext): HTMLElement {
   const { table, tbody } = dataTable("channel-table", ["渠道", "优先级", "状态", "加密 / 直链", "已存", "副本（完成/等待/失败）", "最近探测", "最近错误", ""]);
   let templates: ChannelTemplate[] = [];
 
   const row = (c: Channel, bytes: number): HTMLElement => {
     const check = h("button", { type: "button", class: "small", dataset: { action: "check" } }, "检查");
-    check.addEventListener("click", () =>
-      void busy(check, async () => {
-        check.textContent = "检查中…";
-        try {
-          const updated = await api<Channel>("POST", `/api/admin/channels/${c.id}/check`);
-          toast(updated.healthy ? `${updated.name}：探测成功` : `${updated.name}：${updated.last_error || "探测失败"}`, updated.healthy ? "ok" : "error");
-          tr.replaceWith(row(updated, bytes));
-          ctx.refreshAlerts();
-        } finally {
-          check.textContent = "检查";
-        }
-      }),
+    check.addEventListener(
+      "click",
+      () =>
+        void busy(check, async () => {
+          check.textContent = "检查中…";
+          try {
+            const updated = await api<Channel>("POST", `/api/admin/channels/${c.id}/check`);
+            toast(updated.healthy ? `${updated.name}：探测成功` : `${updated.name}：${updated.last_error || "探测失败"}`, updated.healthy ? "ok" : "error");
+            tr.replaceWith(row(updated, bytes));
+            ctx.refreshAlerts();
+          } finally {
+            check.textContent = "检查";
+          }
+        }),
     );
     const edit = h("button", { type: "button", class: "small", dataset: { action: "edit" }, disabled: c.deleting }, "编辑");
-    edit.addEventListener("click", () =>
-      void busy(edit, async () => {
-        const view = await api<ChannelConfigView>("GET", `/api/admin/channels/${c.id}/config`);
-        openChannelForm({ ctx, templates, existing: { channel: c, view }, saved: () => void load() });
-      }),
+    edit.addEventListener(
+      "click",
+      () =>
+        void busy(edit, async () => {
+          const view = await api<ChannelConfigView>("GET", `/api/admin/channels/${c.id}/config`);
+          openChannelForm({ ctx, templates, existing: { channel: c, view }, saved: () => void load() });
+        }),
     );
     const del = h("button", { type: "button", class: "small danger", dataset: { action: "delete" }, disabled: c.deleting }, "删除");
     del.addEventListener("click", () => confirmDelete(c, () => void load()));
-    const download = h("a", { class: "button small", href: `/api/admin/channels/${c.id}/rclone-config`, download: `kura-${c.id}.conf`, title: "文件含完整凭据，与主密钥同等敏感" }, "rclone 配置");
+    const download = h(
+      "a",
+      { class: "button small", href: `/api/admin/channels/${c.id}/rclone-config`, download: `kura-${c.id}.conf`, title: "文件含完整凭据，与主密钥同等敏感" },
+      "rclone 配置",
+    );
     const tr = h(
       "tr",
       { dataset: { id: String(c.id), name: c.name } },
@@ -120,11 +127,13 @@ export function channelsView(ctx: ViewContext): HTMLElement {
   }
 
   const create = h("button", { type: "button", class: "primary", id: "channel-new" }, "新建渠道");
-  create.addEventListener("click", () =>
-    void busy(create, async () => {
-      if (!templates.length) templates = (await api<Page<ChannelTemplate>>("GET", "/api/admin/channel-templates")).items;
-      openChannelForm({ ctx, templates, saved: () => void load() });
-    }),
+  create.addEventListener(
+    "click",
+    () =>
+      void busy(create, async () => {
+        if (!templates.length) templates = (await api<Page<ChannelTemplate>>("GET", "/api/admin/channel-templates")).items;
+        openChannelForm({ ctx, templates, saved: () => void load() });
+      }),
   );
 
   void load();

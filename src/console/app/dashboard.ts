@@ -30,7 +30,16 @@ function alertItems(alerts: Alert[]): HTMLElement {
   return h(
     "ul",
     { class: "stack", id: "dashboard-alerts" },
-    ...alerts.map((a) => h("li", { class: "notice bad" }, badge(ALERT_KINDS[a.kind] ?? a.kind, "bad"), " ", h("strong", null, a.target || "—"), ` · ${a.message} · ${fmtTime(a.opened_at)}`)),
+    ...alerts.map((a) =>
+      h(
+        "li",
+        { class: "notice bad" },
+        badge(ALERT_KINDS[a.kind] ?? a.kind, "bad"),
+        " ",
+        h("strong", null, a.target || "—"),
+        ` · ${a.message} · ${fmtTime(a.opened_at)}`,
+      ),
+    ),
   );
 }
 
@@ -64,7 +73,15 @@ function adminView(ctx: ViewContext, d: AdminDashboard, channels: Channel[], ale
   replace(
     us.tbody,
     ...d.per_user.map((u) =>
-      h("tr", null, h("td", null, h("a", { href: `#images?user=${encodeURIComponent(u.id)}` }, u.name)), h("td", null, u.images), h("td", null, fmtBytes(u.storage_bytes)), h("td", null, u.total_accesses), h("td", null, fmtBytes(u.traffic_estimate_bytes))),
+      h(
+        "tr",
+        null,
+        h("td", null, h("a", { href: `#images?user=${encodeURIComponent(u.id)}` }, u.name)),
+        h("td", null, u.images),
+        h("td", null, fmtBytes(u.storage_bytes)),
+        h("td", null, u.total_accesses),
+        h("td", null, fmtBytes(u.traffic_estimate_bytes)),
+      ),
     ),
   );
   const pending = d.pending_dedup + d.pending_cleanup;
@@ -106,11 +123,18 @@ function userView(ctx: ViewContext, d: UserDashboard): HTMLElement[] {
       "div",
       { class: "stats" },
       stat("我的图片", d.images),
-      stat("已用空间", fmtBytes(d.storage_bytes), d.quota_bytes === null ? "配额不限" : `配额 ${fmtBytes(d.quota_bytes)}，剩余 ${fmtBytes(Math.max(0, d.quota_bytes - d.storage_bytes))}`, "my-usage"),
+      stat(
+        "已用空间",
+        fmtBytes(d.storage_bytes),
+        d.quota_bytes === null ? "配额不限" : `配额 ${fmtBytes(d.quota_bytes)}，剩余 ${fmtBytes(Math.max(0, d.quota_bytes - d.storage_bytes))}`,
+        "my-usage",
+      ),
       stat("访问次数", d.total_accesses),
       stat("估算流量", fmtBytes(d.traffic_estimate_bytes)),
     ),
-    d.quota_bytes !== null ? h("div", { class: "quota" }, h("progress", { max: 100, value: used, "aria-label": "配额使用比例" }), h("span", null, `已用 ${used}%`)) : h("span"),
+    d.quota_bytes !== null
+      ? h("div", { class: "quota" }, h("progress", { max: 100, value: used, "aria-label": "配额使用比例" }), h("span", null, `已用 ${used}%`))
+      : h("span"),
     h("h2", null, "我的热门图片"),
     topImages(ctx, d.top_images),
   ];

@@ -95,10 +95,23 @@ export function copyButton(label: string, text: () => string): HTMLButtonElement
 /** A read-only field with a copy button, for URLs, tokens and snippets. */
 export function copyField(label: string, value: string, opts: { multiline?: boolean; name?: string } = {}): HTMLElement {
   const field = opts.multiline
-    ? h("textarea", { readOnly: true, value, rows: Math.min(12, value.split("\n").length), wrap: "off", spellcheck: false, dataset: { field: opts.name ?? label } })
+    ? h("textarea", {
+        readOnly: true,
+        value,
+        rows: Math.min(12, value.split("\n").length),
+        wrap: "off",
+        spellcheck: false,
+        dataset: { field: opts.name ?? label },
+      })
     : h("input", { readOnly: true, value, spellcheck: false, dataset: { field: opts.name ?? label } });
   field.addEventListener("focus", () => field.select());
-  return h("div", { class: "copyfield" }, h("span", { class: "label" }, label), field, copyButton("复制", () => value));
+  return h(
+    "div",
+    { class: "copyfield" },
+    h("span", { class: "label" }, label),
+    field,
+    copyButton("复制", () => value),
+  );
 }
 
 // ---- modal ----------------------------------------------------------------------------

@@ -51,7 +51,15 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
   const href = safeHref(url);
   const isOwner = img.user_id === ctx.me.user.id;
 
-  const ttl = h("input", { type: "number", min: 0, max: 876000, step: 1, name: "ttl_hours", class: "narrow", value: img.ttl_seconds ? String(Math.round(img.ttl_seconds / 3600)) : "0" });
+  const ttl = h("input", {
+    type: "number",
+    min: 0,
+    max: 876000,
+    step: 1,
+    name: "ttl_hours",
+    class: "narrow",
+    value: img.ttl_seconds ? String(Math.round(img.ttl_seconds / 3600)) : "0",
+  });
   const ttlSave = h("button", { type: "submit" }, "保存");
   const ttlForm = h("form", { class: "inline", id: "ttl-form" }, h("span", null, "有效期（小时，0 为永久，从现在起计）"), ttl, ttlSave);
   ttlForm.addEventListener("submit", (e) => {
@@ -97,7 +105,11 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
     h(
       "div",
       { class: "detail" },
-      h("a", { class: "detail-preview", href: thumbUrl(ctx, img.id, true), target: "_blank", rel: "noopener" }, h("img", { src: thumbUrl(ctx, img.id, true), alt: img.file_name })),
+      h(
+        "a",
+        { class: "detail-preview", href: thumbUrl(ctx, img.id, true), target: "_blank", rel: "noopener" },
+        h("img", { src: thumbUrl(ctx, img.id, true), alt: img.file_name }),
+      ),
       h(
         "div",
         { class: "detail-info" },

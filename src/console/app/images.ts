@@ -65,7 +65,11 @@ export function imagesView(ctx: ViewContext): HTMLElement {
     return h(
       "figure",
       { class: "tile", dataset: { id: img.id } },
-      h("button", { type: "button", class: "thumb", title: "查看详情", onclick: open }, h("img", { src: thumbUrl(ctx, img.id), alt: img.file_name, loading: "lazy", decoding: "async" })),
+      h(
+        "button",
+        { type: "button", class: "thumb", title: "查看详情", onclick: open },
+        h("img", { src: thumbUrl(ctx, img.id), alt: img.file_name, loading: "lazy", decoding: "async" }),
+      ),
       h(
         "figcaption",
         null,
@@ -106,7 +110,10 @@ export function imagesView(ctx: ViewContext): HTMLElement {
       total = data.total;
       nextCursor = data.next_cursor ?? null;
       const filtered = Object.values(f).some((v) => v);
-      replace(grid, ...(data.items.length ? data.items.map(card) : [h("p", { class: "empty" }, filtered ? "没有匹配的图片" : "还没有图片，去“上传”页传一张吧")]));
+      replace(
+        grid,
+        ...(data.items.length ? data.items.map(card) : [h("p", { class: "empty" }, filtered ? "没有匹配的图片" : "还没有图片，去“上传”页传一张吧")]),
+      );
       showPosition();
       updateSelection();
     } catch (err) {
@@ -168,7 +175,9 @@ export function imagesView(ctx: ViewContext): HTMLElement {
     updateSelection();
   });
   copyLinks.addEventListener("click", () => {
-    const lines = [...selected.values()].map((img) => linkForms(publicUrl(ctx, img.url), img.file_name).find((f) => f.label === format.value)?.text ?? publicUrl(ctx, img.url));
+    const lines = [...selected.values()].map(
+      (img) => linkForms(publicUrl(ctx, img.url), img.file_name).find((f) => f.label === format.value)?.text ?? publicUrl(ctx, img.url),
+    );
     void copyText(lines.join("\n"));
   });
   deleteSelected.addEventListener("click", () => {
@@ -178,7 +187,9 @@ export function imagesView(ctx: ViewContext): HTMLElement {
       let deleted = 0;
       const failed: string[] = [];
       for (let i = 0; i < ids.length; i += 100) {
-        const res = await api<{ deleted: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-delete", { ids: ids.slice(i, i + 100) });
+        const res = await api<{ deleted: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-delete", {
+          ids: ids.slice(i, i + 100),
+        });
         deleted += res.deleted;
         failed.push(...res.failed.map((f) => f.error));
       }
@@ -231,7 +242,16 @@ export function imagesView(ctx: ViewContext): HTMLElement {
       lab("到", until),
       h("label", { class: "inline-check" }, exempt, "只看豁免清理的"),
     ),
-    h("div", { class: "toolbar selection-bar" }, h("label", { class: "inline-check" }, selectPage, "全选本页"), selInfo, clearSel, format, copyLinks, deleteSelected),
+    h(
+      "div",
+      { class: "toolbar selection-bar" },
+      h("label", { class: "inline-check" }, selectPage, "全选本页"),
+      selInfo,
+      clearSel,
+      format,
+      copyLinks,
+      deleteSelected,
+    ),
     grid,
     h("div", { class: "load-more" }, more),
     pager,

@@ -63,7 +63,12 @@ async function logout(): Promise<void> {
 function enter(me: Principal): void {
   setCsrf(me.csrf_token);
   if (me.user.must_change_password) {
-    showForcedPasswordChange(root, me, () => login("密码已修改，请使用新密码重新登录"), () => void logout());
+    showForcedPasswordChange(
+      root,
+      me,
+      () => login("密码已修改，请使用新密码重新登录"),
+      () => void logout(),
+    );
     return;
   }
   void openShell(me);

@@ -9,14 +9,22 @@ export function referersView(_ctx: ViewContext): HTMLElement {
 
   const row = (r: RefererRule): HTMLElement => {
     const del = h("button", { type: "button", class: "small danger" }, "删除");
-    del.addEventListener("click", () =>
-      void busy(del, async () => {
-        await api("DELETE", `/api/admin/referer-whitelist/${r.id}`);
-        toast("已删除");
-        await load();
-      }),
+    del.addEventListener(
+      "click",
+      () =>
+        void busy(del, async () => {
+          await api("DELETE", `/api/admin/referer-whitelist/${r.id}`);
+          toast("已删除");
+          await load();
+        }),
     );
-    return h("tr", { dataset: { pattern: r.pattern } }, h("td", null, h("code", null, r.pattern)), h("td", null, fmtTime(r.created_at)), h("td", { class: "row-actions" }, del));
+    return h(
+      "tr",
+      { dataset: { pattern: r.pattern } },
+      h("td", null, h("code", null, r.pattern)),
+      h("td", null, fmtTime(r.created_at)),
+      h("td", { class: "row-actions" }, del),
+    );
   };
 
   async function load(): Promise<void> {
@@ -31,7 +39,13 @@ export function referersView(_ctx: ViewContext): HTMLElement {
     }
   }
 
-  const pattern = h("input", { name: "pattern", "aria-label": "允许的来源域名", placeholder: "example.com 或 *.example.com", required: true, spellcheck: false });
+  const pattern = h("input", {
+    name: "pattern",
+    "aria-label": "允许的来源域名",
+    placeholder: "example.com 或 *.example.com",
+    required: true,
+    spellcheck: false,
+  });
   const add = h("button", { type: "submit", class: "primary" }, "添加");
   const form = h("form", { class: "inline", id: "referer-form" }, pattern, add);
   form.addEventListener("submit", (e) => {
@@ -52,6 +66,11 @@ export function referersView(_ctx: ViewContext): HTMLElement {
     state,
     h("p", { class: "muted" }, "裸域名精确匹配；*.domain 只匹配其子域名。修改立即生效。"),
     form,
-    h("table", { class: "table", id: "referer-table" }, h("thead", null, h("tr", null, h("th", null, "规则"), h("th", null, "添加时间"), h("th", null, ""))), list),
+    h(
+      "table",
+      { class: "table", id: "referer-table" },
+      h("thead", null, h("tr", null, h("th", null, "规则"), h("th", null, "添加时间"), h("th", null, ""))),
+      list,
+    ),
   );
 }

@@ -29,8 +29,18 @@ function side(ctx: ViewContext, s: DedupSide, owner: string, label: string): HTM
   return h(
     "figure",
     { class: "pair-side" },
-    h("a", { href: `/api/admin/images/${encodeURIComponent(s.image_id)}/thumb`, target: "_blank", rel: "noopener", class: "pair-thumb" }, h("img", { src: thumbUrl(ctx, s.image_id), alt: `${label}：${s.image_id}` })),
-    h("figcaption", null, h("strong", null, label), ` ${s.width}×${s.height} · ${fmtBytes(s.size)} · ${s.mime.replace("image/", "")}`, h("div", { class: "muted" }, `所有者 ${owner} · ${s.refs} 处引用`)),
+    h(
+      "a",
+      { href: `/api/admin/images/${encodeURIComponent(s.image_id)}/thumb`, target: "_blank", rel: "noopener", class: "pair-thumb" },
+      h("img", { src: thumbUrl(ctx, s.image_id), alt: `${label}：${s.image_id}` }),
+    ),
+    h(
+      "figcaption",
+      null,
+      h("strong", null, label),
+      ` ${s.width}×${s.height} · ${fmtBytes(s.size)} · ${s.mime.replace("image/", "")}`,
+      h("div", { class: "muted" }, `所有者 ${owner} · ${s.refs} 处引用`),
+    ),
   );
 }
 
@@ -42,7 +52,10 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
       const data = await api<Page<DedupCandidate>>("GET", `/api/admin/dedup?page_size=50`);
       count.textContent = `${data.total} 组`;
       if (!data.items.length) return replace(list, h("p", { class: "empty" }, "没有待处理的相似图片"));
-      const owners = await ownersOf(data.items.flatMap((c) => [c.a.image_id, c.b.image_id]), users);
+      const owners = await ownersOf(
+        data.items.flatMap((c) => [c.a.image_id, c.b.image_id]),
+        users,
+      );
       replace(list, ...data.items.map((c) => pair(c, owners)));
     } catch (err) {
       replace(list, h("p", { class: "error" }, `加载失败：${errorText(err)}`));
@@ -51,11 +64,15 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
   const pair = (c: DedupCandidate, owners: Map<string, string>): HTMLElement => {
     const act = (label: string, cls: string, run: () => Promise<void>, action: string) => {
       const b = h("button", { type: "button", class: cls, dataset: { action } }, label);
-      b.addEventListener("click", () => void busy(b, async () => {
-        await run();
-        await load();
-        ctx.refreshAlerts();
-      }));
+      b.addEventListener(
+        "click",
+        () =>
+          void busy(b, async () => {
+            await run();
+            await load();
+            ctx.refreshAlerts();
+          }),
+      );
       return b;
     };
     const merge = (keep: DedupSide, label: string) => async () => {
@@ -72,10 +89,15 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
         { class: "actions" },
         act("保留左边，合并", "primary", merge(c.a, "左边"), "keep-a"),
         act("保留右边，合并", "", merge(c.b, "右边"), "keep-b"),
-        act("不是重复，忽略", "", async () => {
+        act(
+          "不是重复，忽略",
+          "",
+          async () => {
             await api("POST", `/api/admin/dedup/${c.id}/dismiss`);
             toast("已忽略，之后不再提示这一组");
-          }, "dismiss"),
+          },
+          "dismiss",
+        ),
       ),
     );
   };
@@ -114,7 +136,16 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
       "tr",
       { dataset: { id: i.id } },
       h("td", null, check),
-      h("td", null, h("div", { class: "cell-image" }, h("img", { src: thumbUrl(ctx, i.id), alt: "", loading: "lazy", width: 48, height: 36 }), h("span", { class: "name" }, i.file_name))),
+      h(
+        "td",
+        null,
+        h(
+          "div",
+          { class: "cell-image" },
+          h("img", { src: thumbUrl(ctx, i.id), alt: "", loading: "lazy", width: 48, height: 36 }),
+          h("span", { class: "name" }, i.file_name),
+        ),
+      ),
       h("td", { dataset: { reason: i.reason } }, REASONS[i.reason] ?? i.reason),
       h("td", null, users.get(i.user_id) ?? i.user_id),
       h("td", null, `${fmtBytes(i.size)} · ${i.width}×${i.height}`),
@@ -154,14 +185,16 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
       await load();
     });
   });
-  exempt.addEventListener("click", () =>
-    void busy(exempt, async () => {
-      for (const id of selected) await api("PATCH", `/api/admin/images/${encodeURIComponent(id)}`, { cleanup_exempt: true });
-      toast(`已豁免 ${selected.size} 张，它们不会再出现在待清理列表`);
-      selected.clear();
-      sync();
-      await load();
-    }),
+  exempt.addEventListener(
+    "click",
+    () =>
+      void busy(exempt, async () => {
+        for (const id of selected) await api("PATCH", `/api/admin/images/${encodeURIComponent(id)}`, { cleanup_exempt: true });
+        toast(`已豁免 ${selected.size} 张，它们不会再出现在待清理列表`);
+        selected.clear();
+        sync();
+        await load();
+      }),
   );
   void load();
   return h(

@@ -30,7 +30,17 @@ export const SETTING_GROUPS: SettingGroup[] = [
       int("max_pixels_mp", "单张像素上限", "百万像素", "超过时返回 422"),
       int("max_concurrent_uploads", "同时处理的上传数", "个", "超出时返回 429"),
       int("upload_rate_per_min", "每用户上传频率上限", "次/分钟"),
-      { key: "exif_policy", label: "EXIF 策略", hint: "去除会删掉 GPS 等隐私信息并保持显示方向", kind: { options: [["strip", "去除 EXIF/GPS"], ["passthrough", "原样保留"]] } },
+      {
+        key: "exif_policy",
+        label: "EXIF 策略",
+        hint: "去除会删掉 GPS 等隐私信息并保持显示方向",
+        kind: {
+          options: [
+            ["strip", "去除 EXIF/GPS"],
+            ["passthrough", "原样保留"],
+          ],
+        },
+      },
       int("default_ttl_hours", "默认有效期", "小时", "0 表示永久"),
       int("idempotency_key_ttl_hours", "幂等键保留时长", "小时"),
     ],
@@ -40,7 +50,17 @@ export const SETTING_GROUPS: SettingGroup[] = [
     title: "分发与图片处理",
     fields: [
       { key: "base_url", label: "站点地址", hint: "公开访问地址，不带结尾的 /；留空则按请求推断", kind: "text" },
-      { key: "access_mode", label: "原图访问方式", hint: "redirect 会把原图 302 到允许直链的渠道", kind: { options: [["proxy", "代理（proxy）"], ["redirect", "重定向（redirect）"]] } },
+      {
+        key: "access_mode",
+        label: "原图访问方式",
+        hint: "redirect 会把原图 302 到允许直链的渠道",
+        kind: {
+          options: [
+            ["proxy", "代理（proxy）"],
+            ["redirect", "重定向（redirect）"],
+          ],
+        },
+      },
       { key: "process_widths", label: "允许的缩放宽度", unit: "像素", hint: "逗号分隔，如 320, 640, 1280；留空表示不缩放", kind: "widths" },
       { key: "process_formats", label: "允许的输出格式", kind: { multi: ["webp", "jpeg", "png", "avif", "gif"] } },
       int("process_quality_webp", "WebP 质量", "1–100"),

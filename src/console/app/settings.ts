@@ -19,7 +19,11 @@ function control(spec: SettingSpec, value: unknown): Control {
   if (kind === "secret") return h("input", { type: "password", name, id: `set-${name}`, value: "", autocomplete: "new-password" });
   if ("multi" in kind) {
     const chosen = new Set(Array.isArray(value) ? value.map(String) : []);
-    return h("fieldset", { class: "multi", id: `set-${name}` }, ...kind.multi.map((v) => h("label", { class: "inline-check" }, h("input", { type: "checkbox", value: v, checked: chosen.has(v) }), v)));
+    return h(
+      "fieldset",
+      { class: "multi", id: `set-${name}` },
+      ...kind.multi.map((v) => h("label", { class: "inline-check" }, h("input", { type: "checkbox", value: v, checked: chosen.has(v) }), v)),
+    );
   }
   const select = h("select", { name, id: `set-${name}` }, ...kind.options.map(([v, label]) => h("option", { value: v }, label)));
   select.value = String(value);
@@ -115,7 +119,9 @@ export function settingsView(ctx: ViewContext): HTMLElement {
             { class: spec.kind === "bool" ? "setting check" : "setting", dataset: { key: spec.key } },
             label,
             h("div", { class: "setting-control" }, el, spec.kind === "secret" ? h("label", { class: "inline-check" }, clearToken, "清除") : null),
-            spec.hint || spec.kind === "secret" ? h("small", { class: "muted" }, spec.kind === "secret" ? `${full.derived.cdn_api_token_set ? "已设置。" : "未设置。"}${spec.hint}` : spec.hint) : null,
+            spec.hint || spec.kind === "secret"
+              ? h("small", { class: "muted" }, spec.kind === "secret" ? `${full.derived.cdn_api_token_set ? "已设置。" : "未设置。"}${spec.hint}` : spec.hint)
+              : null,
             error,
           );
           controls.set(spec, { el, error, row });
@@ -123,7 +129,13 @@ export function settingsView(ctx: ViewContext): HTMLElement {
         }),
       ),
     );
-    const form = h("form", { class: "settings", id: "settings-form", novalidate: true }, ...groups, formError, h("div", { class: "actions sticky-actions" }, save, dirtyNote));
+    const form = h(
+      "form",
+      { class: "settings", id: "settings-form", novalidate: true },
+      ...groups,
+      formError,
+      h("div", { class: "actions sticky-actions" }, save, dirtyNote),
+    );
     form.addEventListener("input", () => (dirtyNote.hidden = !isDirty()));
     form.addEventListener("change", () => (dirtyNote.hidden = !isDirty()));
     form.addEventListener("submit", (e) => {
@@ -159,10 +171,23 @@ export function settingsView(ctx: ViewContext): HTMLElement {
     const b = full.bootstrap;
     replace(
       body,
-      h("nav", { class: "group-links", "aria-label": "设置分组" }, ...SETTING_GROUPS.map((g) => h("a", { href: `#settings`, onclick: (e: Event) => {
-              e.preventDefault();
-              document.getElementById(`group-${g.id}`)?.scrollIntoView();
-            } }, g.title))),
+      h(
+        "nav",
+        { class: "group-links", "aria-label": "设置分组" },
+        ...SETTING_GROUPS.map((g) =>
+          h(
+            "a",
+            {
+              href: `#settings`,
+              onclick: (e: Event) => {
+                e.preventDefault();
+                document.getElementById(`group-${g.id}`)?.scrollIntoView();
+              },
+            },
+            g.title,
+          ),
+        ),
+      ),
       form,
       h("h2", null, "启动参数（只读，修改需重启）"),
       h(

@@ -48,7 +48,11 @@ export function showIssued(ctx: ViewContext, issued: TokenIssued, title: string)
 function showS3(cred: S3Credential, name: string): void {
   openModal(
     `S3 凭据 · ${name}`,
-    h("p", { class: "muted" }, "供 S3 兼容上传接口（/s3/）使用的凭据：rclone 选 provider = Other 并开启 force_path_style，PicGo（picgo-plugin-s3）开启 pathStyleAccess 与 disableBucketPrefixToURL，urlPrefix 填下方图片地址前缀（去掉末尾的 /）。对象键即图片地址 <图片地址前缀><键>；S3 上传不应用 EXIF 策略。令牌吊销或轮换后凭据随即失效。"),
+    h(
+      "p",
+      { class: "muted" },
+      "供 S3 兼容上传接口（/s3/）使用的凭据：rclone 选 provider = Other 并开启 force_path_style，PicGo（picgo-plugin-s3）开启 pathStyleAccess 与 disableBucketPrefixToURL，urlPrefix 填下方图片地址前缀（去掉末尾的 /）。对象键即图片地址 <图片地址前缀><键>；S3 上传不应用 EXIF 策略。令牌吊销或轮换后凭据随即失效。",
+    ),
     copyField("Access Key ID", cred.access_key_id),
     copyField("Secret Access Key", cred.secret_access_key, { name: "secret_access_key" }),
     copyField("Endpoint", cred.endpoint),
@@ -78,19 +82,27 @@ export function tokensView(ctx: ViewContext): HTMLElement {
         showIssued(ctx, await api<TokenIssued>("POST", `${path}/rotate`), `已轮换：${t.name}`);
         await load();
       });
-      act("吊销", async () => {
-        if (!confirm(`吊销“${t.name}”？使用它的客户端将无法再上传。`)) return;
-        await api("POST", `${path}/revoke`);
-        toast("已吊销");
-        await load();
-      }, "small danger");
+      act(
+        "吊销",
+        async () => {
+          if (!confirm(`吊销“${t.name}”？使用它的客户端将无法再上传。`)) return;
+          await api("POST", `${path}/revoke`);
+          toast("已吊销");
+          await load();
+        },
+        "small danger",
+      );
     } else {
-      act("删除", async () => {
-        if (!confirm(`删除令牌“${t.name}”的记录？`)) return;
-        await api("DELETE", path);
-        toast("已删除");
-        await load();
-      }, "small danger");
+      act(
+        "删除",
+        async () => {
+          if (!confirm(`删除令牌“${t.name}”的记录？`)) return;
+          await api("DELETE", path);
+          toast("已删除");
+          await load();
+        },
+        "small danger",
+      );
     }
     return h(
       "tr",

@@ -35,14 +35,30 @@ export function renderPager(box: HTMLElement, page: number, pages: number, go: (
     ...pageNumbers(page, pages).map((p) =>
       p === "…"
         ? h("span", { class: "muted" }, "…")
-        : h("button", { type: "button", class: p === page ? "small primary" : "small", "aria-current": p === page ? "page" : undefined, dataset: { page: String(p) }, onclick: () => go(p) }, p),
+        : h(
+            "button",
+            {
+              type: "button",
+              class: p === page ? "small primary" : "small",
+              "aria-current": p === page ? "page" : undefined,
+              dataset: { page: String(p) },
+              onclick: () => go(p),
+            },
+            p,
+          ),
     ),
     h("button", { type: "button", class: "small", disabled: page >= pages, onclick: () => go(page + 1), "aria-label": "下一页" }, "下一页 ›"),
   );
 }
 
 export function stat(label: string, value: Child, note?: Child, id?: string): HTMLElement {
-  return h("div", { class: "stat", id }, h("div", { class: "stat-label" }, label), h("div", { class: "stat-value" }, value), note ? h("div", { class: "stat-note muted" }, note) : null);
+  return h(
+    "div",
+    { class: "stat", id },
+    h("div", { class: "stat-label" }, label),
+    h("div", { class: "stat-value" }, value),
+    note ? h("div", { class: "stat-note muted" }, note) : null,
+  );
 }
 
 /** A label wrapping its control, with an optional hint and a per-field error line. */

@@ -25,7 +25,11 @@ class Tally {
   readonly links: { url: string; name: string }[] = [];
   readonly el = h("p", { class: "tally", id: "upload-tally", role: "status", "aria-live": "polite", hidden: true });
   readonly copyAll = h("button", { type: "button", id: "copy-all", disabled: true }, "复制全部链接");
-  readonly format = h("select", { name: "copy_all_format", "aria-label": "链接格式" }, ...linkForms("x", "x").map((f) => h("option", { value: f.label }, f.label)));
+  readonly format = h(
+    "select",
+    { name: "copy_all_format", "aria-label": "链接格式" },
+    ...linkForms("x", "x").map((f) => h("option", { value: f.label }, f.label)),
+  );
 
   constructor() {
     this.copyAll.addEventListener("click", () => {
@@ -204,12 +208,7 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     { class: "view upload-view" },
     h("h1", null, "上传图片"),
     drop,
-    h(
-      "div",
-      { class: "options" },
-      h("label", null, "EXIF ", exif),
-      h("label", null, "有效期（小时，0 为永久）", ttlHours),
-    ),
+    h("div", { class: "options" }, h("label", null, "EXIF ", exif), h("label", null, "有效期（小时，0 为永久）", ttlHours)),
     h("h2", null, "从 URL 导入"),
     urlForm,
     h("div", { class: "toolbar results-bar" }, tally.el, tally.format, tally.copyAll),

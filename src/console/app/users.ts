@@ -34,10 +34,30 @@ function editUser(ctx: ViewContext, user: User, saved: () => void): void {
   const name = h("input", { name: "edit_name", value: user.name, required: true, maxLength: 64 });
   const role = h("select", { name: "edit_role", disabled: self }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
   role.value = user.role;
-  const quota = h("input", { name: "edit_quota", type: "number", min: 0, step: "any", value: user.quota_bytes === null ? "" : String(+(user.quota_bytes / MB).toFixed(2)) });
-  const ttl = h("select", { name: "edit_ttl_mode" }, h("option", { value: "inherit" }, "跟随全局设置"), h("option", { value: "forever" }, "永久"), h("option", { value: "hours" }, "指定小时数"));
+  const quota = h("input", {
+    name: "edit_quota",
+    type: "number",
+    min: 0,
+    step: "any",
+    value: user.quota_bytes === null ? "" : String(+(user.quota_bytes / MB).toFixed(2)),
+  });
+  const ttl = h(
+    "select",
+    { name: "edit_ttl_mode" },
+    h("option", { value: "inherit" }, "跟随全局设置"),
+    h("option", { value: "forever" }, "永久"),
+    h("option", { value: "hours" }, "指定小时数"),
+  );
   ttl.value = user.default_ttl_hours === null ? "inherit" : user.default_ttl_hours === 0 ? "forever" : "hours";
-  const hours = h("input", { name: "edit_ttl_hours", type: "number", min: 1, max: 876000, step: 1, value: user.default_ttl_hours ? String(user.default_ttl_hours) : "", class: "narrow" });
+  const hours = h("input", {
+    name: "edit_ttl_hours",
+    type: "number",
+    min: 1,
+    max: 876000,
+    step: 1,
+    value: user.default_ttl_hours ? String(user.default_ttl_hours) : "",
+    class: "narrow",
+  });
   const syncTtl = () => (hours.hidden = ttl.value !== "hours");
   ttl.addEventListener("change", syncTtl);
   syncTtl();
@@ -82,7 +102,12 @@ function editUser(ctx: ViewContext, user: User, saved: () => void): void {
 function usage(u: User): HTMLElement {
   if (u.quota_bytes === null) return h("span", null, `${fmtBytes(u.used_bytes)} / 不限`);
   const p = percent(u.used_bytes, u.quota_bytes);
-  return h("span", { class: "usage" }, `${fmtBytes(u.used_bytes)} / ${fmtBytes(u.quota_bytes)}`, h("progress", { max: 100, value: p, "aria-label": `已用 ${p}%` }));
+  return h(
+    "span",
+    { class: "usage" },
+    `${fmtBytes(u.used_bytes)} / ${fmtBytes(u.quota_bytes)}`,
+    h("progress", { max: 100, value: p, "aria-label": `已用 ${p}%` }),
+  );
 }
 
 export function usersView(ctx: ViewContext): HTMLElement {
@@ -141,10 +166,40 @@ export function usersView(ctx: ViewContext): HTMLElement {
   }
 
   const name = h("input", { name: "new_user_name", "aria-label": "用户名", placeholder: "用户名", required: true, maxLength: 64, autocomplete: "off" });
-  const password = h("input", { name: "new_user_password", "aria-label": "初始密码", type: "password", placeholder: "初始密码（至少 8 位）", minLength: 8, required: true, autocomplete: "new-password" });
-  const role = h("select", { name: "new_user_role", "aria-label": "角色" }, h("option", { value: "user" }, "普通用户"), h("option", { value: "admin" }, "管理员"));
-  const quota = h("input", { name: "new_user_quota", "aria-label": "配额（MB）", type: "number", min: 0, step: 1, placeholder: "配额 MB（空为不限）", class: "mid" });
-  const ttl = h("input", { name: "new_user_ttl", "aria-label": "默认有效期（小时）", type: "number", min: 0, max: 876000, step: 1, placeholder: "默认有效期（小时）", class: "mid" });
+  const password = h("input", {
+    name: "new_user_password",
+    "aria-label": "初始密码",
+    type: "password",
+    placeholder: "初始密码（至少 8 位）",
+    minLength: 8,
+    required: true,
+    autocomplete: "new-password",
+  });
+  const role = h(
+    "select",
+    { name: "new_user_role", "aria-label": "角色" },
+    h("option", { value: "user" }, "普通用户"),
+    h("option", { value: "admin" }, "管理员"),
+  );
+  const quota = h("input", {
+    name: "new_user_quota",
+    "aria-label": "配额（MB）",
+    type: "number",
+    min: 0,
+    step: 1,
+    placeholder: "配额 MB（空为不限）",
+    class: "mid",
+  });
+  const ttl = h("input", {
+    name: "new_user_ttl",
+    "aria-label": "默认有效期（小时）",
+    type: "number",
+    min: 0,
+    max: 876000,
+    step: 1,
+    placeholder: "默认有效期（小时）",
+    class: "mid",
+  });
   const submit = h("button", { type: "submit", class: "primary" }, "创建用户");
   const form = h("form", { class: "inline wrap", id: "user-form" }, name, password, role, quota, ttl, submit);
   form.addEventListener("submit", (e) => {

@@ -25,9 +25,7 @@ export function principal(app: AppContext, user: UserRow, sessionToken: string) 
 }
 
 function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): string {
-  return [`${SESSION_COOKIE}=${value}`, "Path=/", `Max-Age=${maxAgeSeconds}`, "HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])].join(
-    "; ",
-  );
+  return [`${SESSION_COOKIE}=${value}`, "Path=/", `Max-Age=${maxAgeSeconds}`, "HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])].join("; ");
 }
 
 /** Verifies a password once the throttle admitted it; 429 otherwise (argon2 is the expensive part). */

@@ -65,14 +65,23 @@ export const DOCS_CSP = [
 export function docsRoutes() {
   const script = Bun.file(scalarScriptPath);
   return new Elysia()
-    .get("/api/docs", () =>
-      new Response(page, {
-        headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-security-policy": DOCS_CSP, "referrer-policy": "no-referrer" },
-      }),
+    .get(
+      "/api/docs",
+      () =>
+        new Response(page, {
+          headers: {
+            "content-type": "text/html; charset=utf-8",
+            "cache-control": "no-cache",
+            "content-security-policy": DOCS_CSP,
+            "referrer-policy": "no-referrer",
+          },
+        }),
     )
-    .get(DOCS_SCRIPT_PATH, () =>
-      new Response(script, {
-        headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" },
-      }),
+    .get(
+      DOCS_SCRIPT_PATH,
+      () =>
+        new Response(script, {
+          headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" },
+        }),
     );
 }

@@ -72,7 +72,11 @@ async function lsky(app: AppContext, request: Request, handler: () => Promise<Re
   } catch (caught) {
     const err = asApiError(caught);
     if (err) return lskyResponse(err.status, false, err.message, {}, err.headers);
-    app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: caught instanceof Error ? caught.message : String(caught) });
+    app.log.error("请求处理失败", {
+      method: request.method,
+      path: new URL(request.url).pathname,
+      err: caught instanceof Error ? caught.message : String(caught),
+    });
     return lskyResponse(500, false, "服务器内部错误");
   }
 }
@@ -108,7 +112,16 @@ export function lskyRoutes(app: AppContext) {
       { limit: PER_PAGE, offset: (page - 1) * PER_PAGE, order: ORDERS.get(query.order ?? "") ?? "newest" },
     );
     const base = origin(request);
-    return ok("success", lskyPage(rows.map((v) => lskyListItem(compatImage(app, v, base))), total, page, PER_PAGE, path));
+    return ok(
+      "success",
+      lskyPage(
+        rows.map((v) => lskyListItem(compatImage(app, v, base))),
+        total,
+        page,
+        PER_PAGE,
+        path,
+      ),
+    );
   };
 
   /** Own images only; an unknown key is still "删除成功", as in Lsky (deleteImages ignores it). */

@@ -9,7 +9,14 @@ function splitAlias(rest: string): { userId: string; key: string } | undefined {
   const slash = rest.indexOf("/");
   if (slash <= 0 || slash === rest.length - 1) return undefined;
   try {
-    return { userId: decodeURIComponent(rest.slice(0, slash)), key: rest.slice(slash + 1).split("/").map(decodeURIComponent).join("/") };
+    return {
+      userId: decodeURIComponent(rest.slice(0, slash)),
+      key: rest
+        .slice(slash + 1)
+        .split("/")
+        .map(decodeURIComponent)
+        .join("/"),
+    };
   } catch {
     return undefined;
   }
@@ -30,8 +37,7 @@ export function imageByIdSegment(app: AppContext, segment: string | undefined) {
 }
 
 export function publicRoutes(app: AppContext) {
-  const byId = (request: Request, id: string) =>
-    serveImage(app, { area: "i", request, isPublic: true, lookup: () => imageByIdSegment(app, id) });
+  const byId = (request: Request, id: string) => serveImage(app, { area: "i", request, isPublic: true, lookup: () => imageByIdSegment(app, id) });
   const byAlias = (request: Request, rest: string) =>
     serveImage(app, {
       area: "o",

@@ -6,20 +6,22 @@ import { forbidden } from "../errors";
 import { requestInfo } from "../request-info";
 
 export function systemRoutes(app: AppContext) {
-  return new Elysia()
-    .get("/healthz", () => new Response("ok", { headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" } }))
-    .get("/metrics", async ({ request }) => {
-      if (!app.bootstrap.metricsAllow.has(requestInfo(request).client)) throw forbidden("不允许从该地址访问监控指标");
-      const body = await app.metrics.registry.metrics();
-      return new Response(body, { headers: { "content-type": app.metrics.registry.contentType, "cache-control": "no-store" } });
-    })
-    .get(
-      "/api/openapi.yaml",
-      () => new Response(openapiText, { headers: { "content-type": "application/yaml; charset=utf-8", "cache-control": "no-cache" } }),
-    )
-    // The docs page renders the same embedded document that /api/openapi.yaml serves;
-    // no second, generated spec exists.
-    .use(docsRoutes());
+  return (
+    new Elysia()
+      .get("/healthz", () => new Response("ok", { headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" } }))
+      .get("/metrics", async ({ request }) => {
+        if (!app.bootstrap.metricsAllow.has(requestInfo(request).client)) throw forbidden("不允许从该地址访问监控指标");
+        const body = await app.metrics.registry.metrics();
+        return new Response(body, { headers: { "content-type": app.metrics.registry.contentType, "cache-control": "no-store" } });
+      })
+      .get(
+        "/api/openapi.yaml",
+        () => new Response(openapiText, { headers: { "content-type": "application/yaml; charset=utf-8", "cache-control": "no-cache" } }),
+      )
+      // The docs page renders the same embedded document that /api/openapi.yaml serves;
+      // no second, generated spec exists.
+      .use(docsRoutes())
+  );
 }
 
 export { openapiText };

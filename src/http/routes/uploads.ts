@@ -15,7 +15,10 @@ const objectKey = z
   .string()
   .min(1)
   .max(1024)
-  .refine((k) => !k.startsWith("/") && !k.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(k), "无效的 object_key");
+  .refine(
+    (k) => !k.startsWith("/") && !k.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(k),
+    "无效的 object_key",
+  );
 
 function parseObjectKey(value: string | undefined): string | null {
   if (value === undefined) return null;
@@ -64,11 +67,7 @@ export function uploadRoutes(app: AppContext) {
     });
 
   const sessionUploads = sessionRoutes(app, "user")
-    .post(
-      "/api/admin/upload",
-      ({ request, principal: p }) => fileUpload(request, { userId: p.user.id, tokenId: null }, FORM_FIELDS),
-      { parse: "none" },
-    )
+    .post("/api/admin/upload", ({ request, principal: p }) => fileUpload(request, { userId: p.user.id, tokenId: null }, FORM_FIELDS), { parse: "none" })
     .post("/api/admin/upload/url", ({ request, body, principal: p }) =>
       urlUpload(request, { userId: p.user.id, tokenId: null }, parseBody(urlImportBody, body)),
     );

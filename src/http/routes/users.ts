@@ -7,7 +7,12 @@ import { parseBody } from "../body";
 import { badRequest, conflict, forbidden, notFound } from "../errors";
 import { sessionRoutes } from "../guard";
 
-const name = z.string().trim().min(1).max(64).regex(/^[^\s\u0000-\u001f/\\]+$/);
+const name = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[^\s\u0000-\u001f/\\]+$/);
 const role = z.enum(["admin", "user"]);
 const quota = z.number().int().nullable();
 const ttlHours = z.number().int().min(0).max(876_000).nullable();
@@ -31,7 +36,11 @@ export function userRoutes(app: AppContext) {
     const other = app.users.byName(n);
     return !!other && other.id !== exceptId;
   };
-  const existing = (id: string) => app.users.byId(id) ?? (() => { throw notFound("用户不存在"); })();
+  const existing = (id: string) =>
+    app.users.byId(id) ??
+    (() => {
+      throw notFound("用户不存在");
+    })();
 
   return sessionRoutes(app, "admin")
     .get("/api/admin/users", () => {

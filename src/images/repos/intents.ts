@@ -14,7 +14,9 @@ export function intentKeysOnChannel(db: Database, channelId: number): string[] {
 
 /** Records the intent before the write; returns its id. */
 export function insertIntent(db: Database, channelId: number, storageKey: string, createdAt: string): number {
-  return Number(db.query("INSERT INTO upload_intents (channel_id, storage_key, created_at) VALUES (?, ?, ?)").run(channelId, storageKey, createdAt).lastInsertRowid);
+  return Number(
+    db.query("INSERT INTO upload_intents (channel_id, storage_key, created_at) VALUES (?, ?, ?)").run(channelId, storageKey, createdAt).lastInsertRowid,
+  );
 }
 
 export function deleteIntent(db: Database, id: number): void {

@@ -33,11 +33,7 @@ export function decodeCursor(text: string): Position {
   throw new Invalid("参数 cursor 无效");
 }
 
-export function listImages(
-  db: Database,
-  filter: ImageQuery,
-  paging: { pageSize: number; offset: number; cursor?: string },
-): ImageListPage {
+export function listImages(db: Database, filter: ImageQuery, paging: { pageSize: number; offset: number; cursor?: string }): ImageListPage {
   const { sql, args } = imageConditions(filter);
   const total = countImages(db, filter);
   const pageSql = [...sql];

@@ -33,10 +33,7 @@ export async function sha256File(path: string): Promise<string> {
  * policy, then hashed (reusing the hash taken while receiving when the bytes are
  * unchanged). A stripped file upload gets a new temp file; the caller removes both.
  */
-export async function prepareImage(
-  received: ReceivedFile,
-  opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string },
-): Promise<PreparedImage> {
+export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string }): Promise<PreparedImage> {
   const input = received.bytes ?? received.path;
   const head = received.bytes ? received.bytes.subarray(0, SNIFF_BYTES) : new Uint8Array(await Bun.file(received.path).slice(0, SNIFF_BYTES).arrayBuffer());
   const type = sniffImageType(head);

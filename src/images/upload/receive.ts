@@ -18,10 +18,7 @@ export function tempPath(tmpDir: string, label: string): string {
 }
 
 /** An upload's bytes: in memory for small bodies, else in a temp file. */
-export type ReceivedFile = (
-  | { path: string; bytes?: undefined }
-  | { bytes: Buffer; path?: undefined }
-) & {
+export type ReceivedFile = ({ path: string; bytes?: undefined } | { bytes: Buffer; path?: undefined }) & {
   size: number;
   fileName: string;
   /** sha256 of the received bytes when it was computed while receiving. */

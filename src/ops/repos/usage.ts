@@ -23,9 +23,7 @@ export interface ChannelUsage {
 const EMPTY_USER: UserUsage = { images: 0, bytes: 0, accesses: 0, traffic: 0 };
 
 export function userUsage(db: Database, userId: string): UserUsage {
-  return (
-    db.query<UserUsage, [string]>("SELECT images, bytes, accesses, traffic FROM user_usage WHERE user_id = ?").get(userId) ?? { ...EMPTY_USER }
-  );
+  return db.query<UserUsage, [string]>("SELECT images, bytes, accesses, traffic FROM user_usage WHERE user_id = ?").get(userId) ?? { ...EMPTY_USER };
 }
 
 /** The whole library: the sum of the per-user rows (one per user, not per image). */

@@ -81,7 +81,5 @@ export async function copyObject(app: AppContext, req: S3Request): Promise<Respo
   }
   app.lookups.forget(id);
   const copied = objectByKey(app, req.user.id, req.key)!;
-  return xmlResponse(
-    el("CopyObjectResult", [el("LastModified", new Date().toISOString()), el("ETag", `"${await md5Of(app, copied)}"`)], { xmlns: S3_NS }),
-  );
+  return xmlResponse(el("CopyObjectResult", [el("LastModified", new Date().toISOString()), el("ETag", `"${await md5Of(app, copied)}"`)], { xmlns: S3_NS }));
 }

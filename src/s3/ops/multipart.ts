@@ -40,9 +40,7 @@ export function createMultipartUpload(app: AppContext, req: S3Request): Response
   admitNewUpload(app, req.user.id);
   const uploadId = randomBytes(16).toString("hex");
   insertUpload(app, { upload_id: uploadId, user_id: req.user.id, token_id: req.token.id, object_key: req.key, meta: JSON.stringify(requestMeta(req.request)) });
-  return xmlResponse(
-    el("InitiateMultipartUploadResult", [el("Bucket", req.bucket), el("Key", req.key), el("UploadId", uploadId)], { xmlns: S3_NS }),
-  );
+  return xmlResponse(el("InitiateMultipartUploadResult", [el("Bucket", req.bucket), el("Key", req.key), el("UploadId", uploadId)], { xmlns: S3_NS }));
 }
 
 /** Stored parts of an upload: part number → file and MD5. */
@@ -172,7 +170,12 @@ export async function completeMultipartUpload(app: AppContext, gate: UploadGate,
   return xmlResponse(
     el(
       "CompleteMultipartUploadResult",
-      [el("Location", `/s3/${req.bucket}/${upload.object_key}`), el("Bucket", req.bucket), el("Key", upload.object_key), el("ETag", `"${etag}-${listed.length}"`)],
+      [
+        el("Location", `/s3/${req.bucket}/${upload.object_key}`),
+        el("Bucket", req.bucket),
+        el("Key", upload.object_key),
+        el("ETag", `"${etag}-${listed.length}"`),
+      ],
       { xmlns: S3_NS },
     ),
   );

@@ -62,9 +62,7 @@ export async function storeObject(
 export async function putObject(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
   if (isFolderKey(req.key)) return putFolderMarker(app, req);
   requireValidKey(req.key);
-  const { digests } = await storeObject(app, gate, req, req.key, requestMeta(req.request), (path) =>
-    receiveToFile(req, path, maxUploadBytes(app)),
-  );
+  const { digests } = await storeObject(app, gate, req, req.key, requestMeta(req.request), (path) => receiveToFile(req, path, maxUploadBytes(app)));
   return new Response(null, { status: 200, headers: { etag: `"${digests.md5}"` } });
 }
 

@@ -99,7 +99,14 @@ export class FakeDropbox {
   }
 
   private entry(f: StoredFile) {
-    return { ".tag": "file", name: f.path.split("/").pop(), path_display: f.path, path_lower: f.path.toLowerCase(), size: f.bytes.byteLength, server_modified: f.modified };
+    return {
+      ".tag": "file",
+      name: f.path.split("/").pop(),
+      path_display: f.path,
+      path_lower: f.path.toLowerCase(),
+      size: f.bytes.byteLength,
+      server_modified: f.modified,
+    };
   }
 
   private commit(commit: Record<string, any>, bytes: Uint8Array): Response {
@@ -130,7 +137,9 @@ export class FakeDropbox {
     if (lower !== "" && !this.folders.has(lower)) return dbxError(409, "path/not_found/");
     const under = (p: string) => p.startsWith(`${lower}/`) && (arg.recursive || !p.slice(lower.length + 1).includes("/"));
     const entries = [
-      ...[...this.folders.entries()].filter(([k]) => under(k)).map(([, display]) => ({ ".tag": "folder", name: display.split("/").pop(), path_display: display, path_lower: display.toLowerCase() })),
+      ...[...this.folders.entries()]
+        .filter(([k]) => under(k))
+        .map(([, display]) => ({ ".tag": "folder", name: display.split("/").pop(), path_display: display, path_lower: display.toLowerCase() })),
       ...[...this.files.entries()].filter(([k]) => under(k)).map(([, f]) => this.entry(f)),
     ];
     const id = randomBytes(8).toString("hex");

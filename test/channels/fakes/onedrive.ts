@@ -78,7 +78,9 @@ export class FakeOnedrive {
     if (action === "/content" && req.method === "PUT") return this.simpleUpload(path, req);
     if (action === "/content" && req.method === "GET") {
       const file = this.files.get(path);
-      return file ? new Response(null, { status: 302, headers: { location: `${this.origin}/dl/${file.id}?sig=${randomBytes(8).toString("hex")}` } }) : graphError(404, "itemNotFound");
+      return file
+        ? new Response(null, { status: 302, headers: { location: `${this.origin}/dl/${file.id}?sig=${randomBytes(8).toString("hex")}` } })
+        : graphError(404, "itemNotFound");
     }
     if (action === "/createUploadSession" && req.method === "POST") {
       const id = randomBytes(12).toString("hex");

@@ -21,7 +21,8 @@ export async function uploadFile(
   body: ReadableStream<Uint8Array> | Uint8Array,
   size: number,
 ): Promise<void> {
-  const [method, url] = "update" in target ? (["PATCH", `${settings.uploadUrl}/${encodeURIComponent(target.update)}`] as const) : (["POST", settings.uploadUrl] as const);
+  const [method, url] =
+    "update" in target ? (["PATCH", `${settings.uploadUrl}/${encodeURIComponent(target.update)}`] as const) : (["POST", settings.uploadUrl] as const);
   // parents may only be set on create; an update sends empty metadata.
   const metadata = "create" in target ? { name: target.create.name, parents: [target.create.parentId] } : {};
   if (size <= settings.uploadCutoff) {
@@ -41,7 +42,11 @@ export async function uploadFile(
     method,
     url: `${url}?uploadType=resumable&fields=${FILE_FIELDS}`,
     target: key,
-    headers: { "content-type": "application/json; charset=UTF-8", "x-upload-content-type": "application/octet-stream", "x-upload-content-length": String(size) },
+    headers: {
+      "content-type": "application/json; charset=UTF-8",
+      "x-upload-content-type": "application/octet-stream",
+      "x-upload-content-length": String(size),
+    },
     body: JSON.stringify(metadata),
   });
   await start.body?.cancel().catch(() => {});

@@ -44,7 +44,11 @@ export class S3Client {
   }
 
   async send(call: S3Call): Promise<Response> {
-    const response = await sendWithRetry(call, (c) => this.sendOnce(c), (err) => networkError(err, "S3", this.settings.origin));
+    const response = await sendWithRetry(
+      call,
+      (c) => this.sendOnce(c),
+      (err) => networkError(err, "S3", this.settings.origin),
+    );
     if (response.ok || call.accept?.includes(response.status)) return response;
     throw await errorFromResponse(response);
   }

@@ -3,9 +3,30 @@ import { parseBool } from "../option-spec";
 
 /** Provider names exactly as rclone v1.60 (the Debian 12 build we interoperate with) lists them. */
 export const S3_PROVIDERS = [
-  "AWS", "Alibaba", "Ceph", "ChinaMobile", "Cloudflare", "ArvanCloud", "DigitalOcean", "Dreamhost",
-  "HuaweiOBS", "IBMCOS", "IDrive", "IONOS", "LyveCloud", "Minio", "Netease", "RackCorp", "Scaleway",
-  "SeaweedFS", "StackPath", "Storj", "TencentCOS", "Wasabi", "Qiniu", "Other",
+  "AWS",
+  "Alibaba",
+  "Ceph",
+  "ChinaMobile",
+  "Cloudflare",
+  "ArvanCloud",
+  "DigitalOcean",
+  "Dreamhost",
+  "HuaweiOBS",
+  "IBMCOS",
+  "IDrive",
+  "IONOS",
+  "LyveCloud",
+  "Minio",
+  "Netease",
+  "RackCorp",
+  "Scaleway",
+  "SeaweedFS",
+  "StackPath",
+  "Storj",
+  "TencentCOS",
+  "Wasabi",
+  "Qiniu",
+  "Other",
 ] as const;
 
 /**
@@ -14,8 +35,19 @@ export const S3_PROVIDERS = [
  * keeps Kura and an exported rclone remote talking to the bucket the same way.
  */
 const VIRTUAL_HOST_PROVIDERS = new Set([
-  "AWS", "Alibaba", "DigitalOcean", "Dreamhost", "HuaweiOBS", "IONOS", "LyveCloud", "Netease",
-  "RackCorp", "Scaleway", "Storj", "TencentCOS", "Wasabi",
+  "AWS",
+  "Alibaba",
+  "DigitalOcean",
+  "Dreamhost",
+  "HuaweiOBS",
+  "IONOS",
+  "LyveCloud",
+  "Netease",
+  "RackCorp",
+  "Scaleway",
+  "Storj",
+  "TencentCOS",
+  "Wasabi",
 ]);
 
 export const s3DriverOptions: readonly DriverOptionSpec[] = [

@@ -31,7 +31,9 @@ export const sftpOps = {
   /** fsync@openssh.com; rejects if unsupported. */
   fsync: (sftp: SFTPWrapper, handle: Buffer) => call<void>((cb) => sftp.ext_openssh_fsync(handle, cb)),
   write: (sftp: SFTPWrapper, handle: Buffer, data: Uint8Array, position: number) =>
-    call<void>((cb) => sftp.write(handle, Buffer.from(data.buffer, data.byteOffset, data.byteLength), 0, data.byteLength, position, (err) => cb(err, undefined))),
+    call<void>((cb) =>
+      sftp.write(handle, Buffer.from(data.buffer, data.byteOffset, data.byteLength), 0, data.byteLength, position, (err) => cb(err, undefined)),
+    ),
 };
 
 /** True when the server does not implement an extension ssh2 was asked to use. */

@@ -48,9 +48,12 @@ export class SftpSession {
   }
 
   private drop(live: Live): void {
-    void this.current?.then((l) => {
-      if (l === live) this.current = null;
-    }, () => {});
+    void this.current?.then(
+      (l) => {
+        if (l === live) this.current = null;
+      },
+      () => {},
+    );
     live.client.end();
   }
 
@@ -117,9 +120,12 @@ export class SftpSession {
     });
     // From now on a drop only means "reconnect next time"; errors must not go unhandled.
     const forget = () => {
-      void this.current?.then((l) => {
-        if (l === live) this.current = null;
-      }, () => {});
+      void this.current?.then(
+        (l) => {
+          if (l === live) this.current = null;
+        },
+        () => {},
+      );
     };
     client.on("close", forget);
     client.on("error", forget);

@@ -24,7 +24,11 @@ export class DavClient {
   ) {}
 
   async send(call: DavCall): Promise<Response> {
-    const response = await sendWithRetry(call, (c) => this.sendOnce(c), (err) => networkError(err, "WebDAV", this.settings.display));
+    const response = await sendWithRetry(
+      call,
+      (c) => this.sendOnce(c),
+      (err) => networkError(err, "WebDAV", this.settings.display),
+    );
     if ((response.status >= 200 && response.status < 300) || call.accept?.includes(response.status)) return response;
     await response.body?.cancel().catch(() => {});
     throw new WebdavRequestError(call.method, response.status, call.target);

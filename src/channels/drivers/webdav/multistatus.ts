@@ -65,6 +65,9 @@ function isSuccess(status: number): boolean {
 function isCollection(props: XmlElement[]): boolean {
   const type = props.find((p) => p.ns === DAV && p.local === "resourcetype");
   if (type && child(type, DAV, "collection")) return true;
-  const flag = props.find((p) => p.local.toLowerCase() === "iscollection")?.text.trim().toLowerCase();
+  const flag = props
+    .find((p) => p.local.toLowerCase() === "iscollection")
+    ?.text.trim()
+    .toLowerCase();
   return flag === "1" || flag === "true";
 }

@@ -32,7 +32,10 @@ function decodeSegment(segment: string): string {
 
 /** Decoded, non-empty path segments of a URL path. */
 function segmentsOf(pathname: string): string[] {
-  return pathname.split("/").filter((s) => s !== "").map(decodeSegment);
+  return pathname
+    .split("/")
+    .filter((s) => s !== "")
+    .map(decodeSegment);
 }
 
 /**
