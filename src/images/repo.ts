@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
-import { sqlTime } from "../db/time";
+import { expiryTime, sqlTime } from "../db/time";
 import { userUsage } from "../ops/repos/usage";
 import { countImages, imageConditions, whereOf, type ImageQuery } from "./repos/image-filter";
 
@@ -111,7 +111,7 @@ export class ImageRepo {
 
   /** A new lifetime counted from now (0 seconds = permanent). */
   setTtl(id: string, seconds: number, now = Date.now()): void {
-    this.db.query("UPDATE images SET expire_at = ?, ttl_seconds = ? WHERE id = ?").run(seconds ? sqlTime(now + seconds * 1000) : null, seconds || null, id);
+    this.db.query("UPDATE images SET expire_at = ?, ttl_seconds = ? WHERE id = ?").run(seconds ? expiryTime(now, seconds) : null, seconds || null, id);
   }
 
   /** Exempting takes the image off the cleanup list; un-exempting lets the next scan judge it again. */

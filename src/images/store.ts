@@ -4,7 +4,7 @@ import { recordIdempotencyKey } from "./repos/idempotency";
 import { allIntents, deleteIntent, insertIntent } from "./repos/intents";
 import { supersedeObjectKey } from "./repos/object-key";
 import { addBlobReference, blobIdByStorageKey, insertBlobRow, insertImageRow } from "./repos/references";
-import { sqlTime } from "../db/time";
+import { expiryTime, sqlTime } from "../db/time";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import { storageKeyFor, type BlobRow } from "./repo";
@@ -147,7 +147,7 @@ function insertImage(app: AppContext, blobId: number, ref: NewReference): string
     supersedeObjectKey(app.db, ref.userId, ref.objectKey);
     app.lookups.forgetAlias(ref.userId, ref.objectKey);
   }
-  const expireAt = ref.ttlSeconds ? sqlTime(now + ref.ttlSeconds * 1000) : null;
+  const expireAt = ref.ttlSeconds ? expiryTime(now, ref.ttlSeconds) : null;
   for (;;) {
     const id = newShortId();
     if (app.images.idTaken(id)) continue;

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { TokenBucketLimiter } from "../../src/auth/rate-limit";
 import { safeEqual } from "../../src/auth/secrets";
+import fc from "fast-check";
 import { BootstrapError, parseListen, readBootstrap } from "../../src/config/bootstrap";
+import { expiryTime, parseSqlTime } from "../../src/db/time";
 import { driverSiteOf } from "../../src/channels/factory";
 import { MasterKey } from "../../src/config/master-key";
 import { isSecureRequest, resolveClientAddress } from "../../src/http/request-info";
@@ -83,6 +85,20 @@ describe("small pieces", () => {
     expect(key.derive("s3", 1).equals(key.derive("s3", 2))).toBe(false);
     expect(() => MasterKey.generate().key.decrypt(sealed)).toThrow();
     expect(() => MasterKey.parse("short")).toThrow();
+  });
+
+  test("an expiry is rounded up to the second, so a TTL never ends early", () => {
+    const justBeforeASecond = Date.UTC(2026, 0, 1, 12, 0, 0, 990);
+    // 1 s from 12:00:00.990 is 12:00:01.990: stored as 12:00:02, not 12:00:01 (10 ms of life).
+    expect(expiryTime(justBeforeASecond, 1)).toBe("2026-01-01 12:00:02");
+    expect(expiryTime(Date.UTC(2026, 0, 1, 12, 0, 0, 0), 1)).toBe("2026-01-01 12:00:01");
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: 0, max: 10 * 365 * 86400 }), (now, seconds) => {
+        const life = parseSqlTime(expiryTime(now, seconds)).getTime() - now;
+        return life >= seconds * 1000 && life < seconds * 1000 + 1000;
+      }),
+      { seed: 42 },
+    );
   });
 
   test("listen address parsing", () => {

@@ -1,6 +1,6 @@
 /** SQL of public access accounting: counts, last access, cold-mark clearing and TTL renewal. */
 import type { Database } from "bun:sqlite";
-import { sqlTime } from "../../db/time";
+import { expiryTime, sqlTime } from "../../db/time";
 import { COLD_MARK } from "../cleanup-reason";
 
 /**
@@ -13,10 +13,11 @@ export function applyAccessCounts(db: Database, batch: ReadonlyMap<string, { cou
     `UPDATE images SET access_count = access_count + ?1, last_public_access_at = ?2,
        pending_cleanup = CASE WHEN ${COLD_MARK} THEN 0 ELSE pending_cleanup END,
        expire_at = CASE WHEN ?3 AND ttl_seconds IS NOT NULL AND expire_at IS NOT NULL AND expire_at > ?2
-                        THEN strftime('%Y-%m-%d %H:%M:%S', ?2, '+' || ttl_seconds || ' seconds') ELSE expire_at END
+                        THEN strftime('%Y-%m-%d %H:%M:%S', ?5, '+' || ttl_seconds || ' seconds') ELSE expire_at END
      WHERE id = ?4`,
   );
   db.transaction(() => {
-    for (const [id, { count, last }] of batch) update.run(count, sqlTime(last), renew ? 1 : 0, id);
+    // ?5: the last access rounded up to the second, so a renewed lifetime is never shorter than the TTL.
+    for (const [id, { count, last }] of batch) update.run(count, sqlTime(last), renew ? 1 : 0, id, expiryTime(last, 0));
   })();
 }

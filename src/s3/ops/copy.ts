@@ -5,7 +5,7 @@
  */
 import { basename } from "node:path";
 import type { AppContext } from "../../context";
-import { sqlTime } from "../../db/time";
+import { expiryTime, sqlTime } from "../../db/time";
 import { supersedeObjectKey } from "../../images/repos/object-key";
 import { addBlobReference, insertImageRow } from "../../images/repos/references";
 import { newShortId } from "../../images/short-id";
@@ -54,7 +54,7 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
       tokenId: req.token.id,
       fileName: basename(key).slice(0, 255),
       objectKey: key,
-      expireAt: ttl ? sqlTime(now + ttl * 1000) : null,
+      expireAt: ttl ? expiryTime(now, ttl) : null,
       ttlSeconds: ttl || null,
       createdAt: sqlTime(now),
     });
