@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { makeJpeg, sha256 } from "../helpers/images";
-import { startS3Fixture, type S3Fixture } from "./s3-setup";
+import { startS3Fixture, writeRcloneS3Config, type S3Fixture } from "./s3-setup";
 
 describe("S3 surface with rclone", () => {
   let f: S3Fixture;
@@ -36,21 +36,7 @@ describe("S3 surface with rclone", () => {
     f = await startS3Fixture();
     dir = mkdtempSync(join(tmpdir(), "kura-rclone-"));
     config = join(dir, "rclone.conf");
-    writeFileSync(
-      config,
-      [
-        "[k]",
-        "type = s3",
-        "provider = Other",
-        `access_key_id = ${f.cred.access_key_id}`,
-        `secret_access_key = ${f.cred.secret_access_key}`,
-        `endpoint = ${f.cred.endpoint}`,
-        `region = ${f.cred.region}`,
-        "force_path_style = true",
-        "",
-      ].join("\n"),
-      { mode: 0o600 },
-    );
+    writeRcloneS3Config(f, config);
   });
   afterAll(async () => {
     await f.server.dispose();

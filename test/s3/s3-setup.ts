@@ -1,4 +1,5 @@
 /** A real Kura with an upload token and its S3 credential, for the /s3/ client tests. */
+import { writeFileSync } from "node:fs";
 import { S3Client } from "@aws-sdk/client-s3";
 import { adminSession, type Session } from "../helpers/client";
 import { KuraServer } from "../helpers/server";
@@ -84,9 +85,8 @@ export async function s3User(f: S3Fixture, name: string, fields: { quota_bytes?:
   return { userId: user.id, cred };
 }
 
-/** The real rclone with a config for the fixture's credential as remote `k`; AWS_CA_BUNDLE and RCLONE_* are kept out of its environment. */
-export function rcloneFor(f: S3Fixture, configPath: string) {
-  const { writeFileSync } = require("node:fs") as typeof import("node:fs");
+/** An rclone config with one S3 remote `k:` pointing at the fixture's credential (path style). */
+export function writeRcloneS3Config(f: S3Fixture, configPath: string): void {
   writeFileSync(
     configPath,
     [
@@ -102,6 +102,11 @@ export function rcloneFor(f: S3Fixture, configPath: string) {
     ].join("\n"),
     { mode: 0o600 },
   );
+}
+
+/** The real rclone with a config for the fixture's credential as remote `k`; AWS_CA_BUNDLE and RCLONE_* are kept out of its environment. */
+export function rcloneFor(f: S3Fixture, configPath: string) {
+  writeRcloneS3Config(f, configPath);
   return async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "AWS_CA_BUNDLE" && !k.startsWith("RCLONE_")) env[k] = v;
