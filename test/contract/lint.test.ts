@@ -9,7 +9,7 @@ test("src passes scripts/lint.ts (fix the import style with `bun scripts/lint.ts
   expect(lint().map((f) => `${f.file}:${f.line} [${f.rule}] ${f.message}`)).toEqual([]);
 });
 
-// Biome (biome.json): its recommended lint rules and one formatting, over src, test, bench and scripts.
+// Biome (biome.jsonc): its recommended lint rules and one formatting, over src, test, bench and scripts.
 // `bun run format` rewrites the files; `biome ci` only checks and fails on any difference.
 test("biome ci passes (lint and format; fix with `bun run format`)", () => {
   const run = Bun.spawnSync([join(ROOT, "node_modules/.bin/biome"), "ci", "--reporter=summary", "--colors=off", "."], {
