@@ -38,8 +38,7 @@ export const NOSNIFF = "nosniff";
 
 const plain = (req: DeliveryRequest, status: number, text: string, headers: Record<string, string> = {}) => {
   headers["content-type"] = "text/plain; charset=utf-8";
-  if (req.direct) headers["x-content-type-options"] = NOSNIFF;
-  return new Response(text, { status, headers });
+  return answer(req, status, text, headers);
 };
 
 /** A delivery answer with `headers`; `length` of the body goes to Content-Length (or its HEAD stand-in). */

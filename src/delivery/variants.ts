@@ -70,12 +70,9 @@ export class VariantService {
   }
 
   async get(blob: VariantSource, width: number, format: DeliveryFormat): Promise<VariantBytes> {
+    const hot = this.hotVariant(blob.sha256, width, format);
+    if (hot) return hot;
     const key = VariantService.key(blob.sha256, width, format);
-    const hot = this.hot.get(key);
-    if (hot) {
-      this.hits.inc();
-      return { bytes: hot, size: hot.size };
-    }
     const hit = this.cache.get(key);
     const file = hit && Bun.file(hit.path);
     if (hit && file && (await file.exists())) {

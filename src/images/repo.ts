@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { expiryTime, sqlTime } from "../db/time";
 import { userUsage } from "../ops/repos/usage";
+import { newShortId } from "./short-id";
 import { countImages, imageConditions, whereOf, type ImageQuery } from "./repos/image-filter";
 
 export interface BlobRow {
@@ -101,8 +102,9 @@ export class ImageRepo {
 
   /** One page of references matching the query (newest first unless told), and how many match in all. */
   list(q: ImageQuery, page: Page): { rows: ImageView[]; total: number } {
-    const { sql, args } = imageConditions(q);
-    const total = countImages(this.db, q);
+    const conditions = imageConditions(q);
+    const { sql, args } = conditions;
+    const total = countImages(this.db, q, conditions);
     const rows = this.db
       .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${whereOf(sql)} ORDER BY ${ORDER_SQL[page.order ?? "newest"]} LIMIT ? OFFSET ?`)
       .all(...args, page.limit, page.offset);
@@ -148,9 +150,13 @@ export class ImageRepo {
     return this.db.query<ImageView, [string]>(`${IMAGE_VIEW_SQL} WHERE i.id = ?`).get(id) ?? undefined;
   }
 
-  /** Whether an image row holds this short id (a primary-key probe, not the view's join). */
-  idTaken(id: string): boolean {
-    return (this.db.query<{ one: number }, [string]>("SELECT 1 AS one FROM images WHERE id = ?").get(id) ?? null) !== null;
+  /** A new short id no image row holds yet (a primary-key probe per try, not the view's join). */
+  unusedId(): string {
+    const taken = this.db.query<{ one: number }, [string]>("SELECT 1 AS one FROM images WHERE id = ?");
+    for (;;) {
+      const id = newShortId();
+      if (!taken.get(id)) return id;
+    }
   }
 
   byObjectKey(userId: string, objectKey: string): ImageView | undefined {

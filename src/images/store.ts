@@ -8,7 +8,6 @@ import { expiryTime, sqlTime } from "../db/time";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import { storageKeyFor, type BlobRow } from "./repo";
-import { newShortId } from "./short-id";
 import type { PreparedImage } from "./upload/prepare";
 import { holdAt } from "../testing/hold-points";
 
@@ -148,23 +147,20 @@ function insertImage(app: AppContext, blobId: number, ref: NewReference): string
     app.lookups.forgetAlias(ref.userId, ref.objectKey);
   }
   const expireAt = ref.ttlSeconds ? expiryTime(now, ref.ttlSeconds) : null;
-  for (;;) {
-    const id = newShortId();
-    if (app.images.idTaken(id)) continue;
-    insertImageRow(app.db, {
-      id,
-      blobId,
-      userId: ref.userId,
-      tokenId: ref.tokenId,
-      fileName: ref.fileName,
-      objectKey: ref.objectKey,
-      expireAt,
-      ttlSeconds: ref.ttlSeconds || null,
-      createdAt: sqlTime(now),
-    });
-    if (ref.idempotencyKey) recordIdempotencyKey(app.db, ref.userId, ref.idempotencyKey, id, sqlTime(now));
-    return id;
-  }
+  const id = app.images.unusedId();
+  insertImageRow(app.db, {
+    id,
+    blobId,
+    userId: ref.userId,
+    tokenId: ref.tokenId,
+    fileName: ref.fileName,
+    objectKey: ref.objectKey,
+    expireAt,
+    ttlSeconds: ref.ttlSeconds || null,
+    createdAt: sqlTime(now),
+  });
+  if (ref.idempotencyKey) recordIdempotencyKey(app.db, ref.userId, ref.idempotencyKey, id, sqlTime(now));
+  return id;
 }
 
 /** Startup: objects written for uploads that never committed are deleted (crash safety). */

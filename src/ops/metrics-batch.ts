@@ -1,4 +1,4 @@
-import type client from "prom-client";
+import client from "prom-client";
 import { getOrCreate } from "../shared/get-or-create";
 
 /**
@@ -17,12 +17,11 @@ export interface CountHandle {
  */
 export class PendingCounter<L extends string> {
   private readonly children = new Map<string, { labels: Partial<Record<L, string>>; n: number }>();
-  private counter?: client.Counter<L>;
+  private readonly counter: client.Counter<L>;
 
-  /** Called once with the counter whose `collect` calls `flush`. */
-  attach(counter: client.Counter<L>): client.Counter<L> {
-    this.counter = counter;
-    return counter;
+  /** Registers the prom-client Counter behind it, whose `collect` hands the batch over. */
+  constructor(name: string, help: string, labelNames: readonly L[], registry: client.Registry) {
+    this.counter = new client.Counter({ name, help, labelNames, registers: [registry], collect: () => this.flush() });
   }
 
   child(labels: Partial<Record<L, string>>): CountHandle {
@@ -38,7 +37,7 @@ export class PendingCounter<L extends string> {
   flush() {
     for (const e of this.children.values()) {
       if (e.n === 0) continue;
-      this.counter?.inc(e.labels, e.n);
+      this.counter.inc(e.labels, e.n);
       e.n = 0;
     }
   }

@@ -6,16 +6,7 @@ export function createMetrics() {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   // Counted on every request: batched (see metrics-batch.ts), same exposition as before.
-  const httpCounts = new PendingCounter<"method" | "route" | "status">();
-  httpCounts.attach(
-    new client.Counter({
-      name: "kura_http_requests_total",
-      help: "HTTP 请求数（按路由模板）",
-      labelNames: ["method", "route", "status"] as const,
-      registers: [registry],
-      collect: () => httpCounts.flush(),
-    }),
-  );
+  const httpCounts = new PendingCounter("kura_http_requests_total", "HTTP 请求数（按路由模板）", ["method", "route", "status"] as const, registry);
   const httpDuration = new FastHistogram(
     "kura_http_request_duration_seconds",
     "HTTP 请求耗时（秒）",
@@ -36,16 +27,7 @@ export function createMetrics() {
     labelNames: ["channel", "result"] as const,
     registers: [registry],
   });
-  const variantLookups = new PendingCounter<"result">();
-  variantLookups.attach(
-    new client.Counter({
-      name: "kura_variant_lookups_total",
-      help: "变体缓存查找次数",
-      labelNames: ["result"] as const,
-      registers: [registry],
-      collect: () => variantLookups.flush(),
-    }),
-  );
+  const variantLookups = new PendingCounter("kura_variant_lookups_total", "变体缓存查找次数", ["result"] as const, registry);
   const variantRenders = new client.Counter({
     name: "kura_variant_renders_total",
     help: "实际执行的变体生成（编码）次数",

@@ -22,16 +22,7 @@ function reference() {
 
 function batched() {
   const registry = new client.Registry();
-  const pending = new PendingCounter<"method" | "route" | "status">();
-  pending.attach(
-    new client.Counter({
-      name: "t_requests_total",
-      help: "h",
-      labelNames: ["method", "route", "status"] as const,
-      registers: [registry],
-      collect: () => pending.flush(),
-    }),
-  );
+  const pending = new PendingCounter("t_requests_total", "h", ["method", "route", "status"] as const, registry);
   const histogram = new FastHistogram("t_seconds", "h", ["method", "route"], BOUNDS, registry);
   return {
     registry,

@@ -58,10 +58,13 @@ export function imageConditions(q: ImageQuery): { sql: string[]; args: (string |
 
 export const whereOf = (sql: string[]) => (sql.length ? `WHERE ${sql.join(" AND ")}` : "");
 
-/** How many images match; without filters other than the owner, the usage rollup answers, not a scan. */
-export function countImages(db: Database, q: ImageQuery): number {
+/**
+ * How many images match; without filters other than the owner, the usage rollup answers, not a
+ * scan. `conditions` are the query's own `imageConditions`, which the caller builds for its page anyway.
+ */
+export function countImages(db: Database, q: ImageQuery, conditions: ReturnType<typeof imageConditions>): number {
   const onlyOwner = !q.search && q.tokenId === undefined && !q.since && !q.until && !q.exempt;
   if (onlyOwner) return q.userId === undefined ? libraryUsage(db).images : userUsage(db, q.userId).images;
-  const { sql, args } = imageConditions(q);
+  const { sql, args } = conditions;
   return db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${whereOf(sql)}`).get(...args)!.n;
 }

@@ -34,8 +34,9 @@ export function decodeCursor(text: string): Position {
 }
 
 export function listImages(db: Database, filter: ImageQuery, paging: { pageSize: number; offset: number; cursor?: string }): ImageListPage {
-  const { sql, args } = imageConditions(filter);
-  const total = countImages(db, filter);
+  const conditions = imageConditions(filter);
+  const { sql, args } = conditions;
+  const total = countImages(db, filter, conditions);
   const pageSql = [...sql];
   const pageArgs = [...args];
   if (paging.cursor !== undefined) {

@@ -8,7 +8,6 @@ import type { AppContext } from "../../context";
 import { expiryTime, sqlTime } from "../../db/time";
 import { supersedeObjectKey } from "../../images/repos/object-key";
 import { addBlobReference, insertImageRow } from "../../images/repos/references";
-import { newShortId } from "../../images/short-id";
 import { quotaFull } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";
 import { md5Of, objectByKey, parseMeta, setObjectMeta, type S3Object } from "../object-repo";
@@ -45,8 +44,7 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
     if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
     supersedeObjectKey(app.db, req.user.id, key);
     addBlobReference(app.db, source.blob_id);
-    let fresh = newShortId();
-    while (app.images.idTaken(fresh)) fresh = newShortId();
+    const fresh = app.images.unusedId();
     insertImageRow(app.db, {
       id: fresh,
       blobId: source.blob_id,
