@@ -33,7 +33,7 @@ export class ChannelRegistry {
     private readonly log: Logger,
     private readonly metrics: Metrics,
     /** Deployment facts every driver gets: where a relative local path lies, the peer timeout. */
-    private readonly site: DriverSite,
+    readonly site: DriverSite,
     /** Applied to every driver built (the crypt layer for encrypted channels). */
     private readonly wrap: DriverWrapper = (_row, driver) => driver,
   ) {

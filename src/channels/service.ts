@@ -13,7 +13,7 @@ import { startBackfill } from "./backfill";
 import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-layer";
 import type { Driver } from "./driver";
 import { resolveLocalPath } from "./drivers/local";
-import { createDriver, driverOptionSpecs, driverSiteOf, type DriverSite } from "./factory";
+import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
@@ -121,7 +121,7 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
   checkAutoCreate(source, input.auto_create_bucket);
   if (nameTaken(app, input.name)) throw new Conflict("已存在同名存储渠道");
 
-  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: driverSiteOf(app.bootstrap) });
+  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: app.channels.site });
 
   let id: number;
   try {
@@ -167,7 +167,7 @@ export async function testChannel(app: AppContext, input: TestChannelInput): Pro
     encrypted,
     autoCreateBucket: input.auto_create_bucket ?? false,
     crypt: row?.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
-    site: driverSiteOf(app.bootstrap),
+    site: app.channels.site,
   });
   const result: { ok: boolean; error?: string; token?: string } =
     outcome.failure === null ? { ok: true } : { ok: false, error: `存储渠道探测失败：${outcome.failure}` };
@@ -198,7 +198,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
       encrypted: !!row.encrypted,
       autoCreateBucket: input.auto_create_bucket ?? false,
       crypt: row.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
-      site: driverSiteOf(app.bootstrap),
+      site: app.channels.site,
     });
   }
   const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);
