@@ -61,6 +61,10 @@ function auditSection(users: User[]): HTMLElement {
     h("datalist", { id: "audit-actions" }, ...KNOWN_ACTIONS.map((a) => h("option", { value: a }))),
   );
 
+  const show = (p: number) => {
+    page = p;
+    void load();
+  };
   const load = async () => {
     error.textContent = "";
     try {
@@ -92,25 +96,16 @@ function auditSection(users: User[]): HTMLElement {
             )
           : [messageRow(5, "没有符合条件的记录")]),
       );
-      renderPager(pager, page, pages, (p) => {
-        page = p;
-        void load();
-      });
+      renderPager(pager, page, pages, show);
     } catch (err) {
       error.textContent = errorText(err);
     }
   };
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    page = 1;
-    void load();
+    show(1);
   });
-  form.addEventListener("reset", () =>
-    setTimeout(() => {
-      page = 1;
-      void load();
-    }),
-  );
+  form.addEventListener("reset", () => setTimeout(() => show(1)));
   void load();
   return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "审计日志"), count), form, error, h("div", { class: "table-wrap" }, table), pager);
 }
@@ -126,6 +121,10 @@ function alertSection(): HTMLElement {
     h("option", { value: "open" }, "未解除"),
     h("option", { value: "resolved" }, "已解除"),
   );
+  const show = (p: number) => {
+    page = p;
+    void load();
+  };
   const load = async () => {
     try {
       // Open alerts come unpaged without `status`; the full history is paged.
@@ -151,18 +150,12 @@ function alertSection(): HTMLElement {
             )
           : [messageRow(6, "没有告警")]),
       );
-      renderPager(pager, page, status.value === "open" ? 1 : Math.max(1, Math.ceil(data.total / PAGE_SIZE)), (p) => {
-        page = p;
-        void load();
-      });
+      renderPager(pager, page, status.value === "open" ? 1 : Math.max(1, Math.ceil(data.total / PAGE_SIZE)), show);
     } catch (err) {
       replace(tbody, messageRow(6, `加载失败：${errorText(err)}`, "error"));
     }
   };
-  status.addEventListener("change", () => {
-    page = 1;
-    void load();
-  });
+  status.addEventListener("change", () => show(1));
   void load();
   return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "告警历史"), status), h("div", { class: "table-wrap" }, table), pager);
 }

@@ -153,6 +153,10 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
       h("td", null, fmtTime(i.created_at)),
     );
   };
+  const show = (p: number) => {
+    page = p;
+    void load();
+  };
   const load = async (): Promise<void> => {
     try {
       const data = await api<Page<CleanupItem>>("GET", `/api/admin/cleanup?page=${page}&page_size=${PAGE_SIZE}`);
@@ -163,10 +167,7 @@ function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLEleme
       }
       count.textContent = `${data.total} 张`;
       replace(tbody, ...(data.items.length ? data.items.map(row) : [messageRow(7, "没有待清理的图片")]));
-      renderPager(pager, page, pages, (p) => {
-        page = p;
-        void load();
-      });
+      renderPager(pager, page, pages, show);
     } catch (err) {
       replace(tbody, messageRow(7, `加载失败：${errorText(err)}`, "error"));
     }
