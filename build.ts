@@ -101,7 +101,9 @@ async function main(): Promise<void> {
   const builtAt = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 
   const result = await Bun.build({
-    entrypoints: [entry],
+    // Delivery threads run this file as a Worker: a compiled executable only carries Worker
+    // entries listed here (src/http/threads/pool.ts starts it).
+    entrypoints: [entry, join(ROOT, "src", "http", "threads", "front-worker.ts")],
     compile: {
       outfile,
       // A server's behaviour must not depend on stray files in its working directory

@@ -4,6 +4,8 @@ import type { Bootstrap } from "./config/bootstrap";
 import { MAX_UPLOAD_MB_LIMIT } from "./config/settings-schema";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
+import { assertPortFree } from "./http/threads/port";
+import { DeliveryThreadPool } from "./http/threads/pool";
 import { jsonError } from "./http/errors";
 import { resumeInterruptedBackup } from "./ops/backups";
 import { DataDirError, lockDataDir } from "./datadir/lock";
@@ -46,15 +48,19 @@ export async function serve(boot: Bootstrap): Promise<number> {
     stopping = true;
     void shutdown(reason);
   });
-  const router = createRouter(app);
+  const entry = createFetchHandler(app, createRouter(app));
+  const threads = new DeliveryThreadPool(app, entry, boot.deliveryThreads);
   let server: ReturnType<typeof Bun.serve>;
   try {
+    // SO_REUSEPORT would let a second server take the port silently: make sure it is free first.
+    if (threads.enabled) assertPortFree(boot.listen);
     server = Bun.serve({
       hostname: boot.listen.hostname,
       port: boot.listen.port,
+      reusePort: threads.enabled,
       maxRequestBodySize: MAX_REQUEST_BODY,
       idleTimeout: 120,
-      fetch: createFetchHandler(app, router),
+      fetch: entry.fetch,
       error: () => jsonError(500, "服务器内部错误"),
     });
   } catch (err) {
@@ -62,6 +68,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     db.close();
     return 1;
   }
+  threads.attach({ hostname: boot.listen.hostname, port: server.port!, maxRequestBodySize: MAX_REQUEST_BODY });
   app.jobs.adoptOrphans();
   app.jobs.start();
   resolveBackupAlertAtStart(app);
@@ -80,6 +87,8 @@ export async function serve(boot: Bootstrap): Promise<number> {
   /** Stop accepting, finish in-flight requests, loops and jobs, flush counters, close the DB. */
   async function shutdown(reason: string) {
     log.info("正在优雅关闭", { reason });
+    // Threads first: what they hand over still needs the main thread.
+    await threads.stop();
     await server.stop(false);
     await Promise.all(loops.map((l) => l.stop()));
     await app.jobs.stop({ deadlineMs: 30_000 });

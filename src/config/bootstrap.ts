@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { LOOPBACK_AND_PRIVATE, parseAddressSet, type AddressSet } from "../net/cidr";
 
@@ -19,6 +20,26 @@ export interface Bootstrap {
   cdnApiBase: string;
   /** `KURA_CHANNEL_TIMEOUT_MS`: the deadline for one answer of a network channel's peer; undefined = the drivers' 30 s. */
   channelTimeoutMs: number | undefined;
+  /** `KURA_DELIVERY_THREADS`: extra threads serving `/i/` beside the main thread (threads/README in ARCHITECTURE.md). */
+  deliveryThreads: DeliveryThreads;
+}
+
+/**
+ * `auto` (default): on a machine with more than one core, up to 3 threads, started the first
+ * time `/i/` traffic is busy (an idle server stays as small as one thread); a number: that many,
+ * started at once; 0: the main thread serves everything.
+ */
+export type DeliveryThreads = { count: number; eager: boolean };
+
+export const MAX_DELIVERY_THREADS = 16;
+
+export function parseDeliveryThreads(value: string | undefined, cores: number): DeliveryThreads {
+  const text = value?.trim().toLowerCase() || "auto";
+  if (text === "auto") return { count: Math.max(0, Math.min(3, cores - 1)), eager: false };
+  if (!/^\d{1,2}$/.test(text) || Number(text) > MAX_DELIVERY_THREADS) {
+    throw new BootstrapError(`KURA_DELIVERY_THREADS 必须是 auto 或 0 到 ${MAX_DELIVERY_THREADS} 之间的整数: ${value}`);
+  }
+  return { count: Number(text), eager: true };
 }
 
 export const DEFAULT_CDN_API_BASE = "https://api.cloudflare.com/client/v4";
@@ -70,5 +91,6 @@ export function readBootstrap(env: Record<string, string | undefined> = process.
     webhookAllow: addressSet("KURA_WEBHOOK_ALLOW", env.KURA_WEBHOOK_ALLOW ?? ""),
     cdnApiBase: cdnApiBase(env.KURA_CDN_API_BASE),
     channelTimeoutMs: channelTimeoutMs(env.KURA_CHANNEL_TIMEOUT_MS),
+    deliveryThreads: parseDeliveryThreads(env.KURA_DELIVERY_THREADS, availableParallelism()),
   };
 }

@@ -14,11 +14,16 @@ export class AccessBuffer {
   ) {}
 
   record(imageId: string, now = Date.now()) {
+    this.add(imageId, 1, now);
+  }
+
+  /** `count` accesses, the last at `last` (a delivery thread's report). */
+  add(imageId: string, count: number, last: number) {
     const entry = this.pending.get(imageId);
     if (entry) {
-      entry.count++;
-      entry.last = now;
-    } else this.pending.set(imageId, { count: 1, last: now });
+      entry.count += count;
+      entry.last = Math.max(entry.last, last);
+    } else this.pending.set(imageId, { count, last });
   }
 
   /**

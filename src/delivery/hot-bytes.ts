@@ -1,3 +1,11 @@
+/** In-memory budget for hot image bytes (per thread that serves them). */
+export const HOT_BYTES_BUDGET = 64 * 1024 * 1024;
+
+/** Key of a variant's bytes; an original's key is its sha256, so `deletePrefix(sha256)` drops a blob's all. */
+export function variantKey(sha256: string, width: number, format: string): string {
+  return `${sha256}-${width}-${format}`;
+}
+
 /**
  * A small in-memory LRU of hot image bytes (originals and variants). Content behind a
  * key never changes (originals are content-addressed blobs, variants are derived from

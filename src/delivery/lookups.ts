@@ -13,6 +13,8 @@ const MAX_ENTRIES = 20_000;
 export class DeliveryLookups {
   private readonly views = new Map<string, { view: ImageView; at: number }>();
   private readonly aliases = new Map<string, { id: string; at: number }>();
+  /** Told of every forget (the delivery threads keep lookups of their own). */
+  private watcher: ((change: { image?: string; alias?: [string, string] }) => void) | undefined;
 
   constructor(
     private readonly images: ImageRepo,
@@ -46,11 +48,17 @@ export class DeliveryLookups {
   /** An image changed or is gone. */
   forget(id: string) {
     this.views.delete(id);
+    this.watcher?.({ image: id });
   }
 
   /** An alias was re-pointed. */
   forgetAlias(userId: string, objectKey: string) {
     this.aliases.delete(`${userId}\0${objectKey}`);
+    this.watcher?.({ alias: [userId, objectKey] });
+  }
+
+  watch(watcher: (change: { image?: string; alias?: [string, string] }) => void) {
+    this.watcher = watcher;
   }
 
   private remember<V>(map: Map<string, V>, key: string, value: V) {

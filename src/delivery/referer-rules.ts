@@ -9,6 +9,7 @@ export type { RefererRule };
  */
 export class RefererRules {
   private patterns: string[] = [];
+  private watcher: ((patterns: readonly string[]) => void) | undefined;
 
   constructor(private readonly db: Database) {
     this.refresh();
@@ -35,7 +36,13 @@ export class RefererRules {
     return removed;
   }
 
+  /** Told of every change (the delivery threads keep a copy). */
+  watch(watcher: (patterns: readonly string[]) => void) {
+    this.watcher = watcher;
+  }
+
   private refresh() {
     this.patterns = refererPatterns(this.db);
+    this.watcher?.(this.patterns);
   }
 }

@@ -3,26 +3,18 @@ import type { BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
 import type { Metrics } from "../ops/metrics";
 import type { CountHandle } from "../ops/metrics-batch";
-import { HotBytes } from "./hot-bytes";
+import { HOT_BYTES_BUDGET, HotBytes, variantKey } from "./hot-bytes";
+import { HOT_ITEM_MAX, type VariantBytes } from "./pipeline";
+
+export type { VariantBytes };
 import { SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
 import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
 import { VariantCache } from "./variant-cache";
 
-export interface VariantBytes {
-  /** A cached file to stream, or the bytes (in memory when hot or not kept on disk). */
-  path?: string;
-  bytes?: Blob;
-  size: number;
-}
-
 /** What a variant needs to know about its blob. */
 export type VariantSource = Pick<BlobRow, "id" | "sha256" | "storage_key">;
-
-/** In-memory budget for hot image bytes, and the largest single item kept there. */
-export const HOT_BYTES_BUDGET = 64 * 1024 * 1024;
-export const HOT_ITEM_MAX = 2 * 1024 * 1024;
 
 /**
  * Produces resized/converted variants: disk cache first (LRU under variants_cache_mb),
@@ -58,7 +50,7 @@ export class VariantService {
   }
 
   static key(sha256: string, width: number, format: string): string {
-    return `${sha256}-${width}-${format}`;
+    return variantKey(sha256, width, format);
   }
 
   /** A variant already in memory (counted as a cache hit), without a promise; undefined otherwise. */
@@ -123,9 +115,13 @@ export class VariantService {
     return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes: body, size: bytes.length };
   }
 
+  /** Told of every dropped blob (the delivery threads keep hot bytes of their own). */
+  onBlobDropped: ((sha256: string) => void) | undefined;
+
   /** Drops every cached variant of a blob (physical delete). */
   async dropBlob(sha256: string) {
     this.hot.deletePrefix(sha256);
+    this.onBlobDropped?.(sha256);
     await this.cache.deletePrefix(sha256);
   }
 }

@@ -116,16 +116,32 @@ function requestMeters(app: AppContext) {
   };
 }
 
+/** The HTTP entry points of the main thread (serve.ts wires them to listeners). */
+export interface HttpEntry {
+  /** Bun.serve's fetch for the public listener. */
+  fetch: (received: Request, server: Server<undefined>) => Response | Promise<Response>;
+  /**
+   * A request a delivery thread handed over (threads/pool.ts): `peer` is the TCP peer the
+   * thread saw, `counted` says the thread already counted the image access.
+   */
+  handedOver: (received: Request, peer: string, counted: boolean) => Response | Promise<Response>;
+  /** Records an `/i/` answer a delivery thread gave itself, in the same request metrics. */
+  observeImage: (method: string, status: number, seconds: number) => void;
+  /** Calls `listener` with the start time of every fast-path `/i/` request (the threads' load trigger). */
+  watchDeliveries: (listener: (started: number) => void) => void;
+}
+
 /**
  * The Bun.serve fetch handler around the router: resolves the client address once,
  * records request metrics by route template, and adds nosniff to every response.
  * `/i/` delivery skips the router and the client address (see image-fast-path.ts).
  */
-export function createFetchHandler(app: AppContext, router: Router) {
+export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
   const routes = buildRouteTable(router.routes.map((r) => ({ method: r.method, path: r.path })));
   const meters = requestMeters(app);
   const hintProxy = proxyMisconfigurationHint(app.bootstrap.trustedProxies, app.log);
   const fastImage = imageFastPath(app);
+  let onDelivery: ((started: number) => void) | undefined;
 
   /** Headers every response gets, then the metrics. */
   const finish = (request: Request, path: string, response: Response, route: string | undefined, started: number) => {
@@ -142,8 +158,7 @@ export function createFetchHandler(app: AppContext, router: Router) {
     return response;
   };
 
-  const routed = async (received: Request, server: Server<undefined>, started: number): Promise<Response> => {
-    const peer = server.requestIP(received)?.address ?? "";
+  const routed = async (received: Request, peer: string, started: number): Promise<Response> => {
     // From here on the router, the body cap, the S3 surface and the metrics share one path.
     const request = routableRequest(received);
     const path = rawTarget(request.url).path;
@@ -172,26 +187,36 @@ export function createFetchHandler(app: AppContext, router: Router) {
   /** Fast-path answers carry nosniff and their real length already: only the metrics are left. */
   const finishImage = (request: Request, response: Response, started: number) => {
     meters.observe(request.method, IMAGE_ROUTE, response.status, (performance.now() - started) / 1000);
+    onDelivery?.(started);
     return response;
   };
 
-  return (received: Request, server: Server<undefined>): Response | Promise<Response> => {
+  const handle = (received: Request, peerOf: () => string, counted: boolean): Response | Promise<Response> => {
     const started = performance.now();
     const { path, query } = rawTarget(received.url);
     let delivered: Response | Promise<Response> | undefined;
     try {
-      delivered = fastImage(received, path, query);
+      delivered = fastImage(received, path, query, counted);
     } catch (err) {
       return finish(received, path, errorAnswer(app, received, err), IMAGE_ROUTE, started);
     }
-    if (!delivered) return routed(received, server, started);
+    if (!delivered) return routed(received, peerOf(), started);
     // The one-time reverse-proxy hint needs the peer only when the header is there.
-    if (received.headers.has("x-forwarded-for")) hintProxy(server.requestIP(received)?.address ?? "", received.headers);
+    if (received.headers.has("x-forwarded-for")) hintProxy(peerOf(), received.headers);
     // A hot image is answered synchronously: no promise, no extra turn of the microtask queue.
     if (delivered instanceof Response) return finishImage(received, delivered, started);
     return delivered.then(
       (response) => finishImage(received, response, started),
       (err: unknown) => finish(received, path, errorAnswer(app, received, err), IMAGE_ROUTE, started),
     );
+  };
+
+  return {
+    fetch: (received, server) => handle(received, () => server.requestIP(received)?.address ?? "", false),
+    handedOver: (received, peer, counted) => handle(received, () => peer, counted),
+    observeImage: (method, status, seconds) => meters.observe(method, IMAGE_ROUTE, status, seconds),
+    watchDeliveries: (listener) => {
+      onDelivery = listener;
+    },
   };
 }

@@ -1,9 +1,8 @@
 import type { AppContext } from "../context";
+import { fastImageSegment, imageBySegment, NOT_FAST } from "../delivery/fast-path";
 import { serveImage } from "../delivery/serve-image";
-import { imageByIdSegment } from "./routes/public";
 
-/** The route template metrics record for `/i/` requests (the router's own path for them). */
-export const IMAGE_ROUTE = "/i/:id";
+export { IMAGE_ROUTE } from "../delivery/fast-path";
 
 /**
  * `GET`/`HEAD /i/<segment>` answered without the general router: public delivery is the
@@ -13,24 +12,12 @@ export const IMAGE_ROUTE = "/i/:id";
  * undefined for anything the router must see (other paths, a body, a nested path).
  * The answer is a plain Response when the row and the bytes are in memory (no promise), and
  * already carries nosniff and its HEAD length (`direct`). Throws for a bad `w`/`format`.
+ * `counted`: a delivery thread handed the request over and already counted the access.
  */
 export function imageFastPath(app: AppContext) {
-  return (request: Request, path: string, query: string): Response | Promise<Response> | undefined => {
-    const method = request.method;
-    if ((method !== "GET" && method !== "HEAD") || !path.startsWith("/i/") || request.body) return undefined;
-    const raw = path.slice(3);
-    if (raw === "" || raw.includes("/")) return undefined;
-    const segment = decodeSegment(raw);
-    return serveImage(app, { area: "i", request, isPublic: true, direct: true, query, lookup: () => imageByIdSegment(app, segment) });
+  return (request: Request, path: string, query: string, counted = false): Response | Promise<Response> | undefined => {
+    const segment = fastImageSegment(request, path);
+    if (segment === NOT_FAST) return undefined;
+    return serveImage(app, { area: "i", request, isPublic: true, direct: true, counted, query, lookup: () => imageBySegment(app.lookups, segment) });
   };
-}
-
-/** Like the router: a segment that is not valid percent-encoding becomes no parameter (a plain 404). */
-function decodeSegment(raw: string): string | undefined {
-  if (!raw.includes("%")) return raw;
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return undefined;
-  }
 }

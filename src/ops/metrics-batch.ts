@@ -8,6 +8,8 @@ import { getOrCreate } from "../shared/get-or-create";
  */
 export interface CountHandle {
   inc(): void;
+  /** Adds `n` at once (counts reported by a delivery thread). */
+  add(n: number): void;
 }
 
 /**
@@ -27,7 +29,12 @@ export class PendingCounter<L extends string> {
   child(labels: Partial<Record<L, string>>): CountHandle {
     const key = Object.values(labels).join("\u0000");
     const e = getOrCreate(this.children, key, () => ({ labels, n: 0 }));
-    return { inc: () => void e.n++ };
+    return {
+      inc: () => void e.n++,
+      add: (n: number) => {
+        e.n += n;
+      },
+    };
   }
 
   inc(labels: Partial<Record<L, string>>) {

@@ -34,7 +34,28 @@ export function createMetrics() {
     labelNames: ["format", "result"] as const,
     registers: [registry],
   });
-  return { registry, httpCounts, httpDuration, uploadDuration, channelPuts, variantLookups, variantRenders };
+  // Answers a delivery thread gave from its own memory (everything else it hands to the main thread).
+  const threadAnswers = new PendingCounter("kura_delivery_thread_answers_total", "投递线程直接给出的 /i/ 应答数（按线程）", ["thread"] as const, registry);
+  const deliveryThreads = new client.Gauge({ name: "kura_delivery_threads", help: "正在运行的投递线程数（不含主线程）", registers: [registry] });
+  /** Run (and awaited) before each scrape: the delivery threads hand in their counts, so a scrape shows every answer given before it. */
+  const beforeScrape = new Set<() => Promise<void>>();
+  const scrape = async () => {
+    await Promise.all([...beforeScrape].map((gather) => gather()));
+    return registry.metrics();
+  };
+  return {
+    registry,
+    scrape,
+    beforeScrape,
+    httpCounts,
+    httpDuration,
+    uploadDuration,
+    channelPuts,
+    variantLookups,
+    variantRenders,
+    threadAnswers,
+    deliveryThreads,
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

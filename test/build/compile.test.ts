@@ -143,12 +143,13 @@ describe("compiled executable (dist/kura)", () => {
     expect(readdirSync(join(tmp, fallback!))[0]).toStartWith("native-sharp-");
   });
 
-  test("serve answers /healthz and exits cleanly on SIGTERM", async () => {
+  test("serve answers /healthz (also through its delivery thread) and exits cleanly on SIGTERM", async () => {
     const port = await freePort();
     const dataDir = join(work, "data");
     const proc = Bun.spawn([join(binDir, "kura"), "serve"], {
       cwd: binDir,
-      env: scrubbedEnv({ KURA_LISTEN: `127.0.0.1:${port}`, KURA_DATA_DIR: dataDir }),
+      // The delivery thread is a second entry point of the build (build.ts): it must start from inside the binary.
+      env: scrubbedEnv({ KURA_LISTEN: `127.0.0.1:${port}`, KURA_DATA_DIR: dataDir, KURA_DELIVERY_THREADS: "1" }),
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -179,11 +180,15 @@ describe("compiled executable (dist/kura)", () => {
       expect(docsScript.status).toBe(200);
       const installed = Bun.file(join(import.meta.dir, "..", "..", "node_modules", "@scalar", "api-reference", "dist", "browser", "standalone.js"));
       expect((await docsScript.arrayBuffer()).byteLength).toBe(installed.size);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain("\nkura_delivery_threads 1\n");
+      for (let i = 0; i < 16; i++) expect((await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { connection: "close" } })).status).toBe(200);
       proc.kill("SIGTERM");
       const code = await proc.exited;
       if (code !== 0) console.error(await stderr);
       expect(proc.signalCode).toBeNull();
       expect(code).toBe(0);
+      expect(await stderr).toContain("投递线程已启动");
     } finally {
       if (proc.exitCode === null) proc.kill("SIGKILL");
     }

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { serveImage } from "../../delivery/serve-image";
-import { imageExtension } from "../../shared/links";
+import { imageBySegment } from "../../delivery/fast-path";
 import { sessionRoutes } from "../guard";
 
 /** `/o/<user_id>/<object_key…>` → the two parts, percent-decoded per segment. */
@@ -22,22 +22,8 @@ function splitAlias(rest: string): { userId: string; key: string } | undefined {
   }
 }
 
-/**
- * `/i/<id>` or `/i/<id>.<ext>`: the extension form (for forums that want one) is the same
- * image, but only with the image's own extension, so each image has exactly one such URL
- * (and the CDN purge knows it).
- */
-export function imageByIdSegment(app: AppContext, segment: string | undefined) {
-  // The router leaves the parameter empty when the segment is not valid percent-encoding.
-  if (typeof segment !== "string") return undefined;
-  const dot = segment.indexOf(".");
-  if (dot < 0) return app.lookups.byId(segment);
-  const view = app.lookups.byId(segment.slice(0, dot));
-  return view && imageExtension(view.mime) === segment.slice(dot + 1) ? view : undefined;
-}
-
 export function publicRoutes(app: AppContext) {
-  const byId = (request: Request, id: string) => serveImage(app, { area: "i", request, isPublic: true, lookup: () => imageByIdSegment(app, id) });
+  const byId = (request: Request, id: string) => serveImage(app, { area: "i", request, isPublic: true, lookup: () => imageBySegment(app.lookups, id) });
   const byAlias = (request: Request, rest: string) =>
     serveImage(app, {
       area: "o",

@@ -11,7 +11,7 @@ export function systemRoutes(app: AppContext) {
       .get("/healthz", () => new Response("ok", { headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" } }))
       .get("/metrics", async ({ request }) => {
         if (!app.bootstrap.metricsAllow.has(requestInfo(request).client)) throw forbidden("不允许从该地址访问监控指标");
-        const body = await app.metrics.registry.metrics();
+        const body = await app.metrics.scrape();
         return new Response(body, { headers: { "content-type": app.metrics.registry.contentType, "cache-control": "no-store" } });
       })
       .get(

@@ -1,0 +1,220 @@
+// Delivery threads (README "Delivery threads"): with KURA_DELIVERY_THREADS a Worker listens on the
+// public port beside the main thread and the kernel spreads connections over both. Every request
+// here goes on a fresh connection (Connection: close), so each test's requests land on both
+// threads; the thread's own answers are visible in kura_delivery_thread_answers_total.
+import { describe, expect, test } from "bun:test";
+import { adminSession, expectError } from "../helpers/client";
+import { useAdmin, useServer } from "../helpers/fixture";
+import { form, makePng } from "../helpers/images";
+import { metricValue } from "../helpers/metrics";
+import { KuraServer } from "../helpers/server";
+
+const FRESH = { connection: "close" };
+const THREAD_ANSWERS = 'kura_delivery_thread_answers_total{thread="1"}';
+
+/** `n` requests, each on its own connection, in small parallel groups. */
+async function many(n: number, request: (i: number) => Promise<Response>): Promise<Response[]> {
+  const out: Response[] = [];
+  for (let i = 0; i < n; i += 8) {
+    const group = await Promise.all(Array.from({ length: Math.min(8, n - i) }, (_, j) => request(i + j)));
+    out.push(...group);
+  }
+  return out;
+}
+
+/** Waits until a thread's report (sent at most REPORT_WINDOW_MS after its answers) reached the main thread's books. */
+async function settled<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 3000;
+  let value = await read();
+  while (!done(value) && Date.now() < deadline) {
+    await Bun.sleep(25);
+    value = await read();
+  }
+  return value;
+}
+
+describe("with one delivery thread", () => {
+  const { server, admin } = useAdmin({ env: { KURA_DELIVERY_THREADS: "1" } });
+
+  const upload = async (seed: number) => {
+    await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 10_000, exif_policy: "passthrough", process_widths: [32, 640] });
+    const png = await makePng(64, 48, seed);
+    const up = await admin.json("POST", "/api/admin/upload", form(png, `t${seed}.png`));
+    return { id: up.id as string, png };
+  };
+
+  test("the thread answers /i/ from memory with the same bytes and headers as the main thread", async () => {
+    const { id, png } = await upload(1);
+    const before = await metricValue(server.url(""), THREAD_ANSWERS);
+    const answers = await many(48, () => fetch(server.url(`/i/${id}`), { headers: FRESH }));
+    const shapes = new Set<string>();
+    for (const res of answers) {
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from(png))).toBe(true);
+      shapes.add(["etag", "cache-control", "content-type", "x-content-type-options", "accept-ranges"].map((h) => res.headers.get(h)).join("|"));
+    }
+    expect(shapes.size).toBe(1);
+    const served = await settled(
+      () => metricValue(server.url(""), THREAD_ANSWERS),
+      (n) => n > before,
+    );
+    // The first request a thread gets for an image is handed over (its answer fills the thread's memory).
+    expect(served - before).toBeGreaterThan(0);
+    expect(served - before).toBeLessThan(48);
+    expect(await metricValue(server.url(""), "kura_delivery_threads")).toBe(1);
+  });
+
+  test("HEAD lengths, 304s, ranges and variants are the same on either thread", async () => {
+    const { id, png } = await upload(2);
+    const etag = (await fetch(server.url(`/i/${id}`))).headers.get("etag")!;
+    for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { method: "HEAD", headers: FRESH }))) {
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-length")).toBe(String(png.byteLength));
+    }
+    for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { headers: { ...FRESH, "if-none-match": etag } }))) {
+      expect(res.status).toBe(304);
+    }
+    for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { headers: { ...FRESH, range: "bytes=0-9" } }))) {
+      expect(res.status).toBe(206);
+      expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from(png.subarray(0, 10)))).toBe(true);
+    }
+    const variants = await many(16, () => fetch(server.url(`/i/${id}?w=32`), { headers: { ...FRESH, accept: "image/webp" } }));
+    const bodies = new Set<string>();
+    for (const res of variants) {
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("image/webp");
+      bodies.add(Buffer.from(await res.arrayBuffer()).toString("base64"));
+    }
+    expect(bodies.size).toBe(1);
+    // A bad parameter is the main thread's JSON 400 whichever thread got it.
+    for (const res of await many(8, () => fetch(server.url(`/i/${id}?w=abc`), { headers: FRESH }))) await expectError(res, 400);
+  });
+
+  test("every GET a thread answers is counted once, none twice", async () => {
+    await admin.json("PUT", "/api/admin/config", { activity_flush_seconds: 1 });
+    const { id } = await upload(3);
+    await many(40, () => fetch(server.url(`/i/${id}`), { headers: FRESH }));
+    await many(10, () => fetch(server.url(`/i/${id}`), { method: "HEAD", headers: FRESH })); // HEAD does not count
+    const image = await settled(
+      () => admin.json("GET", `/api/admin/images/${id}`),
+      (d) => d.access_count >= 40,
+    );
+    await Bun.sleep(1300); // one more flush: a double count would show now
+    expect((await admin.json("GET", `/api/admin/images/${id}`)).access_count).toBe(40);
+    expect(image.access_count).toBe(40);
+  });
+
+  test("a deleted image is not served by any thread once the DELETE has answered", async () => {
+    const { id } = await upload(4);
+    await many(24, () => fetch(server.url(`/i/${id}`), { headers: FRESH })); // hot on both threads
+    const del = await admin.request("DELETE", `/api/admin/images/${id}`);
+    expect(del.status).toBeLessThan(300);
+    for (const res of await many(48, () => fetch(server.url(`/i/${id}`), { headers: FRESH }))) expect(res.status).toBe(404);
+  });
+
+  test("a hotlink rule change applies on every thread to the very next request", async () => {
+    const { id } = await upload(5);
+    const foreign = { ...FRESH, referer: "https://elsewhere.example/page" };
+    for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { headers: foreign }))) expect(res.status).toBe(200);
+    const rule = await admin.json("POST", "/api/admin/referer-whitelist", { pattern: "friend.example" }, 201);
+    for (const res of await many(32, () => fetch(server.url(`/i/${id}`), { headers: foreign }))) expect(res.status).toBe(403);
+    for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { headers: { ...FRESH, referer: "https://friend.example/x" } }))) {
+      expect(res.status).toBe(200);
+    }
+    await admin.request("DELETE", `/api/admin/referer-whitelist/${rule.id}`);
+    for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { headers: foreign }))) expect(res.status).toBe(200);
+  });
+
+  test("a settings change applies on every thread to the very next request", async () => {
+    const { id } = await upload(6);
+    await many(16, () => fetch(server.url(`/i/${id}?w=32`), { headers: { ...FRESH, accept: "image/webp" } }));
+    await admin.json("PUT", "/api/admin/config", { process_formats: ["jpeg"] });
+    for (const res of await many(24, () => fetch(server.url(`/i/${id}?w=32`), { headers: { ...FRESH, accept: "image/webp" } }))) {
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).not.toBe("image/webp");
+    }
+    await admin.json("PUT", "/api/admin/config", { process_formats: ["webp", "jpeg", "png", "avif"] });
+  });
+
+  test("handed-over requests keep everything: uploads, JSON bodies, the body cap, tool-surface Connection: close", async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 8; i++) {
+      const up = await admin.request("POST", "/api/admin/upload", form(await makePng(20, 20, 100 + i), `h${i}.png`), FRESH);
+      expect(up.status).toBe(200);
+      ids.add(((await up.json()) as { id: string }).id);
+    }
+    expect(ids.size).toBe(8);
+    // A JSON body over the 1 MiB cap is refused while streaming, on either thread.
+    const big = JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) });
+    for (const res of await many(6, () =>
+      fetch(server.url("/api/admin/auth/login"), { method: "POST", headers: { ...FRESH, "content-type": "application/json" }, body: big }),
+    )) {
+      await expectError(res, 413);
+    }
+    // Tool surfaces close their connection (a client pool must not reuse it): kept through the handover.
+    for (const res of await many(8, () => fetch(server.url("/api/v1/upload"), { method: "POST", headers: FRESH }))) {
+      expect(res.headers.get("connection")).toBe("close");
+    }
+  });
+
+  test("the client address seen by the main thread is the thread's TCP peer; handover headers from outside are ignored", async () => {
+    const forged = { ...FRESH, "x-kura-handover-peer": "10.9.9.9", "x-kura-handover-secret": "00".repeat(32), "x-kura-handover-counted": "1" };
+    for (const res of await many(16, () => fetch(server.url("/api/admin/me"), { headers: forged }))) await expectError(res, 401);
+    // /metrics is allowed for loopback (the default list): the real peer, not the forged one, decides.
+    for (const res of await many(16, () => fetch(server.url("/metrics"), { headers: forged }))) expect(res.status).toBe(200);
+  });
+});
+
+describe("client address rules through a delivery thread", () => {
+  const { server } = useServer({ env: { KURA_DELIVERY_THREADS: "1", KURA_METRICS_ALLOW: "10.0.0.0/8", KURA_TRUSTED_PROXIES: "127.0.0.1" } });
+
+  test("X-Forwarded-For from the trusted proxy decides; a forged thread peer does not", async () => {
+    const scrape = (headers: Record<string, string>) => many(16, () => fetch(server.url("/metrics"), { headers: { ...FRESH, ...headers } }));
+    for (const res of await scrape({ "x-forwarded-for": "10.1.2.3" })) expect(res.status).toBe(200);
+    for (const res of await scrape({ "x-forwarded-for": "203.0.113.7" })) expect(res.status).toBe(403);
+    for (const res of await scrape({ "x-forwarded-for": "203.0.113.7", "x-kura-handover-peer": "10.1.2.3" })) expect(res.status).toBe(403);
+  });
+});
+
+describe("auto mode", () => {
+  const { server, admin } = useAdmin({ env: { KURA_DELIVERY_THREADS: "auto" } });
+
+  test("an idle server runs no delivery thread; busy /i/ traffic starts them", async () => {
+    expect(await metricValue(server.url(""), "kura_delivery_threads")).toBe(0);
+    const up = await admin.json("POST", "/api/admin/upload", form(await makePng(16, 16, 7), "a.png"));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 80; i++) await (await fetch(server.url(`/i/${up.id}`))).arrayBuffer();
+      }),
+    );
+    const threads = await settled(
+      () => metricValue(server.url(""), "kura_delivery_threads"),
+      (n) => n > 0,
+    );
+    expect(threads).toBeGreaterThan(0);
+    await server.waitForLog(/投递线程已启动/);
+  });
+});
+
+describe("start and stop", () => {
+  test("with threads enabled, a port another server holds still fails the start (SO_REUSEPORT does not share it)", async () => {
+    const first = await KuraServer.start({ env: { KURA_DELIVERY_THREADS: "1" } });
+    try {
+      const port = new URL(first.url("/")).port;
+      const second = KuraServer.start({ env: { KURA_DELIVERY_THREADS: "1", KURA_LISTEN: `127.0.0.1:${port}` } });
+      await expect(second).rejects.toThrow(/无法监听端口/);
+    } finally {
+      await first.dispose();
+    }
+  });
+
+  test("SIGTERM stops the threads and the server cleanly", async () => {
+    const server = await KuraServer.start({ env: { KURA_DELIVERY_THREADS: "2" } });
+    const admin = await adminSession(server);
+    const up = await admin.json("POST", "/api/admin/upload", form(await makePng(16, 16, 8), "a.png"));
+    await many(16, () => fetch(server.url(`/i/${up.id}`), { headers: FRESH }));
+    expect(await server.stop("SIGTERM")).toBe(0);
+    expect(server.logs).toContain("已关闭");
+    await server.dispose();
+  });
+});
