@@ -145,9 +145,24 @@ async function main() {
     const renders = () => counterValue(server, "kura_variant_renders_total", { format: "webp", result: "ok" });
     const rendersBefore = await renders();
     const rssAfterSetup = server.peakRssBytes();
-    const originalPair = await comparePair("原图", server, `/i/${id}`, nginx, "/original.jpg", {});
+    // Who answered: the delivery threads (README "Delivery threads") or the main thread.
+    const answered = async () => ({
+      threads: await counterValue(server, "kura_delivery_thread_answers_total"),
+      all: await counterValue(server, "kura_http_requests_total", { route: "/i/:id" }),
+    });
+    const shareOf = async (run: () => Promise<Pair>) => {
+      const before = await answered();
+      const pair = await run();
+      const after = await answered();
+      return { pair, threadShare: (after.threads - before.threads) / Math.max(1, after.all - before.all) };
+    };
+    const web = nginx;
+    const originalRun = await shareOf(() => comparePair("原图", server, `/i/${id}`, web, "/original.jpg", {}));
     // Accept: image/webp without w would also be a (full-size) variant; the original run sends none.
-    const variantPair = await comparePair(`热变体 w=${WARM_WIDTH}`, server, `/i/${id}?w=${WARM_WIDTH}`, nginx, "/variant.webp", WEBP);
+    const variantRun = await shareOf(() => comparePair(`热变体 w=${WARM_WIDTH}`, server, `/i/${id}?w=${WARM_WIDTH}`, web, "/variant.webp", WEBP));
+    const originalPair = originalRun.pair;
+    const variantPair = variantRun.pair;
+    const threadCount = await counterValue(server, "kura_delivery_threads");
     const rssAfterWarm = server.peakRssBytes();
     if ((await renders()) !== rendersBefore) throw new Error("热变体测量期间服务端重新生成了变体（缓存未命中），结果无效");
     await nginx.dispose();
@@ -248,6 +263,8 @@ async function main() {
         `\nserver cores: average cores the server used during the run (nginx: master + ${cpus().length} workers; Kura: all threads). ` +
         `Kura's main thread (all HTTP and JS work): ${[originalPair, variantPair].map((p) => (p.kura.mainThreadCores ?? 0).toFixed(2)).join(" / ")} cores; ` +
         `one thread next to wrk's ${threads} gets about ${(cpus().length / (1 + threads)).toFixed(2)} of ${cpus().length} cores from a fair scheduler when nothing else runs.` +
+        `\ndelivery threads (KURA_DELIVERY_THREADS=${process.env.KURA_DELIVERY_THREADS ?? "auto"}): ${threadCount} running; they answered ` +
+        `${[originalRun, variantRun].map((r) => `${(r.threadShare * 100).toFixed(0)}%`).join(" / ")} of /i/ (the rest: the main thread).` +
         `\npeak RSS: Kura's VmHWM after the throughput runs / at the end. wrk CPU per request: ${[originalPair, variantPair].map((p) => (p.kura.clientCpuMs / p.kura.requests).toFixed(3)).join(" / ")} ms.` +
         `\nserver-side renders (kura_variant_renders_total): 0 during the warm runs, ${coldRenders} for ${widths.length} cold requests.` +
         (cold.mismatchedWidths.length
@@ -272,6 +289,7 @@ async function main() {
           webp,
           original: pairJson(originalPair),
           warm_variant: pairJson(variantPair),
+          delivery_threads: { running: threadCount, share_original: originalRun.threadShare, share_warm: variantRun.threadShare },
           cold: {
             widths,
             sharp: sharpS,
