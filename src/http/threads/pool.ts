@@ -124,13 +124,15 @@ export class DeliveryThreadPool {
     if (this.state !== "idle" || !this.listen) return;
     this.state = "starting";
     const listen = this.listen;
+    // Every Worker made by this attempt, so a failure of one also ends the others (already listening).
+    const spawned: Front[] = [];
     try {
       const internal = this.openInternal(listen.maxRequestBodySize);
       const settings = { ...this.app.settings.get() };
       const generation = Atomics.load(this.generation, 0);
       const started = await Promise.all(
         Array.from({ length: this.config.count }, (_, index) =>
-          this.spawn(index + 1, {
+          this.spawn(index + 1, spawned, {
             type: "init",
             hostname: listen.hostname,
             port: listen.port,
@@ -147,7 +149,7 @@ export class DeliveryThreadPool {
         ),
       );
       this.fronts = started;
-      if (this.state !== "starting") return void this.terminateAll();
+      if (this.state !== "starting") return void this.terminate(spawned);
       this.state = "running";
       // Changes made while the threads started: which rows they touched is not known any more.
       if (Atomics.load(this.generation, 0) !== generation) {
@@ -160,7 +162,7 @@ export class DeliveryThreadPool {
       this.app.log.info("投递线程已启动", { threads: this.fronts.length });
     } catch (err) {
       this.app.log.error("投递线程启动失败，由主线程继续服务", { err: (err as Error).message });
-      this.terminateAll();
+      this.terminate(spawned);
       if (this.state === "starting") this.state = "idle";
       this.notBefore = performance.now() + RETRY_AFTER_MS;
     }
@@ -180,9 +182,10 @@ export class DeliveryThreadPool {
     return this.internal;
   }
 
-  private spawn(index: number, init: ToFront): Promise<Front> {
+  private spawn(index: number, spawned: Front[], init: ToFront): Promise<Front> {
     const worker = new Worker(frontWorkerUrl());
     const front: Front = { worker, index, answers: this.app.metrics.threadAnswers.child({ thread: String(index) }), reported: [] };
+    spawned.push(front);
     return new Promise<Front>((resolve, reject) => {
       worker.onmessage = (event: MessageEvent<FromFront>) => {
         const message = event.data;
@@ -210,7 +213,11 @@ export class DeliveryThreadPool {
   }
 
   private terminateAll() {
-    for (const f of this.fronts) f.worker.terminate();
+    this.terminate(this.fronts);
+  }
+
+  private terminate(fronts: Front[]) {
+    for (const f of fronts) f.worker.terminate();
     this.fronts = [];
     this.app.metrics.deliveryThreads.set(0);
   }
