@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { flagValue, hasFlag, intFlag } from "./lib/args";
 import { makeJpegs, type JpegSpec } from "./lib/jpegs";
+import { counterValue } from "./lib/metrics";
 import { machineSummary } from "./lib/machine";
 import { multipartFile } from "./lib/multipart";
 import { BenchServer } from "./lib/server";
@@ -145,6 +146,9 @@ try {
     ];
   });
   const passed = fiveXx === 0 && transport === 0 && growth < 0.1;
+  // Delivery threads (README "Delivery threads"): in `auto` they start once reads are busy.
+  const deliveryThreads = await counterValue(server, "kura_delivery_threads");
+  const threadAnswers = await counterValue(server, "kura_delivery_thread_answers_total");
 
   console.log(`\n${machineSummary()}`);
   console.log(
@@ -152,6 +156,9 @@ try {
   );
   console.log(table(["class", "requests", "per s", "p50 ms", "p99 ms", "statuses"], rows));
   console.log(`5xx: ${fiveXx}   transport errors: ${transport}`);
+  console.log(
+    `delivery threads (KURA_DELIVERY_THREADS=${process.env.KURA_DELIVERY_THREADS ?? "auto"}): ${deliveryThreads} running, ${threadAnswers} /i/ answers from their memory`,
+  );
   console.log(
     `RSS after warm-up (mean of first third → last third of the samples): ${startRss.toFixed(1)} MiB → ${endRss.toFixed(1)} MiB (${(growth * 100).toFixed(1)}%, limit < 10%); peak ${(server.peakRssBytes() / 1048576).toFixed(0)} MiB`,
   );
