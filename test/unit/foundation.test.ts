@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { TokenBucketLimiter } from "../../src/auth/rate-limit";
 import { safeEqual } from "../../src/auth/secrets";
 import fc from "fast-check";
-import { BootstrapError, parseListen, readBootstrap } from "../../src/config/bootstrap";
+import { BootstrapError, MAX_DELIVERY_THREADS, parseDeliveryThreads, parseListen, readBootstrap } from "../../src/config/bootstrap";
 import { expiryTime, parseSqlTime } from "../../src/db/time";
 import { driverSiteOf } from "../../src/channels/factory";
 import { MasterKey } from "../../src/config/master-key";
@@ -107,6 +107,30 @@ describe("small pieces", () => {
     expect(parseListen(":8080")).toMatchObject({ hostname: "0.0.0.0", port: 8080 });
     expect(() => parseListen("8080")).toThrow();
     expect(() => parseListen("host:99999")).toThrow();
+  });
+
+  test("KURA_DELIVERY_THREADS: auto is cores - 1 (at most 3) started on load; a number starts that many at once", () => {
+    expect(parseDeliveryThreads(undefined, 1)).toEqual({ count: 0, eager: false });
+    expect(parseDeliveryThreads("", 2)).toEqual({ count: 1, eager: false });
+    expect(parseDeliveryThreads(" AUTO ", 8)).toEqual({ count: 3, eager: false });
+    expect(parseDeliveryThreads("0", 8)).toEqual({ count: 0, eager: true });
+    expect(parseDeliveryThreads("16", 2)).toEqual({ count: 16, eager: true });
+    for (const bad of ["17", "-1", "1.5", "two", "100", "0x2"]) expect(() => parseDeliveryThreads(bad, 2)).toThrow(BootstrapError);
+    // Any text: a count within 0..16, or a BootstrapError that names the variable, never anything else.
+    fc.assert(
+      fc.property(fc.string({ maxLength: 8 }), fc.integer({ min: 1, max: 64 }), (text, cores) => {
+        try {
+          const threads = parseDeliveryThreads(text, cores);
+          expect(threads.count).toBeGreaterThanOrEqual(0);
+          expect(threads.count).toBeLessThanOrEqual(MAX_DELIVERY_THREADS);
+        } catch (err) {
+          expect(err).toBeInstanceOf(BootstrapError);
+          expect((err as Error).message).toContain("KURA_DELIVERY_THREADS");
+        }
+      }),
+      { seed: 42 },
+    );
+    expect(() => readBootstrap({ KURA_DELIVERY_THREADS: "many" })).toThrow(BootstrapError);
   });
 
   test("KURA_CHANNEL_TIMEOUT_MS is read with the other bootstrap variables and reaches every driver through the site", () => {
