@@ -1,3 +1,5 @@
+import type { VariantBytes } from "./pipeline";
+
 /** In-memory budget for hot image bytes (per thread that serves them). */
 export const HOT_BYTES_BUDGET = 64 * 1024 * 1024;
 
@@ -23,6 +25,12 @@ export class HotBytes {
     readonly maxBytes: number,
     readonly maxItemBytes: number,
   ) {}
+
+  /** A variant's bytes when in memory, as the pipeline takes them. */
+  variant(sha256: string, width: number, format: string): VariantBytes | undefined {
+    const bytes = this.get(variantKey(sha256, width, format));
+    return bytes && { bytes, size: bytes.size };
+  }
 
   get(key: string): Blob | undefined {
     const bytes = this.entries.get(key);

@@ -2,6 +2,7 @@ import type { AppContext } from "../context";
 import type { ImageView } from "../images/repo";
 import { NoReadableChannelError, openBlob, readCandidates } from "../images/read";
 import { cacheHeaders } from "./cache-headers";
+import type { DeliveryFormat } from "./negotiate";
 import { answer, type ColdPaths, deliver, type DeliveryRequest, HOT_ITEM_MAX, plain, serveOriginal, variantAnswer } from "./pipeline";
 
 export { HEAD_LENGTH_HEADER, parseRange, type DeliveryRequest } from "./pipeline";
@@ -42,7 +43,7 @@ async function renderedVariant(
   image: ImageView,
   headers: Record<string, string>,
   width: number,
-  format: Parameters<ColdPaths["variant"]>[4],
+  format: DeliveryFormat,
   cold: ColdPaths,
 ) {
   try {

@@ -5,8 +5,6 @@ import type { Metrics } from "../ops/metrics";
 import type { CountHandle } from "../ops/metrics-batch";
 import { HOT_BYTES_BUDGET, HotBytes, variantKey } from "./hot-bytes";
 import { HOT_ITEM_MAX, type VariantBytes } from "./pipeline";
-
-export type { VariantBytes };
 import { SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
 import { openRenderSource } from "./render-source";
@@ -49,22 +47,17 @@ export class VariantService {
     });
   }
 
-  static key(sha256: string, width: number, format: string): string {
-    return variantKey(sha256, width, format);
-  }
-
   /** A variant already in memory (counted as a cache hit), without a promise; undefined otherwise. */
   hotVariant(sha256: string, width: number, format: DeliveryFormat): VariantBytes | undefined {
-    const hot = this.hot.get(VariantService.key(sha256, width, format));
-    if (!hot) return undefined;
-    this.hits.inc();
-    return { bytes: hot, size: hot.size };
+    const hot = this.hot.variant(sha256, width, format);
+    if (hot) this.hits.inc();
+    return hot;
   }
 
   async get(blob: VariantSource, width: number, format: DeliveryFormat): Promise<VariantBytes> {
     const hot = this.hotVariant(blob.sha256, width, format);
     if (hot) return hot;
-    const key = VariantService.key(blob.sha256, width, format);
+    const key = variantKey(blob.sha256, width, format);
     const hit = this.cache.get(key);
     const file = hit && Bun.file(hit.path);
     if (hit && file && (await file.exists())) {

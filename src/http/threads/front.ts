@@ -20,6 +20,7 @@ import { DeliveryLookups } from "../../delivery/lookups";
 import { type ColdPaths, deliver, type DeliveryDeps, type DeliveryRequest, HOT_ITEM_MAX } from "../../delivery/pipeline";
 import { ImageRepo } from "../../images/repo";
 import { log } from "../../ops/log";
+import { jsonError } from "../errors";
 import { rawTarget } from "../raw-url";
 import { FrontStatsBatch } from "./front-stats";
 import { handOver, type HandoverTarget } from "./handover";
@@ -59,10 +60,9 @@ export class DeliveryFront {
       variants: {
         hot,
         hotVariant(sha256, width, format) {
-          const bytes = hot.get(variantKey(sha256, width, format));
-          if (!bytes) return undefined;
-          stats.recordVariantHit();
-          return { bytes, size: bytes.size };
+          const variant = hot.variant(sha256, width, format);
+          if (variant) stats.recordVariantHit();
+          return variant;
         },
       },
       log,
@@ -78,7 +78,7 @@ export class DeliveryFront {
       maxRequestBodySize: init.maxRequestBodySize,
       idleTimeout: 120,
       fetch: (request) => this.handle(request),
-      error: () => new Response(JSON.stringify({ error: "服务器内部错误" }), { status: 500, headers: { "content-type": "application/json; charset=utf-8" } }),
+      error: () => jsonError(500, "服务器内部错误"),
     });
     return `http://${init.hostname}:${this.server.port}`;
   }

@@ -1,3 +1,4 @@
+import { jsonError } from "../errors";
 import { HANDOVER_COUNTED_HEADER, HANDOVER_PEER_HEADER, HANDOVER_SECRET_HEADER } from "./protocol";
 
 /**
@@ -42,10 +43,7 @@ export async function handOver(target: HandoverTarget, request: Request, peer: s
     } as RequestInit);
   } catch {
     // The main thread is stopping or gone; the client may retry (a new connection may reach it).
-    return new Response(JSON.stringify({ error: "服务暂时不可用，请稍后重试" }), {
-      status: 503,
-      headers: { "content-type": "application/json; charset=utf-8", "retry-after": "1", "x-content-type-options": "nosniff", connection: "close" },
-    });
+    return jsonError(503, "服务暂时不可用，请稍后重试", { "retry-after": "1", connection: "close" });
   }
   const answerHeaders = new Headers(upstream.headers);
   for (const name of ANSWER_FRAMING) answerHeaders.delete(name);

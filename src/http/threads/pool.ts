@@ -37,9 +37,25 @@ interface Front {
   worker: Worker;
   index: number;
   answers: { add(n: number): void };
-  stopped?: () => void;
-  /** Waiting for the thread's `reported`. */
-  reported: (() => void)[];
+  /** Callers waiting for the thread's `reported` / `stopped` reply. */
+  waiting: { reported: (() => void)[]; stopped: (() => void)[] };
+}
+
+/** Asks every thread `request` and resolves when each replied `reply`, or after `deadlineMs` for one that did not. */
+function askAll(fronts: readonly Front[], request: ToFront, reply: keyof Front["waiting"], deadlineMs: number): Promise<void> {
+  return Promise.all(
+    fronts.map(
+      (front) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, deadlineMs);
+          front.waiting[reply].push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+          front.worker.postMessage(request);
+        }),
+    ),
+  ).then(() => undefined);
 }
 
 /**
@@ -82,20 +98,8 @@ export class DeliveryThreadPool {
   }
 
   /** Every thread hands in what it counted so far (answered within REPORT_DEADLINE_MS or left for the next scrape). */
-  private async gatherReports(): Promise<void> {
-    await Promise.all(
-      this.fronts.map(
-        (front) =>
-          new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, REPORT_DEADLINE_MS);
-            front.reported.push(() => {
-              clearTimeout(timer);
-              resolve();
-            });
-            front.worker.postMessage({ type: "report" } satisfies ToFront);
-          }),
-      ),
-    );
+  private gatherReports(): Promise<void> {
+    return askAll(this.fronts, { type: "report" }, "reported", REPORT_DEADLINE_MS);
   }
 
   /** Threads are configured: the public listener must be opened with SO_REUSEPORT. */
@@ -184,7 +188,7 @@ export class DeliveryThreadPool {
 
   private spawn(index: number, spawned: Front[], init: ToFront): Promise<Front> {
     const worker = new Worker(frontWorkerUrl());
-    const front: Front = { worker, index, answers: this.app.metrics.threadAnswers.child({ thread: String(index) }), reported: [] };
+    const front: Front = { worker, index, answers: this.app.metrics.threadAnswers.child({ thread: String(index) }), waiting: { reported: [], stopped: [] } };
     spawned.push(front);
     return new Promise<Front>((resolve, reject) => {
       worker.onmessage = (event: MessageEvent<FromFront>) => {
@@ -192,8 +196,7 @@ export class DeliveryThreadPool {
         if (message.type === "listening") resolve(front);
         else if (message.type === "failed") reject(new Error(message.error));
         else if (message.type === "stats") this.absorb(front, message);
-        else if (message.type === "reported") for (const done of front.reported.splice(0)) done();
-        else if (message.type === "stopped") front.stopped?.();
+        else if (message.type === "reported" || message.type === "stopped") for (const done of front.waiting[message.type].splice(0)) done();
       };
       worker.onerror = (event) => {
         reject(new Error(event.message));
@@ -265,19 +268,7 @@ export class DeliveryThreadPool {
     const wasStarting = this.state === "starting";
     this.state = "stopped";
     if (wasStarting) return;
-    await Promise.all(
-      this.fronts.map(
-        (front) =>
-          new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, STOP_DEADLINE_MS);
-            front.stopped = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-            front.worker.postMessage({ type: "stop" } satisfies ToFront);
-          }),
-      ),
-    );
+    await askAll(this.fronts, { type: "stop" }, "stopped", STOP_DEADLINE_MS);
     this.terminateAll();
     await this.internal?.server.stop(false);
     this.internal = undefined;
