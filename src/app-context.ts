@@ -1,3 +1,4 @@
+import { GroupCommit } from "./db/group-commit";
 import type { Database } from "bun:sqlite";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -75,6 +76,10 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
     bootstrap: boot,
     paths,
     db,
+    commits: new GroupCommit(db, (units) => {
+      metrics.groupCommits.inc();
+      metrics.groupCommitUnits.inc(units);
+    }),
     key,
     settings,
     sessions: new SessionStore(db, key),

@@ -9,6 +9,7 @@ import type { AccessBuffer } from "./delivery/access-log";
 import type { DeliveryLookups } from "./delivery/lookups";
 import type { RefererRules } from "./delivery/referer-rules";
 import type { VariantService } from "./delivery/variants";
+import type { GroupCommit } from "./db/group-commit";
 import type { ImageRepo } from "./images/repo";
 import type { UploadGate } from "./images/upload/limits";
 import type { JobKinds } from "./jobs/kinds";
@@ -31,6 +32,8 @@ export interface AppContext {
   bootstrap: Bootstrap;
   paths: DataPaths;
   db: Database;
+  /** Upload writes share commits with the others of the same event-loop turn (src/db/group-commit.ts). */
+  commits: GroupCommit;
   key: MasterKey;
   settings: SettingsStore;
   sessions: SessionStore;

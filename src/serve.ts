@@ -4,6 +4,7 @@ import type { Bootstrap } from "./config/bootstrap";
 import { MAX_UPLOAD_MB_LIMIT } from "./config/settings-schema";
 import { cdnPurgeEnabled } from "./config/views";
 import { createFetchHandler, createRouter } from "./http/app";
+import { WalCheckpointer } from "./db/checkpointer";
 import { assertPortFree } from "./http/threads/port";
 import { DeliveryThreadPool } from "./http/threads/pool";
 import { jsonError } from "./http/errors";
@@ -69,6 +70,9 @@ export async function serve(boot: Bootstrap): Promise<number> {
     return 1;
   }
   threads.attach({ hostname: boot.listen.hostname, port: server.port!, maxRequestBodySize: MAX_REQUEST_BODY });
+  // From here on, WAL checkpoints run in a worker, not inside the loop's commits.
+  const checkpointer = new WalCheckpointer(db, log, { onCheckpoint: (mode) => app.metrics.walCheckpoints.inc({ mode: mode.toLowerCase() }) });
+  checkpointer.start();
   app.jobs.adoptOrphans();
   app.jobs.start();
   resolveBackupAlertAtStart(app);
@@ -93,6 +97,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     await Promise.all(loops.map((l) => l.stop()));
     await app.jobs.stop({ deadlineMs: 30_000 });
     app.access.flush();
+    checkpointer.stop();
     // Leave one self-contained database file behind (no WAL to replay at the next start).
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     db.close();

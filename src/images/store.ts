@@ -48,7 +48,7 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   const intents: number[] = [];
   for (const channel of candidates) {
     if (written.length >= need) break;
-    intents.push(insertIntent(app.db, channel.row.id, key, sqlTime()));
+    intents.push(await app.commits.run(() => insertIntent(app.db, channel.row.id, key, sqlTime())));
     try {
       const body = prepared.bytes ?? Bun.file(prepared.path!).stream();
       await app.channels.put(channel, key, body, prepared.size);
@@ -81,7 +81,7 @@ function dropIntents(app: AppContext, intents: number[]) {
 /**
  * Stores a prepared image as a new reference: dedups into an existing blob by sha256
  * or writes a new one, then records blob, replicas, jobs, image and alias in one
- * transaction. On any failure nothing is left behind.
+ * transaction (shared with the uploads of the same event-loop turn: app.commits). On any failure nothing is left behind.
  */
 export async function storeReference(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
   checkQuota(app, ref.userId, prepared.size);
@@ -92,13 +92,13 @@ export async function storeReference(app: AppContext, prepared: PreparedImage, r
   if (written.length) await holdAt("upload.before-commit", `key=${key}`);
 
   try {
-    return app.db.transaction(() => {
+    return await app.commits.run(() => {
       checkQuota(app, ref.userId, prepared.size);
       const blob = upsertBlob(app, prepared, key, written);
       const id = insertImage(app, blob.id, ref);
       dropIntents(app, intents);
       return id;
-    })();
+    });
   } catch (err) {
     if (written.length) await undoWrites(app, key, written, intents);
     throw err;

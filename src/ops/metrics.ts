@@ -37,6 +37,16 @@ export function createMetrics() {
   // Answers a delivery thread gave from its own memory (everything else it hands to the main thread).
   const threadAnswers = new PendingCounter("kura_delivery_thread_answers_total", "投递线程直接给出的 /i/ 应答数（按线程）", ["thread"] as const, registry);
   const deliveryThreads = new client.Gauge({ name: "kura_delivery_threads", help: "正在运行的投递线程数（不含主线程）", registers: [registry] });
+  // WAL checkpoints made by the worker (src/db/checkpointer.ts); none at all under writes means it fell back.
+  const walCheckpoints = new client.Counter({
+    name: "kura_db_wal_checkpoints_total",
+    help: "后台线程完成的 SQLite WAL 检查点次数（passive 或 truncate）",
+    labelNames: ["mode"] as const,
+    registers: [registry],
+  });
+  // Upload writes and the commits they shared (src/db/group-commit.ts): the ratio is the batching achieved.
+  const groupCommitUnits = new client.Counter({ name: "kura_db_group_commit_units_total", help: "经合并提交写入的事务单元数", registers: [registry] });
+  const groupCommits = new client.Counter({ name: "kura_db_group_commits_total", help: "合并提交执行的 SQLite 提交次数", registers: [registry] });
   /** Run (and awaited) before each scrape: the delivery threads hand in their counts, so a scrape shows every answer given before it. */
   const beforeScrape = new Set<() => Promise<void>>();
   const scrape = async () => {
@@ -55,6 +65,9 @@ export function createMetrics() {
     variantRenders,
     threadAnswers,
     deliveryThreads,
+    walCheckpoints,
+    groupCommitUnits,
+    groupCommits,
   };
 }
 

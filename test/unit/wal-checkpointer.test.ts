@@ -1,0 +1,90 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import type { Database } from "bun:sqlite";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { WalCheckpointer } from "../../src/db/checkpointer";
+import { openDatabase } from "../../src/db/open";
+
+const walBytes = (db: Database) => statSync(`${db.filename}-wal`).size;
+const autocheckpoint = (db: Database) => (db.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;
+
+/** About 1.2 MB of WAL: 300 rows of 4 KiB, one commit. */
+function writeRound(db: Database, round: number) {
+  const insert = db.query("INSERT INTO blob (round, body) VALUES (?, randomblob(4096))");
+  db.transaction(() => {
+    for (let i = 0; i < 300; i++) insert.run(round);
+  })();
+}
+
+describe("WAL checkpoints in a worker", () => {
+  let dir: string;
+  let db: Database;
+  let warnings: string[];
+  let checkpointer: WalCheckpointer | undefined;
+  const log = { warn: (msg: string) => void warnings.push(msg) };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "kura-checkpointer-"));
+    db = openDatabase(join(dir, "t.db"));
+    db.exec("CREATE TABLE blob (id INTEGER PRIMARY KEY, round INTEGER, body BLOB)");
+    warnings = [];
+  });
+  afterEach(() => {
+    checkpointer?.stop();
+    checkpointer = undefined;
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("the loop's connection never checkpoints, yet the WAL is copied and restarts instead of growing", async () => {
+    checkpointer = new WalCheckpointer(db, log, { intervalMs: 5 });
+    checkpointer.start();
+    expect(autocheckpoint(db)).toBe(0);
+    writeRound(db, 0);
+    const oneRound = walBytes(db);
+    let largest = oneRound;
+    for (let round = 1; round <= 12; round++) {
+      await checkpointer.settle();
+      writeRound(db, round);
+      largest = Math.max(largest, walBytes(db));
+    }
+    await checkpointer.settle();
+    // Without the worker, 13 rounds would leave ~13 rounds of WAL behind.
+    expect(largest).toBeLessThan(oneRound * 2.5);
+    expect(checkpointer.stats.checkpoints).toBeGreaterThanOrEqual(12);
+    expect(checkpointer.stats.copiedFrames).toBe(checkpointer.stats.walFrames);
+    expect(db.query("SELECT COUNT(*) AS n FROM blob").get()).toEqual({ n: 13 * 300 });
+    expect(warnings).toEqual([]);
+  });
+
+  test("an idle database starts no worker", async () => {
+    checkpointer = new WalCheckpointer(db, log, { intervalMs: 5 });
+    checkpointer.start();
+    await Bun.sleep(50);
+    await checkpointer.settle();
+    expect(checkpointer.stats.checkpoints).toBe(0);
+  });
+
+  test("past the size limit the checkpoint truncates the WAL", async () => {
+    checkpointer = new WalCheckpointer(db, log, { intervalMs: 5, truncateBytes: 512 * 1024 });
+    checkpointer.start();
+    writeRound(db, 0);
+    expect(walBytes(db)).toBeGreaterThan(512 * 1024);
+    await checkpointer.settle();
+    expect(checkpointer.stats.truncates).toBe(1);
+    expect(walBytes(db)).toBe(0);
+  });
+
+  test("when the worker cannot checkpoint, SQLite's automatic checkpoint comes back", async () => {
+    checkpointer = new WalCheckpointer(db, log, { intervalMs: 5 });
+    checkpointer.start();
+    // The worker opens the database by name: with the directory gone it cannot.
+    rmSync(dir, { recursive: true, force: true });
+    writeRound(db, 0);
+    await checkpointer.settle();
+    expect(autocheckpoint(db)).toBe(1000);
+    expect(warnings).toEqual(["后台 WAL 检查点线程失败，改由 SQLite 自动检查点"]);
+    expect(checkpointer.stats.checkpoints).toBe(0);
+  });
+});
