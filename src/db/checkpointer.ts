@@ -9,10 +9,12 @@ import type { Logger } from "../ops/log";
  * checkpoints; a Worker with its own connection does, a moment after anything was written.
  *
  * - The worker starts at the first write (an idle server keeps its ~5 MiB).
- * - PASSIVE checkpoints never wait for or block the loop's writes. Under non-stop writes
- *   the WAL may never be completely copied at the moment a write begins, so it cannot
- *   restart from its beginning and keeps growing: past `truncateBytes` the worker uses
- *   TRUNCATE, which makes the loop's next write wait for the copy, once.
+ * - PASSIVE checkpoints never wait for or block the loop's writes. But under non-stop
+ *   writes the WAL is never completely copied at the moment a write begins, so it cannot
+ *   start over from its beginning and keeps growing. Past `restartBytes` the worker first
+ *   catches up with PASSIVE rounds, then runs a RESTART, which holds writers only while it
+ *   copies the few frames left and syncs: the loop's next write waits a few ms, once per
+ *   `restartBytes` of WAL.
  * - If the worker fails, SQLite's own automatic checkpoint is switched back on.
  *
  * The worker's code is a string turned into a Blob URL, like the snapshot worker: the
@@ -21,15 +23,31 @@ import type { Logger } from "../ops/log";
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 let db;
+const run = (mode) => db.query("PRAGMA wal_checkpoint(" + mode + ")").get();
 self.onmessage = (event) => {
-  const { path, mode } = event.data;
+  const { path, restartFrames, catchUpFrames, restartTries } = event.data;
   try {
     if (!db) {
       db = new Database(path);
-      db.run("PRAGMA busy_timeout = 5000");
+      // Never wait inside SQLite: a RESTART that waited for readers while holding the write
+      // lock could wait on a loop transaction that itself waits for that lock.
+      db.run("PRAGMA busy_timeout = 0");
     }
-    const row = db.query("PRAGMA wal_checkpoint(" + mode + ")").get();
-    postMessage({ ok: true, busy: row.busy, log: row.log, checkpointed: row.checkpointed });
+    // log: frames in the WAL since it last started over.
+    let row = run("PASSIVE");
+    let restarted = false;
+    if (row.log > restartFrames) {
+      // Copy without blocking until little is left, so the blocking RESTART is short.
+      for (let i = 0; i < 4 && row.log - row.checkpointed > catchUpFrames; i++) row = run("PASSIVE");
+      // Busy (a write or a read in progress): try again a millisecond later, not with SQLite's
+      // growing sleeps, which miss the short gaps between the loop's commits.
+      for (let i = 0; i < restartTries && !restarted; i++) {
+        row = run("RESTART");
+        restarted = row.busy === 0;
+        if (!restarted) Bun.sleepSync(1);
+      }
+    }
+    postMessage({ ok: true, restarted, log: row.log, checkpointed: row.checkpointed });
   } catch (err) {
     postMessage({ ok: false, error: String((err && err.message) || err) });
   }
@@ -37,7 +55,7 @@ self.onmessage = (event) => {
 
 export interface CheckpointResult {
   ok: boolean;
-  busy?: number;
+  restarted?: boolean;
   log?: number;
   checkpointed?: number;
   error?: string;
@@ -46,13 +64,18 @@ export interface CheckpointResult {
 export interface CheckpointerOptions {
   /** How often the loop looks for new writes (ms). */
   intervalMs?: number;
-  /** WAL file size above which the checkpoint is a TRUNCATE (bytes). */
-  truncateBytes?: number;
+  /** WAL length (since it last started over) above which the checkpoint restarts it (bytes). */
+  restartBytes?: number;
   /** Told of every completed checkpoint (metrics). */
   onCheckpoint?: (mode: CheckpointMode) => void;
 }
 
-type CheckpointMode = "PASSIVE" | "TRUNCATE";
+type CheckpointMode = "PASSIVE" | "RESTART";
+
+/** Frames a RESTART may still have to copy while it holds writers (~1 MiB). */
+const CATCH_UP_FRAMES = 256;
+/** RESTART attempts per round, a millisecond apart; the next round tries again. */
+const RESTART_TRIES = 50;
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
 
@@ -65,11 +88,11 @@ export class WalCheckpointer {
   private lastChanges = 0;
   private failed = false;
   private readonly intervalMs: number;
-  private readonly truncateBytes: number;
+  private readonly restartFrames: number;
   private readonly onCheckpoint: (mode: CheckpointMode) => void;
   private readonly changes;
   /** For tests and the bench: checkpoints run, and the WAL frames in and copied at the last one. */
-  readonly stats = { checkpoints: 0, truncates: 0, walFrames: 0, copiedFrames: 0 };
+  readonly stats = { checkpoints: 0, restarts: 0, walFrames: 0, copiedFrames: 0 };
   /** Resolves the wait of `settle()`. */
   private waiters: Array<() => void> = [];
 
@@ -79,7 +102,8 @@ export class WalCheckpointer {
     opts: CheckpointerOptions = {},
   ) {
     this.intervalMs = opts.intervalMs ?? 200;
-    this.truncateBytes = opts.truncateBytes ?? 64 * 1024 * 1024;
+    const pageSize = (db.query("PRAGMA page_size").get() as { page_size: number }).page_size;
+    this.restartFrames = Math.ceil((opts.restartBytes ?? 16 * 1024 * 1024) / pageSize);
     this.onCheckpoint = opts.onCheckpoint ?? (() => {});
     this.changes = db.query<{ n: number }, []>("SELECT total_changes() AS n");
   }
@@ -119,15 +143,10 @@ export class WalCheckpointer {
     const changes = this.totalChanges();
     if (changes === this.lastChanges) return;
     this.lastChanges = changes;
-    this.request(this.walBytes() > this.truncateBytes ? "TRUNCATE" : "PASSIVE");
+    this.request();
   }
 
-  private walBytes(): number {
-    const wal = Bun.file(`${this.db.filename}-wal`);
-    return wal.size;
-  }
-
-  private request(mode: CheckpointMode) {
+  private request() {
     let worker = this.worker;
     if (!worker) {
       try {
@@ -137,25 +156,25 @@ export class WalCheckpointer {
         this.fallBack((err as Error).message);
         return;
       }
-      worker.onmessage = (event: MessageEvent<CheckpointResult>) => this.done(event.data, mode);
+      worker.onmessage = (event: MessageEvent<CheckpointResult>) => this.done(event.data);
       worker.onerror = (event) => this.fallBack(event.message);
       this.worker = worker;
     }
     this.inFlight = true;
-    worker.postMessage({ path: this.db.filename, mode });
+    worker.postMessage({ path: this.db.filename, restartFrames: this.restartFrames, catchUpFrames: CATCH_UP_FRAMES, restartTries: RESTART_TRIES });
   }
 
-  private done(result: CheckpointResult, mode: CheckpointMode) {
+  private done(result: CheckpointResult) {
     this.inFlight = false;
     if (!result.ok) {
       this.fallBack(result.error ?? "");
       return;
     }
     this.stats.checkpoints++;
-    if (mode === "TRUNCATE") this.stats.truncates++;
+    if (result.restarted) this.stats.restarts++;
     this.stats.walFrames = result.log ?? 0;
     this.stats.copiedFrames = result.checkpointed ?? 0;
-    this.onCheckpoint(mode);
+    this.onCheckpoint(result.restarted ? "RESTART" : "PASSIVE");
     this.release();
   }
 

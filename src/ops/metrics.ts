@@ -40,7 +40,7 @@ export function createMetrics() {
   // WAL checkpoints made by the worker (src/db/checkpointer.ts); none at all under writes means it fell back.
   const walCheckpoints = new client.Counter({
     name: "kura_db_wal_checkpoints_total",
-    help: "后台线程完成的 SQLite WAL 检查点次数（passive 或 truncate）",
+    help: "后台线程完成的 SQLite WAL 检查点次数（passive，或 WAL 过大时的 restart）",
     labelNames: ["mode"] as const,
     registers: [registry],
   });
