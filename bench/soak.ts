@@ -149,6 +149,10 @@ try {
   // Delivery threads (README "Delivery threads"): in `auto` they start once reads are busy.
   const deliveryThreads = await counterValue(server, "kura_delivery_threads");
   const threadAnswers = await counterValue(server, "kura_delivery_thread_answers_total");
+  const commitUnits = await counterValue(server, "kura_db_group_commit_units_total");
+  const commits = await counterValue(server, "kura_db_group_commits_total");
+  const copies = await counterValue(server, "kura_db_wal_checkpoints_total", { kind: "copy" });
+  const restarts = await counterValue(server, "kura_db_wal_checkpoints_total", { kind: "restart" });
 
   console.log(`\n${machineSummary()}`);
   console.log(
@@ -160,8 +164,16 @@ try {
     `delivery threads (KURA_DELIVERY_THREADS=${process.env.KURA_DELIVERY_THREADS ?? "auto"}): ${deliveryThreads} running, ${threadAnswers} /i/ answers from their memory`,
   );
   console.log(
+    `database: ${commitUnits} upload write units in ${commits} commits (${(commitUnits / Math.max(commits, 1)).toFixed(2)} per commit); WAL checkpoints ${copies} by the worker, ${restarts} WAL restarts`,
+  );
+  console.log(
     `RSS after warm-up (mean of first third → last third of the samples): ${startRss.toFixed(1)} MiB → ${endRss.toFixed(1)} MiB (${(growth * 100).toFixed(1)}%, limit < 10%); peak ${(server.peakRssBytes() / 1048576).toFixed(0)} MiB`,
   );
+  if (fiveXx > 0) {
+    // What the server said about them: its warnings and errors, last first.
+    const complaints = server.logs.split("\n").filter((line) => /level=(WARN|ERROR)/.test(line));
+    console.log(`server warnings and errors (${complaints.length}, last 10):\n${complaints.slice(-10).join("\n")}`);
+  }
   console.log(passed ? "PASS" : "FAIL");
   if (json) {
     console.log(

@@ -71,7 +71,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
   }
   threads.attach({ hostname: boot.listen.hostname, port: server.port!, maxRequestBodySize: MAX_REQUEST_BODY });
   // From here on, WAL checkpoints run in a worker, not inside the loop's commits.
-  const checkpointer = new WalCheckpointer(db, log, { onCheckpoint: (mode) => app.metrics.walCheckpoints.inc({ mode: mode.toLowerCase() }) });
+  const checkpointer = new WalCheckpointer(db, log, { onCheckpoint: (kind) => app.metrics.walCheckpoints.inc({ kind }) });
   checkpointer.start();
   app.jobs.adoptOrphans();
   app.jobs.start();

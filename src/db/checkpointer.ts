@@ -5,16 +5,21 @@ import type { Logger } from "../ops/log";
  * WAL checkpoints off the event loop. SQLite's automatic checkpoint runs inside whichever
  * commit crosses 1000 WAL pages: that commit copies ~4 MB into the database file and
  * fsyncs it, on the thread that serves requests. Under a stream of uploads that was
- * about a fifth of every upload's time on the loop. Here the server's connection never
- * checkpoints; a Worker with its own connection does, a moment after anything was written.
+ * about a fifth of every upload's time on the loop. Here the server's connection does not
+ * checkpoint on its own; a Worker with its own connection does, a moment after anything
+ * was written.
  *
  * - The worker starts at the first write (an idle server keeps its ~5 MiB).
- * - PASSIVE checkpoints never wait for or block the loop's writes. But under non-stop
- *   writes the WAL is never completely copied at the moment a write begins, so it cannot
- *   start over from its beginning and keeps growing. Past `restartBytes` the worker first
- *   catches up with PASSIVE rounds, then runs a RESTART, which holds writers only while it
- *   copies the few frames left and syncs: the loop's next write waits a few ms, once per
- *   `restartBytes` of WAL.
+ * - The worker only runs PASSIVE checkpoints: they take no write lock. The loop's
+ *   connection stays the only one that ever writes or holds the write lock, which the
+ *   code relies on: a transaction that reads and then writes gets SQLITE_BUSY at once,
+ *   without waiting, if another connection holds the write lock at that moment (a RESTART
+ *   from the worker did exactly that to uploads).
+ * - Under non-stop writes the WAL is never completely copied at the moment a write
+ *   begins, so it cannot start over from its beginning and would keep growing. Past
+ *   `restartBytes` the worker keeps copying until at most `FINISH_FRAMES` are left; then
+ *   the loop copies those itself (one short PASSIVE, ~1 ms with its fsync), and its next
+ *   write starts the WAL over. Once per `restartBytes` of WAL.
  * - If the worker fails, SQLite's own automatic checkpoint is switched back on.
  *
  * The worker's code is a string turned into a Blob URL, like the snapshot worker: the
@@ -23,31 +28,18 @@ import type { Logger } from "../ops/log";
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 let db;
-const run = (mode) => db.query("PRAGMA wal_checkpoint(" + mode + ")").get();
+const passive = () => db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
 self.onmessage = (event) => {
-  const { path, restartFrames, catchUpFrames, restartTries } = event.data;
+  const { path, restartFrames, finishFrames } = event.data;
   try {
     if (!db) {
       db = new Database(path);
-      // Never wait inside SQLite: a RESTART that waited for readers while holding the write
-      // lock could wait on a loop transaction that itself waits for that lock.
       db.run("PRAGMA busy_timeout = 0");
     }
-    // log: frames in the WAL since it last started over.
-    let row = run("PASSIVE");
-    let restarted = false;
-    if (row.log > restartFrames) {
-      // Copy without blocking until little is left, so the blocking RESTART is short.
-      for (let i = 0; i < 4 && row.log - row.checkpointed > catchUpFrames; i++) row = run("PASSIVE");
-      // Busy (a write or a read in progress): try again a millisecond later, not with SQLite's
-      // growing sleeps, which miss the short gaps between the loop's commits.
-      for (let i = 0; i < restartTries && !restarted; i++) {
-        row = run("RESTART");
-        restarted = row.busy === 0;
-        if (!restarted) Bun.sleepSync(1);
-      }
-    }
-    postMessage({ ok: true, restarted, log: row.log, checkpointed: row.checkpointed });
+    // log: frames in the WAL since it last started over; checkpointed: of those, copied.
+    let row = passive();
+    for (let i = 0; i < 4 && row.log > restartFrames && row.log - row.checkpointed > finishFrames; i++) row = passive();
+    postMessage({ ok: true, log: row.log, checkpointed: row.checkpointed });
   } catch (err) {
     postMessage({ ok: false, error: String((err && err.message) || err) });
   }
@@ -55,27 +47,25 @@ self.onmessage = (event) => {
 
 export interface CheckpointResult {
   ok: boolean;
-  restarted?: boolean;
   log?: number;
   checkpointed?: number;
   error?: string;
 }
 
+/** `copy`: the worker copied WAL frames; `restart`: the loop finished a long WAL so it starts over. */
+export type CheckpointKind = "copy" | "restart";
+
 export interface CheckpointerOptions {
   /** How often the loop looks for new writes (ms). */
   intervalMs?: number;
-  /** WAL length (since it last started over) above which the checkpoint restarts it (bytes). */
+  /** WAL length (since it last started over) past which the loop makes it start over (bytes). */
   restartBytes?: number;
   /** Told of every completed checkpoint (metrics). */
-  onCheckpoint?: (mode: CheckpointMode) => void;
+  onCheckpoint?: (kind: CheckpointKind) => void;
 }
 
-type CheckpointMode = "PASSIVE" | "RESTART";
-
-/** Frames a RESTART may still have to copy while it holds writers (~1 MiB). */
-const CATCH_UP_FRAMES = 256;
-/** RESTART attempts per round, a millisecond apart; the next round tries again. */
-const RESTART_TRIES = 50;
+/** Frames the loop may still have to copy itself when it finishes a long WAL (~256 KiB). */
+const FINISH_FRAMES = 64;
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
 
@@ -89,9 +79,10 @@ export class WalCheckpointer {
   private failed = false;
   private readonly intervalMs: number;
   private readonly restartFrames: number;
-  private readonly onCheckpoint: (mode: CheckpointMode) => void;
+  private readonly onCheckpoint: (kind: CheckpointKind) => void;
   private readonly changes;
-  /** For tests and the bench: checkpoints run, and the WAL frames in and copied at the last one. */
+  private readonly finishOnLoop;
+  /** For tests and the bench: worker checkpoints, WAL restarts, and the WAL at the last checkpoint. */
   readonly stats = { checkpoints: 0, restarts: 0, walFrames: 0, copiedFrames: 0 };
   /** Resolves the wait of `settle()`. */
   private waiters: Array<() => void> = [];
@@ -106,6 +97,7 @@ export class WalCheckpointer {
     this.restartFrames = Math.ceil((opts.restartBytes ?? 16 * 1024 * 1024) / pageSize);
     this.onCheckpoint = opts.onCheckpoint ?? (() => {});
     this.changes = db.query<{ n: number }, []>("SELECT total_changes() AS n");
+    this.finishOnLoop = db.query<{ busy: number; log: number; checkpointed: number }, []>("PRAGMA wal_checkpoint(PASSIVE)");
   }
 
   start() {
@@ -161,21 +153,44 @@ export class WalCheckpointer {
       this.worker = worker;
     }
     this.inFlight = true;
-    worker.postMessage({ path: this.db.filename, restartFrames: this.restartFrames, catchUpFrames: CATCH_UP_FRAMES, restartTries: RESTART_TRIES });
+    worker.postMessage({ path: this.db.filename, restartFrames: this.restartFrames, finishFrames: FINISH_FRAMES });
   }
 
   private done(result: CheckpointResult) {
     this.inFlight = false;
-    if (!result.ok) {
-      this.fallBack(result.error ?? "");
+    if (!result.ok || !this.timer) {
+      if (!result.ok) this.fallBack(result.error ?? "");
+      this.release();
       return;
     }
     this.stats.checkpoints++;
-    if (result.restarted) this.stats.restarts++;
     this.stats.walFrames = result.log ?? 0;
     this.stats.copiedFrames = result.checkpointed ?? 0;
-    this.onCheckpoint(result.restarted ? "RESTART" : "PASSIVE");
+    this.onCheckpoint("copy");
+    const log = result.log ?? 0;
+    const left = log - (result.checkpointed ?? 0);
+    if (log > this.restartFrames) {
+      if (left <= FINISH_FRAMES) this.finish();
+      else {
+        this.request(); // the worker fell behind a long WAL: another round at once
+        return;
+      }
+    }
     this.release();
+  }
+
+  /** The loop copies the last few frames itself; everything copied, its next write starts the WAL over. */
+  private finish() {
+    let row: { busy: number; log: number; checkpointed: number } | null;
+    try {
+      row = this.finishOnLoop.get();
+    } catch {
+      return; // another checkpointer (a backup's VACUUM does not; a CLI might) holds the lock: next time
+    }
+    // Not everything copied (a delivery thread still reads an older snapshot): try again later.
+    if (!row || row.busy !== 0 || row.checkpointed !== row.log) return;
+    this.stats.restarts++;
+    this.onCheckpoint("restart");
   }
 
   private release() {

@@ -40,8 +40,8 @@ export function createMetrics() {
   // WAL checkpoints made by the worker (src/db/checkpointer.ts); none at all under writes means it fell back.
   const walCheckpoints = new client.Counter({
     name: "kura_db_wal_checkpoints_total",
-    help: "后台线程完成的 SQLite WAL 检查点次数（passive，或 WAL 过大时的 restart）",
-    labelNames: ["mode"] as const,
+    help: "SQLite WAL 检查点次数：copy 为后台线程复制，restart 为 WAL 过长时主线程补完并让其从头开始",
+    labelNames: ["kind"] as const,
     registers: [registry],
   });
   // Upload writes and the commits they shared (src/db/group-commit.ts): the ratio is the batching achieved.

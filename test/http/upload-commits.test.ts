@@ -9,7 +9,7 @@ import { metricValue } from "../helpers/metrics";
 
 const UNITS = "kura_db_group_commit_units_total";
 const COMMITS = "kura_db_group_commits_total";
-const PASSIVE = 'kura_db_wal_checkpoints_total{mode="passive"}';
+const COPIES = 'kura_db_wal_checkpoints_total{kind="copy"}';
 
 describe("upload commits", () => {
   const { server, admin } = useAdmin();
@@ -42,10 +42,10 @@ describe("upload commits", () => {
   test("the WAL is checkpointed by the worker after writes", async () => {
     await admin.json("POST", "/api/admin/upload", form(await makePng(50, 50, 901), "checkpoint.png"));
     const deadline = Date.now() + 5000;
-    let checkpoints = await metricValue(server.url(""), PASSIVE);
+    let checkpoints = await metricValue(server.url(""), COPIES);
     while (checkpoints === 0 && Date.now() < deadline) {
       await Bun.sleep(50);
-      checkpoints = await metricValue(server.url(""), PASSIVE);
+      checkpoints = await metricValue(server.url(""), COPIES);
     }
     expect(checkpoints).toBeGreaterThan(0);
     expect(server.logs).not.toContain("后台 WAL 检查点线程失败");

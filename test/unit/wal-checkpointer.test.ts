@@ -91,6 +91,27 @@ describe("WAL checkpoints in a worker", () => {
     expect(db.query("SELECT COUNT(*) AS n FROM blob").get()).toEqual({ n: 41 * 300 });
   });
 
+  test("a loop transaction that reads before it writes never meets a write lock held by the worker", async () => {
+    checkpointer = new WalCheckpointer(db, log, { intervalMs: 1, restartBytes: 256 * 1024 });
+    checkpointer.start();
+    const count = db.query("SELECT COUNT(*) AS n FROM blob");
+    const insert = db.query("INSERT INTO blob (round, body) VALUES (?, randomblob(4096))");
+    for (let round = 0; round < 150; round++) {
+      // Like an upload's quota check before its rows: once a transaction has read, SQLite
+      // answers its first write with SQLITE_BUSY at once if another connection holds the
+      // write lock, without waiting.
+      db.transaction(() => {
+        count.get();
+        Bun.sleepSync(1); // the worker works meanwhile
+        for (let i = 0; i < 50; i++) insert.run(round);
+      })();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await checkpointer.settle();
+    expect(checkpointer.stats.restarts).toBeGreaterThan(0);
+    expect(db.query("SELECT COUNT(*) AS n FROM blob").get()).toEqual({ n: 150 * 50 });
+  });
+
   test("when the worker cannot checkpoint, SQLite's automatic checkpoint comes back", async () => {
     checkpointer = new WalCheckpointer(db, log, { intervalMs: 5 });
     checkpointer.start();
