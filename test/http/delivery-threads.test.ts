@@ -3,6 +3,7 @@
 // here goes on a fresh connection (Connection: close), so each test's requests land on both
 // threads; the thread's own answers are visible in kura_delivery_thread_answers_total.
 import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { adminSession, expectError } from "../helpers/client";
 import { useAdmin, useServer } from "../helpers/fixture";
@@ -164,7 +165,36 @@ describe("with one delivery thread", () => {
     // /metrics is allowed for loopback (the default list): the real peer, not the forged one, decides.
     for (const res of await many(16, () => fetch(server.url("/metrics"), { headers: forged }))) expect(res.status).toBe(200);
   });
+
+  test("the private handover socket answers 403 to anyone without this process's secret", async () => {
+    // An abstract unix socket has no file permissions: any local process can connect, so the
+    // secret is its only lock. Found the way such a process would: in /proc/net/unix.
+    const socket = handoverSocketOf(server.proc.pid);
+    expect(socket).toBeDefined();
+    const ask = (path: string, init: RequestInit = {}) => fetch(`http://localhost${path}`, { ...init, unix: socket } as RequestInit);
+    await expectError(await ask("/healthz"), 403);
+    await expectError(await ask("/api/admin/me", { headers: { "x-kura-handover-secret": "00".repeat(32), "x-kura-handover-peer": "127.0.0.1" } }), 403);
+    const login = { method: "POST", headers: { "content-type": "application/json", "x-kura-handover-secret": "zz" }, body: JSON.stringify({ username: "admin", password: "x" }) };
+    await expectError(await ask("/api/admin/login", login), 403);
+  });
 });
+
+/** The abstract socket (`\0kura-<pid>-…`) a Kura process started under `rootPid` listens on for its delivery threads. */
+function handoverSocketOf(rootPid: number): string | undefined {
+  const descends = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 8; hops++) {
+      if (p === rootPid) return true;
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      p = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    }
+    return false;
+  };
+  for (const line of readFileSync("/proc/net/unix", "utf8").split("\n")) {
+    const m = /@(kura-(\d+)-[0-9a-f]+)$/.exec(line.trim());
+    if (m && existsSync(`/proc/${m[2]}`) && descends(Number(m[2]))) return `\0${m[1]}`;
+  }
+  return undefined;
+}
 
 describe("client address rules through a delivery thread", () => {
   const { server } = useServer({ env: { KURA_DELIVERY_THREADS: "1", KURA_METRICS_ALLOW: "10.0.0.0/8", KURA_TRUSTED_PROXIES: "127.0.0.1" } });
