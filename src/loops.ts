@@ -3,6 +3,7 @@ import { reconcileRound } from "./channels/reconcile";
 import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
 import { scanRound } from "./images/dedup";
+import { PHASH_SWEEP_MS, PhashSweep } from "./images/phash-sweep";
 import { judgeCold, sweepRound } from "./images/sweep";
 import { expireMultipartUploads } from "./s3/multipart-store";
 import { evaluateChannelAlerts } from "./ops/alerts";
@@ -44,6 +45,13 @@ export function startBackgroundLoops(app: AppContext) {
     // A new cold threshold re-judges the cleanup list now, not at the next sweep.
     if (changed.includes("cold_cleanup_days")) void judgeCold(app).catch((err) => app.log.error("清理列表重新判定失败", { err: (err as Error).message }));
   });
+  const phash = new PhashSweep();
+  const hashing = startLoop(
+    "phash",
+    app,
+    () => PHASH_SWEEP_MS,
+    async () => void (await phash.round(app)),
+  );
   // Reconciliation lists whole channels: first run a day after start, not at boot.
   const reconcile = startLoop(
     "reconcile",
@@ -52,5 +60,5 @@ export function startBackgroundLoops(app: AppContext) {
     () => reconcileRound(app),
     { runAtStart: false },
   );
-  return [...loops.map((l) => l.loop), reconcile, backup];
+  return [...loops.map((l) => l.loop), hashing, reconcile, backup];
 }

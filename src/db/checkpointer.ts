@@ -188,7 +188,7 @@ export class WalCheckpointer {
       return; // another checkpointer (a backup's VACUUM does not; a CLI might) holds the lock: next time
     }
     // Not everything copied (a delivery thread still reads an older snapshot): try again later.
-    if (!row || row.busy !== 0 || row.checkpointed !== row.log) return;
+    if (row?.busy !== 0 || row.checkpointed !== row.log) return;
     this.stats.restarts++;
     this.onCheckpoint("restart");
   }

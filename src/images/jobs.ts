@@ -81,6 +81,7 @@ export async function computePhash(app: AppContext, { blob_id }: { blob_id: numb
 }
 
 export function registerImageJobs(app: AppContext) {
+  // New blobs are hashed by the sweep (phash-sweep.ts); this runs jobs queued by earlier versions.
   app.jobs.register(PHASH_JOB, (payload) => computePhash(app, payload), { concurrency: 1 });
   app.jobs.register(REPLICATE_JOB, (payload) => replicate(app, payload), { concurrency: 4 });
   app.jobs.register(BLOB_DELETE_JOB, (payload) => deleteBlob(app, payload), { concurrency: 2 });

@@ -12,9 +12,7 @@ import type { PreparedImage } from "./upload/prepare";
 import { holdAt } from "../testing/hold-points";
 
 export { PHASH_JOB, REPLICATE_JOB } from "./job-names";
-import { PHASH_JOB, REPLICATE_JOB } from "./job-names";
-/** Delay before the perceptual hash (a full decode) of a new blob is computed. */
-export const PHASH_DELAY_MS = 30_000;
+import { REPLICATE_JOB } from "./job-names";
 
 export interface NewReference {
   userId: string;
@@ -121,8 +119,7 @@ function upsertBlob(app: AppContext, prepared: PreparedImage, key: string, writt
       createdAt: now,
     });
     blob = app.images.blob(blobId)!;
-    // Similarity detection is not latency-critical: hashing waits until an upload burst is over.
-    app.jobs.enqueue(PHASH_JOB, { blob_id: blob.id }, { uniqueKey: `phash:${blob.id}`, delayMs: PHASH_DELAY_MS });
+    // Its perceptual hash comes later, from the sweep (phash-sweep.ts): no job row per upload.
   }
   for (const channel of written) app.images.setReplica(blob.id, channel.row.id, "done");
   scheduleReplication(app, blob.id);

@@ -174,7 +174,11 @@ describe("with one delivery thread", () => {
     const ask = (path: string, init: RequestInit = {}) => fetch(`http://localhost${path}`, { ...init, unix: socket } as RequestInit);
     await expectError(await ask("/healthz"), 403);
     await expectError(await ask("/api/admin/me", { headers: { "x-kura-handover-secret": "00".repeat(32), "x-kura-handover-peer": "127.0.0.1" } }), 403);
-    const login = { method: "POST", headers: { "content-type": "application/json", "x-kura-handover-secret": "zz" }, body: JSON.stringify({ username: "admin", password: "x" }) };
+    const login = {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-kura-handover-secret": "zz" },
+      body: JSON.stringify({ username: "admin", password: "x" }),
+    };
     await expectError(await ask("/api/admin/login", login), 403);
   });
 });

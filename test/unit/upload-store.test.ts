@@ -125,7 +125,8 @@ describe("storeReference", () => {
         .map((j) => j.unique_key)
         .sort(),
     ).toEqual([`${blob.id}:${channels[1]!.row.id}`, `${blob.id}:${channels[2]!.row.id}`]);
-    expect(jobs.filter((j) => j.kind === "blob.phash").map((j) => j.unique_key)).toEqual([`phash:${blob.id}`]);
+    // The perceptual hash comes from the sweep (phash-sweep.ts), not from a job per upload.
+    expect(jobs.filter((j) => j.kind === "blob.phash")).toEqual([]);
     expect(one<{ file_name: string; blob_id: number; user_id: string; expire_at: string | null }>("SELECT * FROM images WHERE id = ?", id)).toMatchObject({
       file_name: "cat.png",
       blob_id: blob.id,

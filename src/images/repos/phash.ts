@@ -27,3 +27,11 @@ export function phashStatements(db: Database): PhashStatements {
       .safeIntegers(true),
   };
 }
+
+/** Unhashed blobs created at or before `createdBefore`, oldest first (the partial index `blobs_unhashed`). */
+export function dueUnhashedBlobIds(db: Database, createdBefore: string, limit: number): number[] {
+  return db
+    .query<{ id: number }, [string, number]>("SELECT id FROM blobs WHERE phash = '' AND pending_delete = 0 AND created_at <= ? ORDER BY id LIMIT ?")
+    .all(createdBefore, limit)
+    .map((r) => r.id);
+}
