@@ -207,7 +207,21 @@ function stripJpeg(src: Buffer): StrippedImage {
     while (at < kept.length && kept[at][1] === 0xe0) at++;
     kept.splice(at, 0, segment(0xe1, minimalExif(orientation, true)));
   }
-  return { bytes: Buffer.concat(kept), orientation };
+  return { bytes: joined(src, kept), orientation };
+}
+
+/**
+ * The kept pieces as one buffer. When they are the whole source, in order and untouched
+ * (nothing to strip, the common case for images without metadata), that is the source
+ * itself: no copy of a possibly large image.
+ */
+function joined(src: Buffer, kept: Buffer[]): Buffer {
+  let offset = src.byteOffset;
+  for (const piece of kept) {
+    if (piece.buffer !== src.buffer || piece.byteOffset !== offset) return Buffer.concat(kept);
+    offset += piece.length;
+  }
+  return offset === src.byteOffset + src.length ? src : Buffer.concat(kept);
 }
 
 /** In entropy-coded data 0xFF is followed by 0x00 (stuffing) or RSTn; anything else is a marker. */
@@ -252,7 +266,7 @@ function stripPng(src: Buffer): StrippedImage {
   if (kept[1]?.toString("latin1", 4, 8) !== "IHDR") throw new MalformedImageError("PNG 缺少 IHDR");
   // eXIf must come before the image data; right after IHDR is always valid.
   if (orientation !== 1) kept.splice(2, 0, pngChunk("eXIf", minimalExif(orientation, exifPrefixed)));
-  return { bytes: Buffer.concat(kept), orientation };
+  return { bytes: joined(src, kept), orientation };
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {

@@ -132,6 +132,10 @@ describe("JPEG (lossless)", () => {
     const out = await strip(original, "image/jpeg");
     expect(out.equals(original)).toBe(true);
     expect((await raw(out)).data.equals((await raw(original)).data)).toBe(true);
+    // Nothing to strip: the very same buffer comes back, no copy of the image is made.
+    expect(stripMetadataBytes(original, "image/jpeg").bytes).toBe(original);
+    const tagged = await photo().jpeg({ quality: 70 }).withExif(EXIF).toBuffer();
+    expect(stripMetadataBytes(tagged, "image/jpeg").bytes).not.toBe(tagged);
   });
 
   test("a JFIF thumbnail is removed, the JFIF header kept", async () => {
@@ -181,6 +185,7 @@ describe("PNG (lossless)", () => {
     expect(out.includes(Buffer.from("eXIf"))).toBe(false);
     const plain = await photo().png().toBuffer();
     expect((await strip(plain, "image/png")).equals(plain)).toBe(true);
+    expect(stripMetadataBytes(plain, "image/png").bytes).toBe(plain);
   });
 });
 

@@ -5,7 +5,6 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
-import { sha256Hex } from "../../auth/secrets";
 
 export const FIELD_LIMIT_BYTES = 1024;
 /** Room for multipart boundaries and small fields on top of the file itself. */
@@ -185,8 +184,6 @@ async function receiveSmallMultipart(
   if (!upload) return { file: undefined, fields };
   if (upload.size > maxBytes) throw tooLarge(maxBytes);
   const bytes = Buffer.from(await upload.arrayBuffer());
-  return {
-    file: { bytes, size: bytes.length, fileName: upload.name || "image", sha256: sha256Hex(bytes) },
-    fields,
-  };
+  // No hash here: prepareImage hashes the bytes it stores, which under exif_policy=strip are not these.
+  return { file: { bytes, size: bytes.length, fileName: upload.name || "image" }, fields };
 }
