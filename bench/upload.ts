@@ -61,7 +61,8 @@ type ThreadCpu = ReturnType<typeof threadCpuMs>;
 
 /** Per-operation CPU of each thread group between two readings. */
 function threadsPerOp(before: ThreadCpu, after: ThreadCpu, count: number): ThreadCpu {
-  return { main: (after.main - before.main) / count, pool: (after.pool - before.pool) / count, other: (after.other - before.other) / count };
+  const per = (k: keyof ThreadCpu) => (after[k] - before[k]) / count;
+  return { main: per("main"), pool: per("pool"), other: per("other"), faults: per("faults") };
 }
 
 const fmtThreads = (t: ThreadCpu) => `${t.main.toFixed(2)} / ${t.pool.toFixed(2)} / ${t.other.toFixed(2)}`;
@@ -192,7 +193,7 @@ async function main() {
   const bareSummary = summarize(bareAll);
   const bareCpu = bares.reduce((s, b) => s + b.serverCpuMs * b.run.count, 0) / bareAll.count;
   const bareThreads = (k: keyof ThreadCpu) => bares.reduce((s, b) => s + b.threads[k] * b.run.count, 0) / bareAll.count;
-  const bareSplit: ThreadCpu = { main: bareThreads("main"), pool: bareThreads("pool"), other: bareThreads("other") };
+  const bareSplit: ThreadCpu = { main: bareThreads("main"), pool: bareThreads("pool"), other: bareThreads("other"), faults: bareThreads("faults") };
   const bareOther = bares.reduce((s, b) => s + b.otherCores, 0) / bares.length;
 
   const all: RunResult = {
@@ -252,6 +253,7 @@ async function main() {
       `\nvs the in-process baseline (segments per s: ${baselines.map((b) => fmtRate(rate(b))).join(", ")}): ${uploads.map((u) => `${u.policy} ${vsInProcess(u).toFixed(2)}`).join(", ")}.` +
       `\nCPU ms/op: server process, all threads (Kura, bare server) / this process (in-process baseline); Kura / bare: ${uploads.map((u) => `${u.policy} ${(u.serverCpuMs / bareCpu).toFixed(2)}x`).join(", ")}. bench client CPU per upload: ${uploads.map((u) => u.clientCpuMs.toFixed(2)).join(" / ")} ms.` +
       `\nCPU ms/op by thread (JS thread / Bun pool: fs, fsync, sharp / other): bare ${fmtThreads(bareSplit)}; ${uploads.map((u) => `${u.policy} ${fmtThreads(u.threads)}`).join("; ")}.` +
+      `\nminor page faults per upload (server process): bare ${bareSplit.faults.toFixed(0)}; ${uploads.map((u) => `${u.policy} ${u.threads.faults.toFixed(0)}`).join("; ")}.` +
       `\nother load: average cores used by other processes during the run; well above 0 means the numbers are disturbed.`,
   );
   const worst = Math.min(...uploads.map(ratio));

@@ -69,8 +69,8 @@ function cpuMsOfStat(stat: string): number {
  * thread pool ("pool": fs calls, fsync, native addons such as sharp) and everything else
  * ("other": JIT, GC helpers, allocator). Threads that ended are not counted.
  */
-export function threadCpuMs(pid: number): { main: number; pool: number; other: number } {
-  const out = { main: 0, pool: 0, other: 0 };
+export function threadCpuMs(pid: number): { main: number; pool: number; other: number; faults: number } {
+  const out = { main: 0, pool: 0, other: 0, faults: minorFaults(pid) };
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
     try {
@@ -85,4 +85,14 @@ export function threadCpuMs(pid: number): { main: number; pool: number; other: n
     else out.other += ms;
   }
   return out;
+}
+
+/** Minor page faults of the whole process so far (field 10 of /proc/<pid>/stat); 0 when unreadable. */
+export function minorFaults(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[7]);
+  } catch {
+    return 0;
+  }
 }
