@@ -1,4 +1,3 @@
-import { GroupCommit } from "./db/group-commit";
 import type { Database } from "bun:sqlite";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -20,6 +19,7 @@ import { AccessBuffer } from "./delivery/access-log";
 import { DeliveryLookups } from "./delivery/lookups";
 import { RefererRules } from "./delivery/referer-rules";
 import { VariantService } from "./delivery/variants";
+import { GroupCommit } from "./db/group-commit";
 import { registerImageJobs } from "./images/jobs";
 import { ImageRepo } from "./images/repo";
 import { resolveUploadIntents } from "./images/store";

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../ops/log";
+import { inlineWorker } from "../shared/inline-worker";
 
 /**
  * WAL checkpoints off the event loop. SQLite's automatic checkpoint runs inside whichever
@@ -22,8 +23,7 @@ import type { Logger } from "../ops/log";
  *   write starts the WAL over. Once per `restartBytes` of WAL.
  * - If the worker fails, SQLite's own automatic checkpoint is switched back on.
  *
- * The worker's code is a string turned into a Blob URL, like the snapshot worker: the
- * single-file build carries it without an extra entry point.
+ * The worker's code is a string (src/shared/inline-worker.ts), like the snapshot worker's.
  */
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
@@ -68,8 +68,6 @@ export interface CheckpointerOptions {
 const FINISH_FRAMES = 64;
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
-
-let workerUrl: string | undefined;
 
 export class WalCheckpointer {
   private worker: Worker | undefined;
@@ -142,8 +140,7 @@ export class WalCheckpointer {
     let worker = this.worker;
     if (!worker) {
       try {
-        workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
-        worker = new Worker(workerUrl);
+        worker = inlineWorker(WORKER_SOURCE);
       } catch (err) {
         this.fallBack((err as Error).message);
         return;
@@ -163,14 +160,14 @@ export class WalCheckpointer {
       this.release();
       return;
     }
-    this.stats.checkpoints++;
-    this.stats.walFrames = result.log ?? 0;
-    this.stats.copiedFrames = result.checkpointed ?? 0;
-    this.onCheckpoint("copy");
     const log = result.log ?? 0;
-    const left = log - (result.checkpointed ?? 0);
+    const copied = result.checkpointed ?? 0;
+    this.stats.checkpoints++;
+    this.stats.walFrames = log;
+    this.stats.copiedFrames = copied;
+    this.onCheckpoint("copy");
     if (log > this.restartFrames) {
-      if (left <= FINISH_FRAMES) this.finish();
+      if (log - copied <= FINISH_FRAMES) this.finish();
       else {
         this.request(); // the worker fell behind a long WAL: another round at once
         return;

@@ -79,7 +79,8 @@ function dropIntents(app: AppContext, intents: number[]) {
 /**
  * Stores a prepared image as a new reference: dedups into an existing blob by sha256
  * or writes a new one, then records blob, replicas, jobs, image and alias in one
- * transaction (shared with the uploads of the same event-loop turn: app.commits). On any failure nothing is left behind.
+ * transaction (shared with the uploads of the same event-loop turn: app.commits). On any
+ * failure nothing is left behind.
  */
 export async function storeReference(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
   checkQuota(app, ref.userId, prepared.size);

@@ -1,5 +1,6 @@
 import { channelList } from "../channels/views";
 import type { AppContext } from "../context";
+import { inlineWorker } from "../shared/inline-worker";
 import { USER_ITEM_SQL } from "../users/repo";
 import { EXPORT_SQL, SNAPSHOT_PIN_SQL } from "./repos/export";
 
@@ -85,11 +86,8 @@ self.onmessage = (event) => {
   }
 };`;
 
-let workerUrl: string | undefined;
-
 export function metadataExportStream(app: AppContext): ReadableStream<Uint8Array> {
-  workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
-  const worker = new Worker(workerUrl);
+  const worker = inlineWorker(WORKER_SOURCE);
   const encoder = new TextEncoder();
   let waiting: { resolve: (m: { type: string; text?: string; error?: string }) => void } | undefined;
   let closed = false;

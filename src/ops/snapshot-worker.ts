@@ -1,9 +1,10 @@
 /**
  * `VACUUM INTO` off the event loop: a Bun Worker opens its own read-only connection and
  * writes the snapshot there, so a backup of a large database never holds requests. The
- * worker's code is a string turned into a Blob URL: it needs nothing but bun:sqlite, and
- * the single-file build carries it without an extra entry point.
+ * worker's code is a string (src/shared/inline-worker.ts): it needs nothing but bun:sqlite.
  */
+import { inlineWorker } from "../shared/inline-worker";
+
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 self.onmessage = (event) => {
@@ -22,12 +23,9 @@ self.onmessage = (event) => {
   }
 };`;
 
-let workerUrl: string | undefined;
-
 /** Writes a consistent copy of the database at `src` to `dst` (which must not exist) in a worker. */
 export function vacuumIntoInWorker(src: string, dst: string): Promise<void> {
-  workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
-  const worker = new Worker(workerUrl);
+  const worker = inlineWorker(WORKER_SOURCE);
   return new Promise<void>((resolve, reject) => {
     worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) => {
       worker.terminate();

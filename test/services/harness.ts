@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AppContext } from "../../src/context";
+import { runUpload, type UploadOptions, type UploadOutcome } from "../../src/images/upload/service";
 import type { UserRow } from "../../src/users/repo";
 import { openContext } from "../helpers/context";
 
@@ -22,6 +23,26 @@ export async function serviceContext(): Promise<{ app: AppContext; admin: UserRo
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+let staged = 0;
+
+/** One upload through the same pipeline every surface uses, from bytes staged in tmp like a receiver would. */
+export async function uploadBytes(
+  app: AppContext,
+  userId: string,
+  bytes: Buffer,
+  options: UploadOptions = {},
+  idempotencyKey?: string,
+): Promise<UploadOutcome> {
+  const path = join(app.paths.tmp, `service-test-${++staged}`);
+  await Bun.write(path, bytes);
+  return runUpload(app, app.uploadGate, {
+    userId,
+    tokenId: null,
+    idempotencyKey,
+    receive: async () => ({ file: { path, size: bytes.length, fileName: "photo.jpg" }, options }),
+  });
 }
 
 /** The error a call threw (failing the test when it did not throw). */

@@ -3,12 +3,9 @@ import { existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import type { AppContext } from "../../src/context";
 import { PHASH_DELAY_MS, PhashSweep } from "../../src/images/phash-sweep";
-import { runUpload } from "../../src/images/upload/service";
 import type { UserRow } from "../../src/users/repo";
 import { makeJpeg } from "../helpers/images";
-import { serviceContext } from "./harness";
-
-let seq = 0;
+import { serviceContext, uploadBytes } from "./harness";
 
 describe("perceptual-hash sweep", () => {
   let app: AppContext;
@@ -18,14 +15,7 @@ describe("perceptual-hash sweep", () => {
   afterAll(() => dispose());
 
   async function upload(seed: number): Promise<number> {
-    const bytes = await makeJpeg(48, 40, seed);
-    const path = join(app.paths.tmp, `phash-test-${++seq}`);
-    await Bun.write(path, bytes);
-    const { id } = await runUpload(app, app.uploadGate, {
-      userId: admin.id,
-      tokenId: null,
-      receive: async () => ({ file: { path, size: bytes.length, fileName: "p.jpg" }, options: { exifPolicy: "passthrough" } }),
-    });
+    const { id } = await uploadBytes(app, admin.id, await makeJpeg(48, 40, seed), { exifPolicy: "passthrough" });
     return app.images.view(id)!.blob_id;
   }
   const phash = (blobId: number) => app.images.blob(blobId)!.phash;

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import type { AppContext } from "../../src/context";
 import { Invalid, QuotaExceeded, TooMany } from "../../src/errors";
-import { runUpload, type UploadOptions } from "../../src/images/upload/service";
+import type { UploadOptions } from "../../src/images/upload/service";
 import type { UserRow } from "../../src/users/repo";
 import { makeJpeg } from "../helpers/images";
-import { serviceContext, thrown } from "./harness";
-
-let seq = 0;
+import { serviceContext, thrown, uploadBytes } from "./harness";
 
 describe("upload pipeline, in process", () => {
   let app: AppContext;
@@ -16,17 +13,8 @@ describe("upload pipeline, in process", () => {
   beforeAll(async () => ({ app, admin, dispose } = await serviceContext()));
   afterAll(() => dispose());
 
-  /** One upload through the same pipeline every surface uses, from bytes staged like a receiver would. */
-  async function upload(userId: string, bytes: Buffer, options: UploadOptions = {}, idempotencyKey?: string) {
-    const path = join(app.paths.tmp, `service-test-${++seq}`);
-    await Bun.write(path, bytes);
-    return runUpload(app, app.uploadGate, {
-      userId,
-      tokenId: null,
-      idempotencyKey,
-      receive: async () => ({ file: { path, size: bytes.length, fileName: "photo.jpg" }, options }),
-    });
-  }
+  const upload = (userId: string, bytes: Buffer, options: UploadOptions = {}, idempotencyKey?: string) =>
+    uploadBytes(app, userId, bytes, options, idempotencyKey);
 
   test("an image is stored once, on the default channel, with its owner and lifetime", async () => {
     const bytes = await makeJpeg(80, 60, 11);
