@@ -22,6 +22,7 @@ import { VariantService } from "./delivery/variants";
 import { GroupCommit } from "./db/group-commit";
 import { registerImageJobs } from "./images/jobs";
 import { ImageRepo } from "./images/repo";
+import { fileNameBacklogSize } from "./images/repos/file-name-index";
 import { resolveUploadIntents } from "./images/store";
 import { UploadGate } from "./images/upload/limits";
 import type { JobKinds } from "./jobs/kinds";
@@ -109,5 +110,6 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
   registerChannelMetrics(app);
   scrapeGauge(metrics.registry, "kura_queue_jobs_waiting", "等待执行的任务数", () => app.jobs.counts().waiting);
   scrapeGauge(metrics.registry, "kura_queue_jobs_running", "正在执行的任务数", () => app.jobs.counts().running);
+  scrapeGauge(metrics.registry, "kura_search_backlog_images", "文件名尚未进入搜索索引的图片数（搜索照样能找到它们）", () => fileNameBacklogSize(app.db));
   return app;
 }

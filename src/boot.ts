@@ -8,7 +8,7 @@ import { loadMasterKey, type MasterKey, writeNewMasterKeyFile } from "./config/m
 import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { migrate, openDatabase } from "./db/open";
 import { snapshotBeforeMigration } from "./datadir/pre-migration";
-import { rebuildFileNameIndex } from "./images/repos/list";
+import { rebuildFileNameIndex } from "./images/repos/file-name-index";
 import { resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";

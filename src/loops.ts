@@ -3,6 +3,7 @@ import { reconcileRound } from "./channels/reconcile";
 import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
 import { scanRound } from "./images/dedup";
+import { FileNameIndexer } from "./images/file-name-indexer";
 import { PHASH_SWEEP_MS, PhashSweep } from "./images/phash-sweep";
 import { judgeCold, sweepRound } from "./images/sweep";
 import { expireMultipartUploads } from "./s3/multipart-store";
@@ -52,6 +53,13 @@ export function startBackgroundLoops(app: AppContext) {
     () => PHASH_SWEEP_MS,
     async () => void (await phash.round(app)),
   );
+  const fileNames = new FileNameIndexer();
+  const searchIndex = startLoop(
+    "file-name-index",
+    app,
+    () => fileNames.delayMs(),
+    async () => void fileNames.round(app),
+  );
   // Reconciliation lists whole channels: first run a day after start, not at boot.
   const reconcile = startLoop(
     "reconcile",
@@ -60,5 +68,5 @@ export function startBackgroundLoops(app: AppContext) {
     () => reconcileRound(app),
     { runAtStart: false },
   );
-  return [...loops.map((l) => l.loop), hashing, reconcile, backup];
+  return [...loops.map((l) => l.loop), hashing, searchIndex, reconcile, backup];
 }

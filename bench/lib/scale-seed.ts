@@ -11,6 +11,7 @@ import { sqlTime } from "../../src/db/time";
 import { phashChunks, phashToInt } from "../../src/images/phash-index";
 import { storageKeyFor } from "../../src/images/repo";
 import { newShortId } from "../../src/images/short-id";
+import { rebuildFileNameIndex } from "../../src/images/repos/file-name-index";
 import type { Logger } from "../../src/ops/log";
 import { rebuildUsageRollups } from "../../src/ops/repos/usage";
 import { makeJpeg, PHOTO_200KB } from "./jpegs";
@@ -186,7 +187,7 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
   for (const i of indexes) db.exec(i.sql);
   for (const t of triggers) db.exec(t.sql);
   rebuildUsageRollups(db);
-  db.exec("INSERT INTO images_fts (images_fts) VALUES ('rebuild')");
+  rebuildFileNameIndex(db);
   db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   db.close();
   return { images: imageCount, blobs: blobCount, users: SCALE_USERS + 1, seconds: (performance.now() - started) / 1000 };

@@ -10,6 +10,7 @@ import { metricValue } from "../helpers/metrics";
 const UNITS = "kura_db_group_commit_units_total";
 const COMMITS = "kura_db_group_commits_total";
 const COPIES = 'kura_db_wal_checkpoints_total{kind="copy"}';
+const SEARCH_BACKLOG = "kura_search_backlog_images";
 
 describe("upload commits", () => {
   const { server, admin } = useAdmin();
@@ -35,8 +36,13 @@ describe("upload commits", () => {
     expect(units).toBe(24);
     expect(commits).toBeGreaterThanOrEqual(1);
     expect(commits).toBeLessThanOrEqual(units);
-    const listed = await admin.json("GET", "/api/admin/images?search=burst-&page_size=50");
-    expect((listed.items as { id: string }[]).map((i) => i.id).sort()).toEqual([...ids].sort());
+    // Found by search at once (from the backlog), and still after the background indexer took them.
+    const found = async () => ((await admin.json("GET", "/api/admin/images?search=burst-&page_size=50")).items as { id: string }[]).map((i) => i.id).sort();
+    expect(await found()).toEqual([...ids].sort());
+    const deadline = Date.now() + 5000;
+    while ((await metricValue(server.url(""), SEARCH_BACKLOG)) > 0 && Date.now() < deadline) await Bun.sleep(50);
+    expect(await metricValue(server.url(""), SEARCH_BACKLOG)).toBe(0);
+    expect(await found()).toEqual([...ids].sort());
   });
 
   test("the WAL is checkpointed by the worker after writes", async () => {

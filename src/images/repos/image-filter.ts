@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { libraryUsage, userUsage } from "../../ops/repos/usage";
+import { fileNameMatchSql } from "./file-name-index";
 
 /**
  * The filters of every image list (the console/API list, the Lsky Pro list): one definition,
@@ -17,12 +18,6 @@ export interface ImageQuery {
   exempt?: boolean;
 }
 
-/** Trigram FTS needs at least 3 characters; shorter terms fall back to a LIKE scan. */
-const FTS_MIN_CHARS = 3;
-
-/** An FTS5 phrase: the term in double quotes, inner quotes doubled, matches it as a substring. */
-const ftsPhrase = (term: string) => `"${term.replace(/"/g, '""')}"`;
-
 /** The conditions (joined with AND by the caller) and their arguments. */
 export function imageConditions(q: ImageQuery): { sql: string[]; args: (string | number)[] } {
   const sql: string[] = [];
@@ -32,13 +27,9 @@ export function imageConditions(q: ImageQuery): { sql: string[]; args: (string |
     args.push(q.userId);
   }
   if (q.search) {
-    if ([...q.search].length >= FTS_MIN_CHARS) {
-      sql.push("i.rowid IN (SELECT rowid FROM images_fts WHERE images_fts MATCH ?)");
-      args.push(ftsPhrase(q.search));
-    } else {
-      sql.push("i.file_name LIKE ? ESCAPE '\\'");
-      args.push(`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-    }
+    const match = fileNameMatchSql(q.search);
+    sql.push(match.sql);
+    args.push(...match.args);
   }
   if (q.tokenId !== undefined) {
     sql.push("i.token_id = ?");

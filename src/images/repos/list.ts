@@ -65,8 +65,3 @@ export function listImages(db: Database, filter: ImageQuery, paging: { pageSize:
     nextCursor: more && last ? encodeCursor({ createdAt: last.created_at, rowid: last._rowid }) : null,
   };
 }
-
-/** Rebuilds the file-name search index, which is keyed by images' rowid (a VACUUM INTO snapshot may renumber them). */
-export function rebuildFileNameIndex(db: Database): void {
-  db.exec("INSERT INTO images_fts (images_fts) VALUES ('rebuild')");
-}
