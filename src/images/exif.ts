@@ -26,11 +26,14 @@ export async function stripMetadata(inputPath: string, outputPath: string, mime:
   await writeFile(outputPath, await stripMetadataToBuffer(await readFile(inputPath), mime));
 }
 
-/** `stripMetadata` on bytes in memory (small uploads never touch a temp file). */
+/**
+ * `stripMetadata` on bytes in memory (small uploads never touch a temp file). Takes `src` over:
+ * the result may be its memory, rearranged, so the caller must not use `src` afterwards.
+ */
 export async function stripMetadataToBuffer(src: Buffer, mime: string): Promise<Buffer> {
   if (mime === "image/avif") return reencodeWithoutMetadata(src, mime);
   try {
-    return stripMetadataBytes(src, mime).bytes;
+    return stripMetadataBytes(src, mime, true).bytes;
   } catch (err) {
     if (!(err instanceof MalformedImageError)) throw err;
     // Decoders are more lenient than our walker; re-encoding still guarantees no metadata.
@@ -38,13 +41,17 @@ export async function stripMetadataToBuffer(src: Buffer, mime: string): Promise<
   }
 }
 
-/** Lossless strip for JPEG, PNG, WebP and GIF. Throws MalformedImageError on broken structure. */
-export function stripMetadataBytes(src: Buffer, mime: string): StrippedImage {
+/**
+ * Lossless strip for JPEG, PNG, WebP and GIF. Throws MalformedImageError on broken structure
+ * (before touching `src`). With `reuseSource` the result may be `src`'s own memory, rearranged:
+ * only for a caller that no longer needs the source.
+ */
+export function stripMetadataBytes(src: Buffer, mime: string, reuseSource = false): StrippedImage {
   switch (mime) {
     case "image/jpeg":
-      return stripJpeg(src);
+      return stripJpeg(src, reuseSource);
     case "image/png":
-      return stripPng(src);
+      return stripPng(src, reuseSource);
     case "image/webp":
       return stripWebp(src);
     case "image/gif":
@@ -153,7 +160,7 @@ function segment(marker: number, payload: Buffer): Buffer {
   return Buffer.concat([head, payload]);
 }
 
-function stripJpeg(src: Buffer): StrippedImage {
+function stripJpeg(src: Buffer, reuseSource: boolean): StrippedImage {
   if (src.length < 4 || src[0] !== 0xff || src[1] !== 0xd8) throw new MalformedImageError("JPEG 文件头无效");
   const kept: Buffer[] = [src.subarray(0, 2)];
   let orientation = 1;
@@ -207,21 +214,42 @@ function stripJpeg(src: Buffer): StrippedImage {
     while (at < kept.length && kept[at][1] === 0xe0) at++;
     kept.splice(at, 0, segment(0xe1, minimalExif(orientation, true)));
   }
-  return { bytes: joined(src, kept), orientation };
+  return { bytes: joined(src, kept, reuseSource), orientation };
 }
 
 /**
  * The kept pieces as one buffer. When they are the whole source, in order and untouched
  * (nothing to strip, the common case for images without metadata), that is the source
- * itself: no copy of a possibly large image.
+ * itself: no copy of a possibly large image. With `reuseSource` (the caller gives the source
+ * up) pieces that all come from the source, in order, are moved down inside it instead of
+ * copied into a new buffer: a 200 KB upload then costs no fresh allocation (page faults
+ * and a copy, ~0.07 ms of the loop each).
  */
-function joined(src: Buffer, kept: Buffer[]): Buffer {
-  let offset = src.byteOffset;
+function joined(src: Buffer, kept: Buffer[], reuseSource: boolean): Buffer {
+  const start = src.byteOffset;
+  const end = start + src.length;
+  let offset = start;
+  let ownPieces = true;
+  let untouched = true;
   for (const piece of kept) {
-    if (piece.buffer !== src.buffer || piece.byteOffset !== offset) return Buffer.concat(kept);
-    offset += piece.length;
+    // Within the source's range, not just its ArrayBuffer: Node hands small Buffers out of shared pools.
+    if (piece.buffer !== src.buffer || piece.byteOffset < offset || piece.byteOffset + piece.length > end) {
+      ownPieces = false;
+      break;
+    }
+    if (piece.byteOffset !== offset) untouched = false;
+    offset = piece.byteOffset + piece.length;
   }
-  return offset === src.byteOffset + src.length ? src : Buffer.concat(kept);
+  if (ownPieces && untouched && offset === end) return src;
+  if (!ownPieces || !reuseSource) return Buffer.concat(kept);
+  // Each piece starts at or after where it lands, so moving them in order never overwrites one not yet moved.
+  let at = 0;
+  for (const piece of kept) {
+    const from = piece.byteOffset - start;
+    if (from !== at) src.copyWithin(at, from, from + piece.length);
+    at += piece.length;
+  }
+  return src.subarray(0, at);
 }
 
 /** In entropy-coded data 0xFF is followed by 0x00 (stuffing) or RSTn; anything else is a marker. */
@@ -242,7 +270,7 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 // edits could invalidate, and it is only a decoding hint.
 const PNG_DROP = new Set(["eXIf", "tEXt", "zTXt", "iTXt", "tIME", "iDOT"]);
 
-function stripPng(src: Buffer): StrippedImage {
+function stripPng(src: Buffer, reuseSource: boolean): StrippedImage {
   if (!src.subarray(0, 8).equals(PNG_SIGNATURE)) throw new MalformedImageError("PNG 文件头无效");
   const kept: Buffer[] = [src.subarray(0, 8)];
   let orientation = 1;
@@ -266,7 +294,7 @@ function stripPng(src: Buffer): StrippedImage {
   if (kept[1]?.toString("latin1", 4, 8) !== "IHDR") throw new MalformedImageError("PNG 缺少 IHDR");
   // eXIf must come before the image data; right after IHDR is always valid.
   if (orientation !== 1) kept.splice(2, 0, pngChunk("eXIf", minimalExif(orientation, exifPrefixed)));
-  return { bytes: joined(src, kept), orientation };
+  return { bytes: joined(src, kept, reuseSource), orientation };
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {

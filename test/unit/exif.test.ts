@@ -138,6 +138,28 @@ describe("JPEG (lossless)", () => {
     expect(stripMetadataBytes(tagged, "image/jpeg").bytes).not.toBe(tagged);
   });
 
+  test("stripping inside the source's own memory gives the same bytes as a copy", async () => {
+    const cases: [Buffer, string][] = [
+      [await photo().jpeg().withExif(EXIF).withXmp(XMP).toBuffer(), "image/jpeg"],
+      [withJpegExtras(await photo().jpeg({ progressive: true }).withExif(EXIF).withXmp(XMP).toBuffer()), "image/jpeg"],
+      [await photo().jpeg().withExif(EXIF).withMetadata({ orientation: 6 }).toBuffer(), "image/jpeg"],
+      [await photo().png().withExif(EXIF).withXmp(XMP).toBuffer(), "image/png"],
+      [await photo(8, 8).png().withMetadata({ orientation: 3 }).toBuffer(), "image/png"],
+      [await photo(8, 8).jpeg().withExif(EXIF).withMetadata({ orientation: 6 }).toBuffer(), "image/jpeg"],
+    ];
+    for (const [original, mime] of cases) {
+      const source = Buffer.from(original);
+      const copied = stripMetadataBytes(original, mime).bytes;
+      const reused = stripMetadataBytes(source, mime, true).bytes;
+      expect(reused.equals(copied)).toBe(true);
+      expect(copied.buffer).not.toBe(original.buffer);
+      for (const secret of SECRETS) expect(reused.includes(secret)).toBe(false);
+      // Pieces all from the source: rearranged in place, no new buffer.
+      const rotated = stripMetadataBytes(original, mime).orientation !== 1;
+      if (!rotated) expect(reused.buffer).toBe(source.buffer);
+    }
+  });
+
   test("a JFIF thumbnail is removed, the JFIF header kept", async () => {
     const original = await photo().jpeg().toBuffer();
     // JFIF 1.02, no density units, 1:1, followed by a 2x2 RGB thumbnail (12 bytes).
