@@ -64,11 +64,15 @@ class EncryptedDriver implements Driver {
     return this.crypt.encryptPath(key);
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
+  get stagesWrites(): boolean {
+    return this.inner.stagesWrites === true;
+  }
+
+  async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number, publishAfter?: Promise<unknown>): Promise<void> {
     const target = this.cipherKey(key);
     // The size guard runs on the plaintext so a short/long body fails here, before the inner driver commits anything.
     const plain = sizedStream(body, size);
-    await this.inner.put(target, this.crypt.encryptStream(plain), this.crypt.encryptedSize(size));
+    await this.inner.put(target, this.crypt.encryptStream(plain), this.crypt.encryptedSize(size), publishAfter);
   }
 
   async get(key: string, range?: ByteRange): Promise<GetResult> {

@@ -26,8 +26,18 @@ export interface GetResult {
 export interface Driver {
   /** Driver id as in rclone ("local", "s3", "webdav", "sftp", …). */
   readonly kind: string;
-  /** Streams `body` to `key`, replacing any existing object; `size` is exact. */
-  put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void>;
+  /**
+   * Streams `body` to `key`, replacing any existing object; `size` is exact. With `publishAfter`
+   * (only passed to a driver that `stagesWrites`) the bytes may be written under a private name
+   * at once, but `key` must not change before it resolves; if it rejects, nothing is published
+   * and the put rejects with its reason.
+   */
+  put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number, publishAfter?: Promise<unknown>): Promise<void>;
+  /**
+   * True when the driver writes to a private staging name first and only then publishes the key
+   * (the local disk: temp file, then rename), so `put` can overlap with the caller's own commit.
+   */
+  readonly stagesWrites?: boolean;
   /** Throws ObjectNotFoundError when absent. */
   get(key: string, range?: ByteRange): Promise<GetResult>;
   /** null when absent. */

@@ -122,13 +122,31 @@ export class ChannelRegistry {
     return channel;
   }
 
-  /** Writes bytes to one channel, counting the outcome in kura_channel_puts_total. */
-  async put(channel: LoadedChannel & { driver: Driver }, key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number) {
+  /**
+   * Writes bytes to one channel, counting the outcome in kura_channel_puts_total. With
+   * `publishAfter`, `key` appears only after it resolves: a staging driver writes meanwhile,
+   * any other starts writing then. Its rejection is the caller's failure, not the channel's.
+   */
+  async put(
+    channel: LoadedChannel & { driver: Driver },
+    key: string,
+    body: ReadableStream<Uint8Array> | Uint8Array,
+    size: number,
+    publishAfter?: Promise<unknown>,
+  ) {
+    const { driver } = channel;
+    if (publishAfter && !driver.stagesWrites) await publishAfter;
     try {
-      await channel.driver.put(key, body, size);
+      await (driver.stagesWrites ? driver.put(key, body, size, publishAfter) : driver.put(key, body, size));
       this.metrics.channelPuts.inc({ channel: channel.row.name, result: "ok" });
     } catch (err) {
-      this.metrics.channelPuts.inc({ channel: channel.row.name, result: "error" });
+      const notAllowed =
+        publishAfter !== undefined &&
+        (await publishAfter.then(
+          () => false,
+          () => true,
+        ));
+      if (!notAllowed) this.metrics.channelPuts.inc({ channel: channel.row.name, result: "error" });
       throw err;
     }
   }

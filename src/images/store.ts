@@ -35,8 +35,10 @@ type Writable = LoadedChannel & { driver: Driver };
 
 /**
  * Writes the bytes synchronously to the `min_success` best healthy channels, trying the
- * next ones when a write fails. Each write is preceded by an intent row so a crash
- * between the write and the commit cannot leave an untracked object.
+ * next ones when a write fails. Each object is published only after its intent row is
+ * committed, so a crash between the write and the reference's commit cannot leave an
+ * untracked object. A staging driver (local disk) writes its temp file while the intent
+ * commits; the others start writing after it.
  */
 async function writeSynchronously(app: AppContext, prepared: PreparedImage, key: string): Promise<{ written: Writable[]; intents: number[] }> {
   const candidates = app.channels.writable();
@@ -46,14 +48,17 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   const intents: number[] = [];
   for (const channel of candidates) {
     if (written.length >= need) break;
-    intents.push(await app.commits.run(() => insertIntent(app.db, channel.row.id, key, sqlTime())));
-    try {
-      const body = prepared.bytes ?? Bun.file(prepared.path!).stream();
-      await app.channels.put(channel, key, body, prepared.size);
-      written.push(channel);
-    } catch (err) {
-      app.log.warn("同步写入存储渠道失败，尝试下一个", { channel: channel.row.name, err: (err as Error).message });
+    const intent = app.commits.run(() => insertIntent(app.db, channel.row.id, key, sqlTime()));
+    const body = prepared.bytes ?? Bun.file(prepared.path!).stream();
+    const [recorded, stored] = await Promise.allSettled([intent, app.channels.put(channel, key, body, prepared.size, intent)]);
+    if (recorded.status === "rejected") {
+      // Nothing was published for this channel; the objects of the earlier ones go too.
+      await undoWrites(app, key, written, intents);
+      throw recorded.reason;
     }
+    intents.push(recorded.value);
+    if (stored.status === "fulfilled") written.push(channel);
+    else app.log.warn("同步写入存储渠道失败，尝试下一个", { channel: channel.row.name, err: (stored.reason as Error).message });
   }
   if (written.length < app.settings.get().min_success) {
     await undoWrites(app, key, written, intents);

@@ -134,6 +134,35 @@ describe("local driver: atomic writes", () => {
     expect(Buffer.compare(await readAll((await driver.get("live/obj")).stream), next)).toBe(0);
     expect(await allFiles(base)).toEqual(["live/obj"]);
   });
+
+  test("with publishAfter the bytes wait under the temp name: the key appears only once it resolves, and never if it rejects", async () => {
+    const base = await freshBase();
+    const driver = createLocalDriver({ path: base });
+    expect(driver.stagesWrites).toBe(true);
+    const bytes = new Uint8Array(randomBytes(40_000));
+    let allow!: () => void;
+    const writing = driver.put("staged/obj", bytes, bytes.byteLength, new Promise<void>((r) => (allow = r)));
+    // The whole file is written (temp name, full size) while the key is still absent.
+    const tempWritten = async () => {
+      const temp = (await allFiles(base)).find((f) => f.includes(".kura-tmp-"));
+      return temp !== undefined && Bun.file(join(base, temp)).size === bytes.byteLength;
+    };
+    const deadline = Date.now() + 5000;
+    while (!(await tempWritten()) && Date.now() < deadline) await Bun.sleep(2);
+    expect(await tempWritten()).toBe(true);
+    await Bun.sleep(20);
+    expect(await driver.head("staged/obj")).toBeNull();
+    allow();
+    await writing;
+    expect(Buffer.compare(await readAll((await driver.get("staged/obj")).stream), bytes)).toBe(0);
+    expect(await allFiles(base)).toEqual(["staged/obj"]);
+
+    // A refused publish: the caller's own error comes back as it is, and no file is left.
+    const refusal = new Error("intent refused");
+    const refused = driver.put("staged/other", bytes, bytes.byteLength, Promise.reject(refusal));
+    expect(await refused.catch((e: unknown) => e)).toBe(refusal);
+    expect(await allFiles(base)).toEqual(["staged/obj"]);
+  });
 });
 
 describe("local driver: temp file cleanup", () => {

@@ -4,6 +4,7 @@
  * synchronous writes and min_success, dedup, quota boundaries, undo on failure, aliases, TTL,
  * idempotency rows, replication scheduling and intent recovery.
  */
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -72,7 +73,11 @@ beforeAll(async () => {
   registry.writable = () => channels.filter((c) => c.healthy && !c.row.deleting);
   registry.list = () => channels;
   registry.get = (id: number) => channels.find((c) => c.row.id === id);
-  registry.put = (ch: FakeChannel, key: string, body: Uint8Array, size: number) => ch.driver.put(key, body, size);
+  // Like the registry with a driver that does not stage writes: nothing is written before the intent commits.
+  registry.put = async (ch: FakeChannel, key: string, body: Uint8Array, size: number, publishAfter?: Promise<unknown>) => {
+    await publishAfter;
+    return ch.driver.put(key, body, size);
+  };
 });
 afterAll(() => {
   close();
@@ -183,6 +188,33 @@ describe("storeReference", () => {
     expect(await apiError(storeReference(app, prepared(), ref()))).toBe("503:成功写入的存储渠道数量不足，请稍后重试");
     channels[0]!.healthy = false;
     expect(await apiError(storeReference(app, prepared(), ref()))).toBe("503:没有可写入的健康存储渠道，请稍后重试");
+  });
+
+  test("an object is written only once its intent is committed; an intent that cannot be committed fails the upload and writes nothing", async () => {
+    const p = prepared();
+    const key = () => [...channels[0]!.objects.keys()].find((k) => k.includes(p.sha256));
+    let intentsAtPut = -1;
+    channels[0]!.onPut = () => {
+      // Read through a second connection: only committed rows are visible there.
+      const other = new Database(join(dir, "kura.db"), { readonly: true });
+      intentsAtPut = (other.query("SELECT COUNT(*) AS n FROM upload_intents").get() as { n: number }).n;
+      other.close();
+    };
+    await storeReference(app, p, ref());
+    expect(intentsAtPut).toBe(1);
+    expect(key()).toBeDefined();
+
+    channels[0]!.onPut = undefined;
+    app.db.run("CREATE TEMP TRIGGER refuse_intents BEFORE INSERT ON upload_intents BEGIN SELECT RAISE(ABORT, 'intent refused (test)'); END");
+    try {
+      const q = prepared();
+      expect(await apiError(storeReference(app, q, ref()))).toBe("other:intent refused (test)");
+      expect(channels[0]!.puts.some((k) => k.includes(q.sha256))).toBe(false);
+      expect(one("SELECT id FROM blobs WHERE sha256 = ?", q.sha256)).toBeNull();
+    } finally {
+      app.db.run("DROP TRIGGER temp.refuse_intents");
+    }
+    expect(intents()).toBe(0);
   });
 
   test("quota: existing usage plus the new size may reach the quota, not exceed it", async () => {

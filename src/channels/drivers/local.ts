@@ -39,6 +39,7 @@ export function createLocalDriver(config: Record<string, string>, dataDir?: stri
 
 class LocalDriver implements Driver {
   readonly kind = "local";
+  readonly stagesWrites = true;
   constructor(private readonly base: string) {}
 
   /** Maps a key to a file path, refusing anything that would land outside `base`. */
@@ -57,7 +58,7 @@ class LocalDriver implements Driver {
    */
   private readonly unsyncedDirs = new Map<string, Promise<void>>();
 
-  async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
+  async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number, publishAfter?: Promise<unknown>): Promise<void> {
     const target = this.pathOf(key);
     const dir = dirname(target);
     const temp = join(dir, `.${target.slice(dir.length + 1)}.kura-tmp-${randomBytes(8).toString("hex")}`);
@@ -71,16 +72,23 @@ class LocalDriver implements Driver {
       // A stat on the loop is far cheaper than a write that fails for want of the directory;
       // the retry covers a directory removed in between.
       if (!existsSync(dir)) await this.makeDirectory(dir);
-      await writeTemp().catch(async (err: unknown) => {
+      const written = writeTemp().catch(async (err: unknown) => {
         if (!isMissing(err)) throw err;
         await this.makeDirectory(dir);
         await writeTemp();
       });
+      // The temp name is referenced by nothing and a restart removes it, so the bytes are
+      // written while the caller commits what must come first (an upload's write intent);
+      // only the rename that publishes `key` waits for that.
+      const [wrote, allowed] = await Promise.allSettled([written, publishAfter]);
+      if (wrote.status === "rejected") throw wrote.reason;
+      if (allowed.status === "rejected") throw new NotPublished(allowed.reason);
       // On the loop: the temp file was just created in this directory, so the rename only
       // touches cached metadata, while a pool round trip would queue behind other fsyncs.
       renameSync(temp, target);
     } catch (err) {
       await unlink(temp).catch(() => {});
+      if (err instanceof NotPublished) throw err.reason;
       throw fsFailure("写入", key, err);
     } finally {
       writingTemps.delete(temp);
@@ -277,6 +285,11 @@ async function syncDirectory(dir: string): Promise<void> {
   } finally {
     closeSync(fd);
   }
+}
+
+/** A put whose `publishAfter` rejected: that reason is the caller's, reported as it is. */
+class NotPublished {
+  constructor(readonly reason: unknown) {}
 }
 
 function isMissing(err: unknown): boolean {
