@@ -5,7 +5,7 @@
 //
 //   bun run bench/upload.ts [--n 200] [--concurrency 8] [--warmup 8] [--baseline-ms 1000]
 //                           [--policies strip,passthrough] [--entry other/src/main.ts]
-//                           [--profile-dir DIR] [--mature-store] [--json]
+//                           [--profile-dir DIR] [--mature-store] [--rounds 1] [--json]
 import { flagValue, hasFlag, intFlag } from "./lib/args";
 import { makeJpegs, PHOTO_200KB } from "./lib/jpegs";
 import { BackgroundLoad, machineSummary, ownCpuMs, threadCpuMs } from "./lib/machine";
@@ -34,6 +34,9 @@ const profileDir = flagValue(argv, "profile-dir");
 const asJson = hasFlag(argv, "json");
 /** Create the fan-out directories the uploads will need before the run, as in a store that has them all. */
 const matureStore = hasFlag(argv, "mature-store");
+/** Split each Kura run into this many slices, each between two bare-server slices of the same bodies. */
+const rounds = intFlag(argv, "rounds", 1);
+if (rounds < 1 || rounds > n) throw new Error(`--rounds 必须在 1 到 --n 之间，收到 ${rounds}`);
 const policies = (flagValue(argv, "policies") ?? "strip,passthrough").split(",") as Policy[];
 for (const p of policies) if (p !== "strip" && p !== "passthrough") throw new Error(`--policies 只能包含 strip、passthrough，收到 ${p}`);
 
@@ -55,6 +58,11 @@ interface UploadRow {
   baselinePerSecond: number;
   /** Bare server rate measured right before and right after this run, averaged. */
   barePerSecond: number;
+  /** With --rounds: each slice's rate / the mean of the bare slices right before and after it. */
+  sliceRatios: number[];
+  /** With --rounds: Kura's rate in each slice, and the bare server's in the slices around them. */
+  sliceRates: number[];
+  bareSliceRates: number[];
 }
 
 type ThreadCpu = ReturnType<typeof threadCpuMs>;
@@ -87,8 +95,24 @@ async function bareSegment(bare: BenchServer, bodies: MultipartBody[]): Promise<
   return { run, serverCpuMs: (bare.cpuMs() - cpu0) / run.count, threads: threadsPerOp(threads0, threadCpuMs(bare.pid), run.count), otherCores: load.cores() };
 }
 
-/** One fresh server per policy: a fresh database means no blob dedup across runs. */
-async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[], images: Uint8Array[]) {
+/** Splits `items` into `count` consecutive slices of near-equal size. */
+function slices<T>(items: readonly T[], count: number): T[][] {
+  return Array.from({ length: count }, (_, i) => items.slice(Math.round((i * items.length) / count), Math.round(((i + 1) * items.length) / count)));
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/**
+ * One fresh server per policy: a fresh database means no blob dedup across runs. With
+ * `--rounds R` the measured uploads go in R slices, and before each slice (and after the last)
+ * the bare server takes the same slice: this VM's speed swings by 2x within seconds, and a
+ * slice ratio compares two rates taken a second apart.
+ */
+async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[], images: Uint8Array[], bare: BenchServer) {
   const bunArgs = profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=upload-${policy}`] : [];
   const server = await BenchServer.start({ entry, bunArgs });
   try {
@@ -99,14 +123,32 @@ async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: Multi
     await runPool(warm, concurrency, (b) => upload(admin, b));
     const server0 = server.cpuMs();
     const threads0 = threadCpuMs(server.pid);
-    const client0 = ownCpuMs();
-    const load = new BackgroundLoad(() => server.cpuMs() + ownCpuMs());
-    const run = await runPool(bodies, concurrency, (b) => upload(admin, b));
+    // The bare slices' CPU is neither "other load" nor the client's work for Kura.
+    const load = new BackgroundLoad(() => server.cpuMs() + bare.cpuMs() + ownCpuMs());
+    let clientMs = 0;
+    const parts = rounds > 1 ? slices(bodies, rounds) : [bodies];
+    const bareRates: number[] = [];
+    const kura: RunResult[] = [];
+    for (const part of parts) {
+      if (rounds > 1) bareRates.push(rate((await bareSegment(bare, part)).run));
+      const client0 = ownCpuMs();
+      kura.push(await runPool(part, concurrency, (b) => upload(admin, b)));
+      clientMs += ownCpuMs() - client0;
+    }
+    if (rounds > 1) bareRates.push(rate((await bareSegment(bare, parts.at(-1)!)).run));
+    const run: RunResult = {
+      count: kura.reduce((s, r) => s + r.count, 0),
+      wallMs: kura.reduce((s, r) => s + r.wallMs, 0),
+      latenciesMs: kura.flatMap((r) => r.latenciesMs),
+    };
     return {
       run,
+      sliceRatios: rounds > 1 ? kura.map((r, i) => rate(r) / ((bareRates[i]! + bareRates[i + 1]!) / 2)) : [],
+      sliceRates: kura.map(rate),
+      bareSliceRates: bareRates,
       serverCpuMs: (server.cpuMs() - server0) / run.count,
       threads: threadsPerOp(threads0, threadCpuMs(server.pid), run.count),
-      clientCpuMs: (ownCpuMs() - client0) / run.count,
+      clientCpuMs: clientMs / run.count,
       otherCores: load.cores(),
       peakRssBytes: server.peakRssBytes(),
     };
@@ -174,7 +216,7 @@ async function main() {
     baselines.push(await baselineSegment(measured));
     for (const policy of policies) {
       log(`上传：exif_policy=${policy} …`);
-      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody), images);
+      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody), images, bare);
       bares.push(await bareSegment(bare, measured.map(toBody)));
       baselines.push(await baselineSegment(measured));
       const around = (rate(baselines.at(-2)!) + rate(baselines.at(-1)!)) / 2;
@@ -204,7 +246,8 @@ async function main() {
   const baseCpu = baselines.reduce((s, b) => s + b.cpuMsPerOp * b.count, 0) / all.count;
   const baseOther = baselines.reduce((s, b) => s + b.otherCores, 0) / baselines.length;
   const base = summarize(all);
-  const ratio = (u: UploadRow) => u.summary.perSecond / u.barePerSecond;
+  // With slices the ratio is their median: one slow second on either side moves it little.
+  const ratio = (u: UploadRow) => (u.sliceRatios.length ? median(u.sliceRatios) : u.summary.perSecond / u.barePerSecond);
   const vsInProcess = (u: UploadRow) => u.summary.perSecond / u.baselinePerSecond;
 
   console.log(`\nKura upload bench — ${new Date().toISOString()} — ${machineSummary()}`);
@@ -249,7 +292,12 @@ async function main() {
     ),
   );
   console.log(
-    `\nratio: upload rate / the bare server's rate in the two segments around the run (bare segments per s: ${bares.map((b) => fmtRate(rate(b.run))).join(", ")}).` +
+    (rounds > 1
+      ? `\nratio: the median over ${rounds} slices of (slice rate / the bare server's rate in the slices right before and after it); slice ratios: ${uploads.map((u) => `${u.policy} ${u.sliceRatios.map((x) => x.toFixed(2)).join(" ")}`).join("; ")}.` +
+        `\nslice rates per s (Kura | bare): ${uploads.map((u) => `${u.policy} ${u.sliceRates.map(fmtRate).join(" ")} | ${u.bareSliceRates.map(fmtRate).join(" ")}`).join("; ")}.` +
+        `\nwhole runs: ${uploads.map((u) => `${u.policy} ${(u.summary.perSecond / u.barePerSecond).toFixed(2)} of the bare segments around it`).join(", ")}.`
+      : "") +
+      `\n${rounds > 1 ? "whole-run ratio" : "ratio"}: upload rate / the bare server's rate in the two segments around the run (bare segments per s: ${bares.map((b) => fmtRate(rate(b.run))).join(", ")}).` +
       `\nvs the in-process baseline (segments per s: ${baselines.map((b) => fmtRate(rate(b))).join(", ")}): ${uploads.map((u) => `${u.policy} ${vsInProcess(u).toFixed(2)}`).join(", ")}.` +
       `\nCPU ms/op: server process, all threads (Kura, bare server) / this process (in-process baseline); Kura / bare: ${uploads.map((u) => `${u.policy} ${(u.serverCpuMs / bareCpu).toFixed(2)}x`).join(", ")}. bench client CPU per upload: ${uploads.map((u) => u.clientCpuMs.toFixed(2)).join(" / ")} ms.` +
       `\nCPU ms/op by thread (JS thread / Bun pool: fs, fsync, sharp / other): bare ${fmtThreads(bareSplit)}; ${uploads.map((u) => `${u.policy} ${fmtThreads(u.threads)}`).join("; ")}.` +

@@ -19,6 +19,15 @@ const enabled = new Set(
     .filter(Boolean),
 );
 
+/**
+ * Test-only delays, enabled the same way: "front.apply-late" makes every delivery thread apply
+ * the main thread's invalidations 400 ms late, so a test can send requests inside the window a
+ * thread has not caught up in (which in production lasts well under a millisecond).
+ */
+export type DelayPoint = "front.apply-late";
+
+export const delayAt = (point: DelayPoint): number => (enabled.has(point) ? 400 : 0);
+
 export function holdAt(point: HoldPoint, detail: string): Promise<never> | undefined {
   if (!enabled.has(point)) return undefined;
   process.stderr.write(`kura-test-hook held point=${point} ${detail}\n`);

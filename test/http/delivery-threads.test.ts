@@ -254,3 +254,53 @@ describe("start and stop", () => {
     await server.dispose();
   });
 });
+
+// The window between a change's answer and a thread applying it lasts well under a millisecond,
+// so the tests above cannot tell whether the generation check (protocol.ts) or plain luck kept
+// stale answers out. Here every thread applies changes 400 ms late (test hook): a request in
+// that window is answered right only because the thread sees the new generation and hands it over.
+describe("with one delivery thread that applies changes late (test hook)", () => {
+  const { server, admin } = useAdmin({ env: { KURA_DELIVERY_THREADS: "1", KURA_TEST_HOOKS: "front.apply-late" } });
+
+  const hotImage = async (seed: number) => {
+    await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 10_000, exif_policy: "passthrough", process_widths: [32, 640] });
+    const up = await admin.json("POST", "/api/admin/upload", form(await makePng(64, 48, seed), `late${seed}.png`));
+    // Hot on both threads; the thread's memory fills from its first handed-over answer.
+    const answered = await settled(
+      async () => {
+        await many(16, () => fetch(server.url(`/i/${up.id}`), { headers: FRESH }));
+        return metricValue(server.url(""), THREAD_ANSWERS);
+      },
+      (n) => n > 0,
+    );
+    expect(answered).toBeGreaterThan(0);
+    return up.id as string;
+  };
+
+  /** `n` requests started at once, each on its own connection: all inside the 400 ms window. */
+  const burst = (n: number, url: string, headers: Record<string, string>) =>
+    Promise.all(Array.from({ length: n }, () => fetch(server.url(url), { headers: { ...FRESH, ...headers } })));
+
+  test("a thread that has not applied a delete, a rule or a setting yet hands /i/ over instead of answering stale", async () => {
+    const deleted = await hotImage(31);
+    await admin.request("DELETE", `/api/admin/images/${deleted}`);
+    expect((await burst(24, `/i/${deleted}`, {})).map((r) => r.status)).toEqual(Array(24).fill(404));
+
+    const guarded = await hotImage(32);
+    const foreign = { referer: "https://elsewhere.example/page" };
+    const rule = await admin.json("POST", "/api/admin/referer-whitelist", { pattern: "friend.example" }, 201);
+    expect((await burst(24, `/i/${guarded}`, foreign)).map((r) => r.status)).toEqual(Array(24).fill(403));
+    await admin.request("DELETE", `/api/admin/referer-whitelist/${rule.id}`);
+    await Bun.sleep(500);
+
+    const webp = { accept: "image/webp" };
+    const resized = await hotImage(33);
+    const before = await many(16, () => fetch(server.url(`/i/${resized}?w=32`), { headers: { ...FRESH, ...webp } }));
+    expect(before.map((r) => r.headers.get("content-type"))).toEqual(Array(16).fill("image/webp"));
+    await admin.json("PUT", "/api/admin/config", { process_formats: ["jpeg"] });
+    for (const res of await burst(24, `/i/${resized}?w=32`, webp)) {
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).not.toBe("image/webp");
+    }
+  });
+});

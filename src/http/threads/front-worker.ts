@@ -1,4 +1,5 @@
 /** Entry of a delivery thread's Worker (pool.ts starts it): the message loop around DeliveryFront. */
+import { delayAt } from "../../testing/hold-points";
 import { DeliveryFront } from "./front";
 import type { FromFront, ToFront } from "./protocol";
 
@@ -17,8 +18,11 @@ self.onmessage = (event: MessageEvent<ToFront>) => {
     } catch (err) {
       post({ type: "failed", error: (err as Error).message });
     }
-  } else if (message.type === "invalidate") front?.apply(message);
-  else if (message.type === "report") {
+  } else if (message.type === "invalidate") {
+    const late = delayAt("front.apply-late");
+    if (late) setTimeout(() => front?.apply(message), late);
+    else front?.apply(message);
+  } else if (message.type === "report") {
     front?.flushReports();
     post({ type: "reported" });
   } else if (message.type === "stop") {
