@@ -1,7 +1,7 @@
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { computePhash } from "./jobs";
-import { dueUnhashedBlobIds } from "./repos/phash";
+import { dueUnhashedBlobIds, stillUnhashed } from "./repos/phash";
 
 /** A new blob is hashed once it is this old: similarity detection waits until an upload burst is over. */
 export const PHASH_DELAY_MS = 30_000;
@@ -27,6 +27,7 @@ export class PhashSweep {
 
   /** One round at `now`; resolves with what it did. */
   async round(app: AppContext, now = Date.now()): Promise<{ hashed: number; failed: number }> {
+    this.forgetSettled(app);
     const due = dueUnhashedBlobIds(app.db, sqlTime(now - PHASH_DELAY_MS), ROUND_LIMIT * 4)
       .filter((id) => (this.backoff.get(id)?.notBefore ?? 0) <= now)
       .slice(0, ROUND_LIMIT);
@@ -45,6 +46,13 @@ export class PhashSweep {
       }
     }
     return { hashed, failed };
+  }
+
+  /** Drops the backoff of blobs that no longer wait for a hash: deleted, given up for deletion, or hashed meanwhile. */
+  private forgetSettled(app: AppContext) {
+    if (this.backoff.size === 0) return;
+    const waiting = stillUnhashed(app.db, [...this.backoff.keys()]);
+    for (const id of this.backoff.keys()) if (!waiting.has(id)) this.backoff.delete(id);
   }
 
   /** Blobs currently waiting out a retry delay (tests, metrics). */

@@ -52,8 +52,11 @@ describe("perceptual-hash sweep", () => {
     expect(await sweep.round(app, t0 + 61_000 + 121_000)).toEqual({ hashed: 0, failed: 1 });
     expect(phash(broken)).toBe("");
     renameSync(`${file}.away`, file);
-    // Given up here (pending delete) so that the next test starts with nothing due.
+    // Given up here (pending delete) so that the next test starts with nothing due; its backoff goes with it.
     app.db.query("UPDATE blobs SET pending_delete = 1 WHERE id = ?").run(broken);
+    expect(sweep.waitingRetry).toBe(1);
+    await sweep.round(app, t0 + 61_000 + 121_000);
+    expect(sweep.waitingRetry).toBe(0);
   });
 
   test("a blob waiting for its physical delete is not hashed", async () => {

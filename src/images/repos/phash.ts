@@ -28,6 +28,15 @@ export function phashStatements(db: Database): PhashStatements {
   };
 }
 
+/** Which of `ids` are still blobs waiting for a hash (not deleted, not hashed, not pending delete). */
+export function stillUnhashed(db: Database, ids: number[]): Set<number> {
+  const found = new Set<number>();
+  const lookup = db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE id IN (SELECT value FROM json_each(?)) AND phash = '' AND pending_delete = 0");
+  // Chunks keep each statement small however many blobs keep failing.
+  for (let i = 0; i < ids.length; i += 500) for (const r of lookup.all(JSON.stringify(ids.slice(i, i + 500)))) found.add(r.id);
+  return found;
+}
+
 /** Unhashed blobs created at or before `createdBefore`, oldest first (the partial index `blobs_unhashed`). */
 export function dueUnhashedBlobIds(db: Database, createdBefore: string, limit: number): number[] {
   return db
