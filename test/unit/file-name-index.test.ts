@@ -102,6 +102,20 @@ test("search finds exactly the names containing the term, whatever mix of indexe
   );
 });
 
+test("a search never scans every image: FTS5 answers, and only the backlog is scanned", () => {
+  const db = database();
+  for (const term of ["holiday", "ho"]) {
+    const { sql, args } = imageConditions({ search: term });
+    const plan = db
+      .query<{ detail: string }, (string | number)[]>(`EXPLAIN QUERY PLAN SELECT COUNT(*) FROM images i ${whereOf(sql)}`)
+      .all(...args)
+      .map((r) => r.detail);
+    const fullScans = plan.filter((line) => /^SCAN (i|n)\b/.test(line));
+    // Short terms have no index to use (LIKE on every name); long ones must not scan at all.
+    expect(fullScans).toEqual(term.length >= 3 ? [] : ["SCAN i"]);
+  }
+});
+
 test("a round indexes at most its limit, oldest first, and the backlog empties", () => {
   const db = database();
   const ids = Array.from({ length: 7 }, (_, i) => insertImage(db, `holiday-${i}.jpg`));
