@@ -107,12 +107,28 @@ const median = (values: number[]) => {
 };
 
 /**
+ * Untimed uploads each server gets right before each of its slices. A server left idle while
+ * the other one runs hands freed memory back to the kernel (Kura's page faults per upload rose
+ * from ~20 to 60–90 with bare slices in between), so each slice starts warm, as a busy
+ * server would be.
+ */
+const SLICE_WARMUP = 48;
+
+/**
  * One fresh server per policy: a fresh database means no blob dedup across runs. With
  * `--rounds R` the measured uploads go in R slices, and before each slice (and after the last)
  * the bare server takes the same slice: this VM's speed swings by 2x within seconds, and a
- * slice ratio compares two rates taken a second apart.
+ * slice ratio compares two rates taken a second apart. `sliceWarm` holds R groups of distinct
+ * images (never uploaded otherwise) for the warm-up before each slice.
  */
-async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: MultipartBody[], images: Uint8Array[], bare: BenchServer) {
+async function benchUploads(
+  policy: Policy,
+  warm: MultipartBody[],
+  bodies: MultipartBody[],
+  sliceWarm: MultipartBody[][],
+  images: Uint8Array[],
+  bare: BenchServer,
+) {
   const bunArgs = profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=upload-${policy}`] : [];
   const server = await BenchServer.start({ entry, bunArgs });
   try {
@@ -121,21 +137,34 @@ async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: Multi
     // Admission limits would turn a throughput test into a 429 test.
     await admin.setConfig({ upload_rate_per_min: 1_000_000, max_concurrent_uploads: 10_000, exif_policy: policy });
     await runPool(warm, concurrency, (b) => upload(admin, b));
-    const server0 = server.cpuMs();
-    const threads0 = threadCpuMs(server.pid);
     // The bare slices' CPU is neither "other load" nor the client's work for Kura.
     const load = new BackgroundLoad(() => server.cpuMs() + bare.cpuMs() + ownCpuMs());
     let clientMs = 0;
+    let serverMs = 0;
+    let threads: ThreadCpu = { main: 0, pool: 0, other: 0, faults: 0 };
     const parts = rounds > 1 ? slices(bodies, rounds) : [bodies];
     const bareRates: number[] = [];
+    const bareSlice = async (i: number) => {
+      await bareSegment(bare, sliceWarm[i]!);
+      bareRates.push(rate((await bareSegment(bare, parts[i]!)).run));
+    };
     const kura: RunResult[] = [];
-    for (const part of parts) {
-      if (rounds > 1) bareRates.push(rate((await bareSegment(bare, part)).run));
+    for (const [i, part] of parts.entries()) {
+      if (rounds > 1) {
+        await bareSlice(i);
+        await runPool(sliceWarm[i]!, concurrency, (b) => upload(admin, b));
+      }
+      // Only the timed uploads are counted: CPU, threads and the client's own work.
+      const server0 = server.cpuMs();
+      const threads0 = threadCpuMs(server.pid);
       const client0 = ownCpuMs();
       kura.push(await runPool(part, concurrency, (b) => upload(admin, b)));
       clientMs += ownCpuMs() - client0;
+      serverMs += server.cpuMs() - server0;
+      const delta = threadsPerOp(threads0, threadCpuMs(server.pid), 1);
+      threads = { main: threads.main + delta.main, pool: threads.pool + delta.pool, other: threads.other + delta.other, faults: threads.faults + delta.faults };
     }
-    if (rounds > 1) bareRates.push(rate((await bareSegment(bare, parts.at(-1)!)).run));
+    if (rounds > 1) await bareSlice(parts.length - 1);
     const run: RunResult = {
       count: kura.reduce((s, r) => s + r.count, 0),
       wallMs: kura.reduce((s, r) => s + r.wallMs, 0),
@@ -146,8 +175,8 @@ async function benchUploads(policy: Policy, warm: MultipartBody[], bodies: Multi
       sliceRatios: rounds > 1 ? kura.map((r, i) => rate(r) / ((bareRates[i]! + bareRates[i + 1]!) / 2)) : [],
       sliceRates: kura.map(rate),
       bareSliceRates: bareRates,
-      serverCpuMs: (server.cpuMs() - server0) / run.count,
-      threads: threadsPerOp(threads0, threadCpuMs(server.pid), run.count),
+      serverCpuMs: serverMs / run.count,
+      threads: threadsPerOp({ main: 0, pool: 0, other: 0, faults: 0 }, threads, run.count),
       clientCpuMs: clientMs / run.count,
       otherCores: load.cores(),
       peakRssBytes: server.peakRssBytes(),
@@ -192,12 +221,14 @@ const rate = (r: RunResult) => r.count / (r.wallMs / 1000);
 
 async function main() {
   const started = performance.now();
-  log(`生成 ${n + warmup} 张不同的 JPEG（${PHOTO_200KB.width}x${PHOTO_200KB.height}，约 200 KB）…`);
-  const images = await makeJpegs(PHOTO_200KB, n + warmup);
+  const sliceWarmCount = rounds > 1 ? rounds * SLICE_WARMUP : 0;
+  log(`生成 ${n + warmup + sliceWarmCount} 张不同的 JPEG（${PHOTO_200KB.width}x${PHOTO_200KB.height}，约 200 KB）…`);
+  const images = await makeJpegs(PHOTO_200KB, n + warmup + sliceWarmCount);
   const distinct = new Set(images.map((b) => new Bun.CryptoHasher("sha256").update(b).digest("hex")));
   if (distinct.size !== images.length) throw new Error("生成的图片有重复，去重会让结果失真");
   const measured = images.slice(0, n);
-  const warmImages = images.slice(n);
+  const warmImages = images.slice(n, n + warmup);
+  const sliceWarmImages = images.slice(n + warmup);
   const avgKb = measured.reduce((s, b) => s + b.byteLength, 0) / measured.length / 1024;
   const toBody = (b: Uint8Array, i: number) => multipartFile(b, `bench-${i}.jpg`, "image/jpeg");
 
@@ -216,7 +247,8 @@ async function main() {
     baselines.push(await baselineSegment(measured));
     for (const policy of policies) {
       log(`上传：exif_policy=${policy} …`);
-      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody), images, bare);
+      const sliceWarm = slices(sliceWarmImages.map(toBody), rounds);
+      const r = await benchUploads(policy, warmImages.map(toBody), measured.map(toBody), sliceWarm, images, bare);
       bares.push(await bareSegment(bare, measured.map(toBody)));
       baselines.push(await baselineSegment(measured));
       const around = (rate(baselines.at(-2)!) + rate(baselines.at(-1)!)) / 2;
