@@ -1,5 +1,5 @@
 import { constants, Database } from "bun:sqlite";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { hashPassword } from "./auth/passwords";
 import { randomReadable } from "./auth/secrets";
@@ -32,14 +32,28 @@ export function requireExistingDatabase(boot: Bootstrap): void {
   );
 }
 
+/** Whether the database at `path` has a WAL with frames in it (more than its 32-byte header). */
+function hasWalFrames(path: string): boolean {
+  try {
+    return statSync(`${path}-wal`).size > 32;
+  } catch {
+    return false;
+  }
+}
+
 /** The meta key under which the database records the fingerprint of its master key. */
 const FINGERPRINT_KEY = "master_key_fingerprint";
 
 /** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
 export function storedFingerprint(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
-  // immutable: a plain read-only open of a WAL database would still create -wal/-shm files.
-  const db = new Database(`file:${encodeURI(path)}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+  // Frames left in the WAL mean the last process never ran its final checkpoint (a crash, a
+  // kill -9), perhaps in the middle of one: the file alone may then be half copied from the WAL,
+  // so it is read through the WAL. Otherwise immutable: a plain read-only open of a WAL database
+  // would still create -wal/-shm files.
+  const db = hasWalFrames(path)
+    ? new Database(path, { readonly: true })
+    : new Database(`file:${encodeURI(path)}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
   try {
     if (!hasMetaTable(db)) return undefined;
     return readMeta(db, FINGERPRINT_KEY);

@@ -97,7 +97,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
     await Promise.all(loops.map((l) => l.stop()));
     await app.jobs.stop({ deadlineMs: 30_000 });
     app.access.flush();
-    checkpointer.stop();
+    await checkpointer.stop();
     // Leave one self-contained database file behind (no WAL to replay at the next start).
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     db.close();

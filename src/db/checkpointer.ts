@@ -30,6 +30,12 @@ import { Database } from "bun:sqlite";
 let db;
 const passive = () => db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
 self.onmessage = (event) => {
+  if (event.data.close) {
+    db?.close();
+    db = undefined;
+    postMessage({ closed: true });
+    return;
+  }
   const { path, restartFrames, finishFrames } = event.data;
   try {
     if (!db) {
@@ -62,6 +68,27 @@ export interface CheckpointerOptions {
   restartBytes?: number;
   /** Told of every completed checkpoint (metrics). */
   onCheckpoint?: (kind: CheckpointKind) => void;
+}
+
+/** How long `stop()` waits for the worker to close its connection before terminating it anyway. */
+const STOP_TIMEOUT_MS = 10_000;
+
+/** Asks the worker to close its connection, then ends the thread (at the latest after `timeoutMs`). */
+async function closeWorker(worker: Worker, timeoutMs: number): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    worker.onmessage = (event: MessageEvent<{ closed?: boolean }>) => {
+      if (!event.data.closed) return;
+      clearTimeout(timer);
+      resolve();
+    };
+    worker.onerror = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    worker.postMessage({ close: true });
+  });
+  worker.terminate();
 }
 
 /** Frames the loop may still have to copy itself when it finishes a long WAL (~256 KiB). */
@@ -105,12 +132,21 @@ export class WalCheckpointer {
     this.timer.unref?.();
   }
 
-  /** Stops checkpointing here; the caller's final checkpoint (shutdown) runs on its own connection. */
-  stop() {
+  /**
+   * Stops checkpointing here; the caller's final checkpoint (shutdown) runs on its own
+   * connection. A checkpoint in flight is waited for and the worker's connection closed before
+   * its thread goes: a thread terminated inside SQLite keeps the checkpoint lock for good (the
+   * final TRUNCATE then finds it busy) and leaves the database file half copied from the WAL.
+   */
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    this.worker?.terminate();
+    const worker = this.worker;
     this.worker = undefined;
+    if (worker) {
+      while (this.inFlight) await new Promise<void>((resolve) => this.waiters.push(resolve));
+      await closeWorker(worker, STOP_TIMEOUT_MS);
+    }
     this.inFlight = false;
     this.release();
   }
