@@ -49,11 +49,12 @@ export function storedFingerprint(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
   // Frames left in the WAL mean the last process never ran its final checkpoint (a crash, a
   // kill -9), perhaps in the middle of one: the file alone may then be half copied from the WAL,
-  // so it is read through the WAL. Otherwise immutable: a plain read-only open of a WAL database
-  // would still create -wal/-shm files.
-  const db = hasWalFrames(path)
-    ? new Database(path, { readonly: true })
-    : new Database(`file:${encodeURI(path)}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+  // so it is read through the WAL, with `readonly_shm` so that SQLite indexes the WAL in memory
+  // instead of recovering the -shm file the crash left (without one, only the file can be read).
+  // Otherwise immutable: a plain read-only open of a WAL database would still create -wal/-shm
+  // files. Either way no file is touched.
+  const mode = hasWalFrames(path) && existsSync(`${path}-shm`) ? "mode=ro&readonly_shm=1" : "immutable=1";
+  const db = new Database(`file:${encodeURI(path)}?${mode}`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
   try {
     if (!hasMetaTable(db)) return undefined;
     return readMeta(db, FINGERPRINT_KEY);

@@ -3,7 +3,7 @@
 // the check must still read the right fingerprint (through the WAL), not fail with "malformed".
 import type { Database } from "bun:sqlite";
 import { afterEach, expect, test } from "bun:test";
-import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { storedFingerprint } from "../../src/boot";
@@ -60,11 +60,14 @@ test("after a crash in the middle of a checkpoint the fingerprint is still read,
   const dir = tempDir();
   const db = databaseWithPendingWal(dir);
   const root = (db.query("SELECT rootpage FROM sqlite_master WHERE name = 'meta'").get() as { rootpage: number }).rootpage;
-  // The files as a crash leaves them: the database and its WAL, no live connection, no -shm.
+  // The files as a crash leaves them: the database, its WAL and the WAL index, no live connection.
   const crashed = tempDir();
-  copyFileSync(join(dir, "kura.db"), join(crashed, "kura.db"));
-  copyFileSync(join(dir, "kura.db-wal"), join(crashed, "kura.db-wal"));
+  for (const suffix of ["", "-wal", "-shm"]) copyFileSync(join(dir, `kura.db${suffix}`), join(crashed, `kura.db${suffix}`));
   db.close();
   copyOnePageFromWal(join(crashed, "kura.db"), root);
+  const files = () => readdirSync(crashed).map((f) => `${f}:${readFileSync(join(crashed, f)).toString("base64")}`);
+  const before = files();
   expect(storedFingerprint(join(crashed, "kura.db"))).toBe("fp-1234");
+  // Read without touching anything: the key check runs before the server may write.
+  expect(files()).toEqual(before);
 });
