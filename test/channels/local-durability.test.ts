@@ -12,6 +12,8 @@ import { join } from "node:path";
 
 /** Directory fsyncs completed, by path, in order; and put resolutions between them. */
 const events: string[] = [];
+/** File fsyncs that went through node:fs (a fresh key's data is synced after its rename). */
+const fileSyncs: string[] = [];
 /** Directories whose fsync is made slow, so a put that does not wait for it resolves first. */
 const slow = new Set<string>();
 const { fsync, readlinkSync, statSync } = realFs;
@@ -27,7 +29,7 @@ mock.module("node:fs", () => ({
     fsync(fd, (err) => {
       setTimeout(
         () => {
-          if (!err && isDir) events.push(`synced ${path}`);
+          if (!err) (isDir ? events : fileSyncs).push(`synced ${path}`);
           done(err);
         },
         slow.has(path) ? 50 : 0,
@@ -76,6 +78,24 @@ describe("local driver: what a put makes durable before it resolves", () => {
       }
     }
     expect(realFs.readFileSync(join(base, "img/ab/gh/four.jpg"))).toEqual(Buffer.from(bytes));
+    recording = false;
+  });
+
+  test.skipIf(!linux)("a new key's bytes are synced (beside its directory) before the put resolves", async () => {
+    recording = true;
+    const base = join(scratch, "fresh");
+    realFs.mkdirSync(join(base, "img/ab/cd"), { recursive: true });
+    const driver = createLocalDriver({ path: base });
+    const target = join(base, "img/ab/cd/new.jpg");
+    slow.add(target);
+    events.length = 0;
+    fileSyncs.length = 0;
+    await driver.put("img/ab/cd/new.jpg", new Uint8Array([4, 5, 6]), 3);
+    // The slow file sync finished before the put resolved, and so did the directory's.
+    expect(fileSyncs).toEqual([`synced ${target}`]);
+    expect(events).toEqual([`synced ${join(base, "img/ab/cd")}`]);
+    expect(realFs.readFileSync(target)).toEqual(Buffer.from([4, 5, 6]));
+    slow.delete(target);
     recording = false;
   });
 });

@@ -63,10 +63,16 @@ class LocalDriver implements Driver {
     const dir = dirname(target);
     const temp = join(dir, `.${target.slice(dir.length + 1)}.kura-tmp-${randomBytes(8).toString("hex")}`);
     if (body instanceof Uint8Array && body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
+    // A key that does not exist yet is read by nobody before the caller records it, which it
+    // does only after this put resolves (an upload's key is new by construction). Its data and
+    // its directory entry are then synced together after the rename: one round of fsyncs
+    // instead of two in a row (~1.5 ms less per upload). A key being replaced keeps data-then-
+    // rename, so a power cut can never leave a half-written file where a good one was.
+    const fresh = body instanceof Uint8Array && !existsSync(target);
     // Bytes in memory are written, fsync'd and closed by one thread-pool task (Bun runs
     // writeFile with `flush` as open+write+fsync+close): with a couple of pool threads per
     // core, separate round trips queued behind other uploads' fsyncs.
-    const writeTemp = () => (body instanceof Uint8Array ? writeFile(temp, body, { flag: "wx", mode: 0o644, flush: true }) : writeStream(temp, body, size));
+    const writeTemp = () => (body instanceof Uint8Array ? writeFile(temp, body, { flag: "wx", mode: 0o644, flush: !fresh }) : writeStream(temp, body, size));
     writingTemps.add(temp);
     try {
       // A stat on the loop is far cheaper than a write that fails for want of the directory;
@@ -96,8 +102,10 @@ class LocalDriver implements Driver {
     try {
       // The rename is durable once the directory holding the new entry is on disk, and that
       // directory's own entry (and its parents') if a put just created them.
-      await Promise.all([syncDirectory(dir), this.ancestorsDurable(dir)]);
+      await Promise.all([fsyncPath(dir), this.ancestorsDurable(dir), fresh ? fsyncPath(target) : undefined]);
     } catch (err) {
+      // A fresh key nobody has recorded: better gone than left with bytes that may not be on disk.
+      if (fresh) await unlink(target).catch(() => {});
       throw fsFailure("写入", key, err);
     }
   }
@@ -107,7 +115,7 @@ class LocalDriver implements Driver {
     const first = await mkdir(dir, { recursive: true });
     if (first === undefined) return;
     for (let d = dir; ; d = dirname(d)) {
-      const synced: Promise<void> = syncDirectory(dirname(d)).finally(() => {
+      const synced: Promise<void> = fsyncPath(dirname(d)).finally(() => {
         if (this.unsyncedDirs.get(d) === synced) this.unsyncedDirs.delete(d);
       });
       synced.catch(() => {}); // awaited by the puts that need it; the failure is theirs to report
@@ -275,11 +283,12 @@ function fileSizeSync(path: string): number | null {
 }
 
 /**
- * Makes the entries of `dir` durable (a rename into it, a new subdirectory). Opening and
- * closing a directory never waits on the disk, so only the fsync goes to the thread pool.
+ * Makes what `path` holds durable: a directory's entries (a rename into it, a new
+ * subdirectory) or a file's bytes. Opening and closing never wait on the disk, so only the
+ * fsync goes to the thread pool.
  */
-async function syncDirectory(dir: string): Promise<void> {
-  const fd = openSync(dir, "r");
+async function fsyncPath(path: string): Promise<void> {
+  const fd = openSync(path, "r");
   try {
     await new Promise<void>((done, fail) => fsync(fd, (err) => (err ? fail(err) : done())));
   } finally {
