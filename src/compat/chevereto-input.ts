@@ -5,7 +5,6 @@ import { rm } from "node:fs/promises";
 import type { AppContext } from "../context";
 import { badRequest } from "../http/errors";
 import { importFromUrl, uploadMaxBytes } from "../http/upload-input";
-import { sha256Hex } from "../auth/secrets";
 import { base64Limit, parseMultipart, tooLarge, type ReceivedFile } from "../images/upload/receive";
 
 export interface CheveretoInput {
@@ -69,5 +68,6 @@ export async function cheveretoSource(app: AppContext, input: CheveretoInput): P
   if (!text || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw badRequest("source 不是有效的 base64 数据或图片 URL");
   const bytes = Buffer.from(text, "base64");
   if (bytes.length > maxBytes) throw tooLarge(maxBytes);
-  return { bytes, size: bytes.length, fileName: "image", sha256: sha256Hex(bytes) };
+  // No hash here: prepareImage hashes the bytes it stores (off the loop), which under exif_policy=strip are not these.
+  return { bytes, size: bytes.length, fileName: "image" };
 }
