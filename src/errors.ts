@@ -109,3 +109,21 @@ export function isClientRejection(err: unknown): boolean {
   const status = (err as { status?: unknown } | null)?.status;
   return typeof status === "number" && status >= 400 && status < 500;
 }
+
+/**
+ * A full file system (or quota) under the data dir, whoever hit it: a temp file (ENOSPC/EDQUOT)
+ * or SQLite ("database or disk is full"). It is a temporary condition of the server, not a bug
+ * in the request, so it is answered as one clear 503 instead of an internal error.
+ */
+export function isDiskFull(err: unknown): boolean {
+  return diskFullAt(err, 0);
+}
+
+function diskFullAt(err: unknown, depth: number): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL") return true;
+  if (typeof message === "string" && /database or disk is full|no space left on device|ENOSPC/i.test(message)) return true;
+  // A driver's Chinese wrapper keeps the file-system error as its cause.
+  return depth < 4 && err instanceof Error && diskFullAt(err.cause, depth + 1);
+}

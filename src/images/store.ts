@@ -1,4 +1,4 @@
-import { QuotaExceeded, Unavailable } from "../errors";
+import { isDiskFull, QuotaExceeded, Unavailable } from "../errors";
 import type { AppContext } from "../context";
 import { recordIdempotencyKey } from "./repos/idempotency";
 import { allIntents, deleteIntent, insertIntent } from "./repos/intents";
@@ -46,6 +46,7 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   if (candidates.length === 0) throw noChannel();
   const written: Writable[] = [];
   const intents: number[] = [];
+  const failures: unknown[] = [];
   for (const channel of candidates) {
     if (written.length >= need) break;
     const intent = app.commits.run(() => insertIntent(app.db, channel.row.id, key, sqlTime()));
@@ -58,11 +59,16 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
     }
     intents.push(recorded.value);
     if (stored.status === "fulfilled") written.push(channel);
-    else app.log.warn("同步写入存储渠道失败，尝试下一个", { channel: channel.row.name, err: (stored.reason as Error).message });
+    else {
+      failures.push(stored.reason);
+      app.log.warn("同步写入存储渠道失败，尝试下一个", { channel: channel.row.name, err: (stored.reason as Error).message });
+    }
   }
   if (written.length < app.settings.get().min_success) {
     await undoWrites(app, key, written, intents);
-    throw new Unavailable("成功写入的存储渠道数量不足，请稍后重试");
+    // Every write stopped on a full disk: that is what the client and the operator hear about.
+    if (failures.length > 0 && failures.every(isDiskFull)) throw failures[0];
+    throw new Unavailable("成功写入的存储渠道数量不足，请稍后重试", 30);
   }
   return { written, intents };
 }

@@ -10,6 +10,7 @@ import { isSecureRequest, resolveClientAddress } from "../../src/http/request-in
 import { buildRouteTable } from "../../src/http/route-table";
 import { parseAddressSet } from "../../src/net/cidr";
 import { formatLine } from "../../src/ops/log";
+import { isDiskFull } from "../../src/errors";
 
 describe("logfmt", () => {
   test("quotes values with spaces, quotes, equals and control characters", () => {
@@ -67,6 +68,19 @@ describe("small pieces", () => {
     expect(limiter.take("k")).toBeGreaterThan(0);
     now = 10_500;
     expect(limiter.take("k")).toBe(0);
+  });
+
+  test("a full disk is recognised by code, by message and through a driver's wrapper", () => {
+    const enospc = Object.assign(new Error("write failed"), { code: "ENOSPC" });
+    expect(isDiskFull(enospc)).toBe(true);
+    expect(isDiskFull(Object.assign(new Error("x"), { code: "EDQUOT" }))).toBe(true);
+    expect(isDiskFull(new Error("database or disk is full"))).toBe(true);
+    expect(isDiskFull(new Error("本地存储写入失败: k: 磁盘配额已用完", { cause: Object.assign(new Error("q"), { code: "EDQUOT" }) }))).toBe(true);
+    expect(isDiskFull(new Error("本地存储写入失败: k: 没有权限", { cause: Object.assign(new Error("p"), { code: "EACCES" }) }))).toBe(false);
+    const loop = new Error("a cause that points back");
+    (loop as { cause?: unknown }).cause = loop;
+    expect(isDiskFull(loop)).toBe(false);
+    expect([enospc, null, "ENOSPC"].map((e) => isDiskFull(e))).toEqual([true, false, false]);
   });
 
   test("constant-time equality", () => {

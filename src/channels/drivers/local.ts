@@ -319,6 +319,7 @@ function describeFsError(err: unknown): string {
     EPERM: "没有权限",
     EROFS: "文件系统只读",
     ENOSPC: "磁盘空间不足",
+    EDQUOT: "磁盘配额已用完",
     ENOTDIR: "路径中有非目录项",
     EEXIST: "路径已存在且不是目录",
     EISDIR: "目标是一个目录",
