@@ -21,6 +21,12 @@ export interface GetResult {
   size: number;
   /** Size of the whole object. */
   totalSize: number;
+  /**
+   * The same bytes as a file on this machine (local disk, stored as is): an HTTP answer with it
+   * goes out through sendfile(2) without passing through JS. `stream` is lazy, so a caller
+   * that sends `file` leaves it unopened.
+   */
+  file?: Blob;
 }
 
 export interface Driver {

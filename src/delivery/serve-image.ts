@@ -67,10 +67,10 @@ async function storedOriginal(
     if (range) {
       const part = await openBlob(app, blobOf(image), range);
       headers["Content-Range"] = `bytes ${range.start}-${range.start + part.size - 1}/${image.size}`;
-      return answer(req, 206, part.stream, headers, part.size);
+      return answer(req, 206, part.file ?? part.stream, headers, part.size);
     }
     const result = await openBlob(app, blobOf(image));
-    if (result.size > HOT_ITEM_MAX) return answer(req, 200, result.stream, headers, result.size);
+    if (result.size > HOT_ITEM_MAX) return answer(req, 200, result.file ?? result.stream, headers, result.size);
     // Small originals are read whole and kept hot: the next request costs no storage read.
     const bytes = app.variants.hot.set(image.sha256, new Uint8Array(await new Response(result.stream).arrayBuffer()));
     return answer(req, 200, bytes, headers, result.size);

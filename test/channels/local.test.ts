@@ -60,6 +60,22 @@ describe("local driver: configuration and paths", () => {
   });
 });
 
+describe("local driver: reads", () => {
+  test("get also offers the object as a file (for sendfile), with exactly the bytes of its stream, whole and ranged", async () => {
+    const driver = createLocalDriver({ path: await freshBase() });
+    const bytes = new Uint8Array(randomBytes(300_000));
+    await driver.put("img/x.jpg", bytes, bytes.length);
+    for (const range of [undefined, { start: 0, end: 0 }, { start: 1000, end: 250_000 }, { start: 299_990 }, { start: 10, end: 10_000_000 }]) {
+      const got = await driver.get("img/x.jpg", range);
+      const want = bytes.subarray(range?.start ?? 0, Math.min((range?.end ?? bytes.length) + 1, bytes.length));
+      expect(got.file).toBeDefined();
+      expect(got.file!.size).toBe(got.size);
+      expect(new Uint8Array(await got.file!.arrayBuffer())).toEqual(want);
+      expect(await readAll(got.stream)).toEqual(want);
+    }
+  });
+});
+
 describe("local driver: file-system errors", () => {
   test("are reported in Chinese with the key, and leave no temp files", async () => {
     const base = await freshBase();

@@ -119,6 +119,15 @@ describe("crypt layer: what reaches the disk", () => {
     expect((await layer.head(`img/ab/cd/${sha}-x7Kp.jpg`))?.size).toBe(image.byteLength);
   });
 
+  test("a read never offers the stored file: that is ciphertext, and an answer sent from it would leak it", async () => {
+    const key = `img/ab/cd/${sha}-x7Kp.jpg`;
+    for (const range of [undefined, { start: 0, end: 99 }, { start: 2 * BLOCK_DATA_SIZE + 5, end: 3 * BLOCK_DATA_SIZE + 100 }]) {
+      const got = await layer.get(key, range);
+      expect(got.file).toBeUndefined();
+      expect(await readAll(got.stream)).toEqual(image.subarray(range?.start ?? 0, (range?.end ?? image.length - 1) + 1));
+    }
+  });
+
   test("foreign files that do not decrypt are skipped by list, silently", async () => {
     writeFileSync(join(dir, "readme.txt"), "not ours");
     // Valid base32hex of the right length but made with other keys.

@@ -140,9 +140,10 @@ class LocalDriver implements Driver {
     const totalSize = fileSizeSync(path);
     if (totalSize === null) throw new ObjectNotFoundError(key);
     const file = Bun.file(path);
-    if (!range) return { stream: file.stream(), size: totalSize, totalSize };
+    if (!range) return { stream: file.stream(), size: totalSize, totalSize, file };
     const { start, end } = clampRange(range, totalSize);
-    return { stream: file.slice(start, end + 1).stream(), size: end + 1 - start, totalSize };
+    const part = file.slice(start, end + 1);
+    return { stream: part.stream(), size: end + 1 - start, totalSize, file: part };
   }
 
   localFile(key: string): string | null {

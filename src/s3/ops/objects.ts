@@ -139,7 +139,7 @@ export async function getObject(app: AppContext, req: S3Request): Promise<Respon
   }
   if (isFolderObject(object)) return new Response(null, { status, headers: { ...headers, "content-length": "0" } });
   const blob = await openBlob(app, { id: object.blob_id, storage_key: object.storage_key }, range ? { start: range.start, end: range.end } : undefined);
-  return new Response(blob.stream, { status, headers: { ...headers, "content-length": String(length) } });
+  return new Response(blob.file ?? blob.stream, { status, headers: { ...headers, "content-length": String(length) } });
 }
 
 /** `If-None-Match: "a", "b"` / `*` → the listed ETags (weak prefix dropped). */
