@@ -5,9 +5,9 @@ import { HEAD_LENGTH_HEADER } from "../delivery/serve-image";
 import { assertAdminRoutesGuarded } from "./access";
 import { DomainError } from "../errors";
 import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
-import { ApiError, httpErrorOf, jsonError } from "./errors";
+import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
-import { diskFullError, isDiskFull } from "./disk-full";
+import { answerableError } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
 import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
@@ -73,21 +73,10 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
 
 /** A handler's error as the client sees it: its own status, 503 for a full disk, else a logged 500. */
 function errorAnswer(app: AppContext, request: Request, error: unknown): Response {
-  if (error instanceof ApiError) return jsonError(error.status, error.message, error.headers);
-  if (error instanceof DomainError) {
-    const e = httpErrorOf(error);
-    return jsonError(e.status, e.message, e.headers);
-  }
-  if (isDiskFull(error)) return diskFullAnswer(app, request, error);
+  const e = answerableError(app.log, request, error);
+  if (e) return jsonError(e.status, e.message, e.headers);
   app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
   return jsonError(500, "服务器内部错误");
-}
-
-/** The operator must hear about a full disk; the client gets a clear, retryable 503. */
-function diskFullAnswer(app: AppContext, request: Request, error: unknown): Response {
-  app.log.error("磁盘空间不足，写入失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
-  const e = diskFullError();
-  return jsonError(e.status, e.message, e.headers);
 }
 
 function errorText(error: unknown): string {
@@ -175,11 +164,7 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
         response = await router.handle(bounded);
       }
     } catch (err) {
-      if (isDiskFull(err)) response = diskFullAnswer(app, request, err);
-      else {
-        app.log.error("请求处理失败", { err: errorText(err) });
-        response = jsonError(500, "服务器内部错误");
-      }
+      response = errorAnswer(app, request, err);
     }
     return finish(request, path, response, requestInfo(request).route, started);
   };

@@ -1,7 +1,26 @@
-import { ApiError } from "./errors";
+import { isDiskFull } from "../errors";
+import type { Logger } from "../ops/log";
+import { ApiError, asApiError } from "./errors";
 
 export { isDiskFull } from "../errors";
 
 export const DISK_FULL_MESSAGE = "服务器存储空间不足，暂时无法写入，请稍后重试或联系管理员";
 
 export const diskFullError = () => new ApiError(503, DISK_FULL_MESSAGE, { "retry-after": "60" });
+
+/** The operator must hear about a full disk, whichever surface met it. */
+export function logDiskFull(log: Logger, request: Request, err: unknown) {
+  log.error("磁盘空间不足，写入失败", { method: request.method, path: new URL(request.url).pathname, err: err instanceof Error ? err.message : String(err) });
+}
+
+/**
+ * A handler's failure as an error any JSON-speaking surface (our API, Lsky, Chevereto) can
+ * answer in its own envelope, or undefined for a crash, which the caller logs and answers 500.
+ * A full disk is the server's temporary condition: a retryable 503, and an ERROR line.
+ */
+export function answerableError(log: Logger, request: Request, err: unknown): ApiError | undefined {
+  const known = asApiError(err);
+  if (known || !isDiskFull(err)) return known;
+  logDiskFull(log, request, err);
+  return diskFullError();
+}

@@ -14,6 +14,8 @@ import { listFiles } from "../helpers/files";
 import { form, makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 import { waitReplicaState } from "../http/channels.helpers";
+import { sdkClient } from "../s3/s3-setup";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { fillDisk, mountTmpfs } from "./harness";
 
 /** A JPEG of noise: it does not compress, so its size is predictable (~300 KB). */
@@ -121,6 +123,32 @@ describe("full file systems", () => {
       // The copy that could not be made stopped on a full disk, so that is what the client hears.
       expect(refused.headers.get("retry-after")).not.toBeNull();
       expect(await expectError(refused, 503)).toContain("存储空间不足");
+      // The same on every upload surface, each in its own envelope, and the operator hears about it.
+      const created = await admin.json("POST", "/api/admin/tokens", { name: "full" }, 201);
+      const token = created.token as string;
+      const lsky = new FormData();
+      lsky.append("file", new Blob([new Uint8Array(await noiseJpeg(5))]), "lsky.jpg");
+      const lskyRes = await fetch(server.url("/api/v1/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: lsky });
+      expect(lskyRes.status).toBe(503);
+      expect(lskyRes.headers.get("retry-after")).not.toBeNull();
+      expect(await lskyRes.json()).toMatchObject({ status: false, message: expect.stringContaining("存储空间不足") });
+      const chevereto = new FormData();
+      chevereto.append("key", token);
+      chevereto.append("source", new Blob([new Uint8Array(await noiseJpeg(6))]), "chevereto.jpg");
+      const cheveretoRes = await fetch(server.url("/api/1/upload"), { method: "POST", body: chevereto });
+      expect(cheveretoRes.status).toBe(503);
+      expect(cheveretoRes.headers.get("retry-after")).not.toBeNull();
+      expect(await cheveretoRes.json()).toMatchObject({ status_code: 503, error: { message: expect.stringContaining("存储空间不足") } });
+      const cred = await admin.json("POST", `/api/admin/tokens/${created.id}/s3-credential`);
+      const s3 = sdkClient(cred);
+      const put = await s3
+        .send(new PutObjectCommand({ Bucket: cred.bucket, Key: "full.jpg", Body: await noiseJpeg(7), ContentType: "image/jpeg" }))
+        .catch((e) => e);
+      expect(put).toMatchObject({ name: "ServiceUnavailable", $metadata: { httpStatusCode: 503 } });
+      expect(put.message).toContain("存储空间不足");
+      const logged = server.logs.match(/level=ERROR msg=磁盘空间不足/g)?.length ?? 0;
+      expect(logged).toBeGreaterThanOrEqual(4);
+      expect(server.logs).not.toMatch(/level=ERROR msg=请求处理失败/);
       const after = dbRows(server.dataDir);
       expect(after.images).toBe(before.images);
       expect(after.intents).toBe(0);

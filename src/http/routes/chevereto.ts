@@ -8,7 +8,8 @@ import { cheveretoSource, discardInput, readCheveretoInput, type CheveretoInput 
 import { compatImage, storedDigests } from "../../compat/common";
 import type { AppContext } from "../../context";
 import { runUpload } from "../../images/upload/service";
-import { ApiError, asApiError } from "../errors";
+import { answerableError } from "../disk-full";
+import { ApiError } from "../errors";
 import { publicOrigin } from "../request-info";
 
 /** Chevereto's error code for a missing or invalid API key. */
@@ -62,7 +63,7 @@ export function cheveretoRoutes(app: AppContext) {
       const image = cheveretoImage(compatImage(app, view, publicOrigin(request, app.settings.get().base_url)), md5);
       return render(format, 200, cheveretoSuccess(image), image.url, image.url);
     } catch (caught) {
-      const err = asApiError(caught);
+      const err = answerableError(app.log, request, caught);
       if (!err) {
         app.log.error("请求处理失败", { method: "POST", path: "/api/1/upload", err: caught instanceof Error ? caught.message : String(caught) });
         return render(format, 500, cheveretoError(500, "服务器内部错误"), "服务器内部错误");

@@ -15,7 +15,8 @@ import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
 import { audit } from "../../ops/audit";
 import { parseBody, queryInt } from "../body";
-import { ApiError, asApiError, badRequest, forbidden, unauthorized } from "../errors";
+import { answerableError } from "../disk-full";
+import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadMaxBytes } from "../upload-input";
 import { checkPassword } from "./auth";
@@ -70,7 +71,7 @@ async function lsky(app: AppContext, request: Request, handler: () => Promise<Re
   try {
     return await handler();
   } catch (caught) {
-    const err = asApiError(caught);
+    const err = answerableError(app.log, request, caught);
     if (err) return lskyResponse(err.status, false, err.message, {}, err.headers);
     app.log.error("请求处理失败", {
       method: request.method,
