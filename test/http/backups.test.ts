@@ -49,6 +49,7 @@ describe("metadata backups on two local channels", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/vnd.sqlite3");
     expect(res.headers.get("content-disposition")).toContain(snap.name);
+    expect(res.headers.get("content-length")).toBe(String(snap.size)); // a browser shows the download's progress
     const file = join(second, "downloaded.db");
     writeFileSync(file, new Uint8Array(await res.arrayBuffer()));
     const db = new Database(file, { readonly: true });

@@ -34,7 +34,7 @@ export function backupRoutes(app: AppContext) {
       const name = checkedName(params.name);
       const opened = await openSnapshot(app, name);
       if (!opened) throw snapshotMissing();
-      return new Response(opened.stream, {
+      return new Response(opened.file ?? opened.stream, {
         headers: {
           "content-type": "application/vnd.sqlite3",
           "content-length": String(opened.size),
