@@ -3,8 +3,8 @@
  * Clients map on `<Code>` (the SDK turns it into an exception class), so codes and statuses follow S3;
  * messages are Chinese and never contain secrets.
  */
-import { DISK_FULL_MESSAGE, isDiskFull } from "../http/disk-full";
-import { DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable } from "../errors";
+import { DISK_FULL_MESSAGE } from "../http/disk-full";
+import { DomainError, Forbidden, Invalid, isDiskFull, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable } from "../errors";
 import { ApiError } from "../http/errors";
 import { S3AuthError } from "./s3-auth-error";
 import { xmlDocument, el } from "./xml";
