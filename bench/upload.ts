@@ -15,6 +15,7 @@ import { adminSession, type BenchSession } from "./lib/session";
 import { fmtMiB, fmtMs, fmtRate, runPool, summarize, table, type RunResult, type Summary } from "./lib/stats";
 import { runBaseline, type BaselineResult } from "./lib/upload-baseline";
 import { BARE_READY } from "./lib/bare-upload-server";
+import { counterValue } from "./lib/metrics";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_STORAGE_PATH } from "../src/channels/seed";
@@ -51,6 +52,8 @@ interface UploadRow {
   threads: ThreadCpu;
   /** This (client) process's CPU per upload, ms: on a small machine it competes with the server. */
   clientCpuMs: number;
+  /** SQLite commits per upload (group commit shares one among the uploads of a loop turn). */
+  commitsPerUpload: number;
   peakRssBytes: number;
   /** Average cores busy with other processes during the run. */
   otherCores: number;
@@ -149,6 +152,7 @@ async function benchUploads(
       bareRates.push(rate((await bareSegment(bare, parts[i]!)).run));
     };
     const kura: RunResult[] = [];
+    let commits = 0;
     for (const [i, part] of parts.entries()) {
       if (rounds > 1) {
         await bareSlice(i);
@@ -158,7 +162,9 @@ async function benchUploads(
       const server0 = server.cpuMs();
       const threads0 = threadCpuMs(server.pid);
       const client0 = ownCpuMs();
+      const commits0 = await counterValue(server, "kura_db_group_commits_total");
       kura.push(await runPool(part, concurrency, (b) => upload(admin, b)));
+      commits += (await counterValue(server, "kura_db_group_commits_total")) - commits0;
       clientMs += ownCpuMs() - client0;
       serverMs += server.cpuMs() - server0;
       const delta = threadsPerOp(threads0, threadCpuMs(server.pid), 1);
@@ -178,6 +184,7 @@ async function benchUploads(
       serverCpuMs: serverMs / run.count,
       threads: threadsPerOp({ main: 0, pool: 0, other: 0, faults: 0 }, threads, run.count),
       clientCpuMs: clientMs / run.count,
+      commitsPerUpload: commits / run.count,
       otherCores: load.cores(),
       peakRssBytes: server.peakRssBytes(),
     };
@@ -334,6 +341,7 @@ async function main() {
       `\nCPU ms/op: server process, all threads (Kura, bare server) / this process (in-process baseline); Kura / bare: ${uploads.map((u) => `${u.policy} ${(u.serverCpuMs / bareCpu).toFixed(2)}x`).join(", ")}. bench client CPU per upload: ${uploads.map((u) => u.clientCpuMs.toFixed(2)).join(" / ")} ms.` +
       `\nCPU ms/op by thread (JS thread / Bun pool: fs, fsync, sharp / other): bare ${fmtThreads(bareSplit)}; ${uploads.map((u) => `${u.policy} ${fmtThreads(u.threads)}`).join("; ")}.` +
       `\nminor page faults per upload (server process): bare ${bareSplit.faults.toFixed(0)}; ${uploads.map((u) => `${u.policy} ${u.threads.faults.toFixed(0)}`).join("; ")}.` +
+      `\nSQLite commits per upload (write intent and reference, shared by group commit): ${uploads.map((u) => `${u.policy} ${u.commitsPerUpload.toFixed(2)}`).join("; ")}.` +
       `\nother load: average cores used by other processes during the run; well above 0 means the numbers are disturbed.`,
   );
   const worst = Math.min(...uploads.map(ratio));

@@ -68,6 +68,6 @@ export async function cheveretoSource(app: AppContext, input: CheveretoInput): P
   if (!text || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw badRequest("source 不是有效的 base64 数据或图片 URL");
   const bytes = Buffer.from(text, "base64");
   if (bytes.length > maxBytes) throw tooLarge(maxBytes);
-  // No hash here: prepareImage hashes the bytes it stores (off the loop), which under exif_policy=strip are not these.
+  // No hash here: prepareImage hashes the bytes it stores, which under exif_policy=strip are not these.
   return { bytes, size: bytes.length, fileName: "image" };
 }

@@ -8,8 +8,9 @@ import { expiryTime, sqlTime } from "../db/time";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import { storageKeyFor, type BlobRow } from "./repo";
-import type { PreparedImage } from "./upload/prepare";
+import type { Dimensions, PreparedImage } from "./upload/prepare";
 import { holdAt } from "../testing/hold-points";
+import { awaitedLater } from "../shared/awaited-later";
 
 export { PHASH_JOB, REPLICATE_JOB } from "./job-names";
 import { REPLICATE_JOB } from "./job-names";
@@ -36,9 +37,10 @@ type Writable = LoadedChannel & { driver: Driver };
 /**
  * Writes the bytes synchronously to the `min_success` best healthy channels, trying the
  * next ones when a write fails. Each object is published only after its intent row is
- * committed, so a crash between the write and the reference's commit cannot leave an
- * untracked object. A staging driver (local disk) writes its temp file while the intent
- * commits; the others start writing after it.
+ * committed and the image's header passed its checks, so a crash between the write and the
+ * reference's commit cannot leave an untracked object, and a file that is no image is never
+ * published. A staging driver (local disk) writes its temp file meanwhile; the others start
+ * writing after both.
  */
 async function writeSynchronously(app: AppContext, prepared: PreparedImage, key: string): Promise<{ written: Writable[]; intents: number[] }> {
   const candidates = app.channels.writable();
@@ -51,13 +53,19 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
     if (written.length >= need) break;
     const intent = app.commits.run(() => insertIntent(app.db, channel.row.id, key, sqlTime()));
     const body = prepared.bytes ?? Bun.file(prepared.path!).stream();
-    const [recorded, stored] = await Promise.allSettled([intent, app.channels.put(channel, key, body, prepared.size, intent)]);
-    if (recorded.status === "rejected") {
+    // A staging driver awaits this only after it has made the object's directory.
+    const publishable = awaitedLater(Promise.all([intent, prepared.dimensions]));
+    const [recorded, stored, checked] = await Promise.allSettled([
+      intent,
+      app.channels.put(channel, key, body, prepared.size, publishable),
+      prepared.dimensions,
+    ]);
+    if (recorded.status === "fulfilled") intents.push(recorded.value);
+    if (recorded.status === "rejected" || checked.status === "rejected") {
       // Nothing was published for this channel; the objects of the earlier ones go too.
       await undoWrites(app, key, written, intents);
-      throw recorded.reason;
+      throw checked.status === "rejected" ? checked.reason : (recorded as PromiseRejectedResult).reason;
     }
-    intents.push(recorded.value);
     if (stored.status === "fulfilled") written.push(channel);
     else {
       failures.push(stored.reason);
@@ -91,9 +99,19 @@ function dropIntents(app: AppContext, intents: number[]) {
  * Stores a prepared image as a new reference: dedups into an existing blob by sha256
  * or writes a new one, then records blob, replicas, jobs, image and alias in one
  * transaction (shared with the uploads of the same event-loop turn: app.commits). On any
- * failure nothing is left behind.
+ * failure nothing is left behind, and an image whose header failed its checks is answered
+ * with that (415/422) whatever else went wrong.
  */
 export async function storeReference(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
+  try {
+    return await storeChecked(app, prepared, ref);
+  } catch (err) {
+    await prepared.dimensions;
+    throw err;
+  }
+}
+
+async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
   checkQuota(app, ref.userId, prepared.size);
   const existing = app.images.blobBySha(prepared.sha256);
   const needsBytes = !existing || app.images.doneReplicaCount(existing.id) === 0;
@@ -102,9 +120,10 @@ export async function storeReference(app: AppContext, prepared: PreparedImage, r
   if (written.length) await holdAt("upload.before-commit", `key=${key}`);
 
   try {
+    const dimensions = await prepared.dimensions;
     return await app.commits.run(() => {
       checkQuota(app, ref.userId, prepared.size);
-      const blob = upsertBlob(app, prepared, key, written);
+      const blob = upsertBlob(app, prepared, dimensions, key, written);
       const id = insertImage(app, blob.id, ref);
       dropIntents(app, intents);
       return id;
@@ -115,7 +134,7 @@ export async function storeReference(app: AppContext, prepared: PreparedImage, r
   }
 }
 
-function upsertBlob(app: AppContext, prepared: PreparedImage, key: string, written: Writable[]): BlobRow {
+function upsertBlob(app: AppContext, prepared: PreparedImage, dimensions: Dimensions, key: string, written: Writable[]): BlobRow {
   const now = sqlTime();
   let blob = app.images.blobBySha(prepared.sha256);
   if (blob) {
@@ -126,8 +145,8 @@ function upsertBlob(app: AppContext, prepared: PreparedImage, key: string, writt
       storageKey: key,
       mime: prepared.mime,
       size: prepared.size,
-      width: prepared.width,
-      height: prepared.height,
+      width: dimensions.width,
+      height: dimensions.height,
       createdAt: now,
     });
     blob = app.images.blob(blobId)!;

@@ -78,6 +78,12 @@ describe("admin file upload", () => {
     ] as const) {
       await expectError(await admin.request("POST", "/api/admin/upload", form(bytes, name)), 415);
     }
+    // A JPEG whose segments walk cleanly but hold no frame: it is stripped and on its way to
+    // the disk before sharp reads its header, and must still be refused and leave nothing.
+    const frameless = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, ...Buffer.from("JFIF\0"), 1, 1, 0, 0, 1, 0, 1, 0, 0, 0xff, 0xd9]);
+    for (const policy of ["strip", "passthrough"]) {
+      await expectError(await admin.request("POST", "/api/admin/upload", form(frameless, "frameless.jpg", { exif_policy: policy })), 415);
+    }
     expect(storedFiles(server).length).toBe(before);
     expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
   });
@@ -230,7 +236,12 @@ describe("size, pixel and rate limits", () => {
     const wide = await sharp({ create: { width: 2000, height: 600, channels: 3, background: "#222" } })
       .png()
       .toBuffer();
-    await expectError(await admin.request("POST", "/api/admin/upload", form(wide, "wide.png")), 422);
+    const before = storedFiles(server).length;
+    for (const policy of ["strip", "passthrough"]) {
+      await expectError(await admin.request("POST", "/api/admin/upload", form(wide, "wide.png", { exif_policy: policy })), 422);
+    }
+    expect(storedFiles(server).length).toBe(before);
+    expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
     await admin.json("PUT", "/api/admin/config", { max_pixels_mp: 100 });
     await admin.json("POST", "/api/admin/upload", form(wide, "wide.png"));
   });

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AppContext } from "../../src/context";
 import { expiryTime, sqlTime } from "../../src/db/time";
+import { Invalid } from "../../src/errors";
 import { asApiError } from "../../src/http/errors";
 import { REPLICATE_JOB, resolveUploadIntents, scheduleReplication, storeReference } from "../../src/images/store";
 import { openContext } from "../helpers/context";
@@ -94,7 +95,14 @@ beforeEach(() => {
 
 function prepared(size = 100) {
   const bytes = Buffer.from(new Uint8Array(size).map((_, i) => (i * 13 + ++seed) & 0xff));
-  return { bytes, size, sha256: createHash("sha256").update(bytes).digest("hex"), mime: "image/png", ext: "png", width: 10, height: 10 };
+  return {
+    bytes,
+    size,
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    mime: "image/png",
+    ext: "png",
+    dimensions: Promise.resolve({ width: 10, height: 10 }),
+  };
 }
 const ref = (over: Record<string, unknown> = {}) => ({ userId: "default", tokenId: null, fileName: "x.png", objectKey: null, ttlSeconds: null, ...over });
 const one = <T>(sql: string, ...args: (string | number)[]) => app.db.query(sql).get(...args) as T;
@@ -214,6 +222,36 @@ describe("storeReference", () => {
     } finally {
       app.db.run("DROP TRIGGER temp.refuse_intents");
     }
+    expect(intents()).toBe(0);
+  });
+
+  test("the header's checks gate publishing and the commit: a failing check publishes nothing and is what the client hears", async () => {
+    const notAnImage = () => new Invalid("不支持的图片格式（测试）", "unsupported_type");
+    const failing = (size = 100) => ({ ...prepared(size), dimensions: Promise.reject(notAnImage()) });
+    const p = failing();
+    p.dimensions.catch(() => {});
+    expect(await apiError(storeReference(app, p, ref()))).toBe("415:不支持的图片格式（测试）");
+    expect(channels.flatMap((c) => c.puts).some((k) => k.includes(p.sha256))).toBe(false);
+    expect(one("SELECT id FROM blobs WHERE sha256 = ?", p.sha256)).toBeNull();
+    expect(intents()).toBe(0);
+
+    // Over the quota as well: the file's own fault comes first, as when it was checked before storing.
+    app.db.query("UPDATE users SET quota_bytes = ? WHERE id = 'default'").run(app.images.usedBytes("default"));
+    const q = failing();
+    q.dimensions.catch(() => {});
+    expect(await apiError(storeReference(app, q, ref()))).toBe("415:不支持的图片格式（测试）");
+    app.db.query("UPDATE users SET quota_bytes = NULL").run();
+
+    // A check still running holds the object back and the commit waits for its dimensions.
+    let pass!: (d: { width: number; height: number }) => void;
+    const r = { ...prepared(), dimensions: new Promise<{ width: number; height: number }>((done) => (pass = done)) };
+    const stored = storeReference(app, r, ref());
+    await Bun.sleep(20);
+    expect(channels[0]!.puts.some((k) => k.includes(r.sha256))).toBe(false);
+    expect(one("SELECT id FROM blobs WHERE sha256 = ?", r.sha256)).toBeNull();
+    pass({ width: 33, height: 44 });
+    await stored;
+    expect(one<{ width: number; height: number }>("SELECT width, height FROM blobs WHERE sha256 = ?", r.sha256)).toEqual({ width: 33, height: 44 });
     expect(intents()).toBe(0);
   });
 

@@ -2,10 +2,17 @@ import { Invalid } from "../../errors";
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
-import { stripMetadata, stripMetadataToBuffer } from "../exif";
+import { MalformedImageError, stripMetadata, stripMetadataBytes, stripMetadataToBuffer } from "../exif";
 import { frameBudgetMessage } from "../frame-budget";
 import { SNIFF_BYTES, sniffImageType } from "../sniff";
+import { awaitedLater } from "../../shared/awaited-later";
 import { tempPath, type ReceivedFile } from "./receive";
+
+/** What an image shows: its displayed size (EXIF orientation applied). */
+export interface Dimensions {
+  width: number;
+  height: number;
+}
 
 /** A storable image; its bytes are in memory or in a temp file, like the upload they came from. */
 export type PreparedImage = Pick<ReceivedFile, "path" | "bytes"> & {
@@ -13,27 +20,17 @@ export type PreparedImage = Pick<ReceivedFile, "path" | "bytes"> & {
   sha256: string;
   mime: string;
   ext: string;
-  width: number;
-  height: number;
+  /**
+   * The header's checks (decodable, pixel and frame budget) and the displayed size. They run
+   * in sharp's threads while the bytes are being written: the store publishes nothing and
+   * commits nothing before this resolves, and rejects with its 415/422 when it rejects.
+   */
+  dimensions: Promise<Dimensions>;
 };
 
 export type ExifPolicy = "strip" | "passthrough";
 
 export const unsupported = () => new Invalid("不支持的图片格式（仅支持 JPEG、PNG、GIF、WebP、AVIF）", "unsupported_type");
-
-/** Below this size a hash on the loop is cheaper than the hop to WebCrypto's thread. */
-const OFF_LOOP_HASH_BYTES = 64 * 1024;
-
-/**
- * sha256 (hex) of bytes in memory. Large inputs go to WebCrypto, which Bun runs on a thread
- * of its own: a 200 KB image then costs the event loop ~0.02 ms instead of ~0.11 ms, and the
- * loop is what bounds upload throughput.
- */
-export async function sha256HexOffLoop(bytes: Uint8Array): Promise<string> {
-  if (bytes.byteLength < OFF_LOOP_HASH_BYTES) return sha256Hex(bytes);
-  // Upload bytes live in plain ArrayBuffers (never shared), which is what WebCrypto's type asks for.
-  return Buffer.from(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)).toString("hex");
-}
 
 export async function sha256File(path: string): Promise<string> {
   const hasher = new Bun.CryptoHasher("sha256");
@@ -42,17 +39,10 @@ export async function sha256File(path: string): Promise<string> {
 }
 
 /**
- * Turns a received upload into a storable image: type judged by content (415), pixel
- * budget checked from the header before any full decode (422), metadata stripped per
- * policy, then hashed (reusing the hash taken while receiving when the bytes are
- * unchanged). A stripped file upload gets a new temp file; the caller removes both.
+ * Reads the header with sharp (no full decode) and checks the budgets: 415 when sharp cannot
+ * read it, 422 over the pixel or frame budget. Animated frames all count, since all are decoded.
  */
-export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string }): Promise<PreparedImage> {
-  const input = received.bytes ?? received.path;
-  const head = received.bytes ? received.bytes.subarray(0, SNIFF_BYTES) : new Uint8Array(await Bun.file(received.path).slice(0, SNIFF_BYTES).arrayBuffer());
-  const type = sniffImageType(head);
-  if (!type) throw unsupported();
-
+async function describe(input: Buffer | string, maxPixels: number): Promise<Dimensions> {
   let meta: Metadata;
   try {
     meta = await sharp(input, { animated: true, limitInputPixels: false }).metadata();
@@ -61,26 +51,60 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   }
   const frameHeight = meta.pageHeight ?? meta.height ?? 0;
   const width = meta.width ?? 0;
-  // Every frame of an animation is decoded, so the budget counts them all.
   const pixels = width * (meta.height ?? 0);
   if (!width || !frameHeight) throw unsupported();
-  if (pixels > opts.maxPixels) throw new Invalid(`图片分辨率超过上限（${Math.round(opts.maxPixels / 1e6)} 百万像素）`, "unprocessable");
+  if (pixels > maxPixels) throw new Invalid(`图片分辨率超过上限（${Math.round(maxPixels / 1e6)} 百万像素）`, "unprocessable");
   const overFrames = frameBudgetMessage(meta.pages ?? 1);
   if (overFrames) throw new Invalid(overFrames, "unprocessable");
   // Displayed size: orientations 5–8 swap width and height.
   const swap = (meta.orientation ?? 1) >= 5;
-  const described = { mime: type.mime, ext: type.ext, width: swap ? frameHeight : width, height: swap ? width : frameHeight };
+  return { width: swap ? frameHeight : width, height: swap ? width : frameHeight };
+}
+
+/** The lossless metadata strip of bytes in memory (taking them over), or undefined when only a re-encode can do it. */
+function stripLosslessly(bytes: Buffer, mime: string): Buffer | undefined {
+  if (mime === "image/avif") return undefined;
+  try {
+    return stripMetadataBytes(bytes, mime, true).bytes;
+  } catch (err) {
+    if (err instanceof MalformedImageError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Turns a received upload into a storable image: type judged by content (415), metadata
+ * stripped per policy, then hashed (reusing the hash taken while receiving when the bytes
+ * are unchanged). The header's checks (`dimensions`) run alongside: a lossless strip walks
+ * the container without decoding anything, so they can wait until the bytes are on their way
+ * to storage. Only a re-encode (AVIF, or a container our walker rejects) decodes, and that
+ * waits for the checks. A stripped file upload gets a new temp file; the caller removes both.
+ */
+export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string }): Promise<PreparedImage> {
+  const head = received.bytes ? received.bytes.subarray(0, SNIFF_BYTES) : new Uint8Array(await Bun.file(received.path).slice(0, SNIFF_BYTES).arrayBuffer());
+  const type = sniffImageType(head);
+  if (!type) throw unsupported();
+  const kind = { mime: type.mime, ext: type.ext };
 
   if (opts.exifPolicy !== "strip") {
-    const sha256 = received.sha256 ?? (received.bytes ? await sha256HexOffLoop(received.bytes) : await sha256File(received.path));
-    return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...described } as PreparedImage;
+    const dimensions = awaitedLater(describe(received.bytes ?? received.path!, opts.maxPixels));
+    const sha256 = received.sha256 ?? (received.bytes ? sha256Hex(received.bytes) : await sha256File(received.path));
+    return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...kind, dimensions } as PreparedImage;
   }
   if (received.bytes) {
+    const stripped = stripLosslessly(received.bytes, type.mime);
+    if (stripped) {
+      // The header is read from the stripped bytes, which keep the orientation (see exif.ts).
+      const dimensions = awaitedLater(describe(stripped, opts.maxPixels));
+      return { bytes: stripped, size: stripped.length, sha256: sha256Hex(stripped), ...kind, dimensions };
+    }
+    const dimensions = await describe(received.bytes, opts.maxPixels);
     const bytes = await stripMetadataToBuffer(received.bytes, type.mime).catch(() => {
       throw unsupported();
     });
-    return { bytes, size: bytes.length, sha256: await sha256HexOffLoop(bytes), ...described };
+    return { bytes, size: bytes.length, sha256: sha256Hex(bytes), ...kind, dimensions: Promise.resolve(dimensions) };
   }
+  const dimensions = await describe(received.path, opts.maxPixels);
   const stripped = tempPath(opts.tmpDir, "strip");
   try {
     await stripMetadata(received.path, stripped, type.mime);
@@ -88,5 +112,5 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
     await rm(stripped, { force: true });
     throw unsupported();
   }
-  return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...described };
+  return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...kind, dimensions: Promise.resolve(dimensions) };
 }
