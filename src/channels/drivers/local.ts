@@ -6,6 +6,7 @@ import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type 
 import { assertSafeKey, assertSafePrefix } from "./object-key";
 import type { DriverOptionSpec } from "./option-spec";
 import { clampRange, sizedStream } from "./sized-body";
+import { awaitedLater } from "../../shared/awaited-later";
 
 /** Same key names as rclone's `local` backend: its remote is just `path`. */
 export const localDriverOptions: readonly DriverOptionSpec[] = [{ key: "path", type: "text", required: true, sensitive: false }];
@@ -115,10 +116,12 @@ class LocalDriver implements Driver {
     const first = await mkdir(dir, { recursive: true });
     if (first === undefined) return;
     for (let d = dir; ; d = dirname(d)) {
-      const synced: Promise<void> = fsyncPath(dirname(d)).finally(() => {
-        if (this.unsyncedDirs.get(d) === synced) this.unsyncedDirs.delete(d);
-      });
-      synced.catch(() => {}); // awaited by the puts that need it; the failure is theirs to report
+      // Awaited by the puts that need it; the failure is theirs to report.
+      const synced: Promise<void> = awaitedLater(
+        fsyncPath(dirname(d)).finally(() => {
+          if (this.unsyncedDirs.get(d) === synced) this.unsyncedDirs.delete(d);
+        }),
+      );
       this.unsyncedDirs.set(d, synced);
       if (d === first || d === dirname(d)) break;
     }

@@ -4,6 +4,7 @@
  */
 import type { FileEntryWithStats, OpenMode, SFTPWrapper, Stats } from "ssh2";
 import { operationError } from "./errors";
+import { awaitedLater } from "../../../shared/awaited-later";
 
 function call<T>(fn: (cb: (err: Error | null | undefined, value: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -132,9 +133,8 @@ export function readStream(sftp: SFTPWrapper, handle: Buffer, start: number, len
   const fill = () => {
     while (pending.length < READ_AHEAD && next < end) {
       const size = Math.min(READ_CHUNK, end - next);
-      const read = readExact(sftp, handle, next, size);
-      read.catch(() => {}); // observed when its turn comes; avoid an unhandled rejection meanwhile
-      pending.push(read);
+      // Observed when its turn comes.
+      pending.push(awaitedLater(readExact(sftp, handle, next, size)));
       next += size;
     }
   };
