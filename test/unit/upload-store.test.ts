@@ -32,6 +32,7 @@ interface FakeChannel {
 const dir = mkdtempSync(join(tmpdir(), "kura-store-unit-"));
 let app: AppContext;
 let close: () => void;
+let logs: { level: string; msg: string }[] = [];
 let channels: FakeChannel[] = [];
 
 function fakeChannel(id: number, name: string): FakeChannel {
@@ -61,7 +62,7 @@ function fakeChannel(id: number, name: string): FakeChannel {
 }
 
 beforeAll(async () => {
-  ({ app, close } = await openContext(dir));
+  ({ app, close, logs } = await openContext(dir));
   const ids: number[] = [];
   for (const name of ["a", "b", "c"]) {
     const r = app.db
@@ -228,12 +229,18 @@ describe("storeReference", () => {
   test("the header's checks gate publishing and the commit: a failing check publishes nothing and is what the client hears", async () => {
     const notAnImage = () => new Invalid("不支持的图片格式（测试）", "unsupported_type");
     const failing = (size = 100) => ({ ...prepared(size), dimensions: Promise.reject(notAnImage()) });
+    // Two copies asked for: a failed check is the file's fault, not a channel's, so no other channel is tried.
+    app.settings.update({ min_success: 2 });
+    const warnings = () => logs.filter((l) => l.level === "WARN").length;
+    const warnedBefore = warnings();
     const p = failing();
     p.dimensions.catch(() => {});
     expect(await apiError(storeReference(app, p, ref()))).toBe("415:不支持的图片格式（测试）");
     expect(channels.flatMap((c) => c.puts).some((k) => k.includes(p.sha256))).toBe(false);
     expect(one("SELECT id FROM blobs WHERE sha256 = ?", p.sha256)).toBeNull();
     expect(intents()).toBe(0);
+    expect(warnings()).toBe(warnedBefore);
+    app.settings.update({ min_success: 1 });
 
     // Over the quota as well: the file's own fault comes first, as when it was checked before storing.
     app.db.query("UPDATE users SET quota_bytes = ? WHERE id = 'default'").run(app.images.usedBytes("default"));
