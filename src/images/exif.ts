@@ -32,13 +32,22 @@ export async function stripMetadata(inputPath: string, outputPath: string, mime:
  * the result may be its memory, rearranged, so the caller must not use `src` afterwards.
  */
 export async function stripMetadataToBuffer(src: Buffer, mime: string): Promise<Buffer> {
-  if (mime === "image/avif") return reencodeWithoutMetadata(src, mime);
+  return stripLosslessly(src, mime) ?? reencodeWithoutMetadata(src, mime);
+}
+
+/**
+ * The lossless strip of bytes in memory, taking `src` over like `stripMetadataToBuffer`; undefined
+ * (with `src` untouched) when only a re-encode can remove the metadata: AVIF, or a structure our
+ * walker refuses (decoders are more lenient than it, and re-encoding still leaves no metadata).
+ * It decodes nothing, so it may run before the image's header has been checked.
+ */
+export function stripLosslessly(src: Buffer, mime: string): Buffer | undefined {
+  if (mime === "image/avif") return undefined;
   try {
     return stripMetadataBytes(src, mime, true).bytes;
   } catch (err) {
-    if (!(err instanceof MalformedImageError)) throw err;
-    // Decoders are more lenient than our walker; re-encoding still guarantees no metadata.
-    return reencodeWithoutMetadata(src, mime);
+    if (err instanceof MalformedImageError) return undefined;
+    throw err;
   }
 }
 
@@ -78,7 +87,8 @@ export async function readOrientation(path: string): Promise<number> {
 
 const REENCODE_OPTIONS = { jpeg: { quality: 92 }, png: {}, webp: { quality: 90 }, gif: {}, avif: { quality: 70 } } as const;
 
-async function reencodeWithoutMetadata(input: Buffer, mime: string): Promise<Buffer> {
+/** Removes metadata by decoding and encoding again (lossy, but nothing survives); decodes, so only after the header's checks. */
+export async function reencodeWithoutMetadata(input: Buffer, mime: string): Promise<Buffer> {
   const format = mime.replace(/^image\//, "") as keyof typeof REENCODE_OPTIONS;
   if (!(format in REENCODE_OPTIONS)) throw new Error(`不支持去除该格式的元数据：${mime}`);
   const meta = await sharp(input, { limitInputPixels: false }).metadata();

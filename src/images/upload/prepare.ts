@@ -2,7 +2,7 @@ import { Invalid } from "../../errors";
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
-import { MalformedImageError, stripMetadata, stripMetadataBytes, stripMetadataToBuffer } from "../exif";
+import { reencodeWithoutMetadata, stripLosslessly, stripMetadata } from "../exif";
 import { frameBudgetMessage } from "../frame-budget";
 import { SNIFF_BYTES, sniffImageType } from "../sniff";
 import { awaitedLater } from "../../shared/awaited-later";
@@ -61,17 +61,6 @@ async function describe(input: Buffer | string, maxPixels: number): Promise<Dime
   return { width: swap ? frameHeight : width, height: swap ? width : frameHeight };
 }
 
-/** The lossless metadata strip of bytes in memory (taking them over), or undefined when only a re-encode can do it. */
-function stripLosslessly(bytes: Buffer, mime: string): Buffer | undefined {
-  if (mime === "image/avif") return undefined;
-  try {
-    return stripMetadataBytes(bytes, mime, true).bytes;
-  } catch (err) {
-    if (err instanceof MalformedImageError) return undefined;
-    throw err;
-  }
-}
-
 /**
  * Turns a received upload into a storable image: type judged by content (415), metadata
  * stripped per policy, then hashed (reusing the hash taken while receiving when the bytes
@@ -99,7 +88,7 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
       return { bytes: stripped, size: stripped.length, sha256: sha256Hex(stripped), ...kind, dimensions };
     }
     const dimensions = await describe(received.bytes, opts.maxPixels);
-    const bytes = await stripMetadataToBuffer(received.bytes, type.mime).catch(() => {
+    const bytes = await reencodeWithoutMetadata(received.bytes, type.mime).catch(() => {
       throw unsupported();
     });
     return { bytes, size: bytes.length, sha256: sha256Hex(bytes), ...kind, dimensions: Promise.resolve(dimensions) };
