@@ -253,7 +253,11 @@ describe("storeReference", () => {
     let pass!: (d: { width: number; height: number }) => void;
     const r = { ...prepared(), dimensions: new Promise<{ width: number; height: number }>((done) => (pass = done)) };
     const stored = storeReference(app, r, ref());
-    await Bun.sleep(20);
+    // The intent's commit runs in a setImmediate of the group commit; once it is in, a put gated on
+    // the intent alone would already have run (the fake put starts right after its gate).
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    while (intents() === 0) await turn();
+    await turn();
     expect(channels[0]!.puts.some((k) => k.includes(r.sha256))).toBe(false);
     expect(one("SELECT id FROM blobs WHERE sha256 = ?", r.sha256)).toBeNull();
     pass({ width: 33, height: 44 });
