@@ -7,7 +7,7 @@ import { DomainError } from "../errors";
 import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
-import { answerableError } from "./disk-full";
+import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
 import { rawTarget, routableRequest } from "./raw-url";
 import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
@@ -75,12 +75,8 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
 function errorAnswer(app: AppContext, request: Request, error: unknown): Response {
   const e = answerableError(app.log, request, error);
   if (e) return jsonError(e.status, e.message, e.headers);
-  app.log.error("请求处理失败", { method: request.method, path: new URL(request.url).pathname, err: errorText(error) });
+  logCrash(app.log, request, error);
   return jsonError(500, "服务器内部错误");
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 export type Router = ReturnType<typeof createRouter>;

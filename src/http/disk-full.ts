@@ -6,9 +6,19 @@ export const DISK_FULL_MESSAGE = "服务器存储空间不足，暂时无法写�
 
 export const diskFullError = () => new ApiError(503, DISK_FULL_MESSAGE, { "retry-after": "60" });
 
+/** An ERROR line for a request that failed, with its method, path and the error's message. */
+function logFailedRequest(log: Logger, msg: string, request: Request, err: unknown) {
+  log.error(msg, { method: request.method, path: new URL(request.url).pathname, err: err instanceof Error ? err.message : String(err) });
+}
+
 /** The operator must hear about a full disk, whichever surface met it. */
 export function logDiskFull(log: Logger, request: Request, err: unknown) {
-  log.error("磁盘空间不足，写入失败", { method: request.method, path: new URL(request.url).pathname, err: err instanceof Error ? err.message : String(err) });
+  logFailedRequest(log, "磁盘空间不足，写入失败", request, err);
+}
+
+/** A crash (what `answerableError` could not answer), logged the same way on every JSON-speaking surface before its 500. */
+export function logCrash(log: Logger, request: Request, err: unknown) {
+  logFailedRequest(log, "请求处理失败", request, err);
 }
 
 /**

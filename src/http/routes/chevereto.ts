@@ -8,7 +8,7 @@ import { cheveretoSource, discardInput, readCheveretoInput, type CheveretoInput 
 import { compatImage, storedDigests } from "../../compat/common";
 import type { AppContext } from "../../context";
 import { runUpload } from "../../images/upload/service";
-import { answerableError } from "../disk-full";
+import { answerableError, logCrash } from "../disk-full";
 import { ApiError } from "../errors";
 import { publicOrigin } from "../request-info";
 
@@ -65,7 +65,7 @@ export function cheveretoRoutes(app: AppContext) {
     } catch (caught) {
       const err = answerableError(app.log, request, caught);
       if (!err) {
-        app.log.error("请求处理失败", { method: "POST", path: "/api/1/upload", err: caught instanceof Error ? caught.message : String(caught) });
+        logCrash(app.log, request, caught);
         return render(format, 500, cheveretoError(500, "服务器内部错误"), "服务器内部错误");
       }
       const code = err.status === 401 ? KEY_ERROR_CODE : err.status;

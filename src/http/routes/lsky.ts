@@ -15,7 +15,7 @@ import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
 import { audit } from "../../ops/audit";
 import { parseBody, queryInt } from "../body";
-import { answerableError } from "../disk-full";
+import { answerableError, logCrash } from "../disk-full";
 import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadMaxBytes } from "../upload-input";
@@ -73,11 +73,7 @@ async function lsky(app: AppContext, request: Request, handler: () => Promise<Re
   } catch (caught) {
     const err = answerableError(app.log, request, caught);
     if (err) return lskyResponse(err.status, false, err.message, {}, err.headers);
-    app.log.error("请求处理失败", {
-      method: request.method,
-      path: new URL(request.url).pathname,
-      err: caught instanceof Error ? caught.message : String(caught),
-    });
+    logCrash(app.log, request, caught);
     return lskyResponse(500, false, "服务器内部错误");
   }
 }
