@@ -1,12 +1,16 @@
 // Delivery speed: GET /i/{id} of a ~200 KB JPEG original next to nginx sending the same file
 // from disk (target >= 0.9 x nginx), a warm WebP variant from the variant cache (target >= 0.9 x
-// nginx sending the same WebP), and cold
+// nginx sending the same WebP), each also next to a bare Bun.serve sending the same bytes from
+// memory (the floor any Bun server reaches on this machine), and cold
 // variants (first request for a width) next to sharp called in-process with the same settings
 // (target p50 <= 1.2 x sharp). Load from wrk; nginx and wrk are Debian packages.
 //
 //   bun run bench/delivery.ts [--duration 8] [--connections 32] [--threads 2] [--cold 50]
 //                             [--entry other/src/main.ts] [--profile-dir DIR] [--json]
-import { cpus } from "node:os";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { BARE_DELIVERY_READY } from "./lib/bare-delivery-server";
 import { flagValue, hasFlag, intFlag } from "./lib/args";
 import { coldWidths, runColdVariants, type ColdSeries, type WebpSettings } from "./lib/cold-variants";
 import { makeJpeg, PHOTO_200KB } from "./lib/jpegs";
@@ -39,31 +43,64 @@ if (threads > connections) throw new Error("--threads 不能大于 --connections
 
 const log = (msg: string) => console.error(msg);
 const WEBP = { accept: "image/webp" };
+const BARE_ENTRY = new URL("./lib/bare-delivery-server.ts", import.meta.url).pathname;
+
+/** Listeners Kura runs for /i/ with this environment: its main thread plus its delivery threads. */
+function kuraDeliveryThreads(): number {
+  const configured = process.env.KURA_DELIVERY_THREADS;
+  if (configured && /^\d+$/.test(configured)) return Number(configured);
+  return Math.max(0, cpus().length - 1); // `auto`
+}
+
+/** The bare Bun floor (bench/lib/bare-delivery-server.ts) serving these files, with Kura's listener count. */
+async function startBunFloor(files: Record<string, Uint8Array>): Promise<{ server: BenchServer; dispose(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), "kura-bench-floor-"));
+  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+  const server = await BenchServer.start({
+    entry: BARE_ENTRY,
+    ready: BARE_DELIVERY_READY,
+    env: { BARE_DELIVERY_DIR: dir, BARE_DELIVERY_WORKERS: String(kuraDeliveryThreads()) },
+  });
+  return {
+    server,
+    async dispose() {
+      await server.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 interface Pair {
   name: string;
   kura: LoadRun;
   nginx: LoadRun[];
+  /** The bare Bun floor, right before and right after Kura. */
+  floor: LoadRun[];
   /** Kura rate / nginx rate (nginx halves before and after, pooled). */
   ratio: number;
+  /** Kura rate / the bare Bun floor's rate (its halves pooled). */
+  floorRatio: number;
 }
 
 /**
- * nginx for half the duration, Kura for the full duration, nginx again for the other half:
- * the machine's speed drifts, and this compares Kura with nginx on both sides of it.
- * Each side gets a short unmeasured run first (JIT, page cache, connection setup).
+ * nginx for half the duration, the bare Bun floor for half, Kura for the full duration, then
+ * the floor and nginx again for the other halves: the machine's speed drifts, and this compares
+ * Kura with both references on both sides of it. Each gets a short unmeasured run first (JIT,
+ * page cache, connection setup). nginx and the floor serve the same bytes under `refPath`.
  */
 async function comparePair(
   name: string,
   server: BenchServer,
   kuraPath: string,
   nginx: NginxServer,
-  nginxPath: string,
+  floor: BenchServer,
+  refPath: string,
   headers: Record<string, string>,
 ): Promise<Pair> {
   const half = Math.max(1, Math.round(durationS / 2));
   const base = { connections, threads, headers };
-  const onNginx = (d: number) => measuredWrk({ ...base, url: nginx.url(nginxPath), durationS: d }, () => nginx.cpuMs());
+  const onNginx = (d: number) => measuredWrk({ ...base, url: nginx.url(refPath), durationS: d }, () => nginx.cpuMs());
+  const onFloor = (d: number) => measuredWrk({ ...base, url: floor.url(refPath), durationS: d }, () => floor.cpuMs());
   const onKura = (d: number) =>
     measuredWrk(
       { ...base, url: server.url(kuraPath), durationS: d },
@@ -72,12 +109,24 @@ async function comparePair(
     );
   log(`${name}：预热 …`);
   await onNginx(1);
+  await onFloor(1);
   await onKura(1);
-  log(`${name}：nginx ${half}s，Kura ${durationS}s，nginx ${half}s …`);
+  log(`${name}：nginx ${half}s，Bun ${half}s，Kura ${durationS}s，Bun ${half}s，nginx ${half}s …`);
   const before = await onNginx(half);
+  const floorBefore = await onFloor(half);
   const kura = await onKura(durationS);
+  const floorAfter = await onFloor(half);
   const after = await onNginx(half);
-  return { name, kura, nginx: [before, after], ratio: kura.perSecond / pooledRate([before, after]) };
+  const nginxRuns = [before, after];
+  const floorRuns = [floorBefore, floorAfter];
+  return {
+    name,
+    kura,
+    nginx: nginxRuns,
+    floor: floorRuns,
+    ratio: kura.perSecond / pooledRate(nginxRuns),
+    floorRatio: kura.perSecond / pooledRate(floorRuns),
+  };
 }
 
 async function fetchBytes(url: string, headers: Record<string, string> = {}): Promise<{ bytes: Uint8Array; type: string | null }> {
@@ -116,6 +165,7 @@ async function main() {
   const bunArgs = profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, "--cpu-prof-name=delivery"] : [];
   const server = await BenchServer.start({ entry, bunArgs });
   let nginx: NginxServer | undefined;
+  let floor: Awaited<ReturnType<typeof startBunFloor>> | undefined;
   try {
     const admin = await adminSession(server);
     // passthrough: /i/{id} then serves exactly the bytes nginx serves.
@@ -139,6 +189,8 @@ async function main() {
 
     nginx = await NginxServer.start({ "original.jpg": jpeg, "variant.webp": variant.bytes });
     if (!sameBytes((await fetchBytes(nginx.url("/original.jpg"))).bytes, jpeg)) throw new Error("nginx 返回的字节与原图不同");
+    floor = await startBunFloor({ "original.jpg": jpeg, "variant.webp": variant.bytes });
+    if (!sameBytes((await fetchBytes(floor.server.url("/variant.webp"))).bytes, variant.bytes)) throw new Error("裸 Bun 服务返回的字节与变体不同");
 
     // Renders counted by the server itself: the warm runs must cause none, and every cold
     // request exactly one, or the numbers measure something else than their label says.
@@ -157,9 +209,10 @@ async function main() {
       return { pair, threadShare: (after.threads - before.threads) / Math.max(1, after.all - before.all) };
     };
     const web = nginx;
-    const originalRun = await shareOf(() => comparePair("原图", server, `/i/${id}`, web, "/original.jpg", {}));
+    const bun = floor.server;
+    const originalRun = await shareOf(() => comparePair("原图", server, `/i/${id}`, web, bun, "/original.jpg", {}));
     // Accept: image/webp without w would also be a (full-size) variant; the original run sends none.
-    const variantRun = await shareOf(() => comparePair(`热变体 w=${WARM_WIDTH}`, server, `/i/${id}?w=${WARM_WIDTH}`, web, "/variant.webp", WEBP));
+    const variantRun = await shareOf(() => comparePair(`热变体 w=${WARM_WIDTH}`, server, `/i/${id}?w=${WARM_WIDTH}`, web, bun, "/variant.webp", WEBP));
     const originalPair = originalRun.pair;
     const variantPair = variantRun.pair;
     const threadCount = await counterValue(server, "kura_delivery_threads");
@@ -167,6 +220,8 @@ async function main() {
     if ((await renders()) !== rendersBefore) throw new Error("热变体测量期间服务端重新生成了变体（缓存未命中），结果无效");
     await nginx.dispose();
     nginx = undefined;
+    await floor.dispose();
+    floor = undefined;
 
     log(`冷变体：${widths.length} 个新宽度，逐个请求 …`);
     const cold = await runColdVariants(server, id, jpeg, widths, WARM_WIDTH, webp);
@@ -184,18 +239,21 @@ async function main() {
       50,
     );
 
+    const referenceRow = (label: string, runs: LoadRun[], ratio: string) => [
+      label,
+      fmtRate(pooledRate(runs)),
+      fmtMs(avg(runs.map((r) => r.p50Ms))),
+      fmtMs(avg(runs.map((r) => r.p99Ms))),
+      ratio,
+      avg(runs.map((r) => r.serverCpuMsPerReq)).toFixed(3),
+      avg(runs.map((r) => r.serverCores)).toFixed(2),
+      "-",
+      avg(runs.map((r) => r.otherCores)).toFixed(2),
+    ];
+    const floorLabel = `bare Bun.serve, same bytes from memory (${1 + kuraDeliveryThreads()} listeners)`;
     const pairRows = (p: Pair, label: string, nginxLabel: string) => [
-      [
-        nginxLabel,
-        fmtRate(pooledRate(p.nginx)),
-        fmtMs(avg(p.nginx.map((r) => r.p50Ms))),
-        fmtMs(avg(p.nginx.map((r) => r.p99Ms))),
-        "1.00",
-        avg(p.nginx.map((r) => r.serverCpuMsPerReq)).toFixed(3),
-        avg(p.nginx.map((r) => r.serverCores)).toFixed(2),
-        "-",
-        avg(p.nginx.map((r) => r.otherCores)).toFixed(2),
-      ],
+      referenceRow(nginxLabel, p.nginx, "1.00"),
+      referenceRow(floorLabel, p.floor, (pooledRate(p.floor) / pooledRate(p.nginx)).toFixed(2)),
       [
         label,
         fmtRate(p.kura.perSecond),
@@ -257,7 +315,7 @@ async function main() {
       ),
     );
     console.log(
-      `\nratio: Kura rate / nginx rate (throughput rows); Kura p50 / sharp p50 (cold rows, ${widths.length} sequential requests each, widths ${widths[0]}..${widths.at(-1)}; ` +
+      `\nratio: rate / nginx rate (throughput rows; Kura / the bare Bun floor: original ${originalPair.floorRatio.toFixed(2)}, warm ${variantPair.floorRatio.toFixed(2)}); Kura p50 / sharp p50 (cold rows, ${widths.length} sequential requests each, widths ${widths[0]}..${widths.at(-1)}; ` +
         `p99 of so few is about the largest width). Median of per-width Kura/sharp ratios: ${pairedRatio.toFixed(2)}.` +
         `\nCPU ms/op: server process (Kura: all threads; nginx: master + workers) per request; this process per render for the in-process rows.` +
         `\nserver cores: average cores the server used during the run (nginx: master + ${cpus().length} workers; Kura: all threads). ` +
@@ -277,7 +335,15 @@ async function main() {
     console.log(`cold variant p50 vs sharp <= ${TARGET_COLD}: ${verdict(coldRatio <= TARGET_COLD)} (${coldRatio.toFixed(2)})`);
     console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
     if (asJson) {
-      const pairJson = (p: Pair) => ({ kura: p.kura, nginx: p.nginx, nginx_per_second: pooledRate(p.nginx), ratio: p.ratio });
+      const pairJson = (p: Pair) => ({
+        kura: p.kura,
+        nginx: p.nginx,
+        nginx_per_second: pooledRate(p.nginx),
+        ratio: p.ratio,
+        bun_floor: p.floor,
+        bun_floor_per_second: pooledRate(p.floor),
+        ratio_to_bun_floor: p.floorRatio,
+      });
       console.log(
         JSON.stringify({
           date: new Date().toISOString(),
@@ -306,6 +372,7 @@ async function main() {
     }
   } finally {
     await nginx?.dispose();
+    await floor?.dispose();
     await server.dispose();
   }
 }

@@ -1,0 +1,63 @@
+// The Bun floor of bench/delivery.ts: a bare `Bun.serve` answering `/original.jpg` and
+// `/variant.webp` with the same bytes Kura serves, held in memory, with the same listeners
+// Kura runs (main thread plus `reusePort` Workers, like its delivery threads). No routing,
+// no lookups, no counters: what any Bun server on this machine pays per response. When Kura
+// is close to this and both are below nginx, the gap is in Bun's HTTP stack (it copies the
+// body through user memory where nginx uses sendfile), not in Kura's code.
+//
+// Env: BARE_DELIVERY_DIR (holds original.jpg and variant.webp), BARE_DELIVERY_WORKERS
+// (extra listeners). Prints its address once every listener is up.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const BARE_DELIVERY_READY = /bare delivery server listening on (\S+)/;
+
+interface Init {
+  dir: string;
+  port: number;
+}
+
+function listen(dir: string, port: number) {
+  const file = (name: string, type: string) => ({
+    bytes: new Uint8Array(readFileSync(join(dir, name))),
+    // The headers Kura sends with a public image, so both answers are the same size on the wire.
+    headers: { "content-type": type, "cache-control": "public, max-age=31536000, immutable", etag: `"${name}"`, "x-content-type-options": "nosniff" },
+  });
+  const original = file("original.jpg", "image/jpeg");
+  const variant = file("variant.webp", "image/webp");
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port,
+    reusePort: true,
+    fetch(req) {
+      const path = req.url.slice(req.url.indexOf("/", 8));
+      const body = path === "/original.jpg" ? original : path === "/variant.webp" ? variant : undefined;
+      return body ? new Response(body.bytes, { headers: body.headers }) : new Response("not found", { status: 404 });
+    },
+  });
+}
+
+declare const self: Worker;
+
+if (!Bun.isMainThread) {
+  self.onmessage = (event: MessageEvent<Init>) => {
+    listen(event.data.dir, event.data.port);
+    self.postMessage("listening");
+  };
+} else if (import.meta.main) {
+  const dir = process.env.BARE_DELIVERY_DIR;
+  if (!dir) throw new Error("需要 BARE_DELIVERY_DIR");
+  const workers = Number(process.env.BARE_DELIVERY_WORKERS ?? 0);
+  const server = listen(dir, 0);
+  const started = Array.from({ length: workers }, () => {
+    const worker = new Worker(import.meta.path);
+    const up = new Promise<void>((resolve) => worker.addEventListener("message", () => resolve(), { once: true }));
+    worker.postMessage({ dir, port: server.port ?? 0 } satisfies Init);
+    return up;
+  });
+  await Promise.all(started);
+  const stop = () => process.exit(0);
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  console.log(`bare delivery server listening on 127.0.0.1:${server.port}`);
+}
