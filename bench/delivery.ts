@@ -53,9 +53,14 @@ function kuraDeliveryThreads(): number {
 }
 
 /** The bare Bun floor (bench/lib/bare-delivery-server.ts) serving these files, with Kura's listener count. */
-async function startBunFloor(files: Record<string, Uint8Array>): Promise<{ server: BenchServer; dispose(): Promise<void> }> {
+async function startBunFloor(files: Record<string, Fetched>): Promise<{ server: BenchServer; dispose(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "kura-bench-floor-"));
-  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+  for (const [name, { bytes, headers }] of Object.entries(files)) {
+    writeFileSync(join(dir, name), bytes);
+    // Everything Kura sent except what Bun sets itself for every answer.
+    const kept = Object.fromEntries([...headers].filter(([k]) => !["content-length", "date", "connection", "keep-alive"].includes(k)));
+    writeFileSync(join(dir, `${name}.headers.json`), JSON.stringify(kept));
+  }
   const server = await BenchServer.start({
     entry: BARE_ENTRY,
     ready: BARE_DELIVERY_READY,
@@ -129,11 +134,17 @@ async function comparePair(
   };
 }
 
-async function fetchBytes(url: string, headers: Record<string, string> = {}): Promise<{ bytes: Uint8Array; type: string | null }> {
+interface Fetched {
+  bytes: Uint8Array;
+  type: string | null;
+  headers: Headers;
+}
+
+async function fetchBytes(url: string, headers: Record<string, string> = {}): Promise<Fetched> {
   const res = await fetch(url, { headers });
   const bytes = new Uint8Array(await res.arrayBuffer());
   if (res.status !== 200) throw new Error(`GET ${url}：HTTP ${res.status}：${new TextDecoder().decode(bytes.slice(0, 300))}`);
-  return { bytes, type: res.headers.get("content-type") };
+  return { bytes, type: res.headers.get("content-type"), headers: res.headers };
 }
 
 async function uploadOriginal(admin: BenchSession, jpeg: Uint8Array): Promise<string> {
@@ -189,7 +200,7 @@ async function main() {
 
     nginx = await NginxServer.start({ "original.jpg": jpeg, "variant.webp": variant.bytes });
     if (!sameBytes((await fetchBytes(nginx.url("/original.jpg"))).bytes, jpeg)) throw new Error("nginx 返回的字节与原图不同");
-    floor = await startBunFloor({ "original.jpg": jpeg, "variant.webp": variant.bytes });
+    floor = await startBunFloor({ "original.jpg": original, "variant.webp": variant });
     if (!sameBytes((await fetchBytes(floor.server.url("/variant.webp"))).bytes, variant.bytes)) throw new Error("裸 Bun 服务返回的字节与变体不同");
 
     // Renders counted by the server itself: the warm runs must cause none, and every cold

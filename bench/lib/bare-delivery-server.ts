@@ -1,12 +1,13 @@
 // The Bun floor of bench/delivery.ts: a bare `Bun.serve` answering `/original.jpg` and
-// `/variant.webp` with the same bytes Kura serves, held in memory, with the same listeners
+// `/variant.webp` with the same bytes and headers Kura sends, held in memory, with the same listeners
 // Kura runs (main thread plus `reusePort` Workers, like its delivery threads). No routing,
 // no lookups, no counters: what any Bun server on this machine pays per response. When Kura
 // is close to this and both are below nginx, the gap is in Bun's HTTP stack (it copies the
 // body through user memory where nginx uses sendfile), not in Kura's code.
 //
-// Env: BARE_DELIVERY_DIR (holds original.jpg and variant.webp), BARE_DELIVERY_WORKERS
-// (extra listeners). Prints its address once every listener is up.
+// Env: BARE_DELIVERY_DIR (holds original.jpg and variant.webp, and for each `<name>.headers.json`,
+// the response headers to send with it), BARE_DELIVERY_WORKERS (extra listeners). Prints its
+// address once every listener is up.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -18,13 +19,14 @@ interface Init {
 }
 
 function listen(dir: string, port: number) {
-  const file = (name: string, type: string) => ({
-    bytes: new Uint8Array(readFileSync(join(dir, name))),
-    // The headers Kura sends with a public image, so both answers are the same size on the wire.
-    headers: { "content-type": type, "cache-control": "public, max-age=31536000, immutable", etag: `"${name}"`, "x-content-type-options": "nosniff" },
+  const file = (name: string) => ({
+    // A Blob, as Kura's hot bytes: `new Response(blob)` shares the bytes instead of copying them.
+    bytes: new Blob([readFileSync(join(dir, name))]),
+    // Kura's own headers for this image, so both answers carry the same bytes on the wire.
+    headers: new Headers(JSON.parse(readFileSync(join(dir, `${name}.headers.json`), "utf8")) as Record<string, string>),
   });
-  const original = file("original.jpg", "image/jpeg");
-  const variant = file("variant.webp", "image/webp");
+  const original = file("original.jpg");
+  const variant = file("variant.webp");
   return Bun.serve({
     hostname: "127.0.0.1",
     port,
