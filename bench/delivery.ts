@@ -7,10 +7,8 @@
 //
 //   bun run bench/delivery.ts [--duration 8] [--connections 32] [--threads 2] [--cold 50]
 //                             [--entry other/src/main.ts] [--profile-dir DIR] [--json]
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
-import { join } from "node:path";
-import { BARE_DELIVERY_READY } from "./lib/bare-delivery-server";
+import { cpus } from "node:os";
+import { type BunFloor, kuraDeliveryThreads, startBunFloor } from "./lib/bare-delivery-server";
 import { flagValue, hasFlag, intFlag } from "./lib/args";
 import { coldWidths, runColdVariants, type ColdSeries, type WebpSettings } from "./lib/cold-variants";
 import { makeJpeg, PHOTO_200KB } from "./lib/jpegs";
@@ -43,38 +41,6 @@ if (threads > connections) throw new Error("--threads 不能大于 --connections
 
 const log = (msg: string) => console.error(msg);
 const WEBP = { accept: "image/webp" };
-const BARE_ENTRY = new URL("./lib/bare-delivery-server.ts", import.meta.url).pathname;
-
-/** Listeners Kura runs for /i/ with this environment: its main thread plus its delivery threads. */
-function kuraDeliveryThreads(): number {
-  const configured = process.env.KURA_DELIVERY_THREADS;
-  if (configured && /^\d+$/.test(configured)) return Number(configured);
-  return Math.max(0, cpus().length - 1); // `auto`
-}
-
-/** The bare Bun floor (bench/lib/bare-delivery-server.ts) serving these files, with Kura's listener count. */
-async function startBunFloor(files: Record<string, Fetched>): Promise<{ server: BenchServer; dispose(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), "kura-bench-floor-"));
-  for (const [name, { bytes, headers }] of Object.entries(files)) {
-    writeFileSync(join(dir, name), bytes);
-    // Everything Kura sent except what Bun sets itself for every answer.
-    const kept = Object.fromEntries([...headers].filter(([k]) => !["content-length", "date", "connection", "keep-alive"].includes(k)));
-    writeFileSync(join(dir, `${name}.headers.json`), JSON.stringify(kept));
-  }
-  const server = await BenchServer.start({
-    entry: BARE_ENTRY,
-    ready: BARE_DELIVERY_READY,
-    env: { BARE_DELIVERY_DIR: dir, BARE_DELIVERY_WORKERS: String(kuraDeliveryThreads()) },
-  });
-  return {
-    server,
-    async dispose() {
-      await server.dispose();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 interface Pair {
   name: string;
   kura: LoadRun;
@@ -176,7 +142,7 @@ async function main() {
   const bunArgs = profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, "--cpu-prof-name=delivery"] : [];
   const server = await BenchServer.start({ entry, bunArgs });
   let nginx: NginxServer | undefined;
-  let floor: Awaited<ReturnType<typeof startBunFloor>> | undefined;
+  let floor: BunFloor | undefined;
   try {
     const admin = await adminSession(server);
     // passthrough: /i/{id} then serves exactly the bytes nginx serves.

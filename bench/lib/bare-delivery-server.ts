@@ -8,10 +8,47 @@
 // Env: BARE_DELIVERY_DIR (holds original.jpg and variant.webp, and for each `<name>.headers.json`,
 // the response headers to send with it), BARE_DELIVERY_WORKERS (extra listeners). Prints its
 // address once every listener is up.
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { BenchServer } from "./server";
 
-export const BARE_DELIVERY_READY = /bare delivery server listening on (\S+)/;
+const READY = /bare delivery server listening on (\S+)/;
+
+/** Listeners Kura runs for /i/ with this environment: its main thread plus its delivery threads. */
+export function kuraDeliveryThreads(): number {
+  const configured = process.env.KURA_DELIVERY_THREADS;
+  if (configured && /^\d+$/.test(configured)) return Number(configured);
+  return Math.max(0, cpus().length - 1); // `auto`
+}
+
+export interface BunFloor {
+  server: BenchServer;
+  dispose(): Promise<void>;
+}
+
+/** Starts the floor as its own process, serving each file with the headers Kura answered it with. */
+export async function startBunFloor(files: Record<string, { bytes: Uint8Array; headers: Headers }>): Promise<BunFloor> {
+  const dir = mkdtempSync(join(tmpdir(), "kura-bench-floor-"));
+  for (const [name, { bytes, headers }] of Object.entries(files)) {
+    writeFileSync(join(dir, name), bytes);
+    // Everything Kura sent except what Bun sets itself for every answer.
+    const kept = Object.fromEntries([...headers].filter(([k]) => !["content-length", "date", "connection", "keep-alive"].includes(k)));
+    writeFileSync(join(dir, `${name}.headers.json`), JSON.stringify(kept));
+  }
+  const server = await BenchServer.start({
+    entry: import.meta.path,
+    ready: READY,
+    env: { BARE_DELIVERY_DIR: dir, BARE_DELIVERY_WORKERS: String(kuraDeliveryThreads()) },
+  });
+  return {
+    server,
+    async dispose() {
+      await server.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 interface Init {
   dir: string;
