@@ -41,6 +41,7 @@ if (threads > connections) throw new Error("--threads 不能大于 --connections
 
 const log = (msg: string) => console.error(msg);
 const WEBP = { accept: "image/webp" };
+
 interface Pair {
   name: string;
   kura: LoadRun;

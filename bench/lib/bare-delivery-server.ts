@@ -9,17 +9,16 @@
 // the response headers to send with it), BARE_DELIVERY_WORKERS (extra listeners). Prints its
 // address once every listener is up.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseDeliveryThreads } from "../../src/config/bootstrap";
 import { BenchServer } from "./server";
 
 const READY = /bare delivery server listening on (\S+)/;
 
-/** Listeners Kura runs for /i/ with this environment: its main thread plus its delivery threads. */
+/** Delivery threads Kura runs beside its main thread with this environment (Kura's own reading of it). */
 export function kuraDeliveryThreads(): number {
-  const configured = process.env.KURA_DELIVERY_THREADS;
-  if (configured && /^\d+$/.test(configured)) return Number(configured);
-  return Math.max(0, cpus().length - 1); // `auto`
+  return parseDeliveryThreads(process.env.KURA_DELIVERY_THREADS, availableParallelism()).count;
 }
 
 export interface BunFloor {
