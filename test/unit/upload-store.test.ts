@@ -15,6 +15,7 @@ import { expiryTime, sqlTime } from "../../src/db/time";
 import { Invalid } from "../../src/errors";
 import { asApiError } from "../../src/http/errors";
 import { REPLICATE_JOB, resolveUploadIntents, scheduleReplication, storeReference } from "../../src/images/store";
+import { awaitedLater } from "../../src/shared/awaited-later";
 import { openContext } from "../helpers/context";
 
 interface FakeChannel {
@@ -228,13 +229,12 @@ describe("storeReference", () => {
 
   test("the header's checks gate publishing and the commit: a failing check publishes nothing and is what the client hears", async () => {
     const notAnImage = () => new Invalid("不支持的图片格式（测试）", "unsupported_type");
-    const failing = (size = 100) => ({ ...prepared(size), dimensions: Promise.reject(notAnImage()) });
+    const failing = (size = 100) => ({ ...prepared(size), dimensions: awaitedLater(Promise.reject(notAnImage())) });
     // Two copies asked for: a failed check is the file's fault, not a channel's, so no other channel is tried.
     app.settings.update({ min_success: 2 });
     const warnings = () => logs.filter((l) => l.level === "WARN").length;
     const warnedBefore = warnings();
     const p = failing();
-    p.dimensions.catch(() => {});
     expect(await apiError(storeReference(app, p, ref()))).toBe("415:不支持的图片格式（测试）");
     expect(channels.flatMap((c) => c.puts).some((k) => k.includes(p.sha256))).toBe(false);
     expect(one("SELECT id FROM blobs WHERE sha256 = ?", p.sha256)).toBeNull();
@@ -245,7 +245,6 @@ describe("storeReference", () => {
     // Over the quota as well: the file's own fault comes first, as when it was checked before storing.
     app.db.query("UPDATE users SET quota_bytes = ? WHERE id = 'default'").run(app.images.usedBytes("default"));
     const q = failing();
-    q.dimensions.catch(() => {});
     expect(await apiError(storeReference(app, q, ref()))).toBe("415:不支持的图片格式（测试）");
     app.db.query("UPDATE users SET quota_bytes = NULL").run();
 
