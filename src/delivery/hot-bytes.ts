@@ -28,8 +28,9 @@ export class HotBytes {
 
   /** A variant's bytes when in memory, as the pipeline takes them. */
   variant(sha256: string, width: number, format: string): VariantBytes | undefined {
-    const bytes = this.get(variantKey(sha256, width, format));
-    return bytes && { bytes, size: bytes.size };
+    const hotKey = variantKey(sha256, width, format);
+    const bytes = this.get(hotKey);
+    return bytes && { bytes, size: bytes.size, hotKey };
   }
 
   get(key: string): Blob | undefined {

@@ -4,6 +4,9 @@ import type { ImageRepo, ImageView } from "../images/repo";
 export const LOOKUP_TTL_MS = 2_000;
 const MAX_ENTRIES = 20_000;
 
+/** What was forgotten: an image row, or an alias (user id, object key). */
+export type LookupChange = { image?: string; alias?: [string, string] };
+
 /**
  * Memoized delivery lookups (image row by id or alias) so a hot image does not cost a
  * SQLite join per request. Changes made through the API (delete, PATCH, alias
@@ -13,8 +16,8 @@ const MAX_ENTRIES = 20_000;
 export class DeliveryLookups {
   private readonly views = new Map<string, { view: ImageView; at: number }>();
   private readonly aliases = new Map<string, { id: string; at: number }>();
-  /** Told of every forget (the delivery threads keep lookups of their own). */
-  private watcher: ((change: { image?: string; alias?: [string, string] }) => void) | undefined;
+  /** Told of every forget (the delivery threads keep lookups of their own, the warm-answer memos build on these). */
+  private readonly watchers: ((change: LookupChange) => void)[] = [];
 
   constructor(
     private readonly images: ImageRepo,
@@ -48,17 +51,23 @@ export class DeliveryLookups {
   /** An image changed or is gone. */
   forget(id: string) {
     this.views.delete(id);
-    this.watcher?.({ image: id });
+    for (const watcher of this.watchers) watcher({ image: id });
   }
 
   /** An alias was re-pointed. */
   forgetAlias(userId: string, objectKey: string) {
     this.aliases.delete(`${userId}\0${objectKey}`);
-    this.watcher?.({ alias: [userId, objectKey] });
+    for (const watcher of this.watchers) watcher({ alias: [userId, objectKey] });
   }
 
-  watch(watcher: (change: { image?: string; alias?: [string, string] }) => void) {
-    this.watcher = watcher;
+  watch(watcher: (change: LookupChange) => void) {
+    this.watchers.push(watcher);
+  }
+
+  /** Date.now() from which the cached row of `id` is read again (now, when none is cached). */
+  freshUntil(id: string): number {
+    const hit = this.views.get(id);
+    return hit ? hit.at + LOOKUP_TTL_MS : this.now();
   }
 
   private remember<V>(map: Map<string, V>, key: string, value: V) {

@@ -5,6 +5,7 @@ import type { Logger } from "../ops/log";
 import { getOrCreate } from "../shared/get-or-create";
 import { cacheHeaders, httpDate, type DeliveryArea } from "./cache-headers";
 import { ifNoneMatchMatches, originalEtag, variantEtag } from "./etag";
+import type { PreparedAnswer } from "./hot-answers";
 import { chooseRepresentation, formatToMime, type DeliveryFormat } from "./negotiate";
 import { parseDeliveryQuery } from "./params";
 import { refererAllowed } from "./referer";
@@ -36,6 +37,11 @@ export interface DeliveryRequest {
    * and a HEAD answer its real Content-Length, so nobody has to edit its headers afterwards.
    */
   direct?: boolean;
+  /**
+   * Set by the pipeline when its answer is a hot 200 (prepared headers over bytes in memory):
+   * what the warm-answer memo (hot-answers.ts) keeps. Never set for a fallback original.
+   */
+  prepared?: PreparedAnswer;
 }
 
 /** Bytes of a variant: a cached file to stream, or the bytes (in memory when hot or not kept on disk). */
@@ -43,6 +49,8 @@ export interface VariantBytes {
   path?: string;
   bytes?: Blob;
   size: number;
+  /** The HotBytes key of `bytes`, when they came from there. */
+  hotKey?: string;
 }
 
 /** Largest single original or variant kept in memory. */
@@ -127,7 +135,7 @@ export function deliver(app: DeliveryDeps, req: DeliveryRequest, cold: ColdPaths
   const hot = app.variants.hotVariant(image.sha256, rep.width, format);
   if (hot && isGet) {
     const key = `v ${rep.width} ${format} ${rep.varyAccept} ${hot.size}`;
-    return preparedAnswer(req, image, key, hot.bytes!, () => variantHeaders(headers(), format, hot.size));
+    return preparedAnswer(req, image, key, hot.bytes!, () => variantHeaders(headers(), format, hot.size), hot.hotKey);
   }
   if (hot) return variantAnswer(req, headers(), format, hot);
   return cold.variant(req, image, headers(), rep.width, format);
@@ -146,7 +154,8 @@ function variantHeaders(headers: Record<string, string>, format: DeliveryFormat,
  */
 const preparedHeaders = new WeakMap<ImageView, Map<string, Headers>>();
 
-function preparedAnswer(req: DeliveryRequest, image: ImageView, key: string, body: Blob, build: () => Record<string, string>): Response {
+/** `hotKey`: the HotBytes key of `body`, when the answer may be remembered whole (not a fallback). */
+function preparedAnswer(req: DeliveryRequest, image: ImageView, key: string, body: Blob, build: () => Record<string, string>, hotKey?: string): Response {
   const forImage = getOrCreate(preparedHeaders, image, () => new Map<string, Headers>());
   const fullKey = `${req.area} ${req.direct === true} ${key}`;
   const headers = getOrCreate(forImage, fullKey, () => {
@@ -154,6 +163,7 @@ function preparedAnswer(req: DeliveryRequest, image: ImageView, key: string, bod
     if (req.direct) record["x-content-type-options"] = NOSNIFF;
     return new Headers(record);
   });
+  if (hotKey !== undefined) req.prepared = { image, hotKey, variant: hotKey !== image.sha256, body, headers };
   return new Response(body, { status: 200, headers });
 }
 
@@ -197,11 +207,18 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
   const hot = app.variants.hot.get(image.sha256);
   if (!hot) return cold.original(req, image, headers(), range);
   if (!range) {
-    return preparedAnswer(req, image, `o ${fallback} ${varyAccept} ${hot.size}`, hot, () => {
-      const h = headers();
-      h["Content-Length"] = String(hot.size);
-      return h;
-    });
+    return preparedAnswer(
+      req,
+      image,
+      `o ${fallback} ${varyAccept} ${hot.size}`,
+      hot,
+      () => {
+        const h = headers();
+        h["Content-Length"] = String(hot.size);
+        return h;
+      },
+      fallback ? undefined : image.sha256,
+    );
   }
   const partial = headers();
   partial["Content-Range"] = `bytes ${range.start}-${range.end}/${image.size}`;

@@ -9,7 +9,7 @@ export type { RefererRule };
  */
 export class RefererRules {
   private patterns: string[] = [];
-  private watcher: ((patterns: readonly string[]) => void) | undefined;
+  private readonly watchers: ((patterns: readonly string[]) => void)[] = [];
 
   constructor(private readonly db: Database) {
     this.refresh();
@@ -36,13 +36,13 @@ export class RefererRules {
     return removed;
   }
 
-  /** Told of every change (the delivery threads keep a copy). */
+  /** Told of every change (the delivery threads keep a copy, the warm-answer memo forgets). */
   watch(watcher: (patterns: readonly string[]) => void) {
-    this.watcher = watcher;
+    this.watchers.push(watcher);
   }
 
   private refresh() {
     this.patterns = refererPatterns(this.db);
-    this.watcher?.(this.patterns);
+    for (const watcher of this.watchers) watcher(this.patterns);
   }
 }

@@ -54,6 +54,11 @@ export class VariantService {
     return hot;
   }
 
+  /** A variant answer given again from memory elsewhere (the warm-answer memo): counted as a cache hit too. */
+  countHit() {
+    this.hits.inc();
+  }
+
   async get(blob: VariantSource, width: number, format: DeliveryFormat): Promise<VariantBytes> {
     const hot = this.hotVariant(blob.sha256, width, format);
     if (hot) return hot;

@@ -1,5 +1,7 @@
 import type { AppContext } from "../context";
 import { fastImageSegment, imageBySegment, NOT_FAST } from "../delivery/fast-path";
+import { HotAnswers } from "../delivery/hot-answers";
+import type { DeliveryRequest } from "../delivery/pipeline";
 import { serveImage } from "../delivery/serve-image";
 
 export { IMAGE_ROUTE } from "../delivery/fast-path";
@@ -13,11 +15,30 @@ export { IMAGE_ROUTE } from "../delivery/fast-path";
  * The answer is a plain Response when the row and the bytes are in memory (no promise), and
  * already carries nosniff and its HEAD length (`direct`). Throws for a bad `w`/`format`.
  * `counted`: a delivery thread handed the request over and already counted the access.
+ *
+ * A GET answered from memory is remembered whole (hot-answers.ts) until anything that could
+ * change it does; the same GET then costs no pipeline at all, only its access count.
  */
 export function imageFastPath(app: AppContext) {
+  const warm = new HotAnswers(app.variants.hot, (id) => app.lookups.freshUntil(id));
+  const forget = () => warm.clear();
+  app.lookups.watch(forget);
+  app.referers.watch(forget);
+  app.settings.onChange(forget);
+
   return (request: Request, path: string, query: string, counted = false): Response | Promise<Response> | undefined => {
+    const key = HotAnswers.keyOf(request);
+    const hit = key === undefined ? undefined : warm.answer(key);
+    if (hit) {
+      if (!counted) app.access.record(hit.imageId);
+      if (hit.variant) app.variants.countHit();
+      return hit.response;
+    }
     const segment = fastImageSegment(request, path);
     if (segment === NOT_FAST) return undefined;
-    return serveImage(app, { area: "i", request, isPublic: true, direct: true, counted, query, lookup: () => imageBySegment(app.lookups, segment) });
+    const req: DeliveryRequest = { area: "i", request, isPublic: true, direct: true, counted, query, lookup: () => imageBySegment(app.lookups, segment) };
+    const answer = serveImage(app, req);
+    if (key !== undefined && req.prepared && answer instanceof Response) warm.remember(key, req.prepared);
+    return answer;
   };
 }

@@ -15,6 +15,7 @@ import type { Server } from "bun";
 import type { Settings } from "../../config/settings-schema";
 import { originalEtag, variantEtag } from "../../delivery/etag";
 import { fastImageSegment, imageBySegment, NOT_FAST } from "../../delivery/fast-path";
+import { HotAnswers } from "../../delivery/hot-answers";
 import { HOT_BYTES_BUDGET, HotBytes, variantKey } from "../../delivery/hot-bytes";
 import { DeliveryLookups } from "../../delivery/lookups";
 import { type ColdPaths, deliver, type DeliveryDeps, type DeliveryRequest, HOT_ITEM_MAX } from "../../delivery/pipeline";
@@ -33,6 +34,8 @@ export class DeliveryFront {
   private applied: number;
   private lookups: DeliveryLookups;
   private readonly hot: HotBytes;
+  /** Whole answers to warm GETs; cleared with every change applied (image-fast-path.ts does the same on the main thread). */
+  private readonly warm: HotAnswers;
   private readonly stats: FrontStatsBatch;
   private readonly deps: DeliveryDeps;
   private readonly target: HandoverTarget;
@@ -51,6 +54,7 @@ export class DeliveryFront {
     this.db.run("PRAGMA query_only = ON");
     this.lookups = new DeliveryLookups(new ImageRepo(this.db));
     this.hot = new HotBytes(init.hotBytesBudget || HOT_BYTES_BUDGET, HOT_ITEM_MAX);
+    this.warm = new HotAnswers(this.hot, (id) => this.lookups.freshUntil(id));
     const stats = this.stats;
     const hot = this.hot;
     this.deps = {
@@ -95,6 +99,7 @@ export class DeliveryFront {
     for (const sha256 of change.blobs) this.hot.deletePrefix(sha256);
     if (change.settings) this.settings = change.settings;
     if (change.referers) this.referers = change.referers;
+    this.warm.clear();
     this.applied = change.generation;
   }
 
@@ -106,9 +111,18 @@ export class DeliveryFront {
 
   private handle(request: Request): Response | Promise<Response> {
     const started = performance.now();
+    const current = Atomics.load(this.generation, 0) === this.applied;
+    const key = current ? HotAnswers.keyOf(request) : undefined;
+    const hit = key === undefined ? undefined : this.warm.answer(key);
+    if (hit) {
+      this.stats.recordAccess(hit.imageId);
+      if (hit.variant) this.stats.recordVariantHit();
+      this.stats.recordAnswer("GET", 200, (performance.now() - started) / 1000);
+      return hit.response;
+    }
     const { path, query } = rawTarget(request.url);
     const segment = fastImageSegment(request, path);
-    if (segment === NOT_FAST || Atomics.load(this.generation, 0) !== this.applied) return this.pass(request, false);
+    if (segment === NOT_FAST || !current) return this.pass(request, false);
     const req: DeliveryRequest = { area: "i", request, isPublic: true, direct: true, query, lookup: () => imageBySegment(this.lookups, segment) };
     let answer: Response | Promise<Response>;
     try {
@@ -118,7 +132,10 @@ export class DeliveryFront {
       return this.pass(request, false);
     }
     // Answers from the main thread are in its own metrics already.
-    if (answer instanceof Response) this.stats.recordAnswer(request.method, answer.status, (performance.now() - started) / 1000);
+    if (answer instanceof Response) {
+      this.stats.recordAnswer(request.method, answer.status, (performance.now() - started) / 1000);
+      if (key !== undefined && req.prepared) this.warm.remember(key, req.prepared);
+    }
     return answer;
   }
 
