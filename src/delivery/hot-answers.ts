@@ -71,9 +71,8 @@ export class HotAnswers {
     if (request.method !== "GET") return undefined;
     const headers = request.headers;
     if (headers.has("range") || headers.has("if-none-match") || headers.has("if-range")) return undefined;
-    const url = request.url;
-    if (url.length > MAX_KEY_LENGTH || request.body) return undefined;
-    const key = `${url}\n${headers.get("accept") ?? ABSENT}\n${headers.get("referer") ?? ABSENT}`;
+    if (request.body) return undefined;
+    const key = `${request.url}\n${headers.get("accept") ?? ABSENT}\n${headers.get("referer") ?? ABSENT}`;
     return key.length > MAX_KEY_LENGTH ? undefined : key;
   }
 

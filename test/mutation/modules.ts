@@ -38,6 +38,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/delivery/etag.ts"],
     tests: ["test/unit/delivery-conditional.test.ts", "test/unit/delivery-headers.test.ts"],
   },
+  /** The warm-answer memo, judged by its rules and by the equivalence property against the plain pipeline. */
+  "hot-answers": {
+    mutate: ["src/delivery/hot-answers.ts"],
+    tests: ["test/unit/delivery-hot-answers.test.ts", "test/unit/delivery-hot-answers-equivalence.test.ts"],
+  },
   ssrf: {
     mutate: ["src/net/safe-fetch.ts", "src/net/public-address.ts", "src/net/cidr.ts"],
     tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/public-address.test.ts"],

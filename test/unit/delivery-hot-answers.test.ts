@@ -48,6 +48,8 @@ describe("warm-answer memo", () => {
     expect(key({ headers: { "if-none-match": '"x"' } })).toBeUndefined();
     expect(key({ headers: { "if-range": '"x"' } })).toBeUndefined();
     expect(key({}, `${URL_BASE}?w=${"9".repeat(3000)}`)).toBeUndefined();
+    // A GET with a body is the router's (fast-path.ts), never the memo's.
+    expect(key({ body: "x" })).toBeUndefined();
     expect(key({ headers: { referer: `https://a.example/${"x".repeat(3000)}` } })).toBeUndefined();
     const keys = [
       key(),
@@ -128,6 +130,28 @@ describe("warm-answer memo", () => {
     expect(memo.answer(k)!.variant).toBe(true);
     memo.clear();
     expect(memo.answer(k)).toBeUndefined();
+  });
+
+  test("a key is at most 2 KiB: URL, Accept and Referer together", () => {
+    // URL + "\n" + Accept + "\n" + Referer; with both headers absent each counts one character.
+    const urlOfLength = (n: number) => `${URL_BASE}?q=${"a".repeat(n - URL_BASE.length - 3)}`;
+    expect(key({}, urlOfLength(2048 - 4))!.length).toBe(2048);
+    expect(key({}, urlOfLength(2048 - 3))).toBeUndefined();
+    expect(key({ headers: { referer: "r".repeat(2048 - URL_BASE.length - 3) } })!.length).toBe(2048);
+    expect(key({ headers: { referer: "r".repeat(2048 - URL_BASE.length - 2) } })).toBeUndefined();
+  });
+
+  test("remembering a key again makes it the newest: the oldest other entry goes first", () => {
+    const { memo, prepare } = setup(1024 * 1024);
+    const k = (i: number) => key({}, `${URL_BASE}?n=${i}`)!;
+    for (let i = 0; i < 4096; i++) memo.remember(k(i), prepare(`img${i}`, `sha${i}`, 1));
+    expect(memo.size).toBe(4096); // exactly the bound: nothing dropped yet
+    expect(memo.answer(k(0))).toBeDefined();
+    memo.remember(k(0), prepare("img0", "sha0", 1));
+    memo.remember(k(4096), prepare("img4096", "sha4096", 1));
+    expect(memo.size).toBe(4096);
+    expect(memo.answer(k(0))).toBeDefined();
+    expect(memo.answer(k(1))).toBeUndefined();
   });
 
   test("the number of entries is bounded", () => {
