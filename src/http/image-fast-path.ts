@@ -27,7 +27,8 @@ export function imageFastPath(app: AppContext) {
   app.settings.onChange(forget);
 
   return (request: Request, path: string, query: string, counted = false): Response | Promise<Response> | undefined => {
-    const key = HotAnswers.keyOf(request);
+    // Only `/i/` answers are ever remembered: no other request pays for building a key.
+    const key = path.startsWith("/i/") ? HotAnswers.keyOf(request) : undefined;
     const hit = key === undefined ? undefined : warm.answer(key);
     if (hit) {
       if (!counted) app.access.record(hit.imageId);
