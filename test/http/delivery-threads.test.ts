@@ -9,6 +9,7 @@ import { adminSession, expectError } from "../helpers/client";
 import { useAdmin, useServer } from "../helpers/fixture";
 import { form, makePng } from "../helpers/images";
 import { metricValue } from "../helpers/metrics";
+import { settled } from "../helpers/settle";
 import { KuraServer } from "../helpers/server";
 
 const FRESH = { connection: "close" };
@@ -22,17 +23,6 @@ async function many(n: number, request: (i: number) => Promise<Response>): Promi
     out.push(...group);
   }
   return out;
-}
-
-/** Waits until a thread's report (sent at most REPORT_WINDOW_MS after its answers) reached the main thread's books. */
-async function settled<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 3000;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await Bun.sleep(25);
-    value = await read();
-  }
-  return value;
 }
 
 describe("with one delivery thread", () => {

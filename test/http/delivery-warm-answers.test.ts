@@ -9,17 +9,14 @@
  * the kernel spreads them over both listeners.
  */
 import { describe, expect, test } from "bun:test";
+import { parseSqlTime } from "../../src/db/time";
 import { useAdmin } from "../helpers/fixture";
 import { form, makePng } from "../helpers/images";
 import { metricValue } from "../helpers/metrics";
+import { settled } from "../helpers/settle";
 
 const FRESH = { connection: "close" };
 const ROUNDS = 12;
-
-/** The SQL time form (`YYYY-MM-DD HH:MM:SS`, UTC) or ISO, as milliseconds. */
-function timeOf(text: string): number {
-  return /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(text) ? Date.parse(`${text.replace(" ", "T")}Z`) : Date.parse(text);
-}
 
 describe.each(["0", "1"])("warm answers with KURA_DELIVERY_THREADS=%s", (threads) => {
   const { server, admin } = useAdmin({ env: { KURA_DELIVERY_THREADS: threads } });
@@ -56,7 +53,7 @@ describe.each(["0", "1"])("warm answers with KURA_DELIVERY_THREADS=%s", (threads
     await Bun.sleep(inSecond < 850 ? 850 - inSecond : 1850 - inSecond);
     const id = await upload({ ttl: "1" });
     expect(await statuses(`/i/${id}`)).toEqual([200]);
-    const expiry = timeOf((await admin.json("GET", `/api/admin/images/${id}`)).expire_at);
+    const expiry = parseSqlTime((await admin.json("GET", `/api/admin/images/${id}`)).expire_at).getTime();
     await Bun.sleep(Math.max(0, expiry - Date.now() + 40));
     expect(await statuses(`/i/${id}`)).toEqual([404]);
   });
@@ -100,22 +97,15 @@ describe.each(["0", "1"])("warm answers with KURA_DELIVERY_THREADS=%s", (threads
     const before = { hits: await metricValue(server.url(""), hits), misses: await metricValue(server.url(""), misses) };
     const answers = [...(await rounds(`/i/${id}`)), ...(await rounds(`/i/${id}?w=24&format=webp`))];
     expect(new Set(answers.map((r) => r.status))).toEqual(new Set([200]));
-    const deadline = Date.now() + 2500;
-    let image = await admin.json("GET", `/api/admin/images/${id}`);
-    while (image.access_count < 2 * ROUNDS && Date.now() < deadline) {
-      await Bun.sleep(100);
-      image = await admin.json("GET", `/api/admin/images/${id}`);
-    }
+    await settled(
+      () => admin.json("GET", `/api/admin/images/${id}`),
+      (image) => image.access_count >= 2 * ROUNDS,
+      2500,
+    );
     await Bun.sleep(1200); // one more flush: a double count would show now
     expect((await admin.json("GET", `/api/admin/images/${id}`)).access_count).toBe(2 * ROUNDS);
     // Every variant request is one lookup: a hit or the miss that rendered it (one per thread at most).
     const lookups = async () => (await metricValue(server.url(""), hits)) - before.hits + (await metricValue(server.url(""), misses)) - before.misses;
-    const deadlineMetrics = Date.now() + 1000;
-    let total = await lookups();
-    while (total < ROUNDS && Date.now() < deadlineMetrics) {
-      await Bun.sleep(50);
-      total = await lookups();
-    }
-    expect(total).toBe(ROUNDS);
+    expect(await settled(lookups, (total) => total >= ROUNDS, 1000)).toBe(ROUNDS);
   });
 });
