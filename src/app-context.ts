@@ -73,6 +73,7 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
   const channels = new ChannelRegistry(db, key, log, metrics, driverSiteOf(boot), cryptWrapper(key));
   const jobs = new JobQueue<JobKinds>(db, { log: (level, msg, fields) => log[level](msg, fields) });
   const variants = new VariantService({ settings, paths, images, channels, jobs, log, metrics });
+  const lookups = new DeliveryLookups(images);
   const app: AppContext = {
     bootstrap: boot,
     paths,
@@ -86,11 +87,16 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
     sessions: new SessionStore(db, key),
     users: new UserRepo(db),
     images,
-    lookups: new DeliveryLookups(images),
+    lookups,
     channels,
     jobs,
     referers: new RefererRules(db),
-    access: new AccessBuffer(db, () => settings.get().ttl_renew_on_access),
+    // A renewed expiry must reach delivery at once, not after the cached row's LOOKUP_TTL_MS.
+    access: new AccessBuffer(
+      db,
+      () => settings.get().ttl_renew_on_access,
+      (id) => lookups.forget(id),
+    ),
     variants,
     loginLimiter: new LoginThrottle(LOGIN_BURST, LOGIN_REFILL_SECONDS),
     uploadGate: new UploadGate(settings),

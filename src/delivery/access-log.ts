@@ -11,6 +11,8 @@ export class AccessBuffer {
   constructor(
     private readonly db: Database,
     private readonly renewOnAccess: () => boolean,
+    /** Told of images whose expiry a flush may have renewed: cached rows of them are stale. */
+    private readonly onRenewed: (imageId: string) => void = () => {},
   ) {}
 
   record(imageId: string, now = Date.now()) {
@@ -36,6 +38,6 @@ export class AccessBuffer {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    applyAccessCounts(this.db, batch, this.renewOnAccess());
+    for (const id of applyAccessCounts(this.db, batch, this.renewOnAccess())) this.onRenewed(id);
   }
 }

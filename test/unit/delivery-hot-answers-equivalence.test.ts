@@ -114,7 +114,7 @@ class System {
 }
 
 const fields = {
-  image: fc.constantFrom("img0", "img1", "img2", "missing"),
+  image: fc.constantFrom(...IDS),
   query: fc.constantFrom("", "w=32", "w=64&format=webp", "w=33"),
   method: fc.constantFrom("GET", "GET", "GET", "HEAD"),
   accept: fc.constantFrom(undefined, "image/webp,*/*", "image/png"),
