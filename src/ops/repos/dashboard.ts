@@ -9,17 +9,31 @@ export interface TopImageRow {
   size: number;
 }
 
-/** The first rows of images_top / images_user_top: the most accessed images, of one user or of all. */
+/**
+ * The two reads behind the top images, each the first rows of one index: images ever accessed
+ * from images_top / images_user_top (partial: access_count > 0, migration 0009), then, when
+ * fewer than a page were accessed, never-accessed images newest first from images_created /
+ * images_user. Together: every image by access count, then upload time, both descending.
+ */
+export function topImageSql(userId?: string): { accessed: string; unaccessed: string } {
+  const columns = "SELECT i.id, i.file_name, i.access_count, b.size FROM images i";
+  const ofUser = userId ? "AND i.user_id = ?" : "";
+  return {
+    accessed: `${columns} INDEXED BY ${userId ? "images_user_top" : "images_top"} JOIN blobs b ON b.id = i.blob_id
+      WHERE i.access_count > 0 ${ofUser} ORDER BY i.access_count DESC, i.created_at DESC LIMIT ?`,
+    unaccessed: `${columns} INDEXED BY ${userId ? "images_user" : "images_created"} JOIN blobs b ON b.id = i.blob_id
+      WHERE i.access_count = 0 ${ofUser} ORDER BY i.created_at DESC LIMIT ?`,
+  };
+}
+
+/** The most accessed images, of one user or of all (see topImageSql). */
 export function topImageRows(db: Database, limit: number, userId?: string): TopImageRow[] {
-  const where = userId ? "WHERE i.user_id = ?" : "";
-  const args = userId ? [userId] : [];
-  return db
-    .query<TopImageRow, string[]>(
-      `SELECT i.id, i.file_name, i.access_count, b.size FROM images i ${userId ? "INDEXED BY images_user_top" : "INDEXED BY images_top"}
-       JOIN blobs b ON b.id = i.blob_id ${where}
-       ORDER BY i.access_count DESC, i.created_at DESC LIMIT ${limit}`,
-    )
-    .all(...args);
+  const sql = topImageSql(userId);
+  const args = (n: number) => (userId ? [userId, n] : [n]);
+  const accessed = db.query<TopImageRow, (string | number)[]>(sql.accessed).all(...args(limit));
+  if (accessed.length >= limit) return accessed;
+  // Fewer than `limit` images were ever accessed, so this scan skips fewer than `limit` rows.
+  return accessed.concat(db.query<TopImageRow, (string | number)[]>(sql.unaccessed).all(...args(limit - accessed.length)));
 }
 
 export interface UserUsageRow {
