@@ -9,7 +9,7 @@ import { ensureBuiltinAdmin, openDataDir } from "../../src/boot";
 import { readBootstrap } from "../../src/config/bootstrap";
 import { sqlTime } from "../../src/db/time";
 import { phashChunks, phashToInt } from "../../src/images/phash-index";
-import { storageKeyFor } from "../../src/images/repo";
+import { storageKeyFor } from "../../src/images/storage-key";
 import { newShortId } from "../../src/images/short-id";
 import { rebuildFileNameIndex } from "../../src/images/repos/file-name-index";
 import type { Logger } from "../../src/ops/log";

@@ -11,7 +11,7 @@ import { Conflict, NotFound } from "../errors";
 import type { AppContext } from "../context";
 import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
-import { STORAGE_KEY_PATTERN } from "../images/repo";
+import { STORAGE_KEY_PATTERN } from "../images/storage-key";
 import { REPLICATE_JOB } from "../images/store";
 import { JobInterruptedError, type JobContext } from "../jobs/queue";
 import { audit, type AuditActor } from "../ops/audit";

@@ -1,7 +1,7 @@
 import type { AppContext } from "../context";
 import { parseSqlTime } from "../db/time";
 import { REPLICATE_JOB } from "../images/store";
-import { STORAGE_KEY_PATTERN } from "../images/repo";
+import { STORAGE_KEY_PATTERN } from "../images/storage-key";
 import { intentKeysOnChannel } from "../images/repos/intents";
 import type { LoadedChannel } from "./registry";
 

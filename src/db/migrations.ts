@@ -9,6 +9,7 @@ import m0006 from "../../migrations/0006_s3_clients.sql" with { type: "text" };
 import m0007 from "../../migrations/0007_scale.sql" with { type: "text" };
 import m0008 from "../../migrations/0008_search_backlog.sql" with { type: "text" };
 import m0009 from "../../migrations/0009_top_images_partial.sql" with { type: "text" };
+import m0010 from "../../migrations/0010_blobs_storage_key_by_sha.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -26,4 +27,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 7, name: "0007_scale.sql", sql: m0007 },
   { version: 8, name: "0008_search_backlog.sql", sql: m0008 },
   { version: 9, name: "0009_top_images_partial.sql", sql: m0009 },
+  { version: 10, name: "0010_blobs_storage_key_by_sha.sql", sql: m0010 },
 ];

@@ -1,5 +1,4 @@
 import type { Database } from "bun:sqlite";
-import { randomBytes } from "node:crypto";
 import { expiryTime, sqlTime } from "../db/time";
 import { userUsage } from "../ops/repos/usage";
 import { newShortId } from "./short-id";
@@ -63,17 +62,6 @@ export interface ImageView extends ImageRow {
 export const IMAGE_VIEW_SQL = `
   SELECT i.*, b.mime, b.size, b.width, b.height, b.sha256, b.ref_count, b.storage_key, t.name AS token_name
   FROM images i JOIN blobs b ON b.id = i.blob_id LEFT JOIN tokens t ON t.id = i.token_id`;
-
-/**
- * Storage key of a new blob: fanned out by hash so no directory grows huge, with a random
- * generation suffix so a blob re-created after a physical delete never shares a key with
- * the objects that delete is still removing.
- */
-export function storageKeyFor(sha256: string, ext: string): string {
-  return `img/${sha256.slice(0, 2)}/${sha256.slice(2, 4)}/${sha256}-${randomBytes(4).toString("hex")}.${ext}`;
-}
-
-export const STORAGE_KEY_PATTERN = /^img\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}-[0-9a-f]{8}\.[a-z0-9]+$/;
 
 /** A filter over image references, as the admin list offers it; every field narrows the list. */
 /** List orders: by upload time or by size, each with a stable tie-break. */

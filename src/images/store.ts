@@ -7,7 +7,8 @@ import { addBlobReference, blobIdByStorageKey, insertBlobRow, insertImageRow } f
 import { expiryTime, sqlTime } from "../db/time";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
-import { storageKeyFor, type BlobRow } from "./repo";
+import type { BlobRow } from "./repo";
+import { storageKeyFor } from "./storage-key";
 import type { Dimensions, PreparedImage } from "./upload/prepare";
 import { holdAt } from "../testing/hold-points";
 import { awaitedLater } from "../shared/awaited-later";

@@ -1,5 +1,6 @@
 /** SQL of image references: image rows pointing at a blob, added and removed with the blob's ref_count. */
 import type { Database } from "bun:sqlite";
+import { sha256OfStorageKey } from "../storage-key";
 
 /** One more reference to the blob; a blob waiting for physical delete is kept after all. */
 export function addBlobReference(db: Database, blobId: number): void {
@@ -40,10 +41,20 @@ export function markBlobPendingDelete(db: Database, blobId: number, deleteAfter:
   db.query("UPDATE blobs SET ref_count = 0, pending_delete = 1, delete_after = ? WHERE id = ?").run(deleteAfter, blobId);
 }
 
-/** The blob stored under `storageKey`, if any. */
+/**
+ * The blob stored under `storageKey`, if any. Keys made by storageKeyFor carry the blob's
+ * sha256, so the lookup uses its index (blobs has no storage_key index since migration 0010).
+ * Any other key is looked up by a scan: none should exist, and crash recovery must never take
+ * an owned object for an orphan.
+ */
 export function blobIdByStorageKey(db: Database, storageKey: string): number | undefined {
-  return db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(storageKey)?.id;
+  const sha256 = sha256OfStorageKey(storageKey);
+  if (sha256 === undefined) return db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(storageKey)?.id;
+  return db.query<{ id: number }, [string, string]>(BLOB_BY_HASHED_KEY_SQL).get(sha256, storageKey)?.id;
 }
+
+/** blobIdByStorageKey's read for keys made by storageKeyFor: one probe of the sha256 index. */
+export const BLOB_BY_HASHED_KEY_SQL = "SELECT id FROM blobs WHERE sha256 = ? AND storage_key = ?";
 
 /** A new blob with one reference and no perceptual hash yet; returns its id. */
 export function insertBlobRow(
