@@ -45,6 +45,8 @@ for (let i = 0; i < pairs; i++) {
   console.log(`pair ${i + 1}: this checkout ${a.toFixed(1)} µs, ${reference} ${b.toFixed(1)} µs, ratio ${(a / b).toFixed(2)}`);
 }
 console.log(`\n${machineSummary()}`);
-console.log(`JS-thread CPU per stored reference (${n} per run, 8 in flight): this checkout median ${median(kura).toFixed(1)} µs, ${reference} ${median(ref).toFixed(1)} µs`);
+console.log(
+  `JS-thread CPU per stored reference (${n} per run, 8 in flight): this checkout median ${median(kura).toFixed(1)} µs, ${reference} ${median(ref).toFixed(1)} µs`,
+);
 console.log(`ratio (this / ${reference}, lower is cheaper): median ${median(ratios).toFixed(2)} (${ratios.map((r) => r.toFixed(2)).join(", ")})`);
 if (hasFlag(argv, "json")) console.log(JSON.stringify({ n, pairs, reference, kura, ref, ratios, median_ratio: median(ratios) }));

@@ -18,15 +18,24 @@ let seed = 0;
 function prepared() {
   const bytes = Buffer.alloc(64);
   bytes.writeUInt32BE(++seed, 0);
-  return { bytes, size: 64, sha256: createHash("sha256").update(bytes).digest("hex"), mime: "image/png", ext: "png", dimensions: Promise.resolve({ width: 10, height: 10 }) };
+  return {
+    bytes,
+    size: 64,
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    mime: "image/png",
+    ext: "png",
+    dimensions: Promise.resolve({ width: 10, height: 10 }),
+  };
 }
 
 async function measure(store: () => Promise<unknown>): Promise<number> {
   const run = async (count: number) => {
     let left = count;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (left-- > 0) await store();
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (left-- > 0) await store();
+      }),
+    );
   };
   await run(Math.min(3000, n)); // warm-up: JIT, page cache, a store that is not empty
   const before = process.threadCpuUsage();
