@@ -29,6 +29,16 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/images/store.ts"],
     tests: ["test/unit/upload-store.test.ts", "test/http/quota-usage.test.ts", "test/http/min-success.test.ts"],
   },
+  /** Which blob owns a storage key: upload undo and crash recovery delete what no blob owns. */
+  "storage-key": {
+    mutate: ["src/images/storage-key.ts", "src/images/repos/references.ts:43-57"],
+    tests: ["test/unit/storage-key.test.ts", "test/unit/upload-store.test.ts"],
+  },
+  /** The dashboards' top images: two partial reads that must equal one sort of the whole library. */
+  "top-images": {
+    mutate: ["src/ops/repos/dashboard.ts:18-37"],
+    tests: ["test/scale/top-images.test.ts"],
+  },
   delivery: {
     mutate: ["src/delivery/serve-image.ts", "src/delivery/cache-headers.ts", "src/delivery/etag.ts"],
     tests: ["test/unit/delivery-conditional.test.ts", "test/unit/delivery-headers.test.ts", "test/http/delivery-bytes.test.ts", "test/http/delivery.test.ts"],

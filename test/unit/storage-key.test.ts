@@ -25,7 +25,16 @@ test("every key storageKeyFor makes matches the pattern and gives back its sha25
     }),
     fuzzParams(5),
   );
-  for (const other of ["img/ab/cd/short-1234abcd.jpg", `_kura/${"a".repeat(64)}-1234abcd.jpg`, `img/ab/cd/${"a".repeat(64)}.jpg`, ""]) {
+  const sha = "a".repeat(64);
+  const others = [
+    "img/ab/cd/short-1234abcd.jpg",
+    `_kura/${sha}-1234abcd.jpg`,
+    `img/ab/cd/${sha}.jpg`,
+    `x/img/ab/cd/${sha}-1234abcd.jpg`, // not at the start
+    `img/ab/cd/${sha}-1234abcd.jpg.tmp`, // a temp file beside an object is not a storage key
+    "",
+  ];
+  for (const other of others) {
     expect(sha256OfStorageKey(other)).toBeUndefined();
   }
 });
@@ -45,6 +54,11 @@ test("blobIdByStorageKey: exact key only, through the sha256 index; other keys s
     // The same blob under another generation (an object a physical delete is still removing) is not it.
     expect(blobIdByStorageKey(db, storageKeyFor(sha, "png"))).toBeUndefined();
     expect(blobIdByStorageKey(db, storageKeyFor("ef".repeat(32), "png"))).toBeUndefined();
+    // The hash is taken from the key: a row whose key names another hash is not found by it
+    // (storageKeyFor never makes one; this pins that the lookup goes through the sha256 index).
+    const mismatch = storageKeyFor("0f".repeat(32), "png");
+    blob("34".repeat(32), mismatch);
+    expect(blobIdByStorageKey(db, mismatch)).toBeUndefined();
     // A key in no known format (none are written today) is still found: recovery must not delete it.
     const odd = blob("12".repeat(32), "legacy/photo.png");
     expect(blobIdByStorageKey(db, "legacy/photo.png")).toBe(odd);
