@@ -97,6 +97,9 @@ describe("several channels: replication, failover reads and redirect mode", () =
     const bytes = await makeJpeg(50, 50, 9);
     const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "secret.jpg", { exif_policy: "passthrough" }));
     const sha = (await admin.json("GET", `/api/admin/images/${id}`)).sha256;
+    // The vault may get its copy by replication after the upload answered: read it once it is done,
+    // not while its temp file is still being written.
+    await waitReplicaState(admin, id, ids.vault!, "done");
     const stored = listFiles(dirs.vault!);
     expect(stored.length).toBeGreaterThan(0);
     expect(stored.some((f) => f.includes(sha) || f.startsWith("img/"))).toBe(false);
