@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { FakeOnedrive } from "../channels/fakes/onedrive";
 import { startS3, TEST_CREDENTIALS } from "../channels/s3rver-harness";
 import { makeJpeg } from "../helpers/images";
@@ -21,6 +21,13 @@ let browser: Browser;
 let page: Page;
 let base = "";
 const problems: string[] = [];
+
+/** The channel dialog's test, once it has finished: its text, so a failed probe shows the server's reason. */
+async function channelTestResult(dialog: Locator): Promise<string> {
+  const finished = dialog.locator("#channel-test-result.ok-text, #channel-test-result.bad-text");
+  await finished.waitFor();
+  return (await finished.textContent()) ?? "";
+}
 /** What a confirm() dialog answers; the unsaved-changes test flips it once. */
 let acceptDialogs = true;
 
@@ -172,7 +179,7 @@ describe("console pages", () => {
     const dir = `${seeded.server.dataDir}/second-disk`;
     await dialog.locator("[data-key=path] input").fill(dir);
     await dialog.locator("#channel-test").click();
-    await dialog.locator("#channel-test-result.ok-text").waitFor();
+    expect(await channelTestResult(dialog)).toBe("连接成功：读写测试通过");
     await shot(page, "channels-create-1440");
     await dialog.locator("button[type=submit]").click();
     const row = page.locator('#channel-table tr[data-name="第二块盘"]');
@@ -227,7 +234,7 @@ describe("console pages", () => {
       const endpoint = s3.endpoint.replace("127.0.0.1", "localhost");
       await dialog.locator("[data-key=endpoint] input").fill(endpoint);
       await dialog.locator("#channel-test").click();
-      await dialog.locator("#channel-test-result.ok-text").waitFor();
+      expect(await channelTestResult(dialog)).toBe("连接成功：读写测试通过");
       await shot(page, "channels-edit-1440");
       await dialog.locator("button[type=submit]").click();
       await dialog.waitFor({ state: "detached" });
