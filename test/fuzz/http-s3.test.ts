@@ -60,7 +60,8 @@ describe("SigV4 and presigned queries", () => {
       .toISOString()
       .replace(/[-:]/g, "")
       .replace(/\.\d{3}/, "");
-    // 1 KiB per parameter keeps the whole target under the 16 KiB Bun accepts at all.
+    // 1 KiB per parameter (and for the extra one) keeps the whole target under the 16 KiB Bun accepts
+    // at all; a longer one Bun refuses itself, before any handler runs.
     const param = (good: string) =>
       fc.oneof(
         fc.constant(good),
@@ -79,7 +80,7 @@ describe("SigV4 and presigned queries", () => {
         const qs =
           Object.entries(q)
             .map(([k, v]) => `${k}=${v}`)
-            .join("&") + (extra === null ? "" : `&${rawTargetText(extra)}`);
+            .join("&") + (extra === null ? "" : `&${rawTargetText(extra).slice(0, 1024)}`);
         const a = await probed(fx.server, () => fetch(`http://${host}/s3/kura/k.jpg?${qs}`));
         expectS3Envelope(a);
         expect(a.status).toBeGreaterThanOrEqual(400);
