@@ -12,7 +12,7 @@ export class AccessBuffer {
     private readonly db: Database,
     private readonly renewOnAccess: () => boolean,
     /** Told of images whose expiry a flush may have renewed: cached rows of them are stale. */
-    private readonly onRenewed: (imageId: string) => void = () => {},
+    private readonly onRenewed: (imageId: string) => void,
   ) {}
 
   record(imageId: string, now = Date.now()) {
