@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../ops/log";
-import { inlineWorker } from "../shared/inline-worker";
+import { inlineWorker, onWorkerDeath } from "../shared/inline-worker";
 
 /**
  * WAL checkpoints off the event loop. SQLite's automatic checkpoint runs inside whichever
@@ -182,7 +182,10 @@ export class WalCheckpointer {
         return;
       }
       worker.onmessage = (event: MessageEvent<CheckpointResult>) => this.done(event.data);
-      worker.onerror = (event) => this.fallBack(event.message);
+      // A worker that dies mid-checkpoint would leave `inFlight` set and stop() waiting forever.
+      onWorkerDeath(worker, (reason) => {
+        if (this.worker === worker) this.fallBack(reason);
+      });
       this.worker = worker;
     }
     this.inFlight = true;

@@ -1,6 +1,6 @@
 import { channelList } from "../channels/views";
 import type { AppContext } from "../context";
-import { inlineWorker } from "../shared/inline-worker";
+import { inlineWorker, onWorkerDeath } from "../shared/inline-worker";
 import { USER_ITEM_SQL } from "../users/repo";
 import { EXPORT_SQL, SNAPSHOT_PIN_SQL } from "./repos/export";
 
@@ -92,9 +92,14 @@ export function metadataExportStream(app: AppContext): ReadableStream<Uint8Array
   let waiting: { resolve: (m: { type: string; text?: string; error?: string }) => void } | undefined;
   let closed = false;
   worker.onmessage = (event: MessageEvent<{ type: string; text?: string; error?: string }>) => waiting?.resolve(event.data);
-  worker.onerror = (event) => waiting?.resolve({ type: "error", error: event.message });
+  let death: string | undefined;
+  onWorkerDeath(worker, (reason) => {
+    death ??= reason;
+    waiting?.resolve({ type: "error", error: reason });
+  });
   const ask = (message: unknown) =>
     new Promise<{ type: string; text?: string; error?: string }>((resolve) => {
+      if (death) return resolve({ type: "error", error: death });
       waiting = { resolve };
       worker.postMessage(message);
     });

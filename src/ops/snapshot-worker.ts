@@ -3,7 +3,7 @@
  * writes the snapshot there, so a backup of a large database never holds requests. The
  * worker's code is a string (src/shared/inline-worker.ts): it needs nothing but bun:sqlite.
  */
-import { inlineWorker } from "../shared/inline-worker";
+import { askWorkerOnce } from "../shared/inline-worker";
 
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
@@ -24,18 +24,7 @@ self.onmessage = (event) => {
 };`;
 
 /** Writes a consistent copy of the database at `src` to `dst` (which must not exist) in a worker. */
-export function vacuumIntoInWorker(src: string, dst: string): Promise<void> {
-  const worker = inlineWorker(WORKER_SOURCE);
-  return new Promise<void>((resolve, reject) => {
-    worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) => {
-      worker.terminate();
-      if (event.data.ok) resolve();
-      else reject(new Error(event.data.error));
-    };
-    worker.onerror = (event) => {
-      worker.terminate();
-      reject(new Error(event.message));
-    };
-    worker.postMessage({ src, dst });
-  });
+export async function vacuumIntoInWorker(src: string, dst: string): Promise<void> {
+  const answer = await askWorkerOnce<{ ok: boolean; error?: string }>(WORKER_SOURCE, { src, dst });
+  if (!answer.ok) throw new Error(answer.error);
 }

@@ -52,6 +52,22 @@ function query<T>(sql: string, ...args: (string | number)[]): T[] {
 }
 
 /**
+ * `held`, or a failure with the answer and the server's log when the request that should have
+ * reached the peer was answered first (it failed or went elsewhere): then `held` would never
+ * resolve and the test would only time out, saying nothing.
+ */
+async function heldBefore(held: Promise<string>, answer: Promise<Response | undefined>, what: string): Promise<string> {
+  const early = answer.then(async (res) => {
+    // A held request is never answered while the server lives; give `held` a moment to win the race.
+    await Bun.sleep(200);
+    const body = res ? `${res.status} ${await res.text()}` : "no response";
+    throw new Error(`${what} was never sent; the request was answered: ${body}\nserver log:\n${server.logs.slice(-4000)}`);
+  });
+  early.catch(() => {});
+  return Promise.race([held, early]);
+}
+
+/**
  * kill -9 the server once `held` resolves (the request is stuck at the peer), run `whileDown`
  * on the dead server's files, then start it again.
  */
@@ -133,7 +149,7 @@ describe("kill -9 and restart", () => {
     const held = proxy.hold((chunk) => chunk.startsWith("PUT ") && chunk.includes("_kura/backups/"));
     const inFlight = admin.request("POST", "/api/admin/backups").catch(() => undefined);
     let interrupted = "";
-    await killWhenHeld(held, async () => {
+    await killWhenHeld(heldBefore(held, inFlight, "the backup's PUT to S3"), async () => {
       expect((await bucketKeys()).filter((k) => k.startsWith("_kura/backups/"))).toEqual([]);
       interrupted = (await Bun.file(join(dataDir(), "backup.in-progress")).text()).trim();
     });
