@@ -12,6 +12,7 @@ import type { Driver, GetResult } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
+import { getOrCreate } from "../shared/get-or-create";
 import { openAlert, resolveAlert } from "./alerts";
 import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./backup-marker";
 import { vacuumIntoInWorker } from "./snapshot-worker";
@@ -82,6 +83,40 @@ export function resolveBackupAlertAtStart(app: Pick<AppContext, "db" | "log" | "
   resolveAlert(app, "backup_failed", "");
 }
 
+/** Per context: the snapshot being taken, and the one that will follow it. */
+interface SnapshotRounds {
+  running?: Promise<SnapshotItem>;
+  next?: Promise<SnapshotItem>;
+}
+const rounds = new WeakMap<AppContext, SnapshotRounds>();
+
+/**
+ * Takes one snapshot and writes it to every healthy, non-deleting channel (see
+ * `snapshotOnce`). Snapshots never overlap: two `VACUUM INTO`s of a large database would
+ * double the disk load, and the first to end would remove the in-progress marker the other
+ * still needs. A request while one runs gets the next snapshot, taken once it has ended
+ * (so it holds everything written before the request), shared by everyone who asked
+ * meanwhile.
+ */
+export function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
+  const state = getOrCreate(rounds, app, (): SnapshotRounds => ({}));
+  const start = () => {
+    const run = snapshotOnce(app).finally(() => {
+      if (state.running === run) state.running = undefined;
+    });
+    state.running = run;
+    return run;
+  };
+  if (!state.running) return start();
+  state.next ??= state.running
+    .catch(() => {})
+    .then(() => {
+      state.next = undefined;
+      return start();
+    });
+  return state.next;
+}
+
 /**
  * Takes one snapshot and writes it to every healthy, non-deleting channel, pruning
  * each to `backup_keep`. Channels that were written keep the snapshot even when
@@ -89,7 +124,7 @@ export function resolveBackupAlertAtStart(app: Pick<AppContext, "db" | "log" | "
  * only when no channel was written; a partial failure returns the item with the
  * channels that hold it (spec 4.11).
  */
-export async function takeSnapshot(app: AppContext): Promise<SnapshotItem> {
+async function snapshotOnce(app: AppContext): Promise<SnapshotItem> {
   const targets = app.channels.writable();
   if (!targets.length) fail(app, "没有健康的存储渠道，未能写入元数据备份");
   const now = new Date();
