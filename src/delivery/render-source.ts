@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { openBlob, readCandidates, type BlobReadDeps } from "../images/read";
+import { readBlob, readCandidates, type BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
 
 /** Above this size a fetched original goes to a temp file instead of a Buffer. */
@@ -26,17 +26,18 @@ export async function openRenderSource(app: BlobReadDeps, blob: Pick<BlobRow, "i
   const path = best?.healthy ? localFileOf(best.driver, blob.storage_key) : null;
   if (path) return { input: path, release: nothing };
 
-  // Failover, read repair and error handling stay in openBlob.
-  const got = await openBlob(app, blob);
-  if (got.size <= SPILL_BYTES) return { input: Buffer.from(await new Response(got.stream).arrayBuffer()), release: nothing };
-  const spilled = join(spillDir, `render-${randomBytes(8).toString("hex")}`);
-  try {
-    await Bun.write(spilled, new Response(got.stream));
-  } catch (err) {
-    await rm(spilled, { force: true });
-    throw err;
-  }
-  return { input: spilled, release: () => rm(spilled, { force: true }) };
+  // Failover (also when a body breaks off mid-way), read repair and error handling stay in readBlob.
+  return readBlob(app, blob, async (got) => {
+    if (got.size <= SPILL_BYTES) return { input: Buffer.from(await new Response(got.stream).arrayBuffer()), release: nothing };
+    const spilled = join(spillDir, `render-${randomBytes(8).toString("hex")}`);
+    try {
+      await Bun.write(spilled, new Response(got.stream));
+    } catch (err) {
+      await rm(spilled, { force: true });
+      throw err;
+    }
+    return { input: spilled, release: () => rm(spilled, { force: true }) };
+  });
 }
 
 function localFileOf(driver: { localFile?(key: string): string | null } | undefined, key: string): string | null {

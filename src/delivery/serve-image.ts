@@ -1,6 +1,6 @@
 import type { AppContext } from "../context";
 import type { ImageView } from "../images/repo";
-import { NoReadableChannelError, openBlob, readCandidates } from "../images/read";
+import { NoReadableChannelError, openBlob, readBlob, readCandidates } from "../images/read";
 import { cacheHeaders } from "./cache-headers";
 import type { DeliveryFormat } from "./negotiate";
 import { answer, type ColdPaths, deliver, type DeliveryRequest, HOT_ITEM_MAX, plain, serveOriginal, variantAnswer } from "./pipeline";
@@ -69,11 +69,13 @@ async function storedOriginal(
       headers["Content-Range"] = `bytes ${range.start}-${range.start + part.size - 1}/${image.size}`;
       return answer(req, 206, part.file ?? part.stream, headers, part.size);
     }
-    const result = await openBlob(app, blobOf(image));
-    if (result.size > HOT_ITEM_MAX) return answer(req, 200, result.file ?? result.stream, headers, result.size);
-    // Small originals are read whole and kept hot: the next request costs no storage read.
-    const bytes = app.variants.hot.set(image.sha256, new Uint8Array(await new Response(result.stream).arrayBuffer()));
-    return answer(req, 200, bytes, headers, result.size);
+    // Small originals are read whole (failing over if a body breaks off) and kept hot: the next
+    // request costs no storage read. Larger ones stream, so the answer starts before the end.
+    return await readBlob(app, blobOf(image), async (result) => {
+      if (result.size > HOT_ITEM_MAX) return answer(req, 200, result.file ?? result.stream, headers, result.size);
+      const bytes = app.variants.hot.set(image.sha256, new Uint8Array(await new Response(result.stream).arrayBuffer()));
+      return answer(req, 200, bytes, headers, result.size);
+    });
   } catch (err) {
     if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
     throw err;

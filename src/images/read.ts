@@ -30,16 +30,46 @@ export function readCandidates(app: BlobReadDeps, blobId: number) {
 /** Opens the blob's bytes from the best channel, failing over to the next on any error. */
 export async function openBlob(app: BlobReadDeps, blob: Pick<BlobRow, "id" | "storage_key">, range?: ByteRange): Promise<GetResult & { channelId: number }> {
   for (const channel of readCandidates(app, blob.id)) {
+    const result = await openOn(app, channel, blob, range);
+    if (result) return { ...result, channelId: channel.row.id };
+  }
+  throw new NoReadableChannelError();
+}
+
+/**
+ * Opens the blob and hands it to `consume` (which reads the body to the end), failing over to
+ * the next channel when the open fails or the body breaks off mid-way (a peer that stalls or
+ * drops the connection after its headers). For reads that finish before anything is answered:
+ * small originals kept in memory, render sources.
+ */
+export async function readBlob<T>(app: BlobReadDeps, blob: Pick<BlobRow, "id" | "storage_key">, consume: (got: GetResult) => Promise<T>): Promise<T> {
+  for (const channel of readCandidates(app, blob.id)) {
+    const result = await openOn(app, channel, blob);
+    if (!result) continue;
     try {
-      const result = await channel.driver!.get(blob.storage_key, range);
-      return { ...result, channelId: channel.row.id };
+      return await consume(result);
     } catch (err) {
-      app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: (err as Error).message });
-      // A draining channel loses its objects on purpose.
-      if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
+      app.log.warn("从存储渠道读取中断，切换到下一个", { channel: channel.row.name, blob: blob.id, err: (err as Error).message });
     }
   }
   throw new NoReadableChannelError();
+}
+
+/** The blob opened on one channel, or undefined after logging why not (and repairing a missing replica). */
+async function openOn(
+  app: BlobReadDeps,
+  channel: ReturnType<typeof readCandidates>[number],
+  blob: Pick<BlobRow, "id" | "storage_key">,
+  range?: ByteRange,
+): Promise<GetResult | undefined> {
+  try {
+    return await channel.driver!.get(blob.storage_key, range);
+  } catch (err) {
+    app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: (err as Error).message });
+    // A draining channel loses its objects on purpose.
+    if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
+    return undefined;
+  }
 }
 
 /**

@@ -51,6 +51,9 @@ export function fillDisk(dir: string, leaveBytes = 0, name = "filler.bin"): stri
 
 type Mode = "pass" | "blackhole";
 
+/** Body bytes a stalled answer passes before it goes silent. */
+export const STALL_BODY_BYTES = 16;
+
 /**
  * A TCP proxy to `upstreamPort`. Every chunk a client sends is checked against the hold rule:
  * when it matches, that connection stops being forwarded (the peer "hangs" mid-request) and
@@ -62,6 +65,8 @@ export class FaultProxy {
   /** Connections accepted so far (to see pile-ups). */
   accepted = 0;
   private holdRule: ((chunk: string) => boolean) | undefined;
+  /** Requests whose answers stop after the headers and a few body bytes (see stallResponses). */
+  private stallRule: ((chunk: string) => boolean) | undefined;
   private onHeld: ((chunk: string) => void) | undefined;
   private constructor(
     private readonly server: net.Server,
@@ -90,6 +95,15 @@ export class FaultProxy {
     });
   }
 
+  /**
+   * From now on, a request matching `rule` reaches the peer, but its answer stops after the
+   * headers and STALL_BODY_BYTES of body, with the connection left open (a peer that hangs
+   * mid-body). `undefined` lets answers through again.
+   */
+  stallResponses(rule: ((chunk: string) => boolean) | undefined) {
+    this.stallRule = rule;
+  }
+
   release() {
     this.holdRule = undefined;
     this.onHeld = undefined;
@@ -109,8 +123,15 @@ export class FaultProxy {
     const upstream = net.connect(this.upstreamPort, "127.0.0.1");
     upstream.on("error", () => client.destroy());
     client.on("close", () => upstream.destroy());
-    upstream.on("close", () => client.destroy());
     let held = false;
+    /** Bytes of the current answer still to pass when it is to stall; undefined = all. */
+    let stallAfter: number | undefined;
+    // A stalled answer stays stalled even when the peer itself closes (s3rver drops a connection
+    // idle for 5 s, and from its side the answer was sent): a hung peer never says goodbye.
+    upstream.on("close", () => {
+      if (stallAfter === undefined) client.destroy();
+    });
+    let answer = Buffer.alloc(0);
     client.on("data", (chunk) => {
       if (held) return;
       if (this.mode === "blackhole") {
@@ -125,10 +146,19 @@ export class FaultProxy {
         notify?.(text);
         return;
       }
+      if (this.stallRule?.(text)) stallAfter = -1; // known once the headers have arrived
       upstream.write(chunk);
     });
     upstream.on("data", (chunk) => {
-      if (!held) client.write(chunk);
+      if (held) return;
+      if (stallAfter === undefined) return void client.write(chunk);
+      if (stallAfter === -1) {
+        answer = Buffer.concat([answer, chunk as Buffer]);
+        const end = answer.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        client.write(answer.subarray(0, end + 4 + STALL_BODY_BYTES));
+        stallAfter = 0; // everything after those bytes is swallowed: the answer never ends
+      }
     });
   }
 

@@ -45,8 +45,10 @@ export async function sendWithRetry<C extends { body?: HttpBody }>(
 }
 
 /**
- * One fetch whose timeout covers only the wait for response headers (a large
- * download may then stream for as long as it takes).
+ * One fetch with two deadlines: `timeoutMs` until the response headers arrive, then at most
+ * `timeoutMs` of silence between two pieces of the body. A large download may stream for as
+ * long as it takes, but a peer that stops sending mid-body (a dead NAT mapping, a hung
+ * server) fails the read instead of holding a delivery, a job or a health round for good.
  */
 export async function fetchWithTimeout(
   fetchFn: FetchLike,
@@ -56,8 +58,9 @@ export async function fetchWithTimeout(
 ): Promise<Response> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DOMException("timeout", "TimeoutError")), timeoutMs);
+  let response: Response;
   try {
-    return await fetchFn(url, {
+    response = await fetchFn(url, {
       method: request.method,
       headers: request.headers,
       body: request.body as BodyInit | undefined,
@@ -71,6 +74,57 @@ export async function fetchWithTimeout(
   } finally {
     clearTimeout(timer);
   }
+  return withBodyIdleTimeout(response, controller, timeoutMs);
+}
+
+/** Statuses whose responses have no body (a Response cannot even be built with one). */
+const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
+
+export class BodyStalledError extends Error {
+  constructor(idleMs: number) {
+    super(`读取响应超时：${idleMs / 1000} 秒未收到数据`);
+    this.name = "BodyStalledError";
+  }
+}
+
+/**
+ * The same response, whose body fails with BodyStalledError (and aborts the request, freeing
+ * the socket) when no piece arrives within `idleMs` of being asked for. A consumer that is
+ * slow itself is not timed: the clock runs only while a read is waiting on the peer.
+ */
+export function withBodyIdleTimeout(response: Response, controller: AbortController, idleMs: number): Response {
+  if (!response.body || NULL_BODY_STATUS.has(response.status)) return response;
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(out) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const stalled = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            const error = new BodyStalledError(idleMs);
+            controller.abort(error);
+            reject(error);
+          }, idleMs);
+        });
+        stalled.catch(() => {});
+        try {
+          const { done, value } = await Promise.race([reader.read(), stalled]);
+          if (done) out.close();
+          else out.enqueue(value);
+        } catch (err) {
+          out.error(err);
+          reader.cancel(err).catch(() => {});
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** Passes a stream through unchanged, remembering the error it fails with, if any. */

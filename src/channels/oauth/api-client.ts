@@ -4,6 +4,7 @@
  * be answered by refreshing the token and sending the request again, and
  * throttling (429) and 5xx answers are retried a couple of times.
  */
+import { fetchWithTimeout } from "../drivers/http-transport";
 import { ApiRequestError, hostOf, networkError } from "./errors";
 import { authorizationHeader } from "./token";
 import type { FetchLike, TokenSource } from "./token-source";
@@ -90,15 +91,11 @@ export class OAuthApiClient {
     // Ranged reads must see raw bytes; a transparently decompressed body would not match the range.
     if (call.method === "GET") headers.set("accept-encoding", "identity");
     try {
-      return await this.opts.fetch(call.url, {
-        method: call.method,
-        headers,
-        body: call.body as BodyInit | undefined,
-        // A redirect could carry the token to another host; drivers follow the ones they expect themselves.
-        redirect: "manual",
-        signal: AbortSignal.timeout(call.timeoutMs ?? this.timeoutMs),
-        decompress: false,
-      } as RequestInit);
+      // The deadline covers the wait for headers and each silence in the body, not the whole
+      // download: a large file on a slow link may take longer than one timeout to arrive.
+      // Redirects are not followed (a redirect could carry the token to another host); drivers
+      // follow the ones they expect themselves.
+      return await fetchWithTimeout(this.opts.fetch, call.url, { method: call.method, headers, body: call.body }, call.timeoutMs ?? this.timeoutMs);
     } catch (err) {
       throw networkError(err, this.label, hostOf(call.url));
     }

@@ -1,0 +1,129 @@
+/**
+ * Fault tier: a channel peer that answers the headers and a few bytes, then goes silent with the
+ * connection open (a hung server mid-body, a NAT mapping that died). The header timeout has
+ * passed by then, so only the body's idle deadline (KURA_CHANNEL_TIMEOUT_MS of silence) ends
+ * the read. Without it a read, a render or a health check would wait for good.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import sharp from "sharp";
+import { startS3, TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
+import { useAdmin } from "../helpers/fixture";
+import { form, makeJpeg } from "../helpers/images";
+import { waitFor, waitReplicaState } from "../http/channels.helpers";
+import { FaultProxy } from "./harness";
+
+const TIMEOUT_MS = 1_500;
+/** A stalled read costs one idle deadline (the header deadline never fires), plus a loaded machine. */
+const BUDGET_MS = 3 * TIMEOUT_MS + 3_000;
+
+let scratch: string;
+let s3: RunningS3;
+let proxy: FaultProxy;
+let stalledId = 0;
+let localId = 0;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "kura-fault-stall-"));
+  s3 = await startS3({ directory: join(scratch, "s3"), buckets: ["stall"] });
+  proxy = await FaultProxy.start(s3.port);
+});
+const { server, admin } = useAdmin({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS) } });
+beforeAll(async () => {
+  const ch = await admin.json(
+    "POST",
+    "/api/admin/channels",
+    {
+      name: "stalls",
+      driver: "s3",
+      priority: 50, // read first while healthy
+      config: {
+        provider: "Minio",
+        endpoint: proxy.url,
+        access_key_id: TEST_CREDENTIALS.accessKeyId,
+        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
+        path: "stall",
+      },
+    },
+    201,
+  );
+  stalledId = ch.id;
+  localId = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
+});
+
+afterAll(async () => {
+  await proxy.stop();
+  await s3.stop().catch(() => {});
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const timed = async <T>(work: () => Promise<T>) => {
+  const t = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - t };
+};
+
+/** The whole body, or the error that ended it. */
+async function readAll(res: Response): Promise<Buffer | Error> {
+  try {
+    return Buffer.from(await res.arrayBuffer());
+  } catch (err) {
+    return err as Error;
+  }
+}
+
+test("answers that stop mid-body end within the idle deadline: reads and renders fail over, the check fails", async () => {
+  const stored = await Promise.all(
+    [1, 2].map(async (i) => {
+      const bytes = await makeJpeg(700 + i, 400, 30 + i);
+      const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, `s${i}.jpg`, { exif_policy: "passthrough" }));
+      // On both channels: the local copy is what reads fail over to.
+      for (const channel of [stalledId, localId]) await waitReplicaState(admin, id, channel, "done");
+      return { id, bytes };
+    }),
+  );
+
+  // Every object read and every listing from the peer now stops after its first bytes.
+  proxy.stallResponses((chunk) => chunk.startsWith("GET "));
+
+  // A small original is read whole before it is answered: it fails over to the local copy.
+  const read = await timed(async () => {
+    const res = await fetch(server.url(`/i/${stored[0]!.id}`));
+    return { status: res.status, body: await readAll(res) };
+  });
+  expect(read.ms).toBeLessThan(BUDGET_MS);
+  expect(read.value.status).toBe(200);
+  expect((read.value.body as Buffer).equals(stored[0]!.bytes)).toBe(true);
+
+  // A variant reads the whole source before it renders: it fails over to the local copy.
+  const variant = await timed(async () => {
+    const res = await fetch(server.url(`/i/${stored[1]!.id}?w=320&format=png`));
+    return { status: res.status, body: await readAll(res) };
+  });
+  expect(variant.ms).toBeLessThan(BUDGET_MS);
+  expect(variant.value.status).toBe(200);
+  expect(variant.value.body).toBeInstanceOf(Buffer);
+  expect((await sharp(variant.value.body as Buffer).metadata()).width).toBe(320);
+
+  // The health check's listing stalls too: it fails with a Chinese reason instead of hanging.
+  const check = await timed(() => admin.json("POST", `/api/admin/channels/${stalledId}/check`));
+  expect(check.ms).toBeLessThan(BUDGET_MS);
+  expect(check.value.healthy).toBe(false);
+  expect(check.value.last_error).toContain("未收到数据");
+
+  // Stalled reads let go of their connections (the abort closes them), and nothing failed unhandled.
+  await waitFor(
+    async () => proxy.openConnections,
+    (n) => n <= 4,
+    10_000,
+    "stalled connections to be closed",
+  );
+  expect(server.logs).not.toMatch(/level=ERROR msg=请求处理失败/);
+
+  proxy.stallResponses(undefined);
+  expect((await admin.json("POST", `/api/admin/channels/${stalledId}/check`)).healthy).toBe(true);
+  const again = await fetch(server.url(`/i/${stored[0]!.id}`));
+  expect(Buffer.from(await again.arrayBuffer()).equals(stored[0]!.bytes)).toBe(true);
+});
