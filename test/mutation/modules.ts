@@ -34,6 +34,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/images/storage-key.ts", "src/images/repos/references.ts:43-57"],
     tests: ["test/unit/storage-key.test.ts", "test/unit/upload-store.test.ts"],
   },
+  /** The channel drivers' HTTP deadlines: headers, then each silence in a body, never the whole download. */
+  "http-deadlines": {
+    mutate: ["src/channels/drivers/http-transport.ts:53-126"],
+    tests: ["test/unit/http-transport.test.ts"],
+  },
   /** The dashboards' top images: two partial reads that must equal one sort of the whole library. */
   "top-images": {
     mutate: ["src/ops/repos/dashboard.ts:18-37"],

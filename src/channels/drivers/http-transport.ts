@@ -74,11 +74,8 @@ export async function fetchWithTimeout(
   } finally {
     clearTimeout(timer);
   }
-  return withBodyIdleTimeout(response, controller, timeoutMs);
+  return withBodyIdleTimeout(response, timeoutMs);
 }
-
-/** Statuses whose responses have no body (a Response cannot even be built with one). */
-const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
 
 export class BodyStalledError extends Error {
   constructor(idleMs: number) {
@@ -88,31 +85,28 @@ export class BodyStalledError extends Error {
 }
 
 /**
- * The same response, whose body fails with BodyStalledError (and aborts the request, freeing
- * the socket) when no piece arrives within `idleMs` of being asked for. A consumer that is
+ * The same response, whose body fails with BodyStalledError (and cancels the peer's body, closing
+ * its socket) when no piece arrives within `idleMs` of being asked for. A consumer that is
  * slow itself is not timed: the clock runs only while a read is waiting on the peer.
  */
-export function withBodyIdleTimeout(response: Response, controller: AbortController, idleMs: number): Response {
-  if (!response.body || NULL_BODY_STATUS.has(response.status)) return response;
+export function withBodyIdleTimeout(response: Response, idleMs: number): Response {
+  // HEAD, 204 and 304 answers have no body at all (fetch gives null), so nothing to watch.
+  if (!response.body) return response;
   const reader = response.body.getReader();
   const body = new ReadableStream<Uint8Array>(
     {
       async pull(out) {
         let timer: ReturnType<typeof setTimeout> | undefined;
         const stalled = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            const error = new BodyStalledError(idleMs);
-            controller.abort(error);
-            reject(error);
-          }, idleMs);
+          timer = setTimeout(() => reject(new BodyStalledError(idleMs)), idleMs);
         });
-        stalled.catch(() => {});
         try {
           const { done, value } = await Promise.race([reader.read(), stalled]);
           if (done) out.close();
           else out.enqueue(value);
         } catch (err) {
           out.error(err);
+          // Cancelling the peer's body closes its connection (no socket waits on a dead peer).
           reader.cancel(err).catch(() => {});
         } finally {
           clearTimeout(timer);
