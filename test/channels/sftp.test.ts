@@ -179,3 +179,59 @@ describe("sftp server restarts", () => {
     await driver.close?.();
   });
 });
+
+describe("an SFTP server that hangs while its SSH connection lives on", () => {
+  const TIMEOUT_MS = 1_000;
+  /** One request deadline, a reconnect and a loaded machine. */
+  const BUDGET_MS = TIMEOUT_MS + 4_000;
+  let hanging: Awaited<ReturnType<typeof startSshd>>;
+  const files = join(scratch, "hang-storage");
+
+  const timed = async <T>(work: () => Promise<T>) => {
+    const t = performance.now();
+    const value = await work().catch((err: Error) => err);
+    return { value, ms: performance.now() - t };
+  };
+
+  test("each request has a deadline: idempotent calls go on over a fresh connection, a stream in progress fails in Chinese", async () => {
+    await mkdir(join(scratch, "sshd-external"));
+    await mkdir(files);
+    hanging = await startSshd(join(scratch, "sshd-external"), { externalSftp: true });
+    const driver = createSftpDriver(
+      { host: "127.0.0.1", port: String(hanging.port), user: hanging.user, key_pem: hanging.clientKey, path: files },
+      { timeoutMs: TIMEOUT_MS },
+    );
+    try {
+      const big = new Uint8Array(randomBytes(2_000_000));
+      await driver.put("obj", new Uint8Array([7]), 1);
+      await driver.put("big", big, big.byteLength);
+
+      // A read is in progress when the server freezes: the stream fails instead of waiting for good.
+      const reader = (await driver.get("big")).stream.getReader();
+      await reader.read();
+      expect(hanging.freezeSftp(true)).toBe(1);
+      const stalled = await timed(async () => {
+        for (;;) if ((await reader.read()).done) return "ended";
+      });
+      expect(stalled.value).toBeInstanceOf(Error);
+      expect((stalled.value as Error).message).toContain("SFTP 服务器 1 秒未响应");
+      expect(stalled.ms).toBeLessThan(BUDGET_MS);
+
+      // The hung channel was closed: the next calls run on a new connection (a new sftp-server).
+      const head = await timed(() => driver.head("obj"));
+      expect(head.value).toMatchObject({ size: 1 });
+      expect(head.ms).toBeLessThan(BUDGET_MS);
+
+      // Frozen again with nothing in flight: an idempotent call waits one deadline, then succeeds over a fresh connection.
+      expect(hanging.freezeSftp(true)).toBeGreaterThanOrEqual(1);
+      const again = await timed(async () => Array.from(await readAll((await driver.get("obj")).stream)));
+      expect(again.value).toEqual([7]);
+      expect(again.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+      expect(again.ms).toBeLessThan(BUDGET_MS);
+    } finally {
+      hanging.freezeSftp(false);
+      await driver.close?.();
+      await hanging.stop();
+    }
+  });
+});

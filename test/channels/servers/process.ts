@@ -40,6 +40,8 @@ export interface Daemon {
   stop(): Promise<void>;
   /** Kills the per-connection children only: open connections drop, the listener stays. */
   dropConnections(): void;
+  /** Sends `signal` to the daemon's descendants named `comm` (e.g. SIGSTOP to a subsystem); returns how many. */
+  signalDescendants(comm: string, signal: NodeJS.Signals): number;
 }
 
 function killAll(pids: number[]): void {
@@ -74,6 +76,19 @@ export async function startDaemon(argv: string[], port: number, env?: Record<str
     pid: child.pid,
     dropConnections() {
       killAll(descendantsOf(child.pid));
+    },
+    signalDescendants(comm, signal) {
+      let sent = 0;
+      for (const pid of descendantsOf(child.pid)) {
+        try {
+          if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== comm) continue;
+          process.kill(pid, signal);
+          sent++;
+        } catch {
+          // Exited while we looked.
+        }
+      }
+      return sent;
     },
     async stop() {
       // Daemons fork one process per connection (sshd even in its own session):

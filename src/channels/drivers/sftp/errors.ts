@@ -64,6 +64,8 @@ function describeTransport(err: unknown): string {
   if (e?.code === "EHOSTUNREACH" || e?.code === "ENETUNREACH") return "网络不可达";
   if (e?.level === "protocol" || e?.level === "handshake") return "SSH 协议协商失败";
   if (e?.message === "No response from server" || e?.message === "Not connected") return "连接已断开";
+  // Our own request deadline (ops.ts): its message is ours, with no server text in it.
+  if ((err as Error)?.name === "SftpRequestTimeoutError") return (err as Error).message;
   if (typeof e?.code === "string" && /^[A-Z_]{1,30}$/.test(e.code)) return `网络错误 ${e.code}`;
   return "连接异常";
 }

@@ -6,12 +6,46 @@ import type { FileEntryWithStats, OpenMode, SFTPWrapper, Stats } from "ssh2";
 import { operationError } from "./errors";
 import { awaitedLater } from "../../../shared/awaited-later";
 
-function call<T>(fn: (cb: (err: Error | null | undefined, value: T) => void) => void): Promise<T> {
+/** Per channel: how long one SFTP request may wait for its reply (set by the session). */
+const requestDeadlines = new WeakMap<SFTPWrapper, number>();
+
+/**
+ * Every request on `sftp` must be answered within `ms`. An SSH connection can stay up (the
+ * server answers keepalives) while its SFTP server hangs, e.g. on a stuck disk: then no reply
+ * ever comes, and only a deadline per request notices. The channel is closed when one passes,
+ * so the session reconnects and its other requests fail at once instead of waiting too.
+ */
+export function limitRequestTime(sftp: SFTPWrapper, ms: number): void {
+  requestDeadlines.set(sftp, ms);
+}
+
+/** No reply to an SFTP request within the deadline: the channel was closed (a connection loss). */
+export class SftpRequestTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`SFTP 服务器 ${ms / 1000} 秒未响应`);
+    this.name = "SftpRequestTimeoutError";
+  }
+}
+
+function call<T>(sftp: SFTPWrapper, fn: (cb: (err: Error | null | undefined, value: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
+    const ms = requestDeadlines.get(sftp);
+    const timer =
+      ms === undefined
+        ? undefined
+        : setTimeout(() => {
+            reject(new SftpRequestTimeoutError(ms));
+            sftp.end();
+          }, ms);
     try {
-      fn((err, value) => (err ? reject(err) : resolve(value)));
+      fn((err, value) => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(value);
+      });
     } catch (err) {
       // ssh2 throws synchronously for e.g. an unsupported extension.
+      clearTimeout(timer);
       reject(err);
     }
   });
@@ -19,20 +53,20 @@ function call<T>(fn: (cb: (err: Error | null | undefined, value: T) => void) => 
 
 export const sftpOps = {
   open: (sftp: SFTPWrapper, path: string, flags: OpenMode, mode?: number) =>
-    call<Buffer>((cb) => (mode === undefined ? sftp.open(path, flags, cb) : sftp.open(path, flags, { mode }, cb))),
-  close: (sftp: SFTPWrapper, handle: Buffer) => call<void>((cb) => sftp.close(handle, cb)),
-  fstat: (sftp: SFTPWrapper, handle: Buffer) => call<Stats>((cb) => sftp.fstat(handle, cb)),
-  stat: (sftp: SFTPWrapper, path: string) => call<Stats>((cb) => sftp.stat(path, cb)),
-  mkdir: (sftp: SFTPWrapper, path: string) => call<void>((cb) => sftp.mkdir(path, { mode: 0o755 }, cb)),
-  readdir: (sftp: SFTPWrapper, path: string) => call<FileEntryWithStats[]>((cb) => sftp.readdir(path, cb)),
-  unlink: (sftp: SFTPWrapper, path: string) => call<void>((cb) => sftp.unlink(path, cb)),
-  rename: (sftp: SFTPWrapper, from: string, to: string) => call<void>((cb) => sftp.rename(from, to, cb)),
+    call<Buffer>(sftp, (cb) => (mode === undefined ? sftp.open(path, flags, cb) : sftp.open(path, flags, { mode }, cb))),
+  close: (sftp: SFTPWrapper, handle: Buffer) => call<void>(sftp, (cb) => sftp.close(handle, cb)),
+  fstat: (sftp: SFTPWrapper, handle: Buffer) => call<Stats>(sftp, (cb) => sftp.fstat(handle, cb)),
+  stat: (sftp: SFTPWrapper, path: string) => call<Stats>(sftp, (cb) => sftp.stat(path, cb)),
+  mkdir: (sftp: SFTPWrapper, path: string) => call<void>(sftp, (cb) => sftp.mkdir(path, { mode: 0o755 }, cb)),
+  readdir: (sftp: SFTPWrapper, path: string) => call<FileEntryWithStats[]>(sftp, (cb) => sftp.readdir(path, cb)),
+  unlink: (sftp: SFTPWrapper, path: string) => call<void>(sftp, (cb) => sftp.unlink(path, cb)),
+  rename: (sftp: SFTPWrapper, from: string, to: string) => call<void>(sftp, (cb) => sftp.rename(from, to, cb)),
   /** posix-rename@openssh.com: replaces `to` atomically. Rejects if the server lacks the extension. */
-  posixRename: (sftp: SFTPWrapper, from: string, to: string) => call<void>((cb) => sftp.ext_openssh_rename(from, to, cb)),
+  posixRename: (sftp: SFTPWrapper, from: string, to: string) => call<void>(sftp, (cb) => sftp.ext_openssh_rename(from, to, cb)),
   /** fsync@openssh.com; rejects if unsupported. */
-  fsync: (sftp: SFTPWrapper, handle: Buffer) => call<void>((cb) => sftp.ext_openssh_fsync(handle, cb)),
+  fsync: (sftp: SFTPWrapper, handle: Buffer) => call<void>(sftp, (cb) => sftp.ext_openssh_fsync(handle, cb)),
   write: (sftp: SFTPWrapper, handle: Buffer, data: Uint8Array, position: number) =>
-    call<void>((cb) =>
+    call<void>(sftp, (cb) =>
       sftp.write(handle, Buffer.from(data.buffer, data.byteOffset, data.byteLength), 0, data.byteLength, position, (err) => cb(err, undefined)),
     ),
 };
@@ -102,9 +136,7 @@ async function readExact(sftp: SFTPWrapper, handle: Buffer, position: number, le
   const buffer = Buffer.allocUnsafe(length);
   let filled = 0;
   while (filled < length) {
-    const got = await new Promise<number>((resolve, reject) => {
-      sftp.read(handle, buffer, filled, length - filled, position + filled, (err, bytesRead) => (err ? reject(err) : resolve(bytesRead)));
-    });
+    const got = await call<number>(sftp, (cb) => sftp.read(handle, buffer, filled, length - filled, position + filled, (err, bytesRead) => cb(err, bytesRead)));
     if (got === 0) throw new Error("文件在读取过程中变短了");
     filled += got;
   }

@@ -9,10 +9,13 @@ import type { SftpSettings } from "./config";
 import { checkKey } from "./config";
 import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors";
 import { parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts";
+import { limitRequestTime, SftpRequestTimeoutError } from "./ops";
 
 interface Live {
   client: Client;
   sftp: SFTPWrapper;
+  /** Set (synchronously) once the connection is known to be gone: the next call reconnects. */
+  dead?: boolean;
 }
 
 export class SftpSession {
@@ -36,24 +39,24 @@ export class SftpSession {
     }
   }
 
-  private live(): Promise<Live> {
-    if (!this.current) {
-      const attempt = this.connect();
-      this.current = attempt;
-      attempt.catch(() => {
-        if (this.current === attempt) this.current = null;
-      });
+  private async live(): Promise<Live> {
+    for (;;) {
+      if (!this.current) {
+        const attempt = this.connect();
+        this.current = attempt;
+        attempt.catch(() => {
+          if (this.current === attempt) this.current = null;
+        });
+      }
+      const attempt = this.current;
+      const live = await attempt;
+      if (!live.dead) return live;
+      if (this.current === attempt) this.current = null;
     }
-    return this.current;
   }
 
   private drop(live: Live): void {
-    void this.current?.then(
-      (l) => {
-        if (l === live) this.current = null;
-      },
-      () => {},
-    );
+    live.dead = true;
     live.client.end();
   }
 
@@ -120,13 +123,9 @@ export class SftpSession {
     });
     // From now on a drop only means "reconnect next time"; errors must not go unhandled.
     const forget = () => {
-      void this.current?.then(
-        (l) => {
-          if (l === live) this.current = null;
-        },
-        () => {},
-      );
+      live.dead = true;
     };
+    limitRequestTime(live.sftp, this.timeoutMs);
     client.on("close", forget);
     client.on("error", forget);
     live.sftp.on("close", () => {
@@ -151,6 +150,7 @@ export class SftpSession {
 
 /** ssh2's ways of saying the connection or channel is gone (a status reply means the server is fine). */
 function isConnectionLoss(err: unknown): boolean {
+  if (err instanceof SftpRequestTimeoutError) return true;
   if (isSftpStatus(err) || err instanceof SftpError) return false;
   const e = err as { message?: string; code?: unknown; level?: unknown };
   if (typeof e?.level === "string") return true;
