@@ -4,6 +4,8 @@
  * appear in them.
  */
 
+import { SftpRequestTimeoutError } from "./watchdog";
+
 /** SFTP status codes (draft-ietf-secsh-filexfer-02), as ssh2 puts them in `err.code`. */
 export const SFTP_STATUS = { EOF: 1, NO_SUCH_FILE: 2, PERMISSION_DENIED: 3, FAILURE: 4, OP_UNSUPPORTED: 8 } as const;
 
@@ -64,8 +66,8 @@ function describeTransport(err: unknown): string {
   if (e?.code === "EHOSTUNREACH" || e?.code === "ENETUNREACH") return "网络不可达";
   if (e?.level === "protocol" || e?.level === "handshake") return "SSH 协议协商失败";
   if (e?.message === "No response from server" || e?.message === "Not connected") return "连接已断开";
-  // Our own request deadline (ops.ts): its message is ours, with no server text in it.
-  if ((err as Error)?.name === "SftpRequestTimeoutError") return (err as Error).message;
+  // Our own watchdog's verdict: its message is ours, with no server text in it.
+  if (err instanceof SftpRequestTimeoutError) return err.message;
   if (typeof e?.code === "string" && /^[A-Z_]{1,30}$/.test(e.code)) return `网络错误 ${e.code}`;
   return "连接异常";
 }

@@ -5,47 +5,32 @@
 import type { FileEntryWithStats, OpenMode, SFTPWrapper, Stats } from "ssh2";
 import { operationError } from "./errors";
 import { awaitedLater } from "../../../shared/awaited-later";
+import { ReplyWatchdog } from "./watchdog";
 
-/** Per channel: how long one SFTP request may wait for its reply (set by the session). */
-const requestDeadlines = new WeakMap<SFTPWrapper, number>();
+/** Per channel: the watchdog that fails its requests when the server goes silent (see watchdog.ts). */
+const watchdogs = new WeakMap<SFTPWrapper, ReplyWatchdog>();
 
 /**
- * Every request on `sftp` must be answered within `ms`. An SSH connection can stay up (the
- * server answers keepalives) while its SFTP server hangs, e.g. on a stuck disk: then no reply
- * ever comes, and only a deadline per request notices. The channel is closed when one passes,
- * so the session reconnects and its other requests fail at once instead of waiting too.
+ * While requests are outstanding on `sftp`, some reply must come every `ms`. When none does, every
+ * outstanding request fails with SftpRequestTimeoutError and the channel is closed, so the session
+ * reconnects instead of waiting on a hung server.
  */
 export function limitRequestTime(sftp: SFTPWrapper, ms: number): void {
-  requestDeadlines.set(sftp, ms);
-}
-
-/** No reply to an SFTP request within the deadline: the channel was closed (a connection loss). */
-export class SftpRequestTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`SFTP 服务器 ${ms / 1000} 秒未响应`);
-    this.name = "SftpRequestTimeoutError";
-  }
+  watchdogs.set(sftp, new ReplyWatchdog(ms, () => sftp.end()));
 }
 
 function call<T>(sftp: SFTPWrapper, fn: (cb: (err: Error | null | undefined, value: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const ms = requestDeadlines.get(sftp);
-    const timer =
-      ms === undefined
-        ? undefined
-        : setTimeout(() => {
-            reject(new SftpRequestTimeoutError(ms));
-            sftp.end();
-          }, ms);
+    const answered = watchdogs.get(sftp)?.track(reject);
     try {
       fn((err, value) => {
-        clearTimeout(timer);
+        answered?.();
         if (err) reject(err);
         else resolve(value);
       });
     } catch (err) {
       // ssh2 throws synchronously for e.g. an unsupported extension.
-      clearTimeout(timer);
+      answered?.();
       reject(err);
     }
   });

@@ -9,7 +9,8 @@ import type { SftpSettings } from "./config";
 import { checkKey } from "./config";
 import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors";
 import { parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts";
-import { limitRequestTime, SftpRequestTimeoutError } from "./ops";
+import { limitRequestTime } from "./ops";
+import { SftpRequestTimeoutError } from "./watchdog";
 
 interface Live {
   client: Client;

@@ -1,0 +1,73 @@
+/**
+ * The SFTP reply watchdog (src/channels/drivers/sftp/watchdog.ts): a channel with requests
+ * outstanding must answer something every `ms`; a slow but moving pipeline is never failed.
+ */
+import { describe, expect, test } from "bun:test";
+import { ReplyWatchdog, SftpRequestTimeoutError } from "../../src/channels/drivers/sftp/watchdog";
+
+const MS = 150;
+
+/** A request tracked by `dog`: its outcome ("answered", or the error's message) once settled. */
+function request(dog: ReplyWatchdog) {
+  let outcome: string | undefined;
+  let answered!: () => void;
+  const settled = new Promise<void>((resolve) => {
+    answered = dog.track((err) => {
+      outcome ??= err instanceof SftpRequestTimeoutError ? err.message : `other: ${err.message}`;
+      resolve();
+    });
+  });
+  return {
+    answer() {
+      answered();
+      outcome ??= "answered";
+    },
+    get outcome() {
+      return outcome;
+    },
+    settled,
+  };
+}
+
+describe("ReplyWatchdog", () => {
+  test("silence with requests outstanding fails every one of them once, then reports the hang once", async () => {
+    let hung = 0;
+    const dog = new ReplyWatchdog(MS, () => hung++);
+    const started = performance.now();
+    const requests = [request(dog), request(dog), request(dog)];
+    await Promise.all(requests.map((r) => r.settled));
+    const waited = performance.now() - started;
+    expect(requests.map((r) => r.outcome)).toEqual(Array(3).fill(`SFTP 服务器 ${MS / 1000} 秒未响应`));
+    expect(waited).toBeGreaterThanOrEqual(MS - 5);
+    expect(waited).toBeLessThan(MS + 500);
+    await Bun.sleep(MS * 2);
+    expect(hung).toBe(1);
+  });
+
+  test("a slow pipeline that keeps answering is never failed, although each request waits longer than the deadline", async () => {
+    let hung = 0;
+    const dog = new ReplyWatchdog(MS, () => hung++);
+    // Eight requests in flight; one answer every 0.6 × MS, so the last waits ~4.8 × MS in all.
+    const requests = Array.from({ length: 8 }, () => request(dog));
+    for (const r of requests) {
+      await Bun.sleep(MS * 0.6);
+      r.answer();
+    }
+    expect(requests.map((r) => r.outcome)).toEqual(Array(8).fill("answered"));
+    await Bun.sleep(MS * 2);
+    expect(hung).toBe(0);
+  });
+
+  test("an idle channel is not silent: the clock starts with the first request after the pause", async () => {
+    let hung = 0;
+    const dog = new ReplyWatchdog(MS, () => hung++);
+    const first = request(dog);
+    first.answer();
+    await Bun.sleep(MS * 3); // idle, nothing outstanding
+    const next = request(dog);
+    await Bun.sleep(MS * 0.5);
+    next.answer();
+    expect(next.outcome).toBe("answered");
+    expect(hung).toBe(0);
+  });
+});
