@@ -146,6 +146,13 @@ describe("kill -9 and restart", () => {
   });
 
   test("during a backup: no partial snapshot anywhere, no temp file, and the backup is taken again at start", async () => {
+    // A backup writes only to healthy channels: the S3 one must be, or no PUT would ever be held.
+    await waitFor(
+      async () => (await admin.json("GET", "/api/admin/channels")).items.find((c: { id: number }) => c.id === channelId),
+      (c: { healthy: boolean }) => c.healthy,
+      20_000,
+      "the S3 channel to be healthy after the restart",
+    );
     const held = proxy.hold((chunk) => chunk.startsWith("PUT ") && chunk.includes("_kura/backups/"));
     const inFlight = admin.request("POST", "/api/admin/backups").catch(() => undefined);
     let interrupted = "";
