@@ -6,64 +6,32 @@
  */
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startS3, TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
 import { waitFor, waitReplicaState } from "../http/channels.helpers";
-import { FaultProxy } from "./harness";
+import type { FaultProxy } from "./harness";
+import { addProxiedChannel, localChannelId, startProxiedS3, timed, type ProxiedS3 } from "./proxied-s3";
 
 const TIMEOUT_MS = 1_500;
 /** A failover may cost a timeout plus one retry of a failed connection, and the machine is loaded. */
 const FAILOVER_BUDGET_MS = 4 * TIMEOUT_MS + 3_000;
 
-let scratch: string;
-let s3: RunningS3;
+let peer: ProxiedS3;
 let proxy: FaultProxy;
 let hungId = 0;
 let localId = 0;
 
 beforeAll(async () => {
-  scratch = mkdtempSync(join(tmpdir(), "kura-fault-hung-"));
-  s3 = await startS3({ directory: join(scratch, "s3"), buckets: ["hung"] });
-  proxy = await FaultProxy.start(s3.port);
+  peer = await startProxiedS3("hung", "hung");
+  proxy = peer.proxy;
 });
 const { server, admin } = useAdmin({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS) } });
 beforeAll(async () => {
-  const ch = await admin.json(
-    "POST",
-    "/api/admin/channels",
-    {
-      name: "hung",
-      driver: "s3",
-      priority: 50,
-      config: {
-        provider: "Minio",
-        endpoint: proxy.url,
-        access_key_id: TEST_CREDENTIALS.accessKeyId,
-        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
-        path: "hung",
-      },
-    },
-    201,
-  );
-  hungId = ch.id;
-  localId = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
+  hungId = await addProxiedChannel(admin, peer, "hung", 50); // read first while healthy
+  localId = await localChannelId(admin);
 });
-
-afterAll(async () => {
-  await proxy.stop();
-  await s3.stop().catch(() => {});
-  rmSync(scratch, { recursive: true, force: true });
-});
-
-const timed = async <T>(work: () => Promise<T>) => {
-  const t = performance.now();
-  const value = await work();
-  return { value, ms: performance.now() - t };
-};
+afterAll(() => peer.stop());
 
 test("a peer that never answers: timeouts, failover for reads and uploads, no pile-up, recovery", async () => {
   // Written to both while the peer is fine; not read yet, so no copy is in memory.

@@ -10,17 +10,18 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createS3Driver } from "../../src/channels/drivers/s3";
-import { startS3, TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
+import { TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
 import { adminSession, Session } from "../helpers/client";
 import { form, makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 import { waitFor, waitReplicaState } from "../http/channels.helpers";
-import { FaultProxy } from "./harness";
+import type { FaultProxy } from "./harness";
+import { addProxiedChannel, startProxiedS3, type ProxiedS3 } from "./proxied-s3";
 
 const BUCKET = "kura-fault";
 const PASSWORD = "admin-password-1";
 
-let scratch: string;
+let peer: ProxiedS3;
 let s3: RunningS3;
 let proxy: FaultProxy;
 let server: KuraServer;
@@ -83,38 +84,18 @@ async function killWhenHeld(held: Promise<string>, whileDown: () => Promise<void
 }
 
 beforeAll(async () => {
-  scratch = mkdtempSync(join(tmpdir(), "kura-fault-kill-"));
-  s3 = await startS3({ directory: join(scratch, "s3"), buckets: [BUCKET] });
-  proxy = await FaultProxy.start(s3.port);
+  peer = await startProxiedS3("kill", BUCKET);
+  ({ s3, proxy } = peer);
   server = await KuraServer.start({ dataDir: mkdtempSync(join(tmpdir(), "kura-fault-kill-data-")) });
   admin = await adminSession(server, PASSWORD);
-  // The local channel (priority 0… default) takes uploads synchronously; S3 gets replicas in the background.
-  const ch = await admin.json(
-    "POST",
-    "/api/admin/channels",
-    {
-      name: "s3-behind-proxy",
-      driver: "s3",
-      priority: -10,
-      config: {
-        provider: "Minio",
-        endpoint: proxy.url,
-        access_key_id: TEST_CREDENTIALS.accessKeyId,
-        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
-        path: BUCKET,
-      },
-    },
-    201,
-  );
-  channelId = ch.id;
+  // The local channel (priority 0, the default) takes uploads synchronously; S3 gets replicas in the background.
+  channelId = await addProxiedChannel(admin, peer, "s3-behind-proxy", -10);
 });
 
 afterAll(async () => {
   await server.stop("SIGKILL").catch(() => {});
-  await proxy.stop();
-  await s3.stop().catch(() => {});
+  await peer.stop();
   rmSync(server.dataDir, { recursive: true, force: true });
-  rmSync(scratch, { recursive: true, force: true });
 });
 
 describe("kill -9 and restart", () => {

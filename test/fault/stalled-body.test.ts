@@ -5,65 +5,33 @@
  * the read. Without it a read, a render or a health check would wait for good.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
-import { startS3, TEST_CREDENTIALS, type RunningS3 } from "../channels/s3rver-harness";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
 import { waitFor, waitReplicaState } from "../http/channels.helpers";
-import { FaultProxy } from "./harness";
+import type { FaultProxy } from "./harness";
+import { addProxiedChannel, localChannelId, startProxiedS3, timed, type ProxiedS3 } from "./proxied-s3";
 
 const TIMEOUT_MS = 1_500;
 /** A stalled read costs one idle deadline (the header deadline never fires), plus a loaded machine. */
 const BUDGET_MS = 3 * TIMEOUT_MS + 3_000;
 
-let scratch: string;
-let s3: RunningS3;
+let peer: ProxiedS3;
 let proxy: FaultProxy;
 let stalledId = 0;
 let localId = 0;
 
 beforeAll(async () => {
-  scratch = mkdtempSync(join(tmpdir(), "kura-fault-stall-"));
-  s3 = await startS3({ directory: join(scratch, "s3"), buckets: ["stall"] });
-  proxy = await FaultProxy.start(s3.port);
+  peer = await startProxiedS3("stall", "stall");
+  proxy = peer.proxy;
 });
 const { server, admin } = useAdmin({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS) } });
 beforeAll(async () => {
-  const ch = await admin.json(
-    "POST",
-    "/api/admin/channels",
-    {
-      name: "stalls",
-      driver: "s3",
-      priority: 50, // read first while healthy
-      config: {
-        provider: "Minio",
-        endpoint: proxy.url,
-        access_key_id: TEST_CREDENTIALS.accessKeyId,
-        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
-        path: "stall",
-      },
-    },
-    201,
-  );
-  stalledId = ch.id;
-  localId = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
+  stalledId = await addProxiedChannel(admin, peer, "stalls", 50); // read first while healthy
+  localId = await localChannelId(admin);
 });
-
-afterAll(async () => {
-  await proxy.stop();
-  await s3.stop().catch(() => {});
-  rmSync(scratch, { recursive: true, force: true });
-});
-
-const timed = async <T>(work: () => Promise<T>) => {
-  const t = performance.now();
-  const value = await work();
-  return { value, ms: performance.now() - t };
-};
+afterAll(() => peer.stop());
 
 /** The whole body, or the error that ended it. */
 async function readAll(res: Response): Promise<Buffer | Error> {
