@@ -27,6 +27,34 @@ afterAll(() => {
   dropbox.stop();
 });
 
+/**
+ * A fetch whose large bodies (downloads, not API JSON; Dropbox downloads by POST) arrive in `pieces` pieces `gapMs`
+ * apart, as over a slow link. Like a real body, it fails when the request's signal aborts.
+ */
+function trickling(pieces: number, gapMs: number): typeof fetch {
+  const slowed = async (input: string | URL | Request, init?: RequestInit) => {
+    const res = await fetch(input, init);
+    const json = (res.headers.get("content-type") ?? "").includes("json");
+    if (json || Number(res.headers.get("content-length") ?? 0) < 20_000) return res;
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const step = Math.ceil(bytes.byteLength / pieces);
+    let offset = 0;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        init?.signal?.addEventListener("abort", () => controller.error(init.signal!.reason));
+      },
+      async pull(controller) {
+        if (offset > 0) await Bun.sleep(gapMs);
+        if (offset >= bytes.byteLength) return controller.close();
+        controller.enqueue(bytes.slice(offset, offset + step));
+        offset += step;
+      },
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+  return slowed as typeof fetch;
+}
+
 interface Provider {
   name: string;
   oauth: FakeOAuth;
@@ -140,6 +168,20 @@ for (const p of providers) {
       expect(err.message).toContain("refresh_token");
       expect(err.message).toMatch(/[\u4e00-\u9fff]/);
       expect(err.message).not.toContain("bogus-access-token-123");
+    });
+
+    test("a download may take longer than the timeout while bytes keep coming; a silent one fails", async () => {
+      const TIMEOUT_MS = 400;
+      const bytes = new Uint8Array(randomBytes(60_000));
+      await p.make({ path: `slow-${++counter}` }).put("slow.bin", bytes, bytes.byteLength);
+      // Eight pieces, 0.4 × the timeout apart (1.3 s in all): never silent for a whole timeout.
+      const slow = p.make({ path: `slow-${counter}` }, { timeoutMs: TIMEOUT_MS, fetch: trickling(8, TIMEOUT_MS * 0.4) });
+      const back = await readAll((await slow.get("slow.bin")).stream);
+      expect(Buffer.compare(Buffer.from(back), Buffer.from(bytes))).toBe(0);
+      // A gap of twice the timeout between two pieces: the read fails after one timeout of silence.
+      const stalling = p.make({ path: `slow-${counter}` }, { timeoutMs: TIMEOUT_MS, fetch: trickling(2, TIMEOUT_MS * 2) });
+      const err = await errorOf(readAll((await stalling.get("slow.bin")).stream));
+      expect(err.message).toBe(`读取响应超时：${TIMEOUT_MS / 1000} 秒未收到数据`);
     });
 
     test("config validation names the problem, never the value", () => {
