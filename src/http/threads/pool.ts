@@ -4,6 +4,7 @@ import type { DeliveryThreads as ThreadsConfig } from "../../config/bootstrap";
 import type { AppContext } from "../../context";
 import { HOT_BYTES_BUDGET } from "../../delivery/hot-bytes";
 import type { HttpEntry } from "../app";
+import { onWorkerDeath } from "../../shared/inline-worker";
 import { jsonError } from "../errors";
 import {
   type FromFront,
@@ -198,10 +199,11 @@ export class DeliveryThreadPool {
         else if (message.type === "stats") this.absorb(front, message);
         else if (message.type === "reported" || message.type === "stopped") for (const done of front.waiting[message.type].splice(0)) done();
       };
-      worker.onerror = (event) => {
-        reject(new Error(event.message));
-        this.lost(front, event.message);
-      };
+      // An uncaught error or an exit: a start in progress fails instead of waiting for good.
+      onWorkerDeath(worker, (reason) => {
+        reject(new Error(reason));
+        this.lost(front, reason);
+      });
       worker.postMessage(init);
     });
   }
