@@ -1,7 +1,17 @@
 // Concurrency control for variant generation: a semaphore whose size follows the hot-reloaded
 // `process_workers`, and single-flight so N requests for the same uncached variant render once.
 
+import { setLongTimeout } from "../jobs/long-timeout";
+
 type Release = () => void;
+
+/** No slot came free within the wait allowed; the task never ran. */
+export class QueueWaitTimeoutError extends Error {
+  constructor(readonly waitedMs: number) {
+    super(`等待图片处理超时（排队超过 ${waitedMs} 毫秒）`);
+    this.name = "QueueWaitTimeoutError";
+  }
+}
 
 export class WorkLimiter {
   #limit: number;
@@ -36,10 +46,11 @@ export class WorkLimiter {
   /**
    * Runs `fn` when a slot is free. The slot is released when `fn` settles and every promise
    * passed to `hold` has settled; that lets a task give up waiting (timeout) and answer its
-   * caller while the slot stays taken by work that cannot be interrupted.
+   * caller while the slot stays taken by work that cannot be interrupted. With `maxWaitMs`, a
+   * task that has not got a slot by then leaves the queue and rejects with QueueWaitTimeoutError.
    */
-  async run<T>(fn: (hold: (work: Promise<unknown>) => void) => Promise<T> | T): Promise<T> {
-    await this.#acquire();
+  async run<T>(fn: (hold: (work: Promise<unknown>) => void) => Promise<T> | T, maxWaitMs?: number): Promise<T> {
+    await this.#acquire(maxWaitMs);
     const release = once(() => {
       this.#active--;
       this.#drain();
@@ -56,16 +67,28 @@ export class WorkLimiter {
     }
   }
 
-  #acquire(): Promise<void> {
+  /** A slot, or QueueWaitTimeoutError after `maxWaitMs` in the queue (the waiter then leaves it). */
+  #acquire(maxWaitMs?: number): Promise<void> {
     if (this.#active < this.#limit && this.#waiting.length === 0) {
       this.#active++;
       return Promise.resolve();
     }
-    return new Promise<void>((resolve) => {
-      this.#waiting.push(() => {
+    return new Promise<void>((resolve, reject) => {
+      const deadline =
+        maxWaitMs === undefined
+          ? undefined
+          : setLongTimeout(() => {
+              const at = this.#waiting.indexOf(start);
+              if (at < 0) return;
+              this.#waiting.splice(at, 1);
+              reject(new QueueWaitTimeoutError(maxWaitMs));
+            }, maxWaitMs);
+      const start = () => {
+        deadline?.clear();
         this.#active++;
         resolve();
-      });
+      };
+      this.#waiting.push(start);
     });
   }
 

@@ -81,7 +81,9 @@ export class VariantService {
     let bytes: Buffer;
     try {
       // The slot is taken before the original is opened: waiting requests then hold no source
-      // bytes, so memory is bounded by process_workers renders, not by the queue length.
+      // bytes, so memory is bounded by process_workers renders, not by the queue length. The
+      // wait for it is bounded by process_timeout_ms too: under a flood of cold renders a request
+      // gets the original (spec 4.5 rule 5) instead of queueing for minutes.
       bytes = await this.limiter.run(async (hold) => {
         const source = await openRenderSource(this.app, blob, this.app.paths.tmp);
         // A spilled file may go only once libvips has really stopped reading it (see `hold`).
@@ -101,7 +103,7 @@ export class VariantService {
         } finally {
           void (running ?? Promise.resolve()).then(() => source.release());
         }
-      });
+      }, s.process_timeout_ms);
       this.app.metrics.variantRenders.inc({ format, result: "ok" });
     } catch (err) {
       this.app.metrics.variantRenders.inc({ format, result: "error" });

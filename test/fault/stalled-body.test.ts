@@ -2,13 +2,14 @@
  * Fault tier: a channel peer that answers the headers and a few bytes, then goes silent with the
  * connection open (a hung server mid-body, a NAT mapping that died). The header timeout has
  * passed by then, so only the body's idle deadline (KURA_CHANNEL_TIMEOUT_MS of silence) ends
- * the read. Without it a read, a render or a health check would wait for good.
+ * the read. Without it a read, a render or a health check would wait for good. A render whose
+ * source stalls holds its slot meanwhile; others wait for one at most process_timeout_ms.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
-import { form, makeJpeg } from "../helpers/images";
+import { form, makeJpeg, sha256 } from "../helpers/images";
 import { waitFor, waitReplicaState } from "../http/channels.helpers";
 import type { FaultProxy } from "./harness";
 import { addProxiedChannel, localChannelId, startProxiedS3, timed, type ProxiedS3 } from "./proxied-s3";
@@ -94,4 +95,49 @@ test("answers that stop mid-body end within the idle deadline: reads and renders
   expect((await admin.json("POST", `/api/admin/channels/${stalledId}/check`)).healthy).toBe(true);
   const again = await fetch(server.url(`/i/${stored[0]!.id}`));
   expect(Buffer.from(await again.arrayBuffer()).equals(stored[0]!.bytes)).toBe(true);
+});
+
+test("a render slot held by a stalled source does not make others queue past process_timeout_ms: they get the original", async () => {
+  const PROCESS_TIMEOUT_MS = 400;
+  const before = await admin.json("GET", "/api/admin/config");
+  await admin.json("PUT", "/api/admin/config", { process_workers: 1, process_timeout_ms: PROCESS_TIMEOUT_MS });
+  try {
+    const [slow, queued] = await Promise.all(
+      [1, 2].map(async (i) => {
+        const bytes = await makeJpeg(900 + i, 500, 40 + i);
+        const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, `q${i}.jpg`, { exif_policy: "passthrough" }));
+        for (const channel of [stalledId, localId]) await waitReplicaState(admin, id, channel, "done");
+        return { id, bytes };
+      }),
+    );
+    // Only the first image's reads stall (its storage key holds its sha256); the second reads at once.
+    const slowHash = sha256(slow!.bytes);
+    proxy.stallResponses((chunk) => chunk.startsWith("GET ") && chunk.includes(slowHash));
+
+    // The only slot: its source read stalls for a whole channel timeout before failing over.
+    const first = timed(async () => {
+      const res = await fetch(server.url(`/i/${slow!.id}?w=640&format=webp`));
+      return { status: res.status, type: res.headers.get("content-type"), body: await readAll(res) };
+    });
+    await Bun.sleep(50);
+    // A different cold variant meanwhile: it waits for the slot at most process_timeout_ms.
+    const second = await timed(async () => {
+      const res = await fetch(server.url(`/i/${queued!.id}?w=640&format=webp`));
+      return { status: res.status, type: res.headers.get("content-type"), cache: res.headers.get("cache-control"), body: await readAll(res) };
+    });
+    expect(second.value.status).toBe(200);
+    expect(second.value.type).toBe("image/jpeg"); // the original, as when processing fails
+    expect(second.value.cache).toBe("no-store");
+    expect((second.value.body as Buffer).equals(queued!.bytes)).toBe(true);
+    expect(second.ms).toBeLessThan(TIMEOUT_MS); // well before the slot came free
+
+    // The request holding the slot still gets its variant once the source failed over.
+    const done = await first;
+    expect(done.value.status).toBe(200);
+    expect(done.value.type).toBe("image/webp");
+    expect(server.logs).toContain("等待图片处理超时");
+  } finally {
+    proxy.stallResponses(undefined);
+    await admin.json("PUT", "/api/admin/config", { process_workers: before.process_workers, process_timeout_ms: before.process_timeout_ms });
+  }
 });

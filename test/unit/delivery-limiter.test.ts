@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { SingleFlight, WorkLimiter } from "../../src/delivery/limiter.ts";
+import { QueueWaitTimeoutError, SingleFlight, WorkLimiter } from "../../src/delivery/limiter.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -140,5 +140,43 @@ describe("SingleFlight", () => {
       }),
     ).rejects.toThrow("sync");
     expect(sf.size).toBe(0);
+  });
+});
+
+describe("WorkLimiter: bounded waits", () => {
+  test("a task that gets no slot within maxWaitMs leaves the queue without running; the others go on", async () => {
+    const limiter = new WorkLimiter(1);
+    let release!: () => void;
+    const busy = limiter.run(() => new Promise<void>((r) => (release = r)));
+    let ran = false;
+    const started = performance.now();
+    const waiting = limiter.run(() => {
+      ran = true;
+    }, 50);
+    const patient = limiter.run(() => "patient");
+    expect(limiter.pending).toBe(2);
+    const err = await waiting.catch((e: Error) => e);
+    expect(err).toBeInstanceOf(QueueWaitTimeoutError);
+    expect((err as Error).message).toBe("等待图片处理超时（排队超过 50 毫秒）");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+    expect(ran).toBe(false);
+    expect(limiter.pending).toBe(1); // only the patient task is left
+    release();
+    await busy;
+    expect(await patient).toBe("patient");
+    expect(limiter.active).toBe(0);
+  });
+
+  test("a task that gets its slot in time runs normally, and its deadline never fires later", async () => {
+    const limiter = new WorkLimiter(1);
+    const busy = limiter.run(() => sleep(20));
+    const inTime = limiter.run(async () => {
+      await sleep(100); // runs past its own queue deadline
+      return "done";
+    }, 60);
+    expect(await inTime).toBe("done");
+    await busy;
+    expect(limiter.active).toBe(0);
+    expect(limiter.pending).toBe(0);
   });
 });
