@@ -91,6 +91,7 @@ export interface Settings {
   process_quality_jpeg?: number;
   process_webp_method?: number;
   process_workers?: number;
+  /** 单个变体的处理超时，也是排队等待处理线程的上限；超时则返回原图（Cache-Control no-store） */
   process_timeout_ms?: number;
   variants_cache_mb?: number;
   idempotency_key_ttl_hours?: number;

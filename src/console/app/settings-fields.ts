@@ -67,7 +67,7 @@ export const SETTING_GROUPS: SettingGroup[] = [
       int("process_quality_jpeg", "JPEG 质量", "1–100"),
       int("process_webp_method", "WebP 压缩力度", "0–6", "越大越慢、文件越小"),
       int("process_workers", "图片处理线程", "个"),
-      int("process_timeout_ms", "单次处理超时", "毫秒"),
+      int("process_timeout_ms", "单次处理超时", "毫秒", "也是排队等待处理线程的上限；超时则返回原图（不缓存）"),
       int("variants_cache_mb", "变体缓存上限", "MB", "0 表示不缓存"),
       bool("allow_empty_referer", "允许空 Referer", "防盗链开启时放行不带 Referer 的请求"),
     ],
