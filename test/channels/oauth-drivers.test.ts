@@ -174,8 +174,8 @@ for (const p of providers) {
       const TIMEOUT_MS = 400;
       const bytes = new Uint8Array(randomBytes(60_000));
       await p.make({ path: `slow-${++counter}` }).put("slow.bin", bytes, bytes.byteLength);
-      // Eight pieces, 0.4 × the timeout apart (1.3 s in all): never silent for a whole timeout.
-      const slow = p.make({ path: `slow-${counter}` }, { timeoutMs: TIMEOUT_MS, fetch: trickling(8, TIMEOUT_MS * 0.4) });
+      // Eight pieces, 0.25 × the timeout apart (0.8 s in all): never silent for a whole timeout.
+      const slow = p.make({ path: `slow-${counter}` }, { timeoutMs: TIMEOUT_MS, fetch: trickling(8, TIMEOUT_MS * 0.25) });
       const back = await readAll((await slow.get("slow.bin")).stream);
       expect(Buffer.compare(Buffer.from(back), Buffer.from(bytes))).toBe(0);
       // A gap of twice the timeout between two pieces: the read fails after one timeout of silence.

@@ -67,6 +67,8 @@ export class FaultProxy {
   private holdRule: ((chunk: string) => boolean) | undefined;
   /** Requests whose answers stop after the headers and a few body bytes (see stallResponses). */
   private stallRule: ((chunk: string) => boolean) | undefined;
+  /** Requests matched by the stall rule so far (their answers stall once they come). */
+  stalledRequests = 0;
   private onHeld: ((chunk: string) => void) | undefined;
   private constructor(
     private readonly server: net.Server,
@@ -146,7 +148,10 @@ export class FaultProxy {
         notify?.(text);
         return;
       }
-      if (this.stallRule?.(text)) stallAfter = -1; // known once the headers have arrived
+      if (this.stallRule?.(text)) {
+        stallAfter = -1; // known once the headers have arrived
+        this.stalledRequests++;
+      }
       upstream.write(chunk);
     });
     upstream.on("data", (chunk) => {

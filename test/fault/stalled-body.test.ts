@@ -114,12 +114,19 @@ test("a render slot held by a stalled source does not make others queue past pro
     const slowHash = sha256(slow!.bytes);
     proxy.stallResponses((chunk) => chunk.startsWith("GET ") && chunk.includes(slowHash));
 
+    const stalledBefore = proxy.stalledRequests;
     // The only slot: its source read stalls for a whole channel timeout before failing over.
     const first = timed(async () => {
       const res = await fetch(server.url(`/i/${slow!.id}?w=640&format=webp`));
       return { status: res.status, type: res.headers.get("content-type"), body: await readAll(res) };
     });
-    await Bun.sleep(50);
+    // It holds the slot once its source read has reached the peer (and stalled there).
+    await waitFor(
+      async () => proxy.stalledRequests,
+      (n) => n > stalledBefore,
+      10_000,
+      "the first render's source read to stall",
+    );
     // A different cold variant meanwhile: it waits for the slot at most process_timeout_ms.
     const second = await timed(async () => {
       const res = await fetch(server.url(`/i/${queued!.id}?w=640&format=webp`));

@@ -171,9 +171,9 @@ describe("WorkLimiter: bounded waits", () => {
     const limiter = new WorkLimiter(1);
     const busy = limiter.run(() => sleep(20));
     const inTime = limiter.run(async () => {
-      await sleep(100); // runs past its own queue deadline
+      await sleep(400); // runs past its own queue deadline
       return "done";
-    }, 60);
+    }, 300);
     expect(await inTime).toBe("done");
     await busy;
     expect(limiter.active).toBe(0);

@@ -72,8 +72,8 @@ describe("fetchWithTimeout", () => {
   test("headers that do not come within the timeout fail the request", async () => {
     const { value, ms } = await timed(() => get("/late"));
     expect(value).toBeInstanceOf(Error);
-    expect((value as Error).name).toBe("TimeoutError");
-    expect(ms).toBeLessThan(2 * TIMEOUT_MS);
+    expect((value as Error).name).toBe("TimeoutError"); // the headers would have come at 2 × TIMEOUT_MS
+    expect(ms).toBeLessThan(TIMEOUT_MS + 1_000);
   });
 
   test("a body that goes silent fails after one idle deadline, with a Chinese reason, and frees the connection", async () => {

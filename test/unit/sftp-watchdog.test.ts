@@ -5,7 +5,8 @@
 import { describe, expect, test } from "bun:test";
 import { ReplyWatchdog, SftpRequestTimeoutError } from "../../src/channels/drivers/sftp/watchdog";
 
-const MS = 150;
+/** Long enough that timer jitter on a loaded CI machine (tens of ms) cannot fake a silence. */
+const MS = 400;
 
 /** A request tracked by `dog`: its outcome ("answered", or the error's message) once settled. */
 function request(dog: ReplyWatchdog) {
@@ -47,10 +48,10 @@ describe("ReplyWatchdog", () => {
   test("a slow pipeline that keeps answering is never failed, although each request waits longer than the deadline", async () => {
     let hung = 0;
     const dog = new ReplyWatchdog(MS, () => hung++);
-    // Eight requests in flight; one answer every 0.6 × MS, so the last waits ~4.8 × MS in all.
+    // Eight requests in flight; one answer every 0.3 × MS, so the last waits ~2.4 × MS in all.
     const requests = Array.from({ length: 8 }, () => request(dog));
     for (const r of requests) {
-      await Bun.sleep(MS * 0.6);
+      await Bun.sleep(MS * 0.3);
       r.answer();
     }
     expect(requests.map((r) => r.outcome)).toEqual(Array(8).fill("answered"));
@@ -65,7 +66,7 @@ describe("ReplyWatchdog", () => {
     first.answer();
     await Bun.sleep(MS * 3); // idle, nothing outstanding
     const next = request(dog);
-    await Bun.sleep(MS * 0.5);
+    await Bun.sleep(MS * 0.25);
     next.answer();
     expect(next.outcome).toBe("answered");
     expect(hung).toBe(0);
