@@ -122,6 +122,33 @@ export async function consumeBody(req: S3Request, maxBytes: number, sink: (chunk
 }
 
 /**
+ * Writes `chunks` to `path` (mode 0600), hashing as it goes. `checkSize` sees the running total
+ * before each chunk is written and throws to stop (a cap); on any failure the file is removed.
+ * For bodies Kura assembles itself (form uploads, multipart Complete), whose digests nobody signed.
+ */
+export async function writeDigested(path: string, chunks: AsyncIterable<Uint8Array>, checkSize: (size: number) => void): Promise<BodyDigests> {
+  const md5 = createHash("md5");
+  const sha256 = createHash("sha256");
+  let size = 0;
+  const out = await open(path, "w", 0o600);
+  try {
+    for await (const chunk of chunks) {
+      size += chunk.length;
+      checkSize(size);
+      md5.update(chunk);
+      sha256.update(chunk);
+      await out.write(chunk);
+    }
+    await out.close();
+  } catch (err) {
+    await out.close().catch(() => {});
+    await rm(path, { force: true });
+    throw err;
+  }
+  return { size, md5: md5.digest("hex"), sha256: sha256.digest("hex") };
+}
+
+/**
  * Streams the object bytes to `path` (mode 0600); the file is removed again on any failure.
  * `onChunk` sees each chunk's size before it is written (and may throw to stop the upload).
  */

@@ -191,7 +191,10 @@ describe("S3 client gaps", () => {
     const tooBig = await postForm(presignedPost("forms/e.png", { conditions: [["content-length-range", 1, 100]] }), png);
     expect(tooBig.status).toBe(400);
     expect(await codeOf(tooBig)).toBe("EntityTooLarge");
-    for (const key of ["c.png", "d.png", "e.png"]) expect((await signedRequest(f, "HEAD", `/s3/kura/forms/${key}`)).status).toBe(404);
+    const tooSmall = await postForm(presignedPost("forms/g.png", { conditions: [["content-length-range", png.length + 1, 10_000_000]] }), png);
+    expect(tooSmall.status).toBe(400);
+    expect(await codeOf(tooSmall)).toBe("EntityTooSmall");
+    for (const key of ["c.png", "d.png", "e.png", "g.png"]) expect((await signedRequest(f, "HEAD", `/s3/kura/forms/${key}`)).status).toBe(404);
     const wrongBucket = presignedPost("forms/f.png");
     expect((await postForm({ ...wrongBucket, url: `${f.cred.endpoint}/photos` }, png)).status).toBe(404);
   });

@@ -7,11 +7,11 @@
  * every part through the upload gate, expiry of abandoned uploads.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { AppContext } from "../../context";
 import type { UploadGate } from "../../images/upload/limits";
-import { readXmlBody, receiveToFile, type BodyDigests } from "../body";
+import { readXmlBody, receiveToFile, writeDigested, type BodyDigests } from "../body";
 import { S3Error, entityTooLarge, malformedXml, noSuchUpload } from "../errors";
 import {
   addStagedBytes,
@@ -112,28 +112,14 @@ async function receivePart(app: AppContext, req: S3Request, upload: UploadRow, n
 }
 
 /** Writes the parts, in order, into one file: streamed, hashed, capped. */
-async function concatenate(files: string[], path: string, maxBytes: number): Promise<BodyDigests> {
-  const md5 = createHash("md5");
-  const sha256 = createHash("sha256");
-  let size = 0;
-  const out = await open(path, "w", 0o600);
-  try {
-    for (const file of files) {
-      for await (const chunk of Bun.file(file).stream()) {
-        size += chunk.length;
-        if (size > maxBytes) throw entityTooLarge(maxBytes);
-        md5.update(chunk);
-        sha256.update(chunk);
-        await out.write(chunk);
-      }
-    }
-    await out.close();
-  } catch (err) {
-    await out.close().catch(() => {});
-    await rm(path, { force: true });
-    throw err;
-  }
-  return { size, md5: md5.digest("hex"), sha256: sha256.digest("hex") };
+function concatenate(files: string[], path: string, maxBytes: number): Promise<BodyDigests> {
+  return writeDigested(path, chained(files), (size) => {
+    if (size > maxBytes) throw entityTooLarge(maxBytes);
+  });
+}
+
+async function* chained(files: string[]): AsyncIterable<Uint8Array> {
+  for (const file of files) yield* Bun.file(file).stream();
 }
 
 export async function completeMultipartUpload(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {

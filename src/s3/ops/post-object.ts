@@ -5,13 +5,12 @@
  * pipeline (gate, quota, image checks) as a PutObject. Fields after the file are ignored, as in S3.
  */
 import busboy from "busboy";
-import { createHash } from "node:crypto";
-import { open, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { hasUploadScope, resolveS3Credential, TokenRepo } from "../../auth/tokens";
 import type { AppContext } from "../../context";
 import type { UploadGate } from "../../images/upload/limits";
-import type { BodyDigests } from "../body";
+import { writeDigested, type BodyDigests } from "../body";
 import { entityTooLarge, S3Error } from "../errors";
 import { MAX_POLICY_BYTES, verifyPostPolicy } from "../post-policy";
 import { el, S3_NS, xmlResponse } from "../xml";
@@ -29,31 +28,15 @@ export function isPostPolicyUpload(request: Request, query: string): boolean {
 
 /** The file part to `path`: hashed, capped at `maxBytes`, at least `minBytes`. */
 async function fileToDisk(stream: Readable, path: string, maxBytes: number, minBytes: number, uploadCap: number): Promise<BodyDigests> {
-  const md5 = createHash("md5");
-  const sha256 = createHash("sha256");
-  let size = 0;
-  const out = await open(path, "w", 0o600);
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > maxBytes) {
-        throw maxBytes < uploadCap ? new S3Error("EntityTooLarge", "文件超过策略 content-length-range 允许的大小") : entityTooLarge(uploadCap);
-      }
-      md5.update(chunk);
-      sha256.update(chunk);
-      await out.write(chunk);
-    }
-    await out.close();
-  } catch (err) {
-    await out.close().catch(() => {});
-    await rm(path, { force: true });
-    throw err;
-  }
-  if (size < minBytes) {
+  const digests = await writeDigested(path, stream as AsyncIterable<Buffer>, (size) => {
+    if (size <= maxBytes) return;
+    throw maxBytes < uploadCap ? new S3Error("EntityTooLarge", "文件超过策略 content-length-range 允许的大小") : entityTooLarge(uploadCap);
+  });
+  if (digests.size < minBytes) {
     await rm(path, { force: true });
     throw new S3Error("EntityTooSmall", "文件小于策略 content-length-range 要求的大小", 400);
   }
-  return { size, md5: md5.digest("hex"), sha256: sha256.digest("hex") };
+  return digests;
 }
 
 function successResponse(fields: Record<string, string>, bucket: string, key: string, etag: string, origin: string): Response {
