@@ -54,8 +54,8 @@ function query<T>(sql: string, ...args: (string | number)[]): T[] {
 
 /**
  * `held`, or a failure with the answer and the server's log when the request that should have
- * reached the peer was answered first (it failed or went elsewhere): then `held` would never
- * resolve and the test would only time out, saying nothing.
+ * reached the peer was answered first (it failed or went elsewhere), or when nothing happened
+ * for 30 s: then `held` would never resolve and the test would only time out, saying nothing.
  */
 async function heldBefore(held: Promise<string>, answer: Promise<Response | undefined>, what: string): Promise<string> {
   const early = answer.then(async (res) => {
@@ -65,7 +65,12 @@ async function heldBefore(held: Promise<string>, answer: Promise<Response | unde
     throw new Error(`${what} was never sent; the request was answered: ${body}\nserver log:\n${server.logs.slice(-4000)}`);
   });
   early.catch(() => {});
-  return Promise.race([held, early]);
+  // Neither within 30 s (the test's own timeout is 60): say what the server was doing.
+  const silent = Bun.sleep(30_000).then(() => {
+    throw new Error(`${what} was neither sent nor answered within 30 s\nserver log:\n${server.logs.slice(-4000)}`);
+  });
+  silent.catch(() => {});
+  return Promise.race([held, early, silent]);
 }
 
 /**
