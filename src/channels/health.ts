@@ -37,18 +37,25 @@ export function startLoop(name: string, app: AppContext, intervalMs: () => numbe
   };
 }
 
-/** Probes every channel (retrying failed loads) and records healthy / last_error / last_checked_at. */
+/**
+ * Probes every channel (retrying failed loads) and records healthy / last_error / last_checked_at.
+ * All at once: a hung peer costs its probe a whole timeout (twice, with the retry), and probing
+ * in turn would keep every channel after it at its old verdict that long, so uploads would
+ * still be tried on another dead channel, or a recovered one stay unused.
+ */
 export async function healthRound(app: AppContext) {
-  for (const channel of app.channels.list()) {
-    if (channel.row.deleting) continue;
-    const wasHealthy = channel.healthy;
-    const after = await app.channels.probe(channel.row.id);
-    if (after && after.healthy !== wasHealthy) {
-      if (after.healthy) app.log.info("存储渠道恢复健康", { channel: after.row.name });
-      else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
-    }
-    if (after?.healthy && !wasHealthy) requeueFailedReplicas(app, channel.row.id);
-  }
+  const live = app.channels.list().filter((channel) => !channel.row.deleting);
+  await Promise.all(
+    live.map(async (channel) => {
+      const wasHealthy = channel.healthy;
+      const after = await app.channels.probe(channel.row.id);
+      if (after && after.healthy !== wasHealthy) {
+        if (after.healthy) app.log.info("存储渠道恢复健康", { channel: after.row.name });
+        else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
+      }
+      if (after?.healthy && !wasHealthy) requeueFailedReplicas(app, channel.row.id);
+    }),
+  );
 }
 
 /** Failed replicas on a channel that is healthy again get a fresh replication job. */
