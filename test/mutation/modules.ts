@@ -39,6 +39,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/channels/drivers/http-transport.ts:53-126"],
     tests: ["test/unit/http-transport.test.ts"],
   },
+  /** Bounded waits: the render queue's wait deadline and the SFTP reply watchdog. */
+  "bounded-waits": {
+    mutate: ["src/delivery/limiter.ts", "src/channels/drivers/sftp/watchdog.ts"],
+    tests: ["test/unit/delivery-limiter.test.ts", "test/unit/sftp-watchdog.test.ts"],
+  },
   /** The dashboards' top images: two partial reads that must equal one sort of the whole library. */
   "top-images": {
     mutate: ["src/ops/repos/dashboard.ts:18-37"],

@@ -45,6 +45,23 @@ describe("ReplyWatchdog", () => {
     expect(hung).toBe(1);
   });
 
+  test("silence after some replies is noticed too, one whole deadline after the last reply", async () => {
+    let hung = 0;
+    const dog = new ReplyWatchdog(MS, () => hung++);
+    const started = performance.now();
+    const answered = request(dog);
+    const unanswered = request(dog);
+    await Bun.sleep(MS * 0.5);
+    answered.answer(); // the deadline moves to 1.5 × MS
+    await unanswered.settled;
+    const waited = performance.now() - started;
+    expect(answered.outcome).toBe("answered");
+    expect(unanswered.outcome).toBe(`SFTP 服务器 ${MS / 1000} 秒未响应`);
+    expect(waited).toBeGreaterThanOrEqual(MS * 1.5 - 5);
+    expect(waited).toBeLessThan(MS * 1.5 + 500);
+    expect(hung).toBe(1);
+  });
+
   test("a slow pipeline that keeps answering is never failed, although each request waits longer than the deadline", async () => {
     let hung = 0;
     const dog = new ReplyWatchdog(MS, () => hung++);
