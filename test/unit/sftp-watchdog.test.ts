@@ -62,6 +62,21 @@ describe("ReplyWatchdog", () => {
     expect(hung).toBe(1);
   });
 
+  test("a request after a short pause gets a whole deadline of its own, not what was left of the last one", async () => {
+    let hung = 0;
+    const long = 1_000; // wider margins: the difference is between 1.1 s and 1.9 s
+    const dog = new ReplyWatchdog(long, () => hung++);
+    const first = request(dog);
+    await Bun.sleep(long * 0.1);
+    first.answer();
+    await Bun.sleep(long * 0.8); // idle; the next request comes shortly before the first one's deadline would have passed
+    const next = request(dog);
+    await Bun.sleep(long * 0.6); // answered well within its own deadline, but past the first one's
+    next.answer();
+    expect(next.outcome).toBe("answered");
+    expect(hung).toBe(0);
+  });
+
   test("a slow pipeline that keeps answering is never failed, although each request waits longer than the deadline", async () => {
     let hung = 0;
     const dog = new ReplyWatchdog(MS, () => hung++);
