@@ -47,15 +47,21 @@ export async function healthRound(app: AppContext) {
   const live = app.channels.list().filter((channel) => !channel.row.deleting);
   await Promise.all(
     live.map(async (channel) => {
-      const wasHealthy = channel.healthy;
-      const after = await app.channels.probe(channel.row.id);
-      if (after && after.healthy !== wasHealthy) {
-        if (after.healthy) app.log.info("存储渠道恢复健康", { channel: after.row.name });
-        else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
-      }
+      const { wasHealthy, after } = await probeAndLog(app, channel.row.id);
       if (after?.healthy && !wasHealthy) requeueFailedReplicas(app, channel.row.id);
     }),
   );
+}
+
+/** Probes one channel (see ChannelRegistry.probe) and logs a change of its health either way. */
+export async function probeAndLog(app: AppContext, id: number, deep = false) {
+  const wasHealthy = app.channels.get(id)?.healthy ?? false;
+  const after = await app.channels.probe(id, deep);
+  if (after && after.healthy !== wasHealthy) {
+    if (after.healthy) app.log.info("存储渠道恢复健康", { channel: after.row.name });
+    else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
+  }
+  return { wasHealthy, after };
 }
 
 /** Failed replicas on a channel that is healthy again get a fresh replication job. */

@@ -14,7 +14,7 @@ import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-laye
 import type { Driver } from "./driver";
 import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
-import { requeueFailedReplicas } from "./health";
+import { probeAndLog, requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
 import { isOAuthDriver } from "./oauth/providers";
@@ -235,12 +235,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
 export async function checkChannel(app: AppContext, id: number | undefined) {
   const row = requireChannel(app, id);
   if (!app.channels.get(row.id)) app.channels.reload();
-  const wasHealthy = app.channels.get(row.id)?.healthy ?? false;
-  const after = await app.channels.probe(row.id, true);
-  if (after && after.healthy !== wasHealthy) {
-    if (after.healthy) app.log.info("存储渠道恢复健康", { channel: after.row.name });
-    else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
-  }
+  const { after } = await probeAndLog(app, row.id, true);
   if (after?.healthy && !after.row.deleting) requeueFailedReplicas(app, row.id);
   evaluateChannelAlerts(app);
   return describeChannel(app, row.id);

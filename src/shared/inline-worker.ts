@@ -12,9 +12,10 @@ export function inlineWorker(source: string): Worker {
 }
 
 /**
- * Calls `onDeath` when the worker goes away without being terminated by us: an uncaught error
- * (`error`) or an exit (`close`, e.g. `process.exit` or a fatal error in native code). Without
- * this, whoever waits for the worker's answer would wait forever.
+ * Calls `onDeath` when the worker goes away: an uncaught error (`error`) or an exit (`close`,
+ * e.g. `process.exit` or a fatal error in native code). Without this, whoever waits for the
+ * worker's answer would wait forever. `close` also follows our own `terminate()`: callers
+ * ignore a death once they are done with the worker.
  */
 export function onWorkerDeath(worker: Worker, onDeath: (reason: string) => void): void {
   worker.onerror = (event) => onDeath(event.message || "后台线程出错");
