@@ -52,13 +52,14 @@ export function fillDisk(dir: string, leaveBytes = 0, name = "filler.bin"): stri
 type Mode = "pass" | "blackhole";
 
 /** Body bytes a stalled answer passes before it goes silent. */
-export const STALL_BODY_BYTES = 16;
+const STALL_BODY_BYTES = 16;
 
 /**
  * A TCP proxy to `upstreamPort`. Every chunk a client sends is checked against the hold rule:
  * when it matches, that connection stops being forwarded (the peer "hangs" mid-request) and
  * `held` resolves. In blackhole mode connections are accepted and nothing is ever answered,
- * on new connections and on open ones from their next request.
+ * on new connections and on open ones from their next request. With a stall rule
+ * (`stallResponses`), matching requests are answered with the headers and a few body bytes only.
  */
 export class FaultProxy {
   readonly sockets = new Set<net.Socket>();
