@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, jest, test } from "bun:test";
 import { QueueWaitTimeoutError, SingleFlight, WorkLimiter } from "../../src/delivery/limiter.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -38,6 +38,7 @@ describe("WorkLimiter", () => {
     expect(o.running()).toBe(1);
     expect(limiter.pending).toBe(5);
     limiter.setLimit(4);
+    expect(limiter.limit).toBe(4);
     await sleep(5);
     expect(o.running()).toBe(4);
     await o.done;
@@ -144,21 +145,31 @@ describe("SingleFlight", () => {
 });
 
 describe("WorkLimiter: bounded waits", () => {
+  // On Bun's fake clock, so the deadline's boundary is exact: 1 ms short of it the task still
+  // waits, at it the task has left the queue.
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
   test("a task that gets no slot within maxWaitMs leaves the queue without running; the others go on", async () => {
     const limiter = new WorkLimiter(1);
     let release!: () => void;
     const busy = limiter.run(() => new Promise<void>((r) => (release = r)));
     let ran = false;
-    const started = performance.now();
-    const waiting = limiter.run(() => {
-      ran = true;
-    }, 50);
+    const waiting = outcome(
+      limiter.run(() => {
+        ran = true;
+      }, 50),
+    );
     const patient = limiter.run(() => "patient");
     expect(limiter.pending).toBe(2);
-    const err = await waiting.catch((e: Error) => e);
-    expect(err).toBeInstanceOf(QueueWaitTimeoutError);
-    expect((err as Error).message).toBe("等待图片处理超时（排队超过 50 毫秒）");
-    expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+    jest.advanceTimersByTime(49);
+    await flushMicrotasks();
+    expect(waiting.settled).toBe(false);
+    expect(limiter.pending).toBe(2);
+    jest.advanceTimersByTime(1);
+    await flushMicrotasks();
+    expect(waiting.error).toBeInstanceOf(QueueWaitTimeoutError);
+    expect(waiting.error?.message).toBe("等待图片处理超时（排队超过 50 毫秒）");
     expect(ran).toBe(false);
     expect(limiter.pending).toBe(1); // only the patient task is left
     release();
@@ -169,14 +180,39 @@ describe("WorkLimiter: bounded waits", () => {
 
   test("a task that gets its slot in time runs normally, and its deadline never fires later", async () => {
     const limiter = new WorkLimiter(1);
-    const busy = limiter.run(() => sleep(20));
-    const inTime = limiter.run(async () => {
-      await sleep(400); // runs past its own queue deadline
-      return "done";
-    }, 300);
-    expect(await inTime).toBe("done");
+    let release!: () => void;
+    const busy = limiter.run(() => new Promise<void>((r) => (release = r)));
+    let finish!: () => void;
+    const inTime = outcome(limiter.run(() => new Promise<string>((r) => (finish = () => r("done"))), 300));
+    await flushMicrotasks(); // the busy task has started
+    jest.advanceTimersByTime(299);
+    release(); // the slot comes free 1 ms before the deadline
     await busy;
+    await flushMicrotasks();
+    expect(limiter.active).toBe(1);
+    expect(limiter.pending).toBe(0);
+    jest.advanceTimersByTime(10_000); // runs far past its own queue deadline
+    await flushMicrotasks();
+    expect(inTime.settled).toBe(false);
+    finish();
+    await flushMicrotasks();
+    expect(inTime.value).toBe("done");
     expect(limiter.active).toBe(0);
     expect(limiter.pending).toBe(0);
   });
 });
+
+/** A promise's outcome, readable synchronously once it has settled. */
+function outcome<T>(promise: Promise<T>) {
+  const state: { settled: boolean; value?: T; error?: Error } = { settled: false };
+  promise.then(
+    (value) => Object.assign(state, { settled: true, value }),
+    (error: Error) => Object.assign(state, { settled: true, error }),
+  );
+  return state;
+}
+
+/** Lets every promise reaction that is already due run (no timers involved). */
+async function flushMicrotasks(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}
