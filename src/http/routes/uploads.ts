@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { rm } from "node:fs/promises";
 import { z } from "zod";
 import { authenticateUploadToken } from "../../auth/tokens";
 import type { AppContext } from "../../context";
@@ -52,7 +53,13 @@ export function uploadRoutes(app: AppContext) {
       idempotencyKey: request.headers.get("idempotency-key"),
       receive: async () => {
         const { file, fields: form } = await receiveMultipart(request, app.paths.tmp, maxBytes(), fields);
-        return { file, options: { exifPolicy: form.exif_policy, ttl: form.ttl, objectKey: parseObjectKey(form.object_key) } };
+        try {
+          return { file, options: { exifPolicy: form.exif_policy, ttl: form.ttl, objectKey: parseObjectKey(form.object_key) } };
+        } catch (err) {
+          // The pipeline owns the temp file only once receive() returned it.
+          if (file.path) await rm(file.path, { force: true });
+          throw err;
+        }
       },
     });
 

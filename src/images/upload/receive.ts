@@ -1,6 +1,6 @@
 import { Invalid } from "../../errors";
 import busboy from "busboy";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, type WriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -89,6 +89,10 @@ export async function parseMultipart(
   const fields: Record<string, string> = {};
   let file: ReceivedFile | undefined;
   const source = Readable.fromWeb(request.body as never);
+  // The temp file's stream, once the file part began: on any failure it is destroyed and
+  // closed before the file is removed, so a rejected or aborted upload holds no descriptor
+  // (and no disk space of an unlinked file) and cannot recreate the file after the removal.
+  let out: WriteStream | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       let parser: busboy.Busboy;
@@ -103,20 +107,29 @@ export async function parseMultipart(
         return;
       }
       let pendingWrite: Promise<void> = Promise.resolve();
+      let failed = false;
       const fail = (err: Error) => {
+        if (failed) return;
+        failed = true;
         source.unpipe(parser);
         source.destroy();
+        out?.destroy();
         reject(err);
       };
+      const malformed = () => fail(new Invalid("multipart 请求格式无效"));
       parser.on("file", (name, stream, info) => {
-        if (name !== fileField || file) {
+        // A body that ends inside a file part errors that part's stream ("Unexpected end of
+        // form"); unheard, that error would end the process.
+        stream.on("error", malformed);
+        if (name !== fileField || file || failed) {
           stream.resume();
           return;
         }
         let size = 0;
         // Hashed as it streams, so passthrough uploads never read the file back for it.
         const hasher = new Bun.CryptoHasher("sha256");
-        const out = createWriteStream(path, { mode: 0o600 });
+        const target = createWriteStream(path, { mode: 0o600 });
+        out = target;
         file = { path, size: 0, fileName: info.filename || "image" };
         stream.on("data", (chunk: Buffer) => {
           size += chunk.length;
@@ -124,14 +137,16 @@ export async function parseMultipart(
         });
         stream.on("limit", () => fail(tooLarge(maxBytes)));
         pendingWrite = new Promise((done, broke) => {
-          out.on("finish", () => {
+          target.on("finish", () => {
             file!.size = size;
             file!.sha256 = hasher.digest("hex");
             done();
           });
-          out.on("error", broke);
+          target.on("error", broke);
         });
-        stream.pipe(out);
+        // Never left pending unheard when fail() destroyed the stream first.
+        pendingWrite.catch(() => {});
+        stream.pipe(target);
       });
       parser.on("field", (name, value, info) => {
         if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, opts.largeField));
@@ -140,16 +155,26 @@ export async function parseMultipart(
       });
       parser.on("partsLimit", () => fail(new Invalid("表单字段过多")));
       parser.on("fieldsLimit", () => fail(new Invalid("表单字段过多")));
-      parser.on("error", () => fail(new Invalid("multipart 请求格式无效")));
+      parser.on("error", malformed);
       parser.on("close", () => pendingWrite.then(resolve, reject));
       source.on("error", () => fail(new Invalid("上传中断")));
       source.pipe(parser);
     });
   } catch (err) {
+    if (out) await closed(out);
     await rm(path, { force: true });
     throw err;
   }
   return { file, fields };
+}
+
+/** Resolves once `stream` has released its file descriptor (destroying it first if needed). */
+function closed(stream: WriteStream): Promise<void> {
+  if (stream.closed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once("close", () => resolve());
+    stream.destroy();
+  });
 }
 
 function fieldTooLong(name: string, maxBytes: number, largeField: string | undefined) {
