@@ -24,7 +24,11 @@ export interface ChunkSigning {
 
 export interface AwsChunkedOptions {
   signed?: ChunkSigning;
-  /** true, or the `x-amz-trailer` header value (then that checksum trailer is required and verified). */
+  /**
+   * The `x-amz-trailer` header value: that checksum trailer is then required and verified (a name we
+   * cannot verify is refused up front). `true` accepts any trailers unverified (tests only); false or
+   * absent refuses trailers, as S3 does when `x-amz-trailer` was not sent.
+   */
   trailerExpected?: boolean | string;
   /** `x-amz-decoded-content-length`: the decoded body must be exactly this long. */
   decodedLength?: number;
@@ -58,6 +62,11 @@ export class AwsChunkedParser {
     this.previousSignature = opts.signed?.seedSignature.toLowerCase() ?? "";
     this.expectedTrailer = typeof opts.trailerExpected === "string" ? opts.trailerExpected.trim().toLowerCase() : undefined;
     this.checksum = this.expectedTrailer ? checksumCalculator(this.expectedTrailer) : undefined;
+    // A declared trailer we cannot compute would be required but never checked: the client would
+    // believe its data was verified.
+    if (this.expectedTrailer && !this.checksum) {
+      throw new S3AuthError("InvalidRequest", `不支持 x-amz-trailer 中声明的 ${this.expectedTrailer}，只支持 x-amz-checksum-* 校验和`);
+    }
   }
 
   /** Consume one network piece; decoded data ready to pass on is pushed to `out`. */
@@ -185,7 +194,9 @@ export class AwsChunkedParser {
       this.state = "done";
       return;
     }
-    if (!this.opts.trailerExpected) throw malformed("请求未声明 x-amz-trailer，却带有尾部字段");
+    // S3 answers MalformedTrailerError here: x-amz-trailer is required whenever trailers are sent, and
+    // a checksum nobody declared would otherwise be accepted without being checked.
+    if (!this.opts.trailerExpected) throw new S3AuthError("MalformedTrailerError", "请求未声明 x-amz-trailer，却带有尾部字段");
     if (this.trailerSignature !== undefined) throw new S3AuthError("MalformedTrailerError", "x-amz-trailer-signature 之后不能再有尾部字段");
     const colon = line.indexOf(":");
     if (colon <= 0) throw new S3AuthError("MalformedTrailerError", "尾部字段格式错误");

@@ -62,7 +62,9 @@ function objectStream(req: S3Request): ReadableStream<Uint8Array> {
   const signed = auth.payloadMode.startsWith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD")
     ? { signingKey: auth.signingKey, scope: auth.scope, amzDate: auth.amzDate, seedSignature: auth.seedSignature }
     : undefined;
-  const trailer = auth.payloadMode.endsWith("-TRAILER") ? (req.request.headers.get("x-amz-trailer") ?? true) : false;
+  // Without x-amz-trailer no trailer is allowed (S3 requires the header whenever trailers are sent):
+  // an undeclared checksum trailer would otherwise pass unchecked.
+  const trailer = auth.payloadMode.endsWith("-TRAILER") ? (req.request.headers.get("x-amz-trailer") ?? false) : false;
   return decodeAwsChunked(body, { signed, trailerExpected: trailer, decodedLength: auth.decodedContentLength });
 }
 
@@ -90,8 +92,11 @@ export async function consumeBody(req: S3Request, maxBytes: number, sink: (chunk
   // The raw body's sha256 is what x-amz-content-sha256 signs; for aws-chunked it is the framing's job.
   const rawHex = req.auth.payloadMode === "sha256";
   let size = 0;
+  // The decoder refuses an unsupported x-amz-trailer when it is made: before admission, so that a
+  // refusal cannot hold a signed-stream slot.
+  const stream = objectStream(req);
   const release = admitSignedStream(req);
-  const reader = objectStream(req).getReader();
+  const reader = stream.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();

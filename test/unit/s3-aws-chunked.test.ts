@@ -134,7 +134,7 @@ describe("framing and length errors", () => {
     ["missing CRLF after data", "3\r\nabcd\r\n0\r\n\r\n", {}, "InvalidRequest"],
     ["bare LF line end", "3\nabc\r\n0\r\n\r\n", {}, "InvalidRequest"],
     ["extra data after the end", "3\r\nabc\r\n0\r\n\r\nmore", {}, "InvalidRequest"],
-    ["trailer without x-amz-trailer", "3\r\nabc\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n", {}, "InvalidRequest"],
+    ["trailer without x-amz-trailer", "3\r\nabc\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n", {}, "MalformedTrailerError"],
     ["body cut in the middle", "3\r\nab", {}, "IncompleteBody"],
     ["more than x-amz-decoded-content-length", "3\r\nabc\r\n0\r\n\r\n", { decodedLength: 2 }, "InvalidRequest"],
     ["less than x-amz-decoded-content-length", "3\r\nabc\r\n0\r\n\r\n", { decodedLength: 4 }, "IncompleteBody"],

@@ -100,8 +100,9 @@ describe("consumeBody", () => {
     expect(await ok({ "x-amz-checksum-sha256": b64("sha256", BODY), "x-amz-checksum-sha1": b64("sha1", BODY) })).toBe(BODY.length);
     expect(await failure(ok({ "x-amz-checksum-sha256": b64("sha256", BODY.slice(1)) }))).toBe("BadDigest:请求体的校验值与 x-amz-checksum-sha256 不一致");
     expect(await failure(ok({ "x-amz-checksum-sha1": ` ${b64("sha1", BODY.slice(1))}` }))).toBe("BadDigest:请求体的校验值与 x-amz-checksum-sha1 不一致");
-    // Mode and algorithm headers are not checksums; unknown algorithms pass unverified.
-    expect(await ok({ "x-amz-checksum-mode": "ENABLED", "x-amz-checksum-algorithm": "SHA256", "x-amz-checksum-crc64nvme": "AAAAAAAAAAA=" })).toBe(BODY.length);
+    // Mode, algorithm and type headers are not checksums; CRC64NVME is verified like the others.
+    expect(await ok({ "x-amz-checksum-mode": "ENABLED", "x-amz-checksum-algorithm": "SHA256", "x-amz-checksum-type": "FULL_OBJECT" })).toBe(BODY.length);
+    expect(await failure(ok({ "x-amz-checksum-crc64nvme": "AAAAAAAAAAA=" }))).toBe("BadDigest:请求体的校验值与 x-amz-checksum-crc64nvme 不一致");
   });
 });
 

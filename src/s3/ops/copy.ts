@@ -5,7 +5,7 @@
  */
 import { basename } from "node:path";
 import type { AppContext } from "../../context";
-import { expiryTime, sqlTime } from "../../db/time";
+import { expiryTime, parseSqlTime, sqlTime } from "../../db/time";
 import { supersedeObjectKey } from "../../images/repos/object-key";
 import { addBlobReference, insertImageRow } from "../../images/repos/references";
 import { quotaFull } from "../../images/store";
@@ -14,11 +14,22 @@ import { md5Of, objectByKey, parseMeta, setObjectMeta, type S3Object } from "../
 import { requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { requireOwnBucket } from "./buckets";
-import { requireValidKey } from "./objects";
+import { evaluatePreconditions, requireValidKey } from "./objects";
 
-/** `x-amz-copy-source: [/]bucket/url-encoded-key[?versionId=…]` → the decoded key. */
+/**
+ * `x-amz-copy-source: [/]bucket/url-encoded-key[?versionId=…]` → the decoded key. The bucket is never
+ * versioned, so its objects have the one version id S3 gives objects written while unversioned,
+ * `null`. Any other id is refused as S3 refuses an id it never issued (400 InvalidArgument
+ * "Invalid version id specified"), never answered with the current object.
+ */
 export function copySourceKey(header: string): string {
-  const value = header.trim().replace(/^\//, "").replace(/\?.*$/, "");
+  const trimmed = header.trim().replace(/^\//, "");
+  const query = trimmed.indexOf("?");
+  const value = query < 0 ? trimmed : trimmed.slice(0, query);
+  const versionId = query < 0 ? null : new URLSearchParams(trimmed.slice(query + 1)).get("versionId");
+  if (versionId !== null && versionId !== "null") {
+    throw new S3Error("InvalidArgument", "x-amz-copy-source 中的版本 ID 无效：该存储桶未启用版本控制，只接受 versionId=null");
+  }
   const slash = value.indexOf("/");
   if (slash <= 0) throw new S3Error("InvalidArgument", "x-amz-copy-source 格式应为 <bucket>/<key>");
   requireOwnBucket(value.slice(0, slash));
@@ -62,11 +73,48 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
   return id;
 }
 
+const quoteEtag = (tag: string) => (tag === "*" || tag.startsWith('"') || tag.startsWith('W/"') ? tag : `"${tag}"`);
+
+/** `x-amz-copy-source-if-*` as the plain conditional headers, bare ETags quoted (clients send either). */
+function copySourceConditions(headers: Headers): Headers | undefined {
+  let out: Headers | undefined;
+  for (const name of ["if-match", "if-none-match", "if-modified-since", "if-unmodified-since"]) {
+    const value = headers.get(`x-amz-copy-source-${name}`);
+    if (value === null) continue;
+    out ??= new Headers();
+    out.set(
+      name,
+      name.endsWith("-match")
+        ? value
+            .split(",")
+            .map((t) => quoteEtag(t.trim()))
+            .join(", ")
+        : value,
+    );
+  }
+  return out;
+}
+
+/**
+ * The copy-source conditions hold for `source`? Evaluated like GET's (RFC 9110 order, so if-match true
+ * with if-unmodified-since false copies, as S3 documents), but every failure is 412 PreconditionFailed:
+ * CopyObject has no 304, and nothing is copied.
+ */
+async function requireCopyConditions(app: AppContext, req: S3Request, source: S3Object): Promise<void> {
+  const conditions = copySourceConditions(req.request.headers);
+  if (!conditions) return;
+  const etag = `"${await md5Of(app, source)}"`;
+  if (evaluatePreconditions(conditions, etag, parseSqlTime(source.created_at)) !== 200) {
+    throw new S3Error("PreconditionFailed", "源对象不满足 x-amz-copy-source-if-* 条件，未复制");
+  }
+}
+
 export async function copyObject(app: AppContext, req: S3Request): Promise<Response> {
   requireValidKey(req.key);
   const sourceKey = copySourceKey(req.request.headers.get("x-amz-copy-source") ?? "");
   const source = validObjectKey(sourceKey) ? objectByKey(app, req.user.id, sourceKey) : undefined;
   if (!source) throw noSuchKey();
+  await requireCopyConditions(app, req, source);
   const directive = (req.request.headers.get("x-amz-metadata-directive") ?? "COPY").toUpperCase();
   if (directive !== "COPY" && directive !== "REPLACE") throw new S3Error("InvalidArgument", "x-amz-metadata-directive 只能是 COPY 或 REPLACE");
   const meta = directive === "REPLACE" ? requestMeta(req.request) : parseMeta(source.s3_meta);
