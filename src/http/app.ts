@@ -7,6 +7,7 @@ import { DomainError } from "../errors";
 import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
+import { NOT_JSON, RawBodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
 import { rawTarget, routableRequest } from "./raw-url";
@@ -39,11 +40,14 @@ const UNMETERED = new Set(["/healthz", "/metrics"]);
 
 // biome-ignore lint/suspicious/noExplicitAny: extra plugins (tests, compat surfaces) are Elysia instances of any shape
 export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, any, any, any>[] = []) {
+  const rawBodyRoutes = new RawBodyRoutes();
   let router = new Elysia()
+    // After the parse, because a custom parse hook would also run for `parse: "none"` routes and break them.
+    .onTransform({ as: "global" }, ({ request, route }) => rawBodyRoutes.check(request, route))
     .onError(({ code, error, request }) => {
       // A handler's own error first: its status wins over Elysia's classification.
       if (error instanceof ApiError || error instanceof DomainError) return errorAnswer(app, request, error);
-      if (code === "PARSE") return jsonError(400, "请求体不是有效的 JSON");
+      if (code === "PARSE") return jsonError(400, NOT_JSON);
       if (code === "NOT_FOUND") return jsonError(404, "接口不存在");
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
       return errorAnswer(app, request, error);
@@ -67,6 +71,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(backupRoutes(app))
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);
+  rawBodyRoutes.learn(router.routes);
   assertAdminRoutesGuarded(router.routes);
   return router;
 }
