@@ -40,6 +40,7 @@ export const SERIAL: Record<string, string> = {
   "test/s3/hardening.test.ts": "hostile DeleteObjects bodies refused under 100 ms over HTTP",
   "test/unit/delivery-transform.test.ts": "a 30 ms processing timeout fires within 300 ms",
   "test/clients/picgo-cli.test.ts": "the PicGo CLI exits within 2 s of its upload",
+  "test/unit/login-throttle.test.ts": "200,000 throttled attempts under 2 s (no scan of all buckets per attempt)",
 };
 
 async function bunTest(args: string[]): Promise<number> {

@@ -1,3 +1,5 @@
+import { isIPv6 } from "node:net";
+import { normalizeAddress } from "../net/cidr";
 import { TokenBucketLimiter } from "./rate-limit";
 
 /** Per client address, across all names: enough for a shared office, not for a password spray. */
@@ -16,15 +18,20 @@ export type LoginAdmission = { ok: true; release: (verified: boolean) => void } 
  */
 export class LoginThrottle {
   private readonly perName: TokenBucketLimiter;
-  private readonly perAddress = new TokenBucketLimiter(LOGIN_ADDRESS_BURST, LOGIN_ADDRESS_REFILL_SECONDS);
+  private readonly perAddress: TokenBucketLimiter;
   private readonly checks = new PasswordCheckSlots(MAX_CONCURRENT_PASSWORD_CHECKS);
 
-  constructor(burst: number, refillSeconds: number) {
-    this.perName = new TokenBucketLimiter(burst, refillSeconds);
+  private readonly perAccount: TokenBucketLimiter;
+
+  constructor(burst: number, refillSeconds: number, now: () => number = Date.now) {
+    this.perName = new TokenBucketLimiter(burst, refillSeconds, now);
+    this.perAccount = new TokenBucketLimiter(burst, refillSeconds, now);
+    this.perAddress = new TokenBucketLimiter(LOGIN_ADDRESS_BURST, LOGIN_ADDRESS_REFILL_SECONDS, now);
   }
 
   admitLogin(client: string, name: string): LoginAdmission {
-    const wait = Math.max(this.perAddress.take(client), this.perName.take(`${client}\0${name}`));
+    const from = clientKey(client);
+    const wait = Math.max(this.perAddress.take(from), this.perName.take(`${from}\0${name}`));
     if (wait > 0) return { ok: false, retryAfter: wait, reason: "rate" };
     const check = this.admitCheck();
     if (!check.ok) return check;
@@ -33,12 +40,33 @@ export class LoginThrottle {
       // Only failures count against the address: many people behind one NAT still get in.
       release: (verified) => {
         check.release(verified);
-        if (verified) this.perAddress.refund(client);
+        if (verified) this.perAddress.refund(from);
       },
     };
   }
 
-  /** A password verification outside login (changing one's password) shares the same slots. */
+  /**
+   * Changing one's password proves the old one: with a stolen session cookie (valid for weeks)
+   * that check would otherwise be an unthrottled oracle for the plaintext password. So it has
+   * the login's budget per account (wherever the requests come from), and a correct answer
+   * gives its token back.
+   */
+  admitPasswordChange(userId: string): LoginAdmission {
+    const key = `account\0${userId}`;
+    const wait = this.perAccount.take(key);
+    if (wait > 0) return { ok: false, retryAfter: wait, reason: "rate" };
+    const check = this.admitCheck();
+    if (!check.ok) return check;
+    return {
+      ok: true,
+      release: (verified) => {
+        check.release(verified);
+        if (verified) this.perAccount.refund(key);
+      },
+    };
+  }
+
+  /** A password verification under another budget shares the same slots. */
   admitCheck(): LoginAdmission {
     const release = this.checks.tryEnter();
     return release ? { ok: true, release: () => release() } : { ok: false, retryAfter: 1, reason: "busy" };
@@ -58,4 +86,30 @@ class PasswordCheckSlots {
       released = true;
     };
   }
+}
+
+/**
+ * The key a client's attempts count under. An IPv6 client counts as its /64: one host usually
+ * has a whole /64 to itself, so per-address buckets would give it 2^64 fresh budgets.
+ */
+export function clientKey(client: string): string {
+  const address = normalizeAddress(client);
+  if (!isIPv6(address)) return address;
+  return `${ipv6Groups(address).slice(0, 4).join(":")}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address, as lowercase hex without leading zeros. */
+function ipv6Groups(address: string): string[] {
+  let text = address.toLowerCase();
+  // A trailing dotted quad (64:ff9b::1.2.3.4) is the last two groups.
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = "", tail] = text.split("::");
+  const front = head ? head.split(":") : [];
+  const back = tail ? tail.split(":") : [];
+  const groups = tail === undefined ? front : [...front, ...Array(8 - front.length - back.length).fill("0"), ...back];
+  return groups.map((g) => Number.parseInt(g, 16).toString(16));
 }

@@ -1,26 +1,44 @@
+/** Buckets kept before the first prune; afterwards a prune runs when the map has doubled since the last. */
+const PRUNE_FLOOR = 10_000;
+/** Hard bound: beyond it the least recently used buckets go, full or not (address churn at scale). */
+export const MAX_BUCKETS = 100_000;
+
 /**
  * Token bucket per key (login: client address + user name). `take` returns 0 when
  * allowed, else the seconds until one token is available (for Retry-After).
+ *
+ * Memory is bounded under address churn without a scan per request: full buckets are pruned
+ * when the map has doubled since the last prune (amortized O(1) per take), and the map never
+ * holds more than MAX_BUCKETS (the least recently used go first; the map's order is recency).
  */
 export class TokenBucketLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private pruneAt = PRUNE_FLOOR;
 
   constructor(
     private readonly burst: number,
     private readonly refillSeconds: number,
     private readonly now: () => number = Date.now,
+    private readonly maxBuckets = MAX_BUCKETS,
   ) {}
+
+  get size(): number {
+    return this.buckets.size;
+  }
 
   take(key: string): number {
     const now = this.now();
     const bucket = this.buckets.get(key) ?? { tokens: this.burst, at: now };
     const refilled = Math.min(this.burst, bucket.tokens + (now - bucket.at) / 1000 / this.refillSeconds);
+    // Deleted and set again, so the map's order is least recently used first.
+    this.buckets.delete(key);
     if (refilled < 1) {
       this.buckets.set(key, { tokens: refilled, at: now });
+      this.bound(now);
       return Math.max(1, Math.ceil((1 - refilled) * this.refillSeconds));
     }
     this.buckets.set(key, { tokens: refilled - 1, at: now });
-    if (this.buckets.size > 10_000) this.prune(now);
+    this.bound(now);
     return 0;
   }
 
@@ -30,7 +48,22 @@ export class TokenBucketLimiter {
     if (bucket) bucket.tokens = Math.min(this.burst, bucket.tokens + 1);
   }
 
-  /** Drops full buckets so memory stays bounded under address churn. */
+  private bound(now: number) {
+    if (this.buckets.size > this.pruneAt) {
+      this.prune(now);
+      this.pruneAt = Math.max(PRUNE_FLOOR, 2 * this.buckets.size);
+    }
+    if (this.buckets.size <= this.maxBuckets) return;
+    // A tenth at once: each walk from the front also steps over the entries deleted before, so
+    // evicting one per take would be a scan per take again.
+    const keep = Math.floor(this.maxBuckets * 0.9);
+    for (const key of this.buckets.keys()) {
+      if (this.buckets.size <= keep) break;
+      this.buckets.delete(key);
+    }
+  }
+
+  /** Drops full buckets: forgetting them changes nothing (a new bucket starts full). */
   private prune(now: number) {
     for (const [key, b] of this.buckets) {
       if (b.tokens + (now - b.at) / 1000 / this.refillSeconds >= this.burst) this.buckets.delete(key);

@@ -158,6 +158,29 @@ describe("login rate limit", () => {
     }
   });
 
+  test("the old password of a password change is throttled per account: a stolen session cannot guess it", async () => {
+    const server = await KuraServer.start({ env: { KURA_TRUSTED_PROXIES: "127.0.0.1" } });
+    try {
+      const admin = await adminSession(server);
+      await admin.json("POST", "/api/admin/users", { name: "carol", password: "carol-pass-1" }, 201);
+      // Two sessions from two addresses: the budget belongs to the account, not to the client.
+      const sessions = [new Session(server, { "x-forwarded-for": "198.51.100.7" }), new Session(server, { "x-forwarded-for": "2001:db8::7" })];
+      for (const s of sessions) expect((await s.login("carol", "carol-pass-1")).status).toBe(200);
+      const change = (s: Session, old: string) => s.request("PUT", "/api/admin/me/password", { old_password: old, new_password: "carol-pass-2" });
+      for (let i = 0; i < 5; i++) expect(await expectError(await change(sessions[i % 2]!, `guess-${i}`), 400)).toBe("原密码错误");
+      const limited = await change(sessions[1]!, "guess-5");
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+      await expectError(limited, 429);
+      // Even the right password waits now, and nothing changed.
+      await expectError(await change(sessions[0]!, "carol-pass-1"), 429);
+      expect((await new Session(server).login("carol", "carol-pass-1")).status).toBe(200);
+      // Another account has its own budget.
+      expect((await admin.request("PUT", "/api/admin/me/password", { old_password: "wrong", new_password: "admin-password-2" })).status).toBe(400);
+    } finally {
+      await server.dispose();
+    }
+  });
+
   test("Secure cookie behind a trusted proxy that reports HTTPS", async () => {
     const server = await KuraServer.start({ env: { KURA_TRUSTED_PROXIES: "127.0.0.0/8" } });
     try {

@@ -53,7 +53,7 @@ export function authRoutes(app: AppContext) {
     })
     .put("/api/admin/me/password", async ({ request, body, set, principal: p }) => {
       const input = parseBody(changePasswordBody, body);
-      if (!(await checkPassword(app.loginLimiter.admitCheck(), input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
+      if (!(await checkPassword(app.loginLimiter.admitPasswordChange(p.user.id), input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
       if (input.old_password === input.new_password) throw badRequest("新密码不能与原密码相同");
       app.users.setPassword(p.user.id, await hashPassword(input.new_password), false);
       app.sessions.deleteAllForUser(p.user.id);
