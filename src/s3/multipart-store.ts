@@ -1,12 +1,15 @@
 /**
  * Open S3 multipart uploads: their rows (who, which key, staged bytes), their part files under
- * <tmp>/multipart/<uploadId>/, the per-user limits that keep them from exhausting disk or quota,
- * and the expiry of abandoned ones (run by the cleanup sweep).
+ * <tmp>/multipart/<uploadId>/, the per-upload lock that orders the requests changing them, the
+ * per-user limits that keep them from exhausting disk or quota, and the expiry of abandoned ones
+ * (run by the cleanup sweep).
  */
+import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
+import { markAt } from "../testing/hold-points";
 import { S3Error } from "./errors";
 import {
   changeStagedBytes,
@@ -26,6 +29,44 @@ export type { UploadRow };
 export const MAX_OPEN_UPLOADS_PER_USER = 20;
 
 export const partsDir = (app: AppContext, uploadId: string) => join(app.paths.tmp, "multipart", uploadId);
+
+/**
+ * Where a part is received: beside the parts dir, not in it. Complete and Abort remove that dir, which
+ * must not pull the file from under a body still arriving (that was an ENOENT and a 500); the part only
+ * moves into the dir under the upload's lock, after checking that the upload still exists.
+ */
+export const partialPath = (app: AppContext, uploadId: string, partNumber: number) =>
+  join(app.paths.tmp, "multipart", `${uploadId}.${partNumber}.${randomBytes(6).toString("hex")}.partial`);
+
+/** Tail of each upload's queue: present only while a request of that upload holds or waits for the lock. */
+const uploadLocks = new Map<string, Promise<void>>();
+
+/**
+ * Runs `fn` when no other request of the same upload is inside its own `withUploadLock`, in arrival
+ * order. Complete, Abort, the commit of a part and expiry all change the part files and the row
+ * together, so each must see them as another left them, never half-removed. The main thread is the
+ * only writer, so an in-process queue is enough. Callers read the client's body before they queue,
+ * so a waiter waits only for the server-side work of those ahead of it (a slow client holds no one
+ * up); the last one out removes the entry, so the map never outgrows the requests in progress.
+ */
+export async function withUploadLock<T>(uploadId: string, op: string, fn: () => Promise<T>): Promise<T> {
+  const ahead = uploadLocks.get(uploadId);
+  let release = () => {};
+  const mine = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  uploadLocks.set(uploadId, mine);
+  try {
+    if (ahead) {
+      markAt("s3.multipart-queued", `op=${op} upload=${uploadId}`);
+      await ahead; // never rejects: each holder only resolves its promise
+    }
+    return await fn();
+  } finally {
+    release();
+    if (uploadLocks.get(uploadId) === mine) uploadLocks.delete(uploadId);
+  }
+}
 
 export function findUploadRow(app: AppContext, userId: string, uploadId: string): UploadRow | undefined {
   if (!/^[0-9a-f]{32}$/.test(uploadId)) return undefined;
@@ -82,7 +123,7 @@ export function insertUpload(app: AppContext, row: Omit<UploadRow, "created_at" 
   insertUploadRow(app.db, row, sqlTime());
 }
 
-/** Removes the row and the part files (Complete, Abort, expiry). */
+/** Removes the row and the part files (Complete, Abort, expiry; each under `withUploadLock`). */
 export async function removeUpload(app: AppContext, uploadId: string) {
   deleteUploadRow(app.db, uploadId);
   await rm(partsDir(app, uploadId), { recursive: true, force: true });
@@ -97,7 +138,8 @@ export function uploadsAfter(app: AppContext, userId: string, prefix: string, ke
 export async function expireMultipartUploads(app: AppContext, now = Date.now()): Promise<number> {
   const cutoff = sqlTime(now - app.settings.get().s3_multipart_expiry_hours * 3_600_000);
   const rows = uploadIdsStartedBefore(app.db, cutoff);
-  for (const uploadId of rows) await removeUpload(app, uploadId);
+  // Behind any Complete in progress, which would otherwise lose its part files halfway.
+  for (const uploadId of rows) await withUploadLock(uploadId, "expire", () => removeUpload(app, uploadId));
   if (rows.length) app.log.info("已清除过期的 S3 分片上传", { count: rows.length });
   return rows.length;
 }

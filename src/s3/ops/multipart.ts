@@ -1,14 +1,20 @@
 /**
- * Multipart uploads: parts are stored as files under <tmp>/multipart/<uploadId>/ (named `<n>.<md5>`,
- * written under a temporary name and renamed, so concurrent, out-of-order parts never see each other
- * half-written); Complete concatenates the listed parts in order into one temp file and stores it like
- * a PutObject. `tmp` is wiped at startup (and the rows with it), so an upload open across a restart is
- * NoSuchUpload. Limits (multipart-store.ts): open uploads per user, staged bytes against the quota,
- * every part through the upload gate, expiry of abandoned uploads.
+ * Multipart uploads: parts are stored as files under <tmp>/multipart/<uploadId>/ (named `<n>.<md5>`),
+ * each received beside that dir and moved in only once complete; Complete concatenates the listed
+ * parts in order into one temp file and stores it like a PutObject. `tmp` is wiped at startup (and
+ * the rows with it), so an upload open across a restart is NoSuchUpload. Limits (multipart-store.ts):
+ * open uploads per user, staged bytes against the quota, every part through the upload gate, expiry
+ * of abandoned uploads.
+ *
+ * An upload is named by its key and id together: an id sent with another key is NoSuchUpload. The
+ * steps that change an upload's parts (a part taking its place, Complete, Abort, expiry) run one at a
+ * time per upload (`withUploadLock`), each looking the upload up again inside, so a request that lost
+ * a race to Complete or Abort answers NoSuchUpload, never half-works. Two uploads of one part number:
+ * the one whose body arrived last replaces the other, as in S3, and only its ETag completes.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { AppContext } from "../../context";
 import type { UploadGate } from "../../images/upload/limits";
 import { readXmlBody, receiveToFile, writeDigested, type BodyDigests } from "../body";
@@ -18,20 +24,28 @@ import {
   admitNewUpload,
   findUploadRow,
   insertUpload,
+  partialPath,
   partsDir,
   quotaExceeded,
   quotaRoom,
   removeUpload,
   trackReceiving,
   type UploadRow,
+  withUploadLock,
 } from "../multipart-store";
 import { requestMeta, type S3Request } from "../request";
-import { el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
+import { pauseAt } from "../../testing/hold-points";
+import { type CompletedPart, el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
 
+/**
+ * The caller's open upload. S3 names an upload by key and id together, so an id sent with another key
+ * is NoSuchUpload like an unknown id: otherwise Complete would store under the upload's own key and
+ * silently replace an object the client never named, and Abort would cancel someone else's upload.
+ */
 function findUpload(app: AppContext, req: S3Request): UploadRow {
   const row = findUploadRow(app, req.user.id, req.query.get("uploadId") ?? "");
-  if (!row) throw noSuchUpload();
+  if (!row || row.object_key !== req.key) throw noSuchUpload();
   return row;
 }
 
@@ -70,7 +84,6 @@ export async function uploadPart(app: AppContext, gate: UploadGate, req: S3Reque
 
 async function receivePart(app: AppContext, req: S3Request, upload: UploadRow, n: number): Promise<Response> {
   const dir = partsDir(app, upload.upload_id);
-  await mkdir(dir, { recursive: true });
   // All parts together become one image, so they share the max_upload_mb budget (bounds disk use too).
   let others = 0;
   for (const [number, part] of await storedParts(dir)) if (number !== n) others += (await stat(part.path).catch(() => ({ size: 0 }))).size;
@@ -82,33 +95,44 @@ async function receivePart(app: AppContext, req: S3Request, upload: UploadRow, n
   const room = quotaRoom(app, userId, used);
   if (room <= 0) throw quotaExceeded();
   const cap = Math.min(maxBytes - others, room);
-  const partial = join(dir, `${n}.${randomBytes(6).toString("hex")}.partial`);
+  const partial = partialPath(app, upload.upload_id, n);
+  await mkdir(dirname(partial), { recursive: true });
+  await pauseAt("s3.multipart", `op=part-receive upload=${upload.upload_id} part=${n}`);
   let received = 0;
-  const digests = await receiveToFile(req, partial, cap, (bytes) => {
-    received += bytes;
-    trackReceiving(userId, bytes);
-    if (Number.isFinite(room) && quotaRoom(app, userId, used) < 0) throw quotaExceeded();
-  })
-    .catch((err: unknown) => {
+  try {
+    const digests = await receiveToFile(req, partial, cap, (bytes) => {
+      received += bytes;
+      trackReceiving(userId, bytes);
+      if (Number.isFinite(room) && quotaRoom(app, userId, used) < 0) throw quotaExceeded();
+    }).catch((err: unknown) => {
       if (err instanceof S3Error && err.code === "EntityTooLarge") throw cap < maxBytes - others ? quotaExceeded() : entityTooLarge(maxBytes);
       throw err;
-    })
-    .finally(() => trackReceiving(userId, -received));
-  // The upload may have been aborted or expired meanwhile: then the part is dropped, not staged.
-  if (!findUploadRow(app, userId, upload.upload_id)) {
-    await rm(partial, { force: true });
-    throw noSuchUpload();
+    });
+    // The body is in; the lock orders the parts by when their bodies arrived, so the last one wins.
+    return await withUploadLock(upload.upload_id, `part-${n}`, () => commitPart(app, req, partial, n, digests.md5, digests.size));
+  } finally {
+    // Counted as receiving until staged (or dropped), so a wait for the lock opens no gap in the quota.
+    trackReceiving(userId, -received);
+    await rm(partial, { force: true }); // already moved when the part was kept
   }
-  // A re-sent part replaces the earlier one.
+}
+
+/** Under the upload's lock: the received part takes the place of any earlier part `n`, counted once in the staged bytes. */
+async function commitPart(app: AppContext, req: S3Request, partial: string, n: number, md5: string, size: number): Promise<Response> {
+  // Aborted, completed or expired while the body arrived: the part is dropped, not staged.
+  const upload = findUpload(app, req);
+  const dir = partsDir(app, upload.upload_id);
+  await mkdir(dir, { recursive: true });
   const previous = (await storedParts(dir)).get(n);
+  await pauseAt("s3.multipart", `op=part-commit upload=${upload.upload_id} part=${n}`);
   let replaced = 0;
   if (previous) {
     replaced = (await stat(previous.path).catch(() => ({ size: 0 }))).size;
     await rm(previous.path, { force: true });
   }
-  await rename(partial, join(dir, `${n}.${digests.md5}`));
-  addStagedBytes(app, upload.upload_id, digests.size - replaced);
-  return new Response(null, { status: 200, headers: { etag: `"${digests.md5}"` } });
+  await rename(partial, join(dir, `${n}.${md5}`));
+  addStagedBytes(app, upload.upload_id, size - replaced);
+  return new Response(null, { status: 200, headers: { etag: `"${md5}"` } });
 }
 
 /** Writes the parts, in order, into one file: streamed, hashed, capped. */
@@ -123,12 +147,18 @@ async function* chained(files: string[]): AsyncIterable<Uint8Array> {
 }
 
 export async function completeMultipartUpload(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
-  const upload = findUpload(app, req);
+  const { upload_id } = findUpload(app, req);
   const listed = parseCompleteMultipart(await readXmlBody(req));
   if (!listed) throw malformedXml();
   for (let i = 1; i < listed.length; i++) {
     if (listed[i]!.partNumber <= listed[i - 1]!.partNumber) throw new S3Error("InvalidPartOrder", "分片列表必须按分片号升序排列");
   }
+  // From the check of the parts to their removal, no Abort, part or second Complete may change them.
+  return withUploadLock(upload_id, "complete", () => completeLocked(app, gate, req, listed));
+}
+
+async function completeLocked(app: AppContext, gate: UploadGate, req: S3Request, listed: CompletedPart[]): Promise<Response> {
+  const upload = findUpload(app, req);
   const dir = partsDir(app, upload.upload_id);
   const stored = await storedParts(dir);
   const files: string[] = [];
@@ -147,6 +177,7 @@ export async function completeMultipartUpload(app: AppContext, gate: UploadGate,
   } catch {
     // a damaged meta column only loses the x-amz-meta-* headers
   }
+  await pauseAt("s3.multipart", `op=complete upload=${upload.upload_id}`);
   await storeObject(app, gate, req, upload.object_key, meta, (path) => concatenate(files, path, maxBytes));
   // S3's multipart ETag: MD5 of the concatenated binary part MD5s, then "-<part count>".
   const etag = createHash("md5")
@@ -168,7 +199,11 @@ export async function completeMultipartUpload(app: AppContext, gate: UploadGate,
 }
 
 export async function abortMultipartUpload(app: AppContext, req: S3Request): Promise<Response> {
-  const upload = findUpload(app, req);
-  await removeUpload(app, upload.upload_id);
-  return new Response(null, { status: 204 });
+  const { upload_id } = findUpload(app, req);
+  return withUploadLock(upload_id, "abort", async () => {
+    findUpload(app, req); // a Complete or Abort ahead of this one already removed it
+    await pauseAt("s3.multipart", `op=abort upload=${upload_id}`);
+    await removeUpload(app, upload_id);
+    return new Response(null, { status: 204 });
+  });
 }
