@@ -10,7 +10,7 @@ import type { LoadedChannel } from "../channels/registry";
 import type { BlobRow } from "./repo";
 import { storageKeyFor } from "./storage-key";
 import type { Dimensions, PreparedImage } from "./upload/prepare";
-import { holdAt } from "../testing/hold-points";
+import { holdAt, pauseAt } from "../testing/hold-points";
 import { awaitedLater } from "../shared/awaited-later";
 
 export { PHASH_JOB, REPLICATE_JOB } from "./job-names";
@@ -119,20 +119,29 @@ async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewRe
   const key = existing?.storage_key ?? storageKeyFor(prepared.sha256, prepared.ext);
   const { written, intents } = needsBytes ? await writeSynchronously(app, prepared, key) : { written: [], intents: [] };
   if (written.length) await holdAt("upload.before-commit", `key=${key}`);
+  if (written.length) await pauseAt("upload.commit", `key=${key}`);
 
+  let outcome: { id: string; ownsWrites: boolean };
   try {
     const dimensions = await prepared.dimensions;
-    return await app.commits.run(() => {
+    outcome = await app.commits.run(() => {
       checkQuota(app, ref.userId, prepared.size);
       const blob = upsertBlob(app, prepared, dimensions, key, written);
       const id = insertImage(app, blob.id, ref);
-      dropIntents(app, intents);
-      return id;
+      const ownsWrites = blob.storage_key === key;
+      // Objects no blob owns keep their intents until they are deleted below, so a crash in
+      // between still finds them at the next start.
+      if (ownsWrites) dropIntents(app, intents);
+      return { id, ownsWrites };
     });
   } catch (err) {
     if (written.length) await undoWrites(app, key, written, intents);
     throw err;
   }
+  // Another upload of the same bytes committed its blob first (both found none when they
+  // started): this reference now points at that blob, and the objects written here are nobody's.
+  if (!outcome.ownsWrites && written.length) await undoWrites(app, key, written, intents);
+  return outcome.id;
 }
 
 function upsertBlob(app: AppContext, prepared: PreparedImage, dimensions: Dimensions, key: string, written: Writable[]): BlobRow {
@@ -153,7 +162,9 @@ function upsertBlob(app: AppContext, prepared: PreparedImage, dimensions: Dimens
     blob = app.images.blob(blobId)!;
     // Its perceptual hash comes later, from the sweep (phash-sweep.ts): no job row per upload.
   }
-  for (const channel of written) app.images.setReplica(blob.id, channel.row.id, "done");
+  // Only objects under the blob's own key are its replicas: a concurrent upload of the same
+  // bytes that lost the race wrote under a key of its own.
+  if (blob.storage_key === key) for (const channel of written) app.images.setReplica(blob.id, channel.row.id, "done");
   scheduleReplication(app, blob.id);
   return blob;
 }

@@ -54,7 +54,9 @@ export type PausePoint =
    * upload's lock, `op=part-commit` between finding the part it replaces and taking its place,
    * `op=complete` between checking the parts and reading them, `op=abort` before the removal.
    */
-  "s3.multipart";
+  | "s3.multipart"
+  /** An upload whose bytes are written (intents committed), before its reference's commit (images/store.ts). */
+  | "upload.commit";
 
 export function pauseAt(point: PausePoint, detail: string): Promise<void> | undefined {
   const dir = process.env.KURA_TEST_PAUSE_DIR;
