@@ -68,9 +68,15 @@ function objectStream(req: S3Request): ReadableStream<Uint8Array> {
   return decodeAwsChunked(body, { signed, trailerExpected: trailer, decodedLength: auth.decodedContentLength });
 }
 
+export interface HeaderChecksum {
+  name: string;
+  value: string;
+  calc: ChecksumCalculator;
+}
+
 /** Checksum headers sent with a plain (non-trailer) body; verified after reading. */
-function headerChecksums(req: S3Request): { name: string; value: string; calc: ChecksumCalculator }[] {
-  const out: { name: string; value: string; calc: ChecksumCalculator }[] = [];
+export function headerChecksums(req: S3Request): HeaderChecksum[] {
+  const out: HeaderChecksum[] = [];
   for (const [name, value] of req.request.headers) {
     if (!name.startsWith("x-amz-checksum-") || name === "x-amz-checksum-mode" || name === "x-amz-checksum-algorithm") continue;
     const calc = checksumCalculator(name);
@@ -83,12 +89,17 @@ function headerChecksums(req: S3Request): { name: string; value: string; calc: C
  * Streams the body through `sink`, at most `maxBytes` object bytes (EntityTooLarge as soon as the cap
  * is crossed, nothing more read), then verifies the digests. `sink` is awaited per chunk (backpressure).
  */
-export async function consumeBody(req: S3Request, maxBytes: number, sink: (chunk: Uint8Array) => Promise<void> | void): Promise<BodyDigests> {
+export async function consumeBody(
+  req: S3Request,
+  maxBytes: number,
+  sink: (chunk: Uint8Array) => Promise<void> | void,
+  opts: { checksumsDescribeObject?: boolean } = {},
+): Promise<BodyDigests> {
   const declared = declaredSize(req);
   if (declared !== undefined && declared > maxBytes) throw entityTooLarge(maxBytes);
   const md5 = createHash("md5");
   const sha256 = createHash("sha256");
-  const checks = headerChecksums(req);
+  const checks = opts.checksumsDescribeObject ? [] : headerChecksums(req);
   // The raw body's sha256 is what x-amz-content-sha256 signs; for aws-chunked it is the framing's job.
   const rawHex = req.auth.payloadMode === "sha256";
   let size = 0;
@@ -173,13 +184,22 @@ export async function receiveToFile(req: S3Request, path: string, maxBytes: numb
   }
 }
 
-/** A small XML body in memory (Complete, Delete), verified like any other body. */
-export async function readXmlBody(req: S3Request): Promise<string> {
+/**
+ * A small XML body in memory (Complete, Delete), verified like any other body. On Complete the
+ * `x-amz-checksum-*` headers are the whole object's checksum, not the XML's (`checksumsDescribeObject`):
+ * the caller checks them against the object it assembles.
+ */
+export async function readXmlBody(req: S3Request, opts: { checksumsDescribeObject?: boolean } = {}): Promise<string> {
   const chunks: Uint8Array[] = [];
   try {
-    await consumeBody(req, MAX_XML_BODY, (chunk) => {
-      chunks.push(chunk);
-    });
+    await consumeBody(
+      req,
+      MAX_XML_BODY,
+      (chunk) => {
+        chunks.push(chunk);
+      },
+      opts,
+    );
   } catch (err) {
     if (err instanceof S3Error && err.code === "EntityTooLarge") throw new S3Error("MalformedXML", "XML 请求体过大");
     throw err;

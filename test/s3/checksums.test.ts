@@ -194,3 +194,61 @@ describe("S3 upload checksums", () => {
     expectNothingStored("sdk/wrong.png", images, blobs);
   });
 });
+
+describe("CompleteMultipartUpload checksums describe the object, not the XML", () => {
+  let f: S3Fixture;
+  let png: Buffer;
+  beforeAll(async () => {
+    f = await startS3Fixture();
+    png = await makePng(300, 200, 77);
+  });
+  afterAll(() => f.server.dispose());
+
+  const crc32 = (bytes: Uint8Array) => {
+    const calc = checksumCalculator("x-amz-checksum-crc32")!;
+    calc.update(bytes);
+    return calc.digestBase64();
+  };
+  const s3 = (method: string, path: string, body?: Uint8Array, headers: Record<string, string> = {}) =>
+    signedS3(f.server.base, f.cred, method, `/s3/kura/${path}`, { body, headers });
+
+  /** An upload of `png` in two parts, ready to complete: its id and the Complete body. */
+  async function twoParts(key: string) {
+    const id = /<UploadId>(\w+)<\/UploadId>/.exec(await (await s3("POST", `${key}?uploads=`)).text())![1]!;
+    const halves = [png.subarray(0, 1000), png.subarray(1000)];
+    const tags: string[] = [];
+    for (const [i, half] of halves.entries()) {
+      const res = await s3("PUT", `${key}?partNumber=${i + 1}&uploadId=${id}`, half);
+      expect(res.status).toBe(200);
+      tags.push(res.headers.get("etag")!);
+    }
+    const xml = new TextEncoder().encode(
+      `<CompleteMultipartUpload>${tags.map((t, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${t}</ETag></Part>`).join("")}</CompleteMultipartUpload>`,
+    );
+    return { id, complete: (headers: Record<string, string>) => s3("POST", `${key}?uploadId=${id}`, xml, headers) };
+  }
+
+  test("a full-object CRC32 of the assembled bytes completes (before, it was checked against the XML and failed)", async () => {
+    const { complete } = await twoParts("mp/right.png");
+    const res = await complete({ "x-amz-checksum-crc32": crc32(png), "x-amz-checksum-type": "FULL_OBJECT" });
+    expect(res.status).toBe(200);
+    const got = await s3("GET", "mp/right.png");
+    expect(sha256(await got.arrayBuffer())).toBe(sha256(png));
+  });
+
+  test("a wrong full-object checksum is BadDigest, stores nothing, and the upload can still complete", async () => {
+    const { complete } = await twoParts("mp/wrong.png");
+    const res = await complete({ "x-amz-checksum-crc32": crc32(Buffer.from("not the object")), "x-amz-checksum-type": "FULL_OBJECT" });
+    expect(res.status).toBe(400);
+    expect(codeOf(await res.text())).toBe("BadDigest");
+    expect((await s3("HEAD", "mp/wrong.png")).status).toBe(404);
+    expect(readdirSync(join(f.server.dataDir, "tmp")).filter((n) => n !== "multipart")).toEqual([]);
+    expect((await complete({})).status).toBe(200);
+  });
+
+  test("a composite checksum (a checksum of the parts' checksums, `<base64>-<parts>`) is not mistaken for the object's", async () => {
+    const { complete } = await twoParts("mp/composite.png");
+    const res = await complete({ "x-amz-checksum-crc32": `${crc32(Buffer.from("parts"))}-2` });
+    expect(res.status).toBe(200);
+  });
+});

@@ -17,7 +17,7 @@ import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { AppContext } from "../../context";
 import type { UploadGate } from "../../images/upload/limits";
-import { readXmlBody, receiveToFile, writeDigested, type BodyDigests } from "../body";
+import { headerChecksums, readXmlBody, receiveToFile, writeDigested, type BodyDigests, type HeaderChecksum } from "../body";
 import { S3Error, entityTooLarge, malformedXml, noSuchUpload } from "../errors";
 import {
   addStagedBytes,
@@ -135,20 +135,38 @@ async function commitPart(app: AppContext, req: S3Request, partial: string, n: n
   return new Response(null, { status: 200, headers: { etag: `"${md5}"` } });
 }
 
-/** Writes the parts, in order, into one file: streamed, hashed, capped. */
-function concatenate(files: string[], path: string, maxBytes: number): Promise<BodyDigests> {
-  return writeDigested(path, chained(files), (size) => {
+/**
+ * Writes the parts, in order, into one file: streamed, hashed, capped. A full-object checksum sent
+ * with Complete (`x-amz-checksum-*`, what the SDKs send for `ChecksumType: FULL_OBJECT`) is verified
+ * against the assembled bytes: BadDigest, and nothing is stored. A composite one (`<base64>-<parts>`,
+ * a checksum of the parts' checksums) cannot be, since parts keep no checksums of their own here.
+ */
+async function concatenate(files: string[], path: string, maxBytes: number, checks: HeaderChecksum[]): Promise<BodyDigests> {
+  const digests = await writeDigested(path, chained(files, checks), (size) => {
     if (size > maxBytes) throw entityTooLarge(maxBytes);
   });
+  const wrong = checks.find((c) => c.calc.digestBase64() !== c.value);
+  if (wrong) {
+    await rm(path, { force: true });
+    throw new S3Error("BadDigest", `合并后对象的校验值与 ${wrong.name} 不一致`);
+  }
+  return digests;
 }
 
-async function* chained(files: string[]): AsyncIterable<Uint8Array> {
-  for (const file of files) yield* Bun.file(file).stream();
+async function* chained(files: string[], checks: HeaderChecksum[]): AsyncIterable<Uint8Array> {
+  for (const file of files) {
+    for await (const chunk of Bun.file(file).stream()) {
+      for (const c of checks) c.calc.update(chunk);
+      yield chunk;
+    }
+  }
 }
+
+const isFullObjectChecksum = (c: HeaderChecksum) => !/-\d+$/.test(c.value);
 
 export async function completeMultipartUpload(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
   const { upload_id } = findUpload(app, req);
-  const listed = parseCompleteMultipart(await readXmlBody(req));
+  const listed = parseCompleteMultipart(await readXmlBody(req, { checksumsDescribeObject: true }));
   if (!listed) throw malformedXml();
   for (let i = 1; i < listed.length; i++) {
     if (listed[i]!.partNumber <= listed[i - 1]!.partNumber) throw new S3Error("InvalidPartOrder", "分片列表必须按分片号升序排列");
@@ -178,7 +196,8 @@ async function completeLocked(app: AppContext, gate: UploadGate, req: S3Request,
     // a damaged meta column only loses the x-amz-meta-* headers
   }
   await pauseAt("s3.multipart", `op=complete upload=${upload.upload_id}`);
-  await storeObject(app, gate, req, upload.object_key, meta, (path) => concatenate(files, path, maxBytes));
+  const checks = headerChecksums(req).filter(isFullObjectChecksum);
+  await storeObject(app, gate, req, upload.object_key, meta, (path) => concatenate(files, path, maxBytes, checks));
   // S3's multipart ETag: MD5 of the concatenated binary part MD5s, then "-<part count>".
   const etag = createHash("md5")
     .update(Buffer.concat(listed.map((p) => Buffer.from(stored.get(p.partNumber)!.md5, "hex"))))
