@@ -23,6 +23,7 @@ const STATUS: Record<string, number> = {
   InvalidRange: 416,
   InvalidRequest: 400,
   InvalidURI: 400,
+  KeyTooLongError: 400,
   MalformedXML: 400,
   MethodNotAllowed: 405,
   MissingContentLength: 411,
@@ -44,6 +45,8 @@ export class S3Error extends Error {
     message: string,
     status?: number,
     readonly headers: Record<string, string> = {},
+    /** Extra elements of the error body after `<Message>`, as S3 adds them (KeyTooLongError's `<Size>`, MethodNotAllowed's `<Method>`). */
+    readonly details: Record<string, string | number> = {},
   ) {
     super(message);
     this.name = "S3Error";
@@ -108,6 +111,9 @@ function s3ErrorOf(err: DomainError): S3Error {
 export function errorResponse(err: S3Error, opts: { method: string; resource: string; requestId: string }): Response {
   const headers = { "content-type": "application/xml", "x-amz-request-id": opts.requestId, ...err.headers };
   if (opts.method === "HEAD") return new Response(null, { status: err.status, headers });
-  const body = xmlDocument(el("Error", [el("Code", err.code), el("Message", err.message), el("Resource", opts.resource), el("RequestId", opts.requestId)]));
+  const details = Object.entries(err.details).map(([name, value]) => el(name, value));
+  const body = xmlDocument(
+    el("Error", [el("Code", err.code), el("Message", err.message), ...details, el("Resource", opts.resource), el("RequestId", opts.requestId)]),
+  );
   return new Response(body, { status: err.status, headers });
 }

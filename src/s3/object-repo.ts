@@ -7,7 +7,7 @@ import type { AppContext } from "../context";
 import { openBlob } from "../images/read";
 import { folderByKey, isFolderKey } from "./folders";
 import type { S3Object } from "./object";
-import { selectObject, selectObjectsAfter, setBlobMd5, updateObjectMeta, userHasObjects } from "./repo";
+import { selectObject, selectObjectsFrom, setBlobMd5, updateObjectMeta, userHasObjects } from "./repo";
 import { validObjectKey } from "./request";
 
 export type { S3Object } from "./object";
@@ -19,9 +19,9 @@ export function objectByKey(app: AppContext, userId: string, key: string): S3Obj
   return selectObject(app.db, userId, key);
 }
 
-/** Keys strictly after `after`, from `from` on, in S3 (byte) order; SQLite's BINARY collation is UTF-8 byte order. */
-export function objectsAfter(app: AppContext, userId: string, after: string, from: string, limit: number): S3Object[] {
-  return selectObjectsAfter(app.db, userId, after, from, limit);
+/** Up to `limit` keys from `from` on (inclusive), in S3 (byte) order; SQLite's BINARY collation is UTF-8 byte order. */
+export function objectsFrom(app: AppContext, userId: string, from: string, limit: number): S3Object[] {
+  return selectObjectsFrom(app.db, userId, from, limit);
 }
 
 export function hasObjects(app: AppContext, userId: string): boolean {

@@ -28,17 +28,22 @@ export function selectObject(db: Database, userId: string, key: string): S3Objec
   );
 }
 
-/** Objects and folder markers with keys strictly after `after`, from `from` on, in S3 (byte) order; SQLite's BINARY collation is UTF-8 byte order. */
-export function selectObjectsAfter(db: Database, userId: string, after: string, from: string, limit: number): S3Object[] {
+/**
+ * Objects and folder markers with keys from `from` on (inclusive), in S3 (byte) order; SQLite's BINARY
+ * collation is UTF-8 byte order. One lower bound, because with two (`> ? AND >= ?`) SQLite seeks on one
+ * and filters on the other. Each table is read in index order up to `limit` before the merge, because a
+ * sort over the whole UNION would read every key after `from` on each page.
+ */
+export function selectObjectsFrom(db: Database, userId: string, from: string, limit: number): S3Object[] {
   return db
-    .query<S3Object, [string, string, string, string, string, string, string, number]>(
+    .query<S3Object, [string, string, string, number, string, string, number, number]>(
       `SELECT * FROM (
-         ${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key IS NOT NULL AND i.object_key > ? AND i.object_key >= ? AND ${LIVE}
+         SELECT * FROM (${OBJECT_SQL} WHERE i.user_id = ? AND i.object_key IS NOT NULL AND i.object_key >= ? AND ${LIVE} ORDER BY i.object_key LIMIT ?)
          UNION ALL
-         ${FOLDER_OBJECT_SQL} WHERE f.user_id = ? AND f.object_key > ? AND f.object_key >= ?
+         SELECT * FROM (${FOLDER_OBJECT_SQL} WHERE f.user_id = ? AND f.object_key >= ? ORDER BY f.object_key LIMIT ?)
        ) ORDER BY object_key LIMIT ?`,
     )
-    .all(userId, after, from, sqlTime(), userId, after, from, limit);
+    .all(userId, from, sqlTime(), limit, userId, from, limit, limit);
 }
 
 /** Whether the user has any object or folder marker (a bucket that is not empty). */

@@ -84,13 +84,18 @@ export function requestMeta(request: Request): Record<string, string> {
   return meta;
 }
 
-/** Object keys become /o/<user>/<key> aliases: same rules as the object_key of POST /api/upload. */
+/** S3's limit on a key: 1024 bytes of its UTF-8 encoding (a CJK character takes 3 of them, an emoji 4). */
+export const MAX_KEY_BYTES = 1024;
+
+/** The key's length as S3 counts it: UTF-8 bytes, not the UTF-16 units of `key.length`. */
+export const keyBytes = (key: string): number => Buffer.byteLength(key, "utf8");
+
+/**
+ * Object keys become /o/<user>/<key> aliases: relative, no empty, `.` or `..` segments, no control
+ * characters or backslash. Length is not part of it: a new key is held to MAX_KEY_BYTES where it is
+ * written (requireValidKey), while a key stored before that limit counted bytes (or by POST
+ * /api/upload) must stay readable and deletable.
+ */
 export function validObjectKey(key: string): boolean {
-  return (
-    key.length >= 1 &&
-    key.length <= 1024 &&
-    !key.startsWith("/") &&
-    !key.split("/").some((s) => s === "" || s === "." || s === "..") &&
-    !/[\u0000-\u001f\u007f\\]/.test(key)
-  );
+  return key.length >= 1 && !key.startsWith("/") && !key.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(key);
 }

@@ -6,7 +6,7 @@
 import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
-import { errorResponse, notImplemented, toS3Error } from "./errors";
+import { errorResponse, notImplemented, S3Error, toS3Error } from "./errors";
 import { rawTarget } from "../http/raw-url";
 import { isDiskFull } from "../errors";
 import { logDiskFull } from "../http/disk-full";
@@ -61,6 +61,55 @@ function subresource(req: S3Request): string | undefined {
 }
 
 type Handler = (req: S3Request) => Response | Promise<Response>;
+
+/** The methods S3 has operations for (HEAD reaches the GET route). */
+const S3_METHODS = new Set(["GET", "HEAD", "PUT", "POST", "DELETE"]);
+
+/**
+ * A request to `/s3` with any other method, answered as S3 answers it (an XML error) rather than by
+ * the app-wide JSON 404 that unrouted methods get. A hook, not routes: OPTIONS, PATCH, PROPFIND…
+ * all need it, and a catch-all route could not be documented in openapi.yaml. Nothing is read or
+ * authenticated: browsers never sign a preflight, and no other method does anything.
+ * - OPTIONS is a CORS preflight; Kura has no CORS configuration, so it is refused the way S3 refuses
+ *   one on a bucket without a CORS configuration: 400 BadRequest without `Origin` or
+ *   `Access-Control-Request-Method`, else 403 AccessForbidden "CORS is not enabled". A 405 would
+ *   also fail the preflight, but tools that probe CORS recognise S3's answer.
+ * - anything else: 405 MethodNotAllowed with `Allow`, as S3 answers a method it has no operation for.
+ */
+function otherMethod(request: Request): Response | undefined {
+  if (S3_METHODS.has(request.method)) return undefined;
+  const resource = rawTarget(request.url).path;
+  if (resource !== "/s3" && !resource.startsWith("/s3/")) return undefined;
+  const requestId = randomBytes(8).toString("hex").toUpperCase();
+  const answer = (err: S3Error) => errorResponse(err, { method: request.method, resource, requestId });
+  const type = resourceType(resource);
+  if (request.method === "OPTIONS") {
+    const origin = request.headers.get("origin");
+    const method = request.headers.get("access-control-request-method");
+    if (!origin) return answer(new S3Error("BadRequest", "CORS 预检请求缺少 Origin 头", 400));
+    if (!method || !S3_METHODS.has(method)) return answer(new S3Error("BadRequest", `Access-Control-Request-Method 无效：${method ?? "（缺失）"}`, 400));
+    return answer(
+      new S3Error("AccessForbidden", "CORSResponse：Kura 的 S3 接口未启用 CORS，浏览器无法跨域访问", 403, {}, { Method: method, ResourceType: type }),
+    );
+  }
+  return answer(
+    new S3Error(
+      "MethodNotAllowed",
+      `S3 接口不支持 ${request.method} 方法`,
+      405,
+      { allow: "GET, HEAD, PUT, POST, DELETE" },
+      { Method: request.method, ResourceType: type },
+    ),
+  );
+}
+
+/** S3's ResourceType of a path under /s3 (no decoding needed: only whether a bucket or key is named). */
+function resourceType(path: string): string {
+  const rest = path.replace(/^\/s3\/?/, "");
+  const slash = rest.indexOf("/");
+  if (rest === "") return "SERVICE";
+  return slash >= 0 && slash < rest.length - 1 ? "OBJECT" : "BUCKET";
+}
 
 export function s3Routes(app: AppContext) {
   // The same admission gate as the other upload surfaces: concurrency and per-user rate are global.
@@ -154,6 +203,7 @@ export function s3Routes(app: AppContext) {
 
   const opts = { parse: "none" as const };
   return new Elysia()
+    .onRequest(({ request }) => otherMethod(request))
     .get("/s3", ({ request }) => handle(request), opts)
     .put("/s3", ({ request }) => handle(request), opts)
     .post("/s3", ({ request }) => handle(request), opts)

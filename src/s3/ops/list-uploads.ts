@@ -9,12 +9,25 @@ import { S3Error } from "../errors";
 import { uploadsAfter } from "../multipart-store";
 import type { S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
+import { afterPrefix, isCommonPrefix } from "./list";
 
 function maxUploadsOf(req: S3Request): number {
   const raw = req.query.get("max-uploads");
   if (raw === undefined || raw === "") return 1000;
   if (!/^\d+$/.test(raw)) throw new S3Error("InvalidArgument", "max-uploads 必须是非负整数");
   return Math.min(Number(raw), 1000);
+}
+
+/**
+ * Where the page starts, as the (key, upload id) to list strictly after: a key marker without
+ * upload-id-marker skips that key's uploads ("~" sorts after every hex id); a CommonPrefix marker
+ * skips its whole group, so the page starts at the first key after the group ("" lets that key's
+ * uploads in, as no upload id is empty). undefined when nothing can follow.
+ */
+function startAfter(keyMarker: string, uploadIdMarker: string, prefix: string, delimiter: string): { key: string; uploadId: string } | undefined {
+  if (!isCommonPrefix(keyMarker, prefix, delimiter)) return { key: keyMarker, uploadId: uploadIdMarker || "~" };
+  const next = afterPrefix(keyMarker);
+  return next === undefined ? undefined : { key: next, uploadId: "" };
 }
 
 export function listMultipartUploads(app: AppContext, req: S3Request): Response {
@@ -28,11 +41,10 @@ export function listMultipartUploads(app: AppContext, req: S3Request): Response 
   if (type !== undefined && type !== "" && type !== "url") throw new S3Error("InvalidArgument", "encoding-type 只支持 url");
   const enc = type === "url" ? encodeURIComponent : (s: string) => s;
 
-  // A marker without upload-id-marker skips the whole key; a CommonPrefix marker skips its group.
-  const afterKey = delimiter && keyMarker.endsWith(delimiter) ? `${keyMarker}\u{10FFFF}` : keyMarker;
-  const afterId = uploadIdMarker || "~";
+  const start = startAfter(keyMarker, uploadIdMarker, prefix, delimiter);
   // Open uploads per user are few (multipart-store caps them), so one query covers every page.
-  const rows = uploadsAfter(app, req.user.id, prefix, afterKey, afterId, 100_000);
+  // max-uploads=0 lists nothing and is not truncated (as max-keys=0 in list.ts).
+  const rows = start && maxUploads > 0 ? uploadsAfter(app, req.user.id, prefix, start.key, start.uploadId, 100_000) : [];
   const uploads: typeof rows = [];
   const prefixes: string[] = [];
   let truncated = false;

@@ -6,13 +6,59 @@
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
 import { S3Error } from "../errors";
-import { md5Of, objectsAfter, type S3Object } from "../object-repo";
+import { md5Of, objectsFrom, type S3Object } from "../object-repo";
 import type { S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 
-/** Sorts after every key that starts with a given prefix (U+10FFFF is the largest code point, F4 8F BF BF). */
-const AFTER_ALL = "\u{10FFFF}";
 const PAGE = 256;
+
+/**
+ * S3's key order: the bytes of the UTF-8 encodings, which is also SQLite's BINARY collation of the
+ * key columns. JavaScript's `<` compares UTF-16 units and would put U+E000–U+FFFF after astral characters.
+ */
+function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/**
+ * The smallest string after every string that starts with `prefix`; undefined when there is none
+ * (the prefix is only U+10FFFF). No sentinel character can do this, since a key may contain any
+ * character, U+10FFFF included. UTF-8 byte order is code point order, so trailing U+10FFFF are dropped
+ * and the last code point is incremented: the bytes analogue of dropping trailing 0xFF bytes and
+ * incrementing the last byte, but always valid UTF-8, so it can be bound as TEXT.
+ */
+export function afterPrefix(prefix: string): string | undefined {
+  // What SQLite stores for a lone surrogate (U+FFFD), so the bound compares like the stored keys.
+  const points = Array.from(prefix.toWellFormed(), (c) => c.codePointAt(0)!);
+  while (points.at(-1) === 0x10ffff) points.pop();
+  const last = points.pop();
+  if (last === undefined) return undefined;
+  // Surrogates have no UTF-8 encoding: the character after U+D7FF is U+E000.
+  points.push(last === 0xd7ff ? 0xe000 : last + 1);
+  return String.fromCodePoint(...points);
+}
+
+/** The smallest string after `key`: nothing sorts between a string and itself followed by U+0000. */
+const justAfter = (key: string) => `${key}\u0000`;
+
+/**
+ * Whether `marker` is a CommonPrefix of this listing: under the prefix, ending at its first delimiter.
+ * Such a marker skips its whole group, as S3 does. A key equal to the prefix (`a/` listed with
+ * prefix `a/`) is not one, though it ends in the delimiter: it is listed as a key and pages on as one.
+ */
+export function isCommonPrefix(marker: string, prefix: string, delimiter: string): boolean {
+  if (delimiter === "" || !marker.startsWith(prefix)) return false;
+  const cut = marker.indexOf(delimiter, prefix.length);
+  return cut >= 0 && cut + delimiter.length === marker.length;
+}
+
+/** The first key a listing may return: after the marker (past its group for a CommonPrefix), never before the prefix; undefined when nothing can follow. */
+function startFrom(prefix: string, marker: { value: string; isPrefix: boolean } | undefined): string | undefined {
+  if (!marker) return prefix;
+  const after = marker.isPrefix ? afterPrefix(marker.value) : justAfter(marker.value);
+  if (after === undefined) return undefined;
+  return compareKeys(after, prefix) < 0 ? prefix : after;
+}
 
 export interface ListPage {
   contents: S3Object[];
@@ -22,13 +68,15 @@ export interface ListPage {
   last?: { value: string; isPrefix: boolean };
 }
 
-/** Walks keys after `start` (exclusive) that start with `prefix`, grouping by `delimiter`, up to `maxKeys` entries. */
-export function listKeys(app: AppContext, userId: string, opts: { prefix: string; delimiter: string; start: string; maxKeys: number }): ListPage {
+/** Walks keys from `from` (inclusive; undefined: none) that start with `prefix`, grouping by `delimiter`, up to `maxKeys` entries. */
+export function listKeys(app: AppContext, userId: string, opts: { prefix: string; delimiter: string; from: string | undefined; maxKeys: number }): ListPage {
   const page: ListPage = { contents: [], prefixes: [], truncated: false };
-  let cursor = opts.start;
-  for (;;) {
-    const rows = objectsAfter(app, userId, cursor, opts.prefix, PAGE);
-    if (rows.length === 0) return page;
+  // max-keys=0 asks for nothing: an empty page that is not truncated, as AWS answers, so a
+  // "while IsTruncated" loop ends instead of asking again without a token.
+  if (opts.maxKeys <= 0) return page;
+  let from = opts.from;
+  while (from !== undefined) {
+    const rows = objectsFrom(app, userId, from, PAGE);
     let jumped = false;
     for (const row of rows) {
       if (!row.object_key.startsWith(opts.prefix)) return page;
@@ -42,16 +90,17 @@ export function listKeys(app: AppContext, userId: string, opts: { prefix: string
         page.prefixes.push(common);
         page.last = { value: common, isPrefix: true };
         // Skip the rest of the group in the database rather than row by row.
-        cursor = common + AFTER_ALL;
+        from = afterPrefix(common);
         jumped = true;
         break;
       }
       page.contents.push(row);
       page.last = { value: row.object_key, isPrefix: false };
-      cursor = row.object_key;
+      from = justAfter(row.object_key);
     }
     if (!jumped && rows.length < PAGE) return page;
   }
+  return page;
 }
 
 function maxKeysOf(req: S3Request): number {
@@ -84,18 +133,14 @@ async function contentsXml(app: AppContext, page: ListPage, enc: (s: string) => 
   return [...items, ...page.prefixes.map((p) => el("CommonPrefixes", el("Prefix", enc(p))))];
 }
 
-/** A marker or start-after that is a CommonPrefix (`dir/`) skips every key under it, as S3 does. */
-function startAfter(value: string, delimiter: string, isPrefix: boolean): string {
-  return isPrefix || (delimiter !== "" && value.endsWith(delimiter)) ? value + AFTER_ALL : value;
-}
-
 export async function listObjectsV1(app: AppContext, req: S3Request): Promise<Response> {
   const prefix = req.query.get("prefix") ?? "";
   const delimiter = req.query.get("delimiter") ?? "";
   const marker = req.query.get("marker") ?? "";
   const maxKeys = maxKeysOf(req);
   const enc = encoder(req);
-  const page = listKeys(app, req.user.id, { prefix, delimiter, start: marker ? startAfter(marker, delimiter, false) : "", maxKeys });
+  const from = startFrom(prefix, marker ? { value: marker, isPrefix: isCommonPrefix(marker, prefix, delimiter) } : undefined);
+  const page = listKeys(app, req.user.id, { prefix, delimiter, from, maxKeys });
   return xmlResponse(
     el(
       "ListBucketResult",
@@ -133,12 +178,9 @@ export async function listObjectsV2(app: AppContext, req: S3Request): Promise<Re
   const after = req.query.get("start-after") ?? "";
   const maxKeys = maxKeysOf(req);
   const enc = encoder(req);
-  let start = after ? startAfter(after, delimiter, false) : "";
-  if (token) {
-    const t = decodeToken(token);
-    start = startAfter(t.value, delimiter, t.isPrefix);
-  }
-  const page = listKeys(app, req.user.id, { prefix, delimiter, start, maxKeys });
+  // The token, when there is one, says itself whether it was a CommonPrefix; start-after is read like a v1 marker.
+  const marker = token ? decodeToken(token) : after ? { value: after, isPrefix: isCommonPrefix(after, prefix, delimiter) } : undefined;
+  const page = listKeys(app, req.user.id, { prefix, delimiter, from: startFrom(prefix, marker), maxKeys });
   return xmlResponse(
     el(
       "ListBucketResult",

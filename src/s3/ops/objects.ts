@@ -16,13 +16,29 @@ import { consumeBody, readXmlBody, receiveToFile, type BodyDigests } from "../bo
 import { deleteFolder, EMPTY_MD5, isFolderKey, isFolderObject, putFolder } from "../folders";
 import { S3Error, malformedXml, noSuchKey } from "../errors";
 import { md5Of, objectByKey, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
-import { requestMeta, validObjectKey, type S3Request } from "../request";
+import { keyBytes, MAX_KEY_BYTES, requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, parseDeleteObjects, xmlResponse } from "../xml";
 
 export const maxUploadBytes = (app: AppContext) => app.settings.get().max_upload_mb * 1024 * 1024;
 
+/** A key to write must fit S3's 1024 UTF-8 bytes; S3 answers a longer one with 400 KeyTooLongError, which clients map. */
+export function requireKeyLength(key: string) {
+  const size = keyBytes(key);
+  if (size > MAX_KEY_BYTES) {
+    throw new S3Error(
+      "KeyTooLongError",
+      `对象键过长：UTF-8 编码为 ${size} 字节，最多 ${MAX_KEY_BYTES} 字节`,
+      400,
+      {},
+      { Size: size, MaxSizeAllowed: MAX_KEY_BYTES },
+    );
+  }
+}
+
+/** The key an object is written under (PutObject, CopyObject's destination, CreateMultipartUpload, POST Object). */
 export function requireValidKey(key: string) {
-  if (!validObjectKey(key)) throw new S3Error("InvalidArgument", "无效的对象键：不能以 / 开头，不能含空段、. 或 .. 段、反斜杠或控制字符，最长 1024 个字符");
+  requireKeyLength(key);
+  if (!validObjectKey(key)) throw new S3Error("InvalidArgument", "无效的对象键：不能以 / 开头，不能含空段、. 或 .. 段、反斜杠或控制字符");
 }
 
 /**
@@ -60,6 +76,8 @@ export async function storeObject(
 }
 
 export async function putObject(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
+  // Before the folder branch: a folder marker is a key too.
+  requireKeyLength(req.key);
   if (isFolderKey(req.key)) return putFolderMarker(app, req);
   requireValidKey(req.key);
   const { digests } = await storeObject(app, gate, req, req.key, requestMeta(req.request), (path) => receiveToFile(req, path, maxUploadBytes(app)));

@@ -1,0 +1,231 @@
+/**
+ * Answers of the /s3/ surface that S3 clients map by their XML `<Code>`, against a real Kura with one
+ * delivery thread (connections land on either listener): methods S3 has no operation for, CORS
+ * preflights, a Content-Length beyond what Bun itself would read, and keys over S3's 1024 UTF-8 bytes.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
+import { connect } from "node:net";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import aws4 from "aws4";
+import { useAdmin } from "../helpers/fixture";
+import { makePng } from "../helpers/images";
+import { sdkClient, signedRequest, type S3Credential, type S3Fixture } from "./s3-setup";
+
+const { server, admin } = useAdmin({ env: { KURA_DELIVERY_THREADS: "1" } });
+let f: S3Fixture;
+let png: Uint8Array;
+
+beforeAll(async () => {
+  const token = await admin.json("POST", "/api/admin/tokens", { name: "s3-surface" }, 201);
+  const cred = await admin.json<S3Credential>("POST", `/api/admin/tokens/${token.id}/s3-credential`);
+  f = { server, admin, tokenId: token.id, cred };
+  png = await makePng(8, 8, 4);
+});
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * One request written byte for byte on its own connection (so requests spread over both listeners):
+ * fetch sends neither TRACE nor a Content-Length it has no body for. Only the head is sent; the
+ * answer must come before any body byte.
+ */
+function raw(method: string, path: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  const url = new URL(server.base);
+  const head = [`${method} ${path} HTTP/1.1`, `host: ${url.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), "", ""].join("\r\n");
+  return new Promise((resolve, reject) => {
+    let received: Buffer = Buffer.alloc(0);
+    const socket = connect(Number(url.port), url.hostname, () => socket.write(head));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`${method} ${path}: no complete answer in 15 s: ${received.toString()}`));
+    }, 15_000);
+    socket.on("data", (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      const end = received.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const [statusLine, ...lines] = received.subarray(0, end).toString().split("\r\n");
+      const fields = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+      const length = Number(fields["content-length"] ?? 0);
+      if (received.length - end - 4 < length) return;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ status: Number(statusLine!.split(" ")[1]), headers: fields, body: received.subarray(end + 4, end + 4 + length).toString() });
+    });
+    socket.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+/** The head of a SigV4-signed request whose body is never sent (UNSIGNED-PAYLOAD, as rclone's PUT). */
+function signedHead(method: string, path: string, headers: Record<string, string>): Record<string, string> {
+  const signed = aws4.sign(
+    { host: new URL(server.base).host, path, method, service: "s3", region: "us-east-1", headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD", ...headers } },
+    { accessKeyId: f.cred.access_key_id, secretAccessKey: f.cred.secret_access_key },
+  );
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(signed.headers as Record<string, string>)) if (k.toLowerCase() !== "host") out[k] = String(v);
+  return out;
+}
+
+const xmlField = (body: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(body)?.[1];
+
+/** An S3 XML error: its status, code and the request id it names (the same as the header's). */
+function expectS3Error(answer: RawAnswer, status: number, code: string) {
+  expect(answer.status, answer.body).toBe(status);
+  expect(answer.headers["content-type"]).toBe("application/xml");
+  expect(xmlField(answer.body, "Code")).toBe(code);
+  expect(xmlField(answer.body, "Message")).toMatch(/[\u4e00-\u9fff]/);
+  expect(xmlField(answer.body, "RequestId")).toBe(answer.headers["x-amz-request-id"]);
+}
+
+describe("methods S3 has no operation for", () => {
+  const paths: [string, string][] = [
+    ["/s3", "SERVICE"],
+    ["/s3/", "SERVICE"],
+    ["/s3/kura", "BUCKET"],
+    ["/s3/kura/", "BUCKET"],
+    ["/s3/kura/a.png", "OBJECT"],
+    ["/s3/other/dir/b.png?acl", "OBJECT"],
+  ];
+
+  test("PATCH, PROPFIND, MKCOL, LOCK are 405 MethodNotAllowed XML with Allow, unauthenticated and unread", async () => {
+    for (const method of ["PATCH", "PROPFIND", "MKCOL", "LOCK"]) {
+      for (const [path, type] of paths) {
+        const answer = await raw(method, path, { "content-length": "5000000000" });
+        expectS3Error(answer, 405, "MethodNotAllowed");
+        expect(xmlField(answer.body, "Method")).toBe(method);
+        expect(xmlField(answer.body, "ResourceType")).toBe(type);
+        expect(answer.headers.allow).toBe("GET, HEAD, PUT, POST, DELETE");
+      }
+    }
+  });
+
+  test("TRACE is 405 with S3's headers (Bun's fetch drops a TRACE answer's body on the delivery thread's handover)", async () => {
+    for (const [path] of paths) {
+      const answer = await raw("TRACE", path);
+      expect(answer.status).toBe(405);
+      expect(answer.headers["content-type"]).toBe("application/xml");
+      expect(answer.headers["x-amz-request-id"]).toMatch(/^[0-9A-F]{16}$/);
+      expect(answer.headers.allow).toBe("GET, HEAD, PUT, POST, DELETE");
+      if (answer.body) expect(xmlField(answer.body, "Code")).toBe("MethodNotAllowed");
+    }
+  });
+
+  test("OPTIONS is a CORS preflight refused as S3 refuses one without a CORS configuration", async () => {
+    for (const [path, type] of paths) {
+      const preflight = await raw("OPTIONS", path, { origin: "https://app.example", "access-control-request-method": "PUT" });
+      expectS3Error(preflight, 403, "AccessForbidden");
+      expect(xmlField(preflight.body, "Method")).toBe("PUT");
+      expect(xmlField(preflight.body, "ResourceType")).toBe(type);
+      // No CORS header: the browser must not go on.
+      expect(Object.keys(preflight.headers).filter((h) => h.startsWith("access-control-"))).toEqual([]);
+      expectS3Error(await raw("OPTIONS", path), 400, "BadRequest");
+      expectS3Error(await raw("OPTIONS", path, { origin: "https://app.example", "access-control-request-method": "PATCH" }), 400, "BadRequest");
+    }
+  });
+
+  test("other paths keep the app's own answers", async () => {
+    for (const [method, path] of [
+      ["PATCH", "/api/admin/me"],
+      ["OPTIONS", "/s3x"],
+      ["PATCH", "/s3kura/a.png"],
+    ] as const) {
+      const answer = await raw(method, path);
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toEqual({ error: "接口不存在" });
+    }
+    // The S3 methods are still routed as before.
+    expect((await signedRequest(f, "HEAD", "/s3/kura")).status).toBe(200);
+  });
+});
+
+describe("a declared Content-Length beyond anything Kura reads", () => {
+  test("a signed PUT over max_upload_mb (within what Bun reads) is S3's EntityTooLarge XML on either listener, before a body byte", async () => {
+    for (let i = 0; i < 16; i++) {
+      const path = `/s3/kura/huge-${i}.png`;
+      const answer = await raw("PUT", path, { ...signedHead("PUT", path, { "content-length": "9000000000" }), connection: "close" });
+      expectS3Error(answer, 400, "EntityTooLarge");
+    }
+  });
+
+  test("past the largest body Bun reads at all (~10 GiB) every route, /s3/ included, gets Bun's own 413 unread", async () => {
+    for (let i = 0; i < 8; i++) {
+      for (const path of ["/api/upload", "/api/admin/auth/login", "/api/v1/upload", "/nowhere", "/s3/kura/huge.png"]) {
+        const answer = await raw("POST", path, { "content-length": "20000000000", "content-type": "application/json", connection: "close" });
+        expect(answer.status, `${path}: ${answer.body}`).toBe(413);
+      }
+    }
+  });
+});
+
+describe("keys over S3's 1024 UTF-8 bytes", () => {
+  const encodeKey = (key: string) => key.split("/").map(encodeURIComponent).join("/");
+  /** 341 × 图 = 1023 bytes: with `.png` 1027 bytes, though only 345 UTF-16 units. */
+  const cjkTooLong = `${"图".repeat(341)}.png`;
+  const cjkFits = `${"图".repeat(340)}.png`;
+  const emojiFits = `${"😀".repeat(255)}.png`;
+
+  const expectTooLong = async (res: Response, size: number) => {
+    const body = await res.text();
+    expect(res.status, body).toBe(400);
+    expect(xmlField(body, "Code")).toBe("KeyTooLongError");
+    expect(xmlField(body, "Size")).toBe(String(size));
+    expect(xmlField(body, "MaxSizeAllowed")).toBe("1024");
+  };
+
+  test("PutObject: 1027 bytes of CJK (345 characters) and 1025 ASCII bytes are KeyTooLongError, nothing stored; 1024 bytes fit", async () => {
+    expect(Buffer.byteLength(cjkTooLong)).toBe(1027);
+    await expectTooLong(await signedRequest(f, "PUT", `/s3/kura/${encodeKey(cjkTooLong)}`, { body: png }), 1027);
+    await expectTooLong(await signedRequest(f, "PUT", `/s3/kura/${"a".repeat(1025)}`, { body: png }), 1025);
+    expect((await signedRequest(f, "HEAD", `/s3/kura/${encodeKey(cjkTooLong)}`)).status).toBe(404);
+    for (const key of [cjkFits, emojiFits, "a".repeat(1024)]) {
+      expect(Buffer.byteLength(key)).toBe(1024);
+      expect((await signedRequest(f, "PUT", `/s3/kura/${encodeKey(key)}`, { body: png })).status).toBe(200);
+      expect((await signedRequest(f, "HEAD", `/s3/kura/${encodeKey(key)}`)).status).toBe(200);
+    }
+  });
+
+  test("the AWS SDK sees the typed error", async () => {
+    const client = sdkClient(f.cred);
+    const err = await client.send(new PutObjectCommand({ Bucket: "kura", Key: cjkTooLong, Body: png })).catch((e: Error) => e);
+    expect((err as Error).name).toBe("KeyTooLongError");
+    expect((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode).toBe(400);
+  });
+
+  test("folder markers, CopyObject's destination and CreateMultipartUpload count bytes too", async () => {
+    await expectTooLong(await signedRequest(f, "PUT", `/s3/kura/${encodeKey(`${"图".repeat(342)}/`)}`), 1027);
+    await expectTooLong(
+      await signedRequest(f, "PUT", `/s3/kura/${encodeKey(cjkTooLong)}`, { headers: { "x-amz-copy-source": `kura/${encodeKey(cjkFits)}` } }),
+      1027,
+    );
+    await expectTooLong(await signedRequest(f, "POST", `/s3/kura/${encodeKey(cjkTooLong)}?uploads=`), 1027);
+    const uploads = await (await signedRequest(f, "GET", "/s3/kura?uploads=")).text();
+    expect(uploads).not.toContain("<Upload>");
+  });
+
+  test("POST Object (browser form) counts bytes", async () => {
+    const now = new Date();
+    const amzDate = now
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d{3}/, "");
+    const credential = `${f.cred.access_key_id}/${amzDate.slice(0, 8)}/${f.cred.region}/s3/aws4_request`;
+    const fields: Record<string, string> = { key: cjkTooLong, "x-amz-algorithm": "AWS4-HMAC-SHA256", "x-amz-credential": credential, "x-amz-date": amzDate };
+    const conditions = [{ bucket: "kura" }, ...Object.entries(fields).map(([k, v]) => ({ [k]: v }))];
+    fields.policy = Buffer.from(JSON.stringify({ expiration: new Date(now.getTime() + 600_000).toISOString(), conditions })).toString("base64");
+    const hmac = (key: string | Buffer, data: string) => createHmac("sha256", key).update(data).digest();
+    const signingKey = hmac(hmac(hmac(hmac(`AWS4${f.cred.secret_access_key}`, amzDate.slice(0, 8)), f.cred.region), "s3"), "aws4_request");
+    fields["x-amz-signature"] = createHmac("sha256", signingKey).update(fields.policy).digest("hex");
+    const form = new FormData();
+    for (const [k, v] of Object.entries(fields)) form.append(k, v);
+    form.append("file", new Blob([new Uint8Array(png)], { type: "image/png" }), "a.png");
+    await expectTooLong(await fetch(`${f.cred.endpoint}/kura`, { method: "POST", body: form }), 1027);
+  });
+});
