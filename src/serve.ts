@@ -8,6 +8,7 @@ import { WalCheckpointer } from "./db/checkpointer";
 import { assertPortFree } from "./http/threads/port";
 import { DeliveryThreadPool } from "./http/threads/pool";
 import { jsonError } from "./http/errors";
+import { unhandledServerError } from "./http/disk-full";
 import { resumeInterruptedBackup } from "./ops/backups";
 import { DataDirError, lockDataDir } from "./datadir/lock";
 import { startBackgroundLoops } from "./loops";
@@ -21,6 +22,9 @@ import { BUILD } from "./version";
  * `max_upload_mb` the settings accept plus its framing (multipart fields, aws-chunked
  * signatures: well under 1/64 of the payload at S3's 8 KiB minimum chunk). Upload routes
  * enforce the current `max_upload_mb` themselves while streaming; other routes stop at 1 MiB.
+ * Above it Bun answers an empty 413 itself, also on `/s3/` (S3 clients get no EntityTooLarge XML
+ * for a declared length past ~10 GiB): lifting it would mean touching `request.body` on every
+ * request to count it, which costs every upload (bench/README.md, sixth session).
  */
 const MAX_REQUEST_BODY = Math.ceil(MAX_UPLOAD_MB_LIMIT * 1024 * 1024 * (1 + 1 / 64)) + 1024 * 1024;
 
@@ -62,7 +66,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
       maxRequestBodySize: MAX_REQUEST_BODY,
       idleTimeout: 120,
       fetch: entry.fetch,
-      error: () => jsonError(500, "服务器内部错误"),
+      error: unhandledServerError(log),
     });
   } catch (err) {
     log.error("启动失败：无法监听端口", { listen: boot.listen.text, err: (err as Error).message });

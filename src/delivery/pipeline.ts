@@ -203,7 +203,7 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
   // Size and type come from metadata: HEAD never opens the channel object.
   if (request.method === "HEAD") return answer(req, 200, null, headers(), image.size);
   const range = parseRange(request.headers.get("range"), image.size);
-  if (range === "invalid") return plain(req, 416, "请求的范围无效", { "Content-Range": `bytes */${image.size}` });
+  if (range === "unsatisfiable") return plain(req, 416, "请求的范围无效", { "Content-Range": `bytes */${image.size}` });
   const hot = app.variants.hot.get(image.sha256);
   if (!hot) return cold.original(req, image, headers(), range);
   if (!range) {
@@ -225,22 +225,35 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
   return answer(req, 206, hot.slice(range.start, range.end + 1), partial, range.end + 1 - range.start);
 }
 
-/** One `bytes=a-b` / `bytes=a-` / `bytes=-n` range; multi-range requests are served whole. */
-export function parseRange(header: string | null, size: number): ByteRange | undefined | "invalid" {
+/**
+ * One `bytes=a-b` / `bytes=a-` / `bytes=-n` range (RFC 9110 §14.1.2), or undefined to serve the
+ * whole body: no Range, a unit other than bytes (§14.2: MUST be ignored), a syntactically invalid
+ * range (`bytes=9-1`, `bytes=abc`: the RFC allows ignoring, and a client that sent garbage still
+ * gets the image), or several ranges (multipart answers are not supported). "unsatisfiable": a
+ * well-formed range with no byte in the representation (`bytes=<size>-`, `bytes=-0`, any range
+ * of an empty body), which answers 416 with a Content-Range that names the size.
+ */
+export function parseRange(header: string | null, size: number): ByteRange | undefined | "unsatisfiable" {
   if (!header) return undefined;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === "" && m[2] === "")) return header.includes(",") ? undefined : "invalid";
-  let start: number;
-  let end: number;
-  if (m[1] === "") {
-    const suffix = Number(m[2]);
-    if (suffix === 0) return "invalid";
-    start = Math.max(0, size - suffix);
-    end = size - 1;
-  } else {
-    start = Number(m[1]);
-    end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  // Range units are case-insensitive (§14.1); OWS around the header value is not part of it.
+  const m = /^bytes=(\d*)-(\d*)$/i.exec(header.trim());
+  if (!m) return undefined;
+  const [, first, last] = m as unknown as [string, string, string];
+  if (first === "") {
+    if (last === "") return undefined;
+    const suffix = Number(last);
+    if (suffix === 0 || size === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
   }
-  if (start >= size || end < start) return "invalid";
-  return { start, end };
+  if (last !== "" && digitsLess(last, first)) return undefined;
+  const start = Number(first);
+  if (start >= size) return "unsatisfiable";
+  return { start, end: last === "" ? size - 1 : Math.min(Number(last), size - 1) };
+}
+
+/** a < b for decimal digit strings of any length: as Numbers, two 30-digit positions can compare equal. */
+function digitsLess(a: string, b: string): boolean {
+  const x = a.replace(/^0+/, "");
+  const y = b.replace(/^0+/, "");
+  return x.length !== y.length ? x.length < y.length : x < y;
 }

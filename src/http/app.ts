@@ -10,8 +10,8 @@ import { boundSmallBody } from "./body-limit";
 import { NOT_JSON, RawBodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
-import { rawTarget, routableRequest } from "./raw-url";
-import { isSecureRequest, requestInfo, resolveClientAddress, setRequestInfo } from "./request-info";
+import { hasOrigin, rawTarget, routableRequest, withPlaceholderOrigin } from "./raw-url";
+import { isSecureRequest, requestInfo, requireUsableHost, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable } from "./route-table";
 import { closesConnection } from "./tool-surfaces";
 import { IMAGE_ROUTE, imageFastPath } from "./image-fast-path";
@@ -158,6 +158,7 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     setRequestInfo(request, info);
     let response: Response;
     try {
+      requireUsableHost(request, path);
       const bounded = await boundSmallBody(request, path);
       if (bounded instanceof Response) response = bounded;
       else {
@@ -177,8 +178,10 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     return response;
   };
 
-  const handle = (received: Request, peerOf: () => string, counted: boolean): Response | Promise<Response> => {
+  const handle = (sent: Request, peerOf: () => string, counted: boolean): Response | Promise<Response> => {
     const started = performance.now();
+    // No usable Host: Bun's URL is the bare target, which nothing downstream can parse (raw-url.ts).
+    const received = hasOrigin(sent.url) ? sent : withPlaceholderOrigin(sent);
     const { path, query } = rawTarget(received.url);
     let delivered: Response | Promise<Response> | undefined;
     try {

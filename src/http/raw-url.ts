@@ -9,8 +9,21 @@ export function rawTarget(url: string): { path: string; query: string } {
   return q < 0 ? { path: target, query: "" } : { path: target.slice(0, q), query: target.slice(q + 1) };
 }
 
-function pathStart(url: string): number {
+const SLASH = 47;
+
+/** Where the path starts: 0 for a bare target (see hasOrigin), else after the authority; -1 when there is none. */
+export function pathStart(url: string): number {
+  if (url.charCodeAt(0) === SLASH) return 0;
   return url.indexOf("/", url.indexOf("//") + 2);
+}
+
+/**
+ * Bun builds `request.url` from the Host header. Without one (HTTP/1.0), or with one that is no
+ * valid authority (`x y`, `x"y`, empty), the URL is the request target as sent, unnormalized
+ * (`/healthz`), which `new URL` rejects: such a request gets the placeholder origin below.
+ */
+export function hasOrigin(url: string): boolean {
+  return url.startsWith("http://") || url.startsWith("https://");
 }
 
 /**
@@ -23,18 +36,37 @@ function pathStart(url: string): number {
  */
 const ROUTER_PATH_SEARCH_FROM = 11;
 const PLACEHOLDER_AUTHORITY = "kura.invalid";
+export const PLACEHOLDER_ORIGIN = `http://${PLACEHOLDER_AUTHORITY}`;
 
 export function routableRequest(request: Request): Request {
   const url = request.url;
   const start = pathStart(url);
+  const target = start < 0 ? "/" : url.slice(start);
+  // Bun also builds URLs no parser accepts (`Host: a:99999`): the placeholder too, so handlers may parse the URL.
+  if (!hasOrigin(url) || !URL.canParse(url)) return withPlaceholderOrigin(request, target);
   if (start >= 0 && url.indexOf("/", ROUTER_PATH_SEARCH_FROM) === start) return request;
   const scheme = url.slice(0, url.indexOf("//"));
-  const target = start < 0 ? "/" : url.slice(start);
-  return new Request(`${scheme}//${PLACEHOLDER_AUTHORITY}${target}`, {
+  return withUrl(request, `${scheme}//${PLACEHOLDER_AUTHORITY}${target}`);
+}
+
+/**
+ * A request whose URL has no origin (hasOrigin), with the placeholder one. `target` is the
+ * request target as sent (the URL Bun gave, or what a delivery thread carried over): the
+ * Request constructor normalizes it (dot segments, `\`) exactly as Bun does for a valid Host,
+ * so every listener sees the same path. A target that is not a path (CONNECT's authority
+ * form) becomes `/`. The Host header stays as it was: routes judge it (requireUsableHost).
+ */
+export function withPlaceholderOrigin(request: Request, target = request.url): Request {
+  return withUrl(request, PLACEHOLDER_ORIGIN + (target.charCodeAt(0) === SLASH ? target : "/"));
+}
+
+/** The same request at another URL; the body streams through unread. */
+export function withUrl(request: Request, url: string): Request {
+  return new Request(url, {
     method: request.method,
     headers: request.headers,
     body: request.body,
     signal: request.signal,
-    duplex: "half", // the body streams through unread
+    duplex: "half",
   } as RequestInit);
 }

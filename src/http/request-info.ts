@@ -1,5 +1,6 @@
 import type { AddressSet } from "../net/cidr";
 import { normalizeAddress } from "../net/cidr";
+import { badRequest } from "./errors";
 
 /**
  * Client address rules (README "Client address"):
@@ -22,7 +23,8 @@ export function resolveClientAddress(peer: string, headers: Headers, trusted: Ad
 }
 
 export function isSecureRequest(request: Request, peer: string, trusted: AddressSet): boolean {
-  if (new URL(request.url).protocol === "https:") return true;
+  // The URL's scheme without parsing it: a URL Bun could not build from the Host is a bare path.
+  if (request.url.startsWith("https:")) return true;
   if (!trusted.has(normalizeAddress(peer))) return false;
   const proto = request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase();
   return proto === "https";
@@ -54,4 +56,29 @@ export function publicOrigin(request: Request, baseUrl: string): string {
   const info = requestInfo(request);
   const host = request.headers.get("host") ?? url.host;
   return `${info.secure ? "https" : url.protocol.replace(":", "")}://${host}`;
+}
+
+export const HOST_REQUIRED = "请求头 Host 缺失或无效";
+
+/** RFC 3986 `host [":" port]`: an IP literal or a registered name (ASCII, percent-encoded). */
+const HOST_SYNTAX = /^(?:\[[\dA-Fa-f:.]+\]|[\w.~!$&'()*+,;=%-]+)(?::\d*)?$/;
+
+/**
+ * Whether the Host header can make a URL: present, one value (a repeated Host arrives joined
+ * with ", "), RFC 3986 syntax, and a WHATWG URL host with a port in range. Bun turns what it
+ * cannot parse into a bare-path URL, but passes some values it cannot parse either (`a:99999`,
+ * `a%20b`), so the header itself is judged.
+ */
+export function usableHost(host: string | null): boolean {
+  return !!host && HOST_SYNTAX.test(host) && URL.canParse(`http://${host}/`);
+}
+
+/**
+ * Routes need a usable Host (RFC 9112 §3.2: 400 without one): links are built from it, S3
+ * signatures cover it, handlers parse the URL. `/healthz` answers without one (HAProxy's
+ * `option httpchk` sends HTTP/1.0 without Host); `/i/` never gets here (image-fast-path.ts),
+ * its answer does not depend on the Host.
+ */
+export function requireUsableHost(request: Request, path: string): void {
+  if (path !== "/healthz" && !usableHost(request.headers.get("host"))) throw badRequest(HOST_REQUIRED);
 }

@@ -47,7 +47,7 @@ test("If-None-Match uses the weak comparison and honours *", () => {
   expect(ifNoneMatchMatches('"', '"')).toBe(true);
 });
 
-test("single byte ranges: forms, clamping and refusals", () => {
+test("single byte ranges: forms, clamping, 416 only when unsatisfiable, anything else ignored (RFC 9110 §14.2)", () => {
   const table: [string | null, ReturnType<typeof parseRange>][] = [
     [null, undefined],
     ["", undefined],
@@ -56,16 +56,19 @@ test("single byte ranges: forms, clamping and refusals", () => {
     [" bytes=5-9 ", { start: 5, end: 9 }],
     ["bytes=90-", { start: 90, end: 99 }],
     ["bytes=99-", { start: 99, end: 99 }],
-    ["bytes=100-", "invalid"],
+    ["bytes=100-", "unsatisfiable"],
     ["bytes=50-1000", { start: 50, end: 99 }],
     ["bytes=-1", { start: 99, end: 99 }],
     ["bytes=-100", { start: 0, end: 99 }],
     ["bytes=-500", { start: 0, end: 99 }],
-    ["bytes=-0", "invalid"],
-    ["bytes=9-5", "invalid"],
-    ["bytes=-", "invalid"],
-    ["bytes=a-b", "invalid"],
-    ["items=0-1", "invalid"],
+    ["bytes=-0", "unsatisfiable"],
+    ["bytes=9-5", undefined],
+    ["bytes=-", undefined],
+    ["bytes=a-b", undefined],
+    ["items=0-1", undefined],
+    ["lines=1-2", undefined],
+    ["Bytes=0-1", { start: 0, end: 1 }],
+    ["bytes=99999999999999999999-", "unsatisfiable"],
     ["bytes=0-1, 5-6", undefined],
     ["bytes=0-1,", undefined],
   ];

@@ -3,6 +3,7 @@ import type { AppContext } from "../../context";
 import { SettingsValidationError } from "../../config/settings";
 import { configAuditDetail, fullConfig, publicConfig } from "../../config/views";
 import { audit } from "../../ops/audit";
+import { requireWellFormedText } from "../body";
 import { badRequest } from "../errors";
 import { sessionRoutes } from "../guard";
 
@@ -12,6 +13,7 @@ export function configRoutes(app: AppContext) {
     .get("/api/admin/config/full", () => fullConfig(app))
     .put("/api/admin/config", ({ body, principal: p }) => {
       if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("请求体必须是 JSON 对象");
+      requireWellFormedText(body);
       let changed: string[];
       try {
         changed = app.settings.update(body);

@@ -21,8 +21,8 @@ import { DeliveryLookups } from "../../delivery/lookups";
 import { type ColdPaths, deliver, type DeliveryDeps, type DeliveryRequest, HOT_ITEM_MAX } from "../../delivery/pipeline";
 import { ImageRepo } from "../../images/repo";
 import { log } from "../../ops/log";
-import { jsonError } from "../errors";
-import { rawTarget } from "../raw-url";
+import { unhandledServerError } from "../disk-full";
+import { hasOrigin, rawTarget } from "../raw-url";
 import { FrontStatsBatch } from "./front-stats";
 import { handOver, type HandoverTarget } from "./handover";
 import type { FrontInit, FrontInvalidate, FrontStats } from "./protocol";
@@ -82,7 +82,7 @@ export class DeliveryFront {
       maxRequestBodySize: init.maxRequestBodySize,
       idleTimeout: 120,
       fetch: (request) => this.handle(request),
-      error: () => jsonError(500, "服务器内部错误"),
+      error: unhandledServerError(log),
     });
     return `http://${init.hostname}:${this.server.port}`;
   }
@@ -120,7 +120,10 @@ export class DeliveryFront {
       this.stats.recordAnswer("GET", 200, (performance.now() - started) / 1000);
       return hit.response;
     }
-    const { path, query } = rawTarget(request.url);
+    const url = request.url;
+    // Without a usable Host the main thread decides (handover.ts carries the request as sent).
+    if (!hasOrigin(url)) return this.pass(request, false);
+    const { path, query } = rawTarget(url);
     const segment = fastImageSegment(request, path);
     if (segment === NOT_FAST || !current) return this.pass(request, false);
     const req: DeliveryRequest = { area: "i", request, isPublic: true, direct: true, query, lookup: () => imageBySegment(this.lookups, segment) };

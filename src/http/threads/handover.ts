@@ -1,5 +1,6 @@
 import { jsonError } from "../errors";
-import { HANDOVER_COUNTED_HEADER, HANDOVER_PEER_HEADER, HANDOVER_SECRET_HEADER } from "./protocol";
+import { hasOrigin, PLACEHOLDER_ORIGIN, pathStart, withPlaceholderOrigin, withUrl } from "../raw-url";
+import { HANDOVER_COUNTED_HEADER, HANDOVER_PEER_HEADER, HANDOVER_SECRET_HEADER, HANDOVER_TARGET_HEADER } from "./protocol";
 
 /**
  * Hop-by-hop request headers that describe the client's connection, not the request: the
@@ -28,9 +29,15 @@ export async function handOver(target: HandoverTarget, request: Request, peer: s
   headers.set(HANDOVER_PEER_HEADER, peer);
   if (counted) headers.set(HANDOVER_COUNTED_HEADER, "1");
   else headers.delete(HANDOVER_COUNTED_HEADER);
+  // fetch would send the URL's authority as Host: a request without one must stay without one.
+  if (!headers.has("host")) headers.set("host", "");
+  const { sent, carried } = handoverTarget(request.url);
+  if (carried === undefined) headers.delete(HANDOVER_TARGET_HEADER);
+  else headers.set(HANDOVER_TARGET_HEADER, carried);
   let upstream: Response;
   try {
-    upstream = await fetch(request.url, {
+    // The Host header, not this placeholder, is what the main thread sees (and what may be invalid).
+    upstream = await fetch(PLACEHOLDER_ORIGIN + sent, {
       method: request.method,
       headers,
       body: request.body,
@@ -48,4 +55,44 @@ export async function handOver(target: HandoverTarget, request: Request, peer: s
   const answerHeaders = new Headers(upstream.headers);
   for (const name of ANSWER_FRAMING) answerHeaders.delete(name);
   return new Response(upstream.body, { status: upstream.status, statusText: upstream.statusText, headers: answerHeaders });
+}
+
+/**
+ * What the fetch to the main thread asks for, and the target carried in a header when fetch would
+ * not deliver it unchanged. The main listener keeps `//i/x` as sent (the router answers 404), fetch
+ * collapses the leading slashes (the main thread would serve the image: the answer would depend on
+ * the listener), and drops a fragment; a target without a usable Host is not yet normalized. Such a
+ * target travels percent-encoded (header values are bytes) and the fetch asks for `/`, so a long
+ * target is not sent twice. Everything else goes as it is: most requests carry nothing extra.
+ */
+export function handoverTarget(url: string): { sent: string; carried?: string } {
+  const start = pathStart(url);
+  const target = start < 0 ? "/" : url.slice(start);
+  if (hasOrigin(url) && !target.startsWith("//") && !target.includes("#")) return { sent: target };
+  try {
+    return { sent: "/", carried: encodeURIComponent(hasOrigin(url) ? target : url) };
+  } catch {
+    return { sent: target }; // not well-formed UTF-16 (Bun never builds such a URL): sent as fetch sends it
+  }
+}
+
+/**
+ * The main thread's side: the handed-over request at the target the thread carried, so it is
+ * answered exactly as if the main listener had accepted the connection. Runs after the secret
+ * was checked; a client's own header of that name never gets here (handOver replaces it).
+ */
+export function restoreTarget(request: Request): Request {
+  const carried = request.headers.get(HANDOVER_TARGET_HEADER);
+  if (carried === null) return request;
+  request.headers.delete(HANDOVER_TARGET_HEADER);
+  let target: string;
+  try {
+    target = decodeURIComponent(carried);
+  } catch {
+    return request;
+  }
+  const url = request.url;
+  if (hasOrigin(url) && URL.canParse(url)) return withUrl(request, url.slice(0, pathStart(url)) + target);
+  // No usable Host: the placeholder the main listener gives such a request (app.ts, routableRequest).
+  return withPlaceholderOrigin(request, target);
 }

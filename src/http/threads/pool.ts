@@ -6,6 +6,8 @@ import { HOT_BYTES_BUDGET } from "../../delivery/hot-bytes";
 import type { HttpEntry } from "../app";
 import { onWorkerDeath } from "../../shared/inline-worker";
 import { jsonError } from "../errors";
+import { unhandledServerError } from "../disk-full";
+import { restoreTarget } from "./handover";
 import {
   type FromFront,
   type FrontInvalidate,
@@ -181,7 +183,7 @@ export class DeliveryThreadPool {
       unix: socket,
       maxRequestBodySize,
       fetch: (request) => this.handedOver(request),
-      error: () => jsonError(500, "服务器内部错误"),
+      error: unhandledServerError(this.app.log),
     });
     this.internal = { server, socket };
     return this.internal;
@@ -245,7 +247,7 @@ export class DeliveryThreadPool {
     const peer = request.headers.get(HANDOVER_PEER_HEADER) ?? "";
     const counted = request.headers.has(HANDOVER_COUNTED_HEADER);
     for (const name of [HANDOVER_SECRET_HEADER, HANDOVER_PEER_HEADER, HANDOVER_COUNTED_HEADER]) request.headers.delete(name);
-    return this.entry.handedOver(request, peer, counted);
+    return this.entry.handedOver(restoreTarget(request), peer, counted);
   }
 
   /**

@@ -11,6 +11,12 @@ export const HANDOVER_SECRET_HEADER = "x-kura-handover-secret";
 export const HANDOVER_PEER_HEADER = "x-kura-handover-peer";
 /** Present when the delivery thread already counted the image access of this request. */
 export const HANDOVER_COUNTED_HEADER = "x-kura-handover-counted";
+/**
+ * The request target the client sent (percent-encoded once more), when fetch would not deliver it
+ * unchanged: it collapses a leading `//` and drops a fragment, and a target without a usable Host
+ * is still unnormalized (handover.ts).
+ */
+export const HANDOVER_TARGET_HEADER = "x-kura-handover-target";
 
 export interface FrontInit {
   type: "init";

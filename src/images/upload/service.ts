@@ -2,12 +2,15 @@ import { Invalid, isClientRejection } from "../../errors";
 import { rm } from "node:fs/promises";
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
+import { truncateText } from "../../shared/text";
 import { findIdempotencyKey } from "../repos/idempotency";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
 
 export const MAX_TTL_SECONDS = 3_153_600_000;
+/** Longest stored file name, in UTF-16 code units (what the JSON `file_name` field's own limit counts). */
+const MAX_FILE_NAME = 255;
 
 /** Per-upload choices; for multipart uploads they arrive with the body. */
 export interface UploadOptions {
@@ -143,7 +146,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
     const id = await storeReference(app, prepared, {
       userId: req.userId,
       tokenId: req.tokenId,
-      fileName: (received.fileName || "image").slice(0, 255),
+      fileName: truncateText(received.fileName || "image", MAX_FILE_NAME),
       objectKey: options.objectKey || null,
       ttlSeconds: ttl || null,
       idempotencyKey: key || undefined,
