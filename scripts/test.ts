@@ -35,6 +35,7 @@ export const SERIAL: Record<string, string> = {
   "test/http/memory-budget.test.ts": "peak RSS of 4 concurrent 36 MP renders; CPU starvation makes them overlap more",
   "test/http/upload-memory.test.ts": "RSS growth while a 1 GiB body streams in",
   "test/http/hardening-body-cap.test.ts": "RSS growth while oversized bodies stream in",
+  "test/http/chevereto-memory.test.ts": "peak RSS of 8 parallel 54 MB unauthenticated Chevereto urlencoded bodies",
   "test/scale/dedup-index.test.ts": "an idle dedup round under 100 ms",
   "test/unit/s3-xml-reader.test.ts": "1 MiB of hostile XML parsed under 100 ms",
   "test/s3/hardening.test.ts": "hostile DeleteObjects bodies refused under 100 ms over HTTP",

@@ -10,8 +10,11 @@ export abstract class DomainError extends Error {
 
 export type DomainErrorKind = "invalid" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "quota_exceeded" | "too_many" | "unavailable";
 
-/** What exactly was wrong with the input: the surfaces tell these apart (413, 415, 422 in HTTP). */
-export type InvalidProblem = "malformed" | "too_large" | "unsupported_type" | "unprocessable";
+/**
+ * What exactly was wrong with the input: the surfaces tell these apart (413, 415, 422 in HTTP).
+ * `stalled`: the body stopped arriving (no bytes within the upload idle timeout), 408 in HTTP.
+ */
+export type InvalidProblem = "malformed" | "too_large" | "unsupported_type" | "unprocessable" | "stalled";
 
 /** The request's input is wrong; repeating it unchanged fails again. */
 export class Invalid extends DomainError {

@@ -4,33 +4,29 @@
 import { rm } from "node:fs/promises";
 import type { AppContext } from "../context";
 import { badRequest } from "../http/errors";
-import { importFromUrl, uploadMaxBytes } from "../http/upload-input";
-import { base64Limit, parseMultipart, tooLarge, type ReceivedFile } from "../images/upload/receive";
+import { importFromUrl, uploadBodyLimits, uploadMaxBytes } from "../http/upload-input";
+import { parseMultipart, tooLarge, type ReceivedFile } from "../images/upload/receive";
+import { invalidBase64 } from "./base64-stream";
+import { readUrlencodedForm } from "./chevereto-urlencoded";
 
 export interface CheveretoInput {
   fields: Record<string, string>;
-  /** The `source` file part, when it came as a file. */
+  /** The `source` file part, or a long base64 `source` already decoded to a temp file. */
   file?: ReceivedFile;
 }
 
 const FIELDS = ["key", "format", "source"] as const;
 
-/** Reads a urlencoded body up to `limit` bytes (a base64 image expands when percent-encoded). */
-async function readBounded(request: Request, limit: number, maxBytes: number): Promise<string> {
-  const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared > limit) throw tooLarge(maxBytes);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of request.body!) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(maxBytes);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-/** The request's parameters (form over query, as PHP's $_REQUEST) and the file part, if any. */
-export async function readCheveretoInput(app: AppContext, request: Request): Promise<CheveretoInput> {
+/**
+ * The request's parameters (form over query, as PHP's $_REQUEST) and the file, if any. `onField`
+ * sees each form field as soon as it has arrived (the route checks a key there, before the rest
+ * of the body); throwing from it ends the read, and nothing received is kept.
+ */
+export async function readCheveretoInput(
+  app: AppContext,
+  request: Request,
+  onField: (name: string, value: string) => void = () => {},
+): Promise<CheveretoInput> {
   const fields: Record<string, string> = {};
   const query = new URL(request.url).searchParams;
   for (const name of FIELDS) {
@@ -38,18 +34,19 @@ export async function readCheveretoInput(app: AppContext, request: Request): Pro
     if (value !== null) fields[name] = value;
   }
   const type = (request.headers.get("content-type") ?? "").toLowerCase();
-  const maxBytes = uploadMaxBytes(app);
+  const limits = uploadBodyLimits(app);
   if (!request.body) return { fields };
+  let form: CheveretoInput;
   if (type.startsWith("multipart/form-data")) {
-    const form = await parseMultipart(request, app.paths.tmp, maxBytes, FIELDS, { fileField: "source", largeField: "source" });
-    return { fields: { ...fields, ...form.fields }, file: form.file };
+    form = await parseMultipart(request, app.paths.tmp, limits, FIELDS, { fileField: "source", largeField: "source", onField });
+  } else if (type.startsWith("application/x-www-form-urlencoded")) {
+    form = await readUrlencodedForm(request, app.paths.tmp, limits, onField);
+  } else {
+    throw badRequest("请求必须是 multipart/form-data 或 application/x-www-form-urlencoded");
   }
-  if (type.startsWith("application/x-www-form-urlencoded")) {
-    const text = await readBounded(request, 2 * base64Limit(maxBytes), maxBytes);
-    for (const [name, value] of new URLSearchParams(text)) if ((FIELDS as readonly string[]).includes(name)) fields[name] = value;
-    return { fields };
-  }
-  throw badRequest("请求必须是 multipart/form-data 或 application/x-www-form-urlencoded");
+  // A source in the form, as text or as a file, replaces one in the query.
+  if (form.file) delete fields.source;
+  return { fields: { ...fields, ...form.fields }, file: form.file };
 }
 
 /** Drops a received file part that will not be used (e.g. the key turned out to be wrong). */
@@ -65,7 +62,7 @@ export async function cheveretoSource(app: AppContext, input: CheveretoInput): P
   if (/^https?:\/\//i.test(source)) return importFromUrl(app, source);
   const maxBytes = uploadMaxBytes(app);
   const text = source.replace(/^data:[^,]*;base64,/i, "").replace(/\s+/g, "");
-  if (!text || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw badRequest("source 不是有效的 base64 数据或图片 URL");
+  if (!text || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw invalidBase64();
   const bytes = Buffer.from(text, "base64");
   if (bytes.length > maxBytes) throw tooLarge(maxBytes);
   // No hash here: prepareImage hashes the bytes it stores, which under exif_policy=strip are not these.

@@ -29,6 +29,7 @@ const settingsShape = {
   max_pixels_mp: int(1, 1_000),
   max_concurrent_uploads: int(1, 10_000),
   upload_rate_per_min: int(1, 1_000_000),
+  upload_idle_timeout_seconds: duration("seconds", 1),
   base_url: baseUrl,
   cdn_provider_zone_id: z.string().max(256),
   cdn_provider_api_token: z.string().max(1024),
@@ -73,6 +74,8 @@ export const DEFAULT_SETTINGS: Settings = {
   max_pixels_mp: 100,
   max_concurrent_uploads: 16,
   upload_rate_per_min: 120,
+  // nginx's client_body_timeout: long enough for a phone that loses signal for a while.
+  upload_idle_timeout_seconds: 60,
   base_url: "",
   cdn_provider_zone_id: "",
   cdn_provider_api_token: "",

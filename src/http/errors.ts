@@ -35,14 +35,18 @@ export function describeZodIssue(issue: { path: PropertyKey[]; code: string; key
   return `字段 ${field} 的值无效`;
 }
 
-const INVALID_STATUS: Record<InvalidProblem, number> = { malformed: 400, too_large: 413, unsupported_type: 415, unprocessable: 422 };
+const INVALID_STATUS: Record<InvalidProblem, number> = { malformed: 400, too_large: 413, unsupported_type: 415, unprocessable: 422, stalled: 408 };
 
 /**
  * The one place where domain errors become HTTP answers for the JSON surface:
  * status, the Chinese message unchanged, and the headers each kind promises.
  */
 export function httpErrorOf(err: DomainError): ApiError {
-  if (err instanceof Invalid) return new ApiError(INVALID_STATUS[err.problem], err.message);
+  if (err instanceof Invalid) {
+    // The rest of a stalled body is never read: the connection is closed with the answer
+    // rather than left open, out of step with its framing, until the server's idle timeout.
+    return new ApiError(INVALID_STATUS[err.problem], err.message, err.problem === "stalled" ? { connection: "close" } : {});
+  }
   if (err instanceof Unauthenticated) return new ApiError(401, err.message, challengeHeader(err.challenge));
   if (err instanceof Forbidden) return new ApiError(403, err.message, challengeHeader(err.challenge));
   if (err instanceof QuotaExceeded) return new ApiError(403, err.message);

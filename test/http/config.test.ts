@@ -21,6 +21,7 @@ describe("runtime configuration", () => {
       "max_pixels_mp",
       "max_concurrent_uploads",
       "upload_rate_per_min",
+      "upload_idle_timeout_seconds",
       "base_url",
       "cdn_provider_zone_id",
       "cdn_provider_api_token",

@@ -30,6 +30,7 @@ export const SETTING_GROUPS: SettingGroup[] = [
       int("max_pixels_mp", "单张像素上限", "百万像素", "超过时返回 422"),
       int("max_concurrent_uploads", "同时处理的上传数", "个", "超出时返回 429"),
       int("upload_rate_per_min", "每用户上传频率上限", "次/分钟"),
+      int("upload_idle_timeout_seconds", "上传停顿上限", "秒", "上传数据持续这么久收不到任何字节即以 408 结束；只看停顿，慢速但持续的上传不受影响"),
       {
         key: "exif_policy",
         label: "EXIF 策略",

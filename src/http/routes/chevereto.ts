@@ -9,7 +9,7 @@ import { compatImage, storedDigests } from "../../compat/common";
 import type { AppContext } from "../../context";
 import { runUpload } from "../../images/upload/service";
 import { answerableError, logCrash } from "../disk-full";
-import { ApiError } from "../errors";
+import { ApiError, badRequest } from "../errors";
 import { publicOrigin } from "../request-info";
 
 /** Chevereto's error code for a missing or invalid API key. */
@@ -31,22 +31,37 @@ export function cheveretoRoutes(app: AppContext) {
     const query = new URL(request.url).searchParams;
     let format = cheveretoFormat(query.get("format"));
     let input: CheveretoInput | undefined;
-    let slot: (() => void) | undefined;
+    // A slot of the pool for unauthenticated bodies, then (once the key checks out) the upload's own.
+    let pending: (() => void) | undefined;
+    let admitted: (() => void) | undefined;
     try {
-      // A key in the header or query is checked before the body is read; a key inside the
-      // form (ShareX sends it there) can only be checked once the form has been read, so that
-      // read already holds one of the max_concurrent_uploads slots.
+      // A key in the header or query is checked before the body is read.
       let key = request.headers.get("x-api-key") ?? query.get("key") ?? undefined;
-      let gate: { admit(userId: string): () => void } = app.uploadGate;
+      let principal: TokenPrincipal | undefined;
       if (!key) {
-        const held = app.uploadGate.reserve();
-        slot = held;
-        input = await readCheveretoInput(app, request);
-        key = input.fields.key;
+        // A key inside the form (ShareX sends it there, before the file) is checked the moment
+        // its field has arrived: a wrong one ends the read at once, a right one moves the upload
+        // from the small pool for unauthenticated bodies to the max_concurrent_uploads slots.
+        pending = app.uploadGate.reserveFormKey();
+        input = await readCheveretoInput(app, request, (name, value) => {
+          // The error of a wrong key comes in the format the form asked for, if it said so first.
+          if (name === "format") format = cheveretoFormat(value);
+          if (name !== "key") return;
+          if (principal) {
+            if (value !== key) throw badRequest("表单中有多个不同的 key");
+            return;
+          }
+          key = value;
+          principal = authenticateKey(app, value);
+          admitted = app.uploadGate.admit(principal.user.id);
+          pending?.();
+        });
         format = cheveretoFormat(input.fields.format);
-        gate = { admit: (userId) => app.uploadGate.admitReserved(userId, held) };
       }
-      const t = authenticateKey(app, key);
+      const t = principal ?? authenticateKey(app, key);
+      // Admitted while the form was read: the pipeline takes that slot instead of another.
+      const held = admitted;
+      const gate = held ? { admit: () => held } : app.uploadGate;
       const outcome = await runUpload(app, gate, {
         userId: t.user.id,
         tokenId: t.token.id,
@@ -75,7 +90,8 @@ export function cheveretoRoutes(app: AppContext) {
     } finally {
       // A file part the pipeline never took (bad key, 429, replay) must not stay in tmp.
       await discardInput(input);
-      slot?.();
+      pending?.();
+      admitted?.();
     }
   };
 

@@ -18,7 +18,7 @@ import { parseBody, queryInt } from "../body";
 import { answerableError, logCrash } from "../disk-full";
 import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
-import { uploadMaxBytes } from "../upload-input";
+import { uploadBodyLimits } from "../upload-input";
 import { checkPassword } from "./auth";
 
 /** Lsky pages its lists by 40. */
@@ -91,7 +91,7 @@ export function lskyRoutes(app: AppContext) {
       idempotencyKey: request.headers.get("idempotency-key"),
       digests: true,
       // strategy_id, album_id and permission have no meaning here: one strategy, no albums, links are public.
-      receive: async () => ({ file: (await receiveMultipart(request, app.paths.tmp, uploadMaxBytes(app), [])).file, options: {} }),
+      receive: async () => ({ file: (await receiveMultipart(request, app.paths.tmp, uploadBodyLimits(app), [])).file, options: {} }),
     });
     const view = app.images.view(outcome.id)!;
     const digests = outcome.md5 && outcome.sha1 ? { md5: outcome.md5, sha1: outcome.sha1 } : await storedDigests(app, view);

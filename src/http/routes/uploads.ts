@@ -9,7 +9,7 @@ import { parseBody } from "../body";
 import { badRequest } from "../errors";
 import { sessionRoutes } from "../guard";
 import { publicOrigin } from "../request-info";
-import { importFromUrl, uploadMaxBytes } from "../upload-input";
+import { importFromUrl, uploadBodyLimits } from "../upload-input";
 
 /** Object keys become /o/<user>/<key> aliases: relative, no dot segments, no control characters. */
 const objectKey = z
@@ -40,8 +40,6 @@ const FORM_FIELDS = ["exif_policy", "ttl"] as const;
 const TOKEN_FORM_FIELDS = [...FORM_FIELDS, "object_key"] as const;
 
 export function uploadRoutes(app: AppContext) {
-  const maxBytes = () => uploadMaxBytes(app);
-
   const respond = async (request: Request, req: UploadRequest) => {
     const result = await runUpload(app, app.uploadGate, req);
     return { id: result.id, url: `${publicOrigin(request, app.settings.get().base_url)}/i/${result.id}` };
@@ -52,7 +50,7 @@ export function uploadRoutes(app: AppContext) {
       ...owner,
       idempotencyKey: request.headers.get("idempotency-key"),
       receive: async () => {
-        const { file, fields: form } = await receiveMultipart(request, app.paths.tmp, maxBytes(), fields);
+        const { file, fields: form } = await receiveMultipart(request, app.paths.tmp, uploadBodyLimits(app), fields);
         try {
           return { file, options: { exifPolicy: form.exif_policy, ttl: form.ttl, objectKey: parseObjectKey(form.object_key) } };
         } catch (err) {

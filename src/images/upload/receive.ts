@@ -5,6 +5,9 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
+import { isStalled, withIdleDeadline, type BodyLimits } from "./body-deadline";
+
+export type { BodyLimits } from "./body-deadline";
 
 export const FIELD_LIMIT_BYTES = 1024;
 /** Room for multipart boundaries and small fields on top of the file itself. */
@@ -48,6 +51,11 @@ export interface MultipartOptions {
    * as long as `base64Limit(maxBytes)` and is kept even if not in `allowedFields`.
    */
   largeField?: string;
+  /**
+   * Sees each kept text field as soon as it has arrived, before the rest of the body is read;
+   * throwing ends the read with that error (Chevereto checks a key inside the form this way).
+   */
+  onField?: (name: string, value: string) => void;
 }
 
 /**
@@ -58,22 +66,26 @@ export interface MultipartOptions {
 export async function receiveMultipart(
   request: Request,
   tmpDir: string,
-  maxBytes: number,
+  limits: BodyLimits,
   allowedFields: readonly string[],
 ): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
-  const { file, fields } = await parseMultipart(request, tmpDir, maxBytes, allowedFields);
+  const { file, fields } = await parseMultipart(request, tmpDir, limits, allowedFields);
   if (!file) throw new Invalid("缺少文件字段 file");
   return { file, fields };
 }
 
-/** receiveMultipart with a configurable file part that may be absent (the caller decides). */
+/**
+ * receiveMultipart with a configurable file part that may be absent (the caller decides). Both
+ * paths read the body through the idle deadline: no byte for `limits.idleMs` is a 408.
+ */
 export async function parseMultipart(
   request: Request,
   tmpDir: string,
-  maxBytes: number,
+  limits: BodyLimits,
   allowedFields: readonly string[],
   opts: MultipartOptions = {},
 ): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
+  const { maxBytes, idleMs } = limits;
   const fileField = opts.fileField ?? "file";
   const type = request.headers.get("content-type") ?? "";
   if (!type.toLowerCase().startsWith("multipart/form-data")) throw new Invalid(`请求必须是 multipart/form-data，文件字段名为 ${fileField}`);
@@ -83,12 +95,16 @@ export async function parseMultipart(
   const declared = Number(request.headers.get("content-length") ?? NaN);
   const fieldLimit = (name: string) => (name === opts.largeField ? textLimit : FIELD_LIMIT_BYTES);
   const keeps = (name: string) => name === opts.largeField || allowedFields.includes(name);
-  if (declared <= IN_MEMORY_UPLOAD_BYTES) return receiveSmallMultipart(request, maxBytes, fileField, fieldLimit, keeps);
+  const onField = opts.onField ?? (() => {});
+  if (declared <= IN_MEMORY_UPLOAD_BYTES) {
+    const body = await readDeclared(withIdleDeadline(request.body, idleMs), declared);
+    return receiveSmallMultipart(body, type, maxBytes, fileField, fieldLimit, keeps, onField);
+  }
 
   const path = tempPath(tmpDir, "upload");
   const fields: Record<string, string> = {};
   let file: ReceivedFile | undefined;
-  const source = Readable.fromWeb(request.body as never);
+  const source = Readable.fromWeb(withIdleDeadline(request.body, idleMs) as never);
   // The temp file's stream, once the file part began: on any failure it is destroyed and
   // closed before the file is removed, so a rejected or aborted upload holds no descriptor
   // (and no disk space of an unlinked file) and cannot recreate the file after the removal.
@@ -151,13 +167,19 @@ export async function parseMultipart(
       parser.on("field", (name, value, info) => {
         if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, opts.largeField));
         if (value.length > fieldLimit(name)) return fail(fieldTooLong(name, maxBytes, opts.largeField));
-        if (keeps(name)) fields[name] = value;
+        if (!keeps(name)) return;
+        fields[name] = value;
+        try {
+          onField(name, value);
+        } catch (err) {
+          fail(err as Error);
+        }
       });
       parser.on("partsLimit", () => fail(new Invalid("表单字段过多")));
       parser.on("fieldsLimit", () => fail(new Invalid("表单字段过多")));
       parser.on("error", malformed);
       parser.on("close", () => pendingWrite.then(resolve, reject));
-      source.on("error", () => fail(new Invalid("上传中断")));
+      source.on("error", (err) => fail(isStalled(err) ? err : new Invalid("上传中断")));
       source.pipe(parser);
     });
   } catch (err) {
@@ -181,17 +203,41 @@ function fieldTooLong(name: string, maxBytes: number, largeField: string | undef
   return name === largeField ? tooLarge(maxBytes) : new Invalid(`表单字段 ${name} 超过 1 KiB`);
 }
 
-/** A small multipart body with a declared length, parsed natively into memory. */
+/**
+ * A body with a declared length of at most IN_MEMORY_UPLOAD_BYTES, read whole into memory. Read
+ * here rather than by `request.formData()`, which no deadline can reach.
+ */
+async function readDeclared(body: ReadableStream<Uint8Array>, declared: number): Promise<Uint8Array<ArrayBuffer>> {
+  const bytes = new Uint8Array(declared);
+  let size = 0;
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return bytes.subarray(0, size);
+      if (size + value.length > declared) throw new Invalid("multipart 请求格式无效");
+      bytes.set(value, size);
+      size += value.length;
+    }
+  } catch (err) {
+    await reader.cancel().catch(() => {});
+    throw err instanceof Invalid ? err : new Invalid("上传中断");
+  }
+}
+
+/** A small multipart body, already in memory, parsed natively. */
 async function receiveSmallMultipart(
-  request: Request,
+  body: Uint8Array<ArrayBuffer>,
+  type: string,
   maxBytes: number,
   fileField: string,
   fieldLimit: (name: string) => number,
   keeps: (name: string) => boolean,
+  onField: (name: string, value: string) => void,
 ): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
   let form: FormData;
   try {
-    form = await request.formData();
+    form = await new Response(body, { headers: { "content-type": type } }).formData();
   } catch {
     throw new Invalid("multipart 请求格式无效");
   }
@@ -204,7 +250,9 @@ async function receiveSmallMultipart(
     }
     const limit = fieldLimit(name);
     if (Buffer.byteLength(value) > limit) throw limit > FIELD_LIMIT_BYTES ? tooLarge(maxBytes) : new Invalid(`表单字段 ${name} 超过 1 KiB`);
-    if (keeps(name)) fields[name] = value;
+    if (!keeps(name)) continue;
+    fields[name] = value;
+    onField(name, value);
   }
   if (!upload) return { file: undefined, fields };
   if (upload.size > maxBytes) throw tooLarge(maxBytes);
