@@ -11,6 +11,7 @@ import { decodeAwsChunked } from "./aws-chunked";
 import { checksumCalculator, type ChecksumCalculator } from "./checksums";
 import { assertPayloadDigest } from "./sigv4";
 import type { S3Request } from "./request";
+import { withIdleDeadline } from "../images/upload/body-deadline";
 
 export interface BodyDigests {
   size: number;
@@ -56,7 +57,9 @@ function declaredSize(req: S3Request): number | undefined {
 
 /** The object bytes of the request: aws-chunked framing removed (and verified) when the mode says so. */
 function objectStream(req: S3Request): ReadableStream<Uint8Array> {
-  const body = req.request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  // A client that stops sending holds an upload slot and a temp file: the same idle deadline as
+  // every other upload surface (RequestTimeout, as S3 answers a body that stopped arriving).
+  const body = req.request.body ? withIdleDeadline(req.request.body, req.idleMs) : new ReadableStream<Uint8Array>({ start: (c) => c.close() });
   const { auth } = req;
   if (!auth.payloadMode.startsWith("STREAMING-")) return body;
   const signed = auth.payloadMode.startsWith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD")

@@ -31,6 +31,7 @@ const STATUS: Record<string, number> = {
   NoSuchKey: 404,
   NotModified: 304,
   PreconditionFailed: 412,
+  RequestTimeout: 400,
   NoSuchUpload: 404,
   NotImplemented: 501,
   ServiceUnavailable: 503,
@@ -96,7 +97,11 @@ export function toS3Error(err: unknown): S3Error {
  * caller can fix, 503 SlowDown / ServiceUnavailable (with Retry-After) worth retrying.
  */
 function s3ErrorOf(err: DomainError): S3Error {
-  if (err instanceof Invalid) return new S3Error(err.problem === "too_large" ? "EntityTooLarge" : "InvalidArgument", err.message);
+  if (err instanceof Invalid) {
+    // S3's answer to a body that stopped arriving; the rest is never read, so the connection goes.
+    if (err.problem === "stalled") return new S3Error("RequestTimeout", err.message, 400, { connection: "close" });
+    return new S3Error(err.problem === "too_large" ? "EntityTooLarge" : "InvalidArgument", err.message);
+  }
   if (err instanceof Unauthenticated || err instanceof Forbidden || err instanceof QuotaExceeded) return new S3Error("AccessDenied", err.message);
   if (err instanceof NotFound) return new S3Error("NoSuchKey", err.message);
   if (err instanceof TooMany) return new S3Error("SlowDown", err.message, 503, { "retry-after": String(err.retryAfterSeconds) });

@@ -21,6 +21,8 @@ export interface S3Request {
   token: TokenRow;
   user: UserRow;
   requestId: string;
+  /** Longest silence while the body arrives (`upload_idle_timeout_seconds`): RequestTimeout after it. */
+  idleMs: number;
 }
 
 /** Raw path after `/s3`, percent-decoded per segment: `/b/k/x` → bucket `b`, key `k/x`. */
@@ -70,7 +72,8 @@ export function authenticateS3(app: AppContext, request: Request, requestId: str
   if (!hasUploadScope(found.token)) throw new S3Error("AccessDenied", "该上传令牌没有上传权限");
   new TokenRepo(app.db).touch(found.token);
   const { bucket, key } = splitS3Path(path);
-  return { request, method: request.method, bucket, key, query: parseQuery(query), auth, token: found.token, user: found.user, requestId };
+  const idleMs = app.settings.get().upload_idle_timeout_seconds * 1000;
+  return { request, method: request.method, bucket, key, query: parseQuery(query), auth, token: found.token, user: found.user, requestId, idleMs };
 }
 
 /** The `x-amz-meta-*` headers of a request (lower-case names), plus its Content-Type, as stored in s3_meta. */

@@ -35,7 +35,7 @@ function s3req(
       },
     });
   const request = new Request("http://kura.test/s3/kura/a.jpg", { method: "PUT", headers, body: stream, duplex: "half" } as RequestInit);
-  return { request, auth: { payloadMode: "UNSIGNED-PAYLOAD", payloadHash: "UNSIGNED-PAYLOAD", ...auth } } as unknown as S3Request;
+  return { request, idleMs: 60_000, auth: { payloadMode: "UNSIGNED-PAYLOAD", payloadHash: "UNSIGNED-PAYLOAD", ...auth } } as unknown as S3Request;
 }
 
 async function failure(p: Promise<unknown>): Promise<string> {

@@ -63,7 +63,7 @@ export interface Settings {
   max_pixels_mp?: number;
   max_concurrent_uploads?: number;
   upload_rate_per_min?: number;
-  /** 上传请求体持续多少秒收不到任何数据即以 408 结束，已收到的内容删除；只看停顿，不限总时长，慢速但持续的上传不受影响 */
+  /** 上传请求体持续多少秒收不到任何数据即以 408 结束，已收到的内容删除；只看停顿，不限总时长，慢速但持续的上传不受影响；S3 接口（PutObject、UploadPart、POST Object）同样适用，返回 400 `RequestTimeout` */
   upload_idle_timeout_seconds?: number;
   base_url?: string;
   cdn_provider_zone_id?: string;

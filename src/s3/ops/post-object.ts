@@ -5,6 +5,7 @@
  * pipeline (gate, quota, image checks) as a PutObject. Fields after the file are ignored, as in S3.
  */
 import busboy from "busboy";
+import { withIdleDeadline } from "../../images/upload/body-deadline";
 import { rm } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { hasUploadScope, resolveS3Credential, TokenRepo } from "../../auth/tokens";
@@ -62,7 +63,8 @@ function successResponse(fields: Record<string, string>, bucket: string, key: st
 
 export async function postObject(app: AppContext, gate: UploadGate, request: Request, bucket: string): Promise<Response> {
   if (!request.body) throw new S3Error("InvalidArgument", "缺少表单内容");
-  const source = Readable.fromWeb(request.body as never);
+  // The same idle deadline as every upload surface: a silent client is RequestTimeout (toS3Error).
+  const source = Readable.fromWeb(withIdleDeadline(request.body, app.settings.get().upload_idle_timeout_seconds * 1000) as never);
   const fields: Record<string, string> = {};
   let upload: Promise<Response> | undefined;
 
@@ -113,6 +115,8 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     });
     parser.on("file", (name, stream, info) => {
       if (upload || name.toLowerCase() !== "file") {
+        // A body ending inside this part errors its stream; unheard, that error would end the process.
+        stream.on("error", () => {});
         stream.resume();
         return;
       }
