@@ -78,9 +78,12 @@ test("a POST Object form whose body stops arriving is RequestTimeout", async () 
   expect([answer?.status, codeOf(answer!.body)]).toEqual([400, "RequestTimeout"]);
 });
 
-test("a POST Object body that ends inside a part other than the file is refused, and the server lives on", async () => {
+test.each([
+  ["a part other than the file", "other"],
+  ["the file part itself, with no policy", "file"],
+])("a POST Object body that ends inside %s is refused, and the server lives on", async (_, part) => {
   const boundary = "kurapostcut";
-  const body = `--${boundary}\r\nContent-Disposition: form-data; name="other"; filename="x.png"\r\nContent-Type: image/png\r\n\r\nhello\r\n`;
+  const body = `--${boundary}\r\nContent-Disposition: form-data; name="${part}"; filename="x.png"\r\nContent-Type: image/png\r\n\r\nhello\r\n`;
   const res = await fetch(`${f.server.base}/s3/kura`, {
     method: "POST",
     headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
@@ -92,7 +95,8 @@ test("a POST Object body that ends inside a part other than the file is refused,
     }),
     duplex: "half",
   } as RequestInit);
-  expect(res.status).toBe(400);
+  // 400 MalformedPOSTRequest, or 403 when the missing policy is noticed first.
+  expect([400, 403]).toContain(res.status);
   await Bun.sleep(200);
   expect(f.server.proc.exitCode).toBeNull();
   expect((await fetch(`${f.server.base}/healthz`)).status).toBe(200);

@@ -114,9 +114,11 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
       if (!upload) fields[name.toLowerCase()] = value;
     });
     parser.on("file", (name, stream, info) => {
+      // A body ending inside a part errors that part's stream; unheard (a part nobody reads, or the
+      // file of a form refused before its bytes are read), that error would end the process. The
+      // parser reports the same fault itself.
+      stream.on("error", () => {});
       if (upload || name.toLowerCase() !== "file") {
-        // A body ending inside this part errors its stream; unheard, that error would end the process.
-        stream.on("error", () => {});
         stream.resume();
         return;
       }
