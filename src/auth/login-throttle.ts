@@ -32,17 +32,8 @@ export class LoginThrottle {
   admitLogin(client: string, name: string): LoginAdmission {
     const from = clientKey(client);
     const wait = Math.max(this.perAddress.take(from), this.perName.take(`${from}\0${name}`));
-    if (wait > 0) return { ok: false, retryAfter: wait, reason: "rate" };
-    const check = this.admitCheck();
-    if (!check.ok) return check;
-    return {
-      ok: true,
-      // Only failures count against the address: many people behind one NAT still get in.
-      release: (verified) => {
-        check.release(verified);
-        if (verified) this.perAddress.refund(from);
-      },
-    };
+    // Only failures count against the address: many people behind one NAT still get in.
+    return this.verifyUnless(wait, () => this.perAddress.refund(from));
   }
 
   /**
@@ -53,7 +44,11 @@ export class LoginThrottle {
    */
   admitPasswordChange(userId: string): LoginAdmission {
     const key = `account\0${userId}`;
-    const wait = this.perAccount.take(key);
+    return this.verifyUnless(this.perAccount.take(key), () => this.perAccount.refund(key));
+  }
+
+  /** Refused while a bucket says `wait`; else a verification slot, and `refund` once a password was right. */
+  private verifyUnless(wait: number, refund: () => void): LoginAdmission {
     if (wait > 0) return { ok: false, retryAfter: wait, reason: "rate" };
     const check = this.admitCheck();
     if (!check.ok) return check;
@@ -61,7 +56,7 @@ export class LoginThrottle {
       ok: true,
       release: (verified) => {
         check.release(verified);
-        if (verified) this.perAccount.refund(key);
+        if (verified) refund();
       },
     };
   }

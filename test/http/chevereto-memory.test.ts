@@ -8,33 +8,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import { useServer } from "../helpers/fixture";
-import type { KuraServer } from "../helpers/server";
-import { memoryOf } from "./hardening.helpers";
+import { peakGrowth } from "./hardening.helpers";
 
 const MiB = 1024 * 1024;
 /** Bun's own cost of taking in 8 × 54 MB (measured with the key in X-API-Key, where nothing is read) is ~65 MiB. */
 const BUDGET = 300 * MiB;
-
-/** Peak RSS growth of the server while `work` runs, sampled every 5 ms and from the high-water mark. */
-async function peakGrowth<T>(server: KuraServer, work: () => Promise<T>): Promise<{ result: T; growth: number }> {
-  const before = memoryOf(server);
-  let peak = before.rss;
-  const sampler = setInterval(() => {
-    try {
-      peak = Math.max(peak, memoryOf(server).rss);
-    } catch {
-      // process gone: the statuses below will say so
-    }
-  }, 5);
-  try {
-    const result = await work();
-    const after = memoryOf(server);
-    if (after.hwm > before.hwm) peak = Math.max(peak, after.hwm);
-    return { result, growth: peak - before.rss };
-  } finally {
-    clearInterval(sampler);
-  }
-}
 
 const SIZE = 54_000_000;
 

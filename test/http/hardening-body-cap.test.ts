@@ -1,34 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { useServer } from "../helpers/fixture";
-import type { KuraServer } from "../helpers/server";
-import { memoryOf, hostRequest, type RawAnswer } from "./hardening.helpers";
+import { hostRequest, peakGrowth, type RawAnswer } from "./hardening.helpers";
 
 const MiB = 1024 * 1024;
 
 /** Answered by the S3 surface (an S3 XML error) rather than by a JSON route. */
 const isS3Answer = (a: RawAnswer) => /<Error>/.test(a.body) && /application\/xml/i.test(a.contentType);
-
-/** Runs `work` while sampling the server's RSS; returns its result and the peak growth over the RSS before. */
-async function peakGrowth<T>(server: KuraServer, work: () => Promise<T>): Promise<{ result: T; growth: number }> {
-  const before = memoryOf(server);
-  let peak = before.rss;
-  const sampler = setInterval(() => {
-    try {
-      peak = Math.max(peak, memoryOf(server).rss);
-    } catch {
-      // process gone: the assertions below will say so
-    }
-  }, 10);
-  try {
-    const result = await work();
-    const after = memoryOf(server);
-    // A new high-water mark was set during the request: it is the true peak.
-    if (after.hwm > before.hwm) peak = Math.max(peak, after.hwm);
-    return { result, growth: peak - before.rss };
-  } finally {
-    clearInterval(sampler);
-  }
-}
 
 describe("row 1: one request path for the body cap and the router", () => {
   const { server } = useServer();

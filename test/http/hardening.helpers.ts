@@ -9,6 +9,30 @@ export function memoryOf(server: KuraServer): { rss: number; hwm: number } {
 }
 
 /** CPU seconds (user + system) the server process has used so far, from /proc/<pid>/stat. */
+/**
+ * Peak RSS growth of the server while `work` runs: sampled every 5 ms, and from the high-water
+ * mark when the run set a new one (then it is the true peak).
+ */
+export async function peakGrowth<T>(server: KuraServer, work: () => Promise<T>): Promise<{ result: T; growth: number }> {
+  const before = memoryOf(server);
+  let peak = before.rss;
+  const sampler = setInterval(() => {
+    try {
+      peak = Math.max(peak, memoryOf(server).rss);
+    } catch {
+      // process gone: the caller's assertions will say so
+    }
+  }, 5);
+  try {
+    const result = await work();
+    const after = memoryOf(server);
+    if (after.hwm > before.hwm) peak = Math.max(peak, after.hwm);
+    return { result, growth: peak - before.rss };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
 export function cpuSecondsOf(server: KuraServer): number {
   const stat = readFileSync(`/proc/${server.proc.pid}/stat`, "utf8");
   // Fields after the parenthesised command name; utime and stime are fields 14 and 15.

@@ -9,10 +9,9 @@
  * A slow but steady body passes however long it takes: only a pause counts.
  */
 import { expect, test } from "bun:test";
-import { readdirSync, readlinkSync } from "node:fs";
-import { join } from "node:path";
 import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
+import { expectNoUploadLeftovers } from "../helpers/leftovers";
 import { settled } from "../helpers/settle";
 import { chunk, MULTIPART, partHead, RawRequest, textPart, type RawAnswer } from "./raw-upload.helpers";
 
@@ -96,29 +95,7 @@ const cases: Case[] = [
   },
 ];
 
-/** Files under the data directory's tmp/ that the server process still has open. */
-function openTempFiles(): string[] {
-  const fdDir = `/proc/${server.proc.pid}/fd`;
-  const tmp = join(server.dataDir, "tmp");
-  return readdirSync(fdDir)
-    .map((fd) => {
-      try {
-        return readlinkSync(join(fdDir, fd));
-      } catch {
-        return "";
-      }
-    })
-    .filter((target) => target.startsWith(tmp));
-}
-
-async function expectNothingLeft() {
-  const tmp = join(server.dataDir, "tmp");
-  const left = await settled(
-    async () => ({ files: readdirSync(tmp, { recursive: true }).map(String), open: openTempFiles() }),
-    (v) => v.files.length === 0 && v.open.length === 0,
-  );
-  expect(left).toEqual({ files: [], open: [] });
-}
+const expectNothingLeft = () => expectNoUploadLeftovers(server);
 
 /** Sends the head and the first bytes, then nothing; returns the answer if one comes within 10 s. */
 async function stall(c: Case, framing: "chunked" | "declared"): Promise<{ answer: RawAnswer | null | undefined; req: RawRequest }> {

@@ -9,11 +9,9 @@
  * declared bodies of more than 4 MiB take the same path.
  */
 import { expect, test } from "bun:test";
-import { readdirSync, readlinkSync } from "node:fs";
-import { join } from "node:path";
 import { expectError } from "../helpers/client";
 import { useAdmin } from "../helpers/fixture";
-import type { KuraServer } from "../helpers/server";
+import { expectNoUploadLeftovers, openTempFiles } from "../helpers/leftovers";
 import { settled } from "../helpers/settle";
 
 const { server, admin } = useAdmin();
@@ -63,29 +61,8 @@ function post(route: Route, body: ReadableStream<Uint8Array>, signal?: AbortSign
   } as RequestInit);
 }
 
-/** Files under the data directory's tmp/ that the server process still has open. */
-function openTempFiles(s: KuraServer): string[] {
-  const fdDir = `/proc/${s.proc.pid}/fd`;
-  const tmp = join(s.dataDir, "tmp");
-  return readdirSync(fdDir)
-    .map((fd) => {
-      try {
-        return readlinkSync(join(fdDir, fd));
-      } catch {
-        return "";
-      }
-    })
-    .filter((target) => target.startsWith(tmp));
-}
-
-/** tmp/ holds nothing of any upload, and the process holds no descriptor on anything in it. */
 async function expectNothingLeft() {
-  const tmp = join(server.dataDir, "tmp");
-  const left = await settled(
-    async () => ({ files: readdirSync(tmp, { recursive: true }).map(String), open: openTempFiles(server) }),
-    (v) => v.files.length === 0 && v.open.length === 0,
-  );
-  expect(left).toEqual({ files: [], open: [] });
+  await expectNoUploadLeftovers(server);
   expect((await fetch(server.url("/healthz"))).status).toBe(200);
 }
 

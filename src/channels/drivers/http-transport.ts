@@ -3,6 +3,7 @@
  * header timeout, and a send loop that retries a connection failure once when
  * the body can be sent again. What a status means stays with each driver.
  */
+import { withIdleDeadline } from "../../shared/idle-deadline";
 
 /** `fetch` or anything call-compatible (e.g. an SSRF-guarded fetch). */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -92,32 +93,8 @@ export class BodyStalledError extends Error {
 export function withBodyIdleTimeout(response: Response, idleMs: number): Response {
   // HEAD, 204 and 304 answers have no body at all (fetch gives null), so nothing to watch.
   if (!response.body) return response;
-  const reader = response.body.getReader();
-  const body = new ReadableStream<Uint8Array>(
-    {
-      async pull(out) {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const stalled = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new BodyStalledError(idleMs)), idleMs);
-        });
-        try {
-          const { done, value } = await Promise.race([reader.read(), stalled]);
-          if (done) out.close();
-          else out.enqueue(value);
-        } catch (err) {
-          out.error(err);
-          // Cancelling the peer's body closes its connection (no socket waits on a dead peer).
-          reader.cancel(err).catch(() => {});
-        } finally {
-          clearTimeout(timer);
-        }
-      },
-      cancel(reason) {
-        return reader.cancel(reason);
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  // Cancelling the peer's body closes its connection (no socket waits on a dead peer).
+  const body = withIdleDeadline(response.body, idleMs, () => new BodyStalledError(idleMs));
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 

@@ -3,6 +3,7 @@
 // then nothing kept both until Bun's connection idle timeout (120 s), or for ever with a byte
 // now and then. Every upload reader (multipart, Chevereto's urlencoded form) reads through this.
 import { Invalid } from "../../errors";
+import { withIdleDeadline as withSourceDeadline } from "../../shared/idle-deadline";
 
 /** What an upload body may cost: its size cap and the longest silence while it arrives. */
 export interface BodyLimits {
@@ -15,38 +16,12 @@ export const bodyStalled = (idleMs: number) => new Invalid(`上传数据中断�
 
 /**
  * The same body, failing with a `stalled` Invalid (408) when no piece arrives within `idleMs` of
- * being asked for; the request's body is then cancelled, so nothing more is read from it. Only a
- * read that waits on the client is timed: a consumer that is slow itself (a busy disk) is not.
- * A slow but steady client passes however long the whole body takes: a phone on a bad link
- * sends little, but it keeps sending.
+ * being asked for; the request's body is then cancelled, so nothing more is read from it. A slow
+ * but steady client passes however long the whole body takes: a phone on a bad link sends
+ * little, but it keeps sending.
  */
 export function withIdleDeadline(body: ReadableStream<Uint8Array>, idleMs: number): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(out) {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const stalled = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(bodyStalled(idleMs)), idleMs);
-        });
-        try {
-          const { done, value } = await Promise.race([reader.read(), stalled]);
-          if (done) out.close();
-          else out.enqueue(value);
-        } catch (err) {
-          out.error(err);
-          reader.cancel(err).catch(() => {});
-        } finally {
-          clearTimeout(timer);
-        }
-      },
-      cancel(reason) {
-        return reader.cancel(reason);
-      },
-    },
-    // Pull only when the consumer asks, so the clock never runs for bytes nobody wants yet.
-    { highWaterMark: 0 },
-  );
+  return withSourceDeadline(body, idleMs, () => bodyStalled(idleMs));
 }
 
 /** True for the deadline's own failure (to pass it on unchanged where other read errors become "上传中断"). */

@@ -1,0 +1,35 @@
+/**
+ * A byte stream that fails with `stalled()` when no piece arrives within `idleMs` of being asked
+ * for, and then cancels its source (for a peer's response that closes the socket; for a client's
+ * request body nothing more is read). Only a read waiting on the source is timed: a consumer that
+ * is slow itself (a busy disk) never is, and a slow but steady source passes however long it takes.
+ * Shared by the channel drivers' response bodies and the upload surfaces' request bodies.
+ */
+export function withIdleDeadline(source: ReadableStream<Uint8Array>, idleMs: number, stalled: () => Error): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(out) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const deadline = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(stalled()), idleMs);
+        });
+        try {
+          const { done, value } = await Promise.race([reader.read(), deadline]);
+          if (done) out.close();
+          else out.enqueue(value);
+        } catch (err) {
+          out.error(err);
+          reader.cancel(err).catch(() => {});
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    },
+    // Pull only when the consumer asks, so the clock never runs for bytes nobody wants yet.
+    { highWaterMark: 0 },
+  );
+}
