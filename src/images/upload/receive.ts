@@ -10,6 +10,9 @@ import { isStalled, withIdleDeadline, type BodyLimits } from "./body-deadline";
 export type { BodyLimits } from "./body-deadline";
 
 export const FIELD_LIMIT_BYTES = 1024;
+/** Parts and text fields a form may have (an upload needs a file and a few options). */
+const MAX_PARTS = 32;
+const MAX_TEXT_FIELDS = 20;
 /** Room for multipart boundaries and small fields on top of the file itself. */
 const MULTIPART_OVERHEAD = 64 * 1024;
 
@@ -115,7 +118,9 @@ export async function parseMultipart(
       try {
         parser = busboy({
           headers: { "content-type": type },
-          limits: { fileSize: maxBytes, fieldSize: textLimit, files: 1, fields: 20, parts: 32 },
+          // `files` as high as `parts`: a file part before the one named `file` is skipped, not the
+          // end of the form (busboy drops every file past the limit), as on the in-memory path.
+          limits: { fileSize: maxBytes, fieldSize: textLimit, files: MAX_PARTS, fields: MAX_TEXT_FIELDS, parts: MAX_PARTS },
           defParamCharset: "utf8",
         });
       } catch {
@@ -243,7 +248,11 @@ async function receiveSmallMultipart(
   }
   const fields: Record<string, string> = {};
   let upload: File | undefined;
+  // The streaming path's limits, so a form gets the same answer whichever path reads it.
+  let parts = 0;
+  let texts = 0;
   for (const [name, value] of form.entries()) {
+    if (++parts > MAX_PARTS || (typeof value === "string" && ++texts > MAX_TEXT_FIELDS)) throw new Invalid("表单字段过多");
     if (typeof value !== "string") {
       if (name === fileField && !upload) upload = value;
       continue;
