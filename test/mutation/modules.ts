@@ -36,8 +36,18 @@ export const MODULES: Record<string, MutationModule> = {
   },
   /** The channel drivers' HTTP deadlines: headers, then each silence in a body, never the whole download. */
   "http-deadlines": {
-    mutate: ["src/channels/drivers/http-transport.ts:53-126"],
+    mutate: ["src/channels/drivers/http-transport.ts:54-100", "src/shared/idle-deadline.ts"],
     tests: ["test/unit/http-transport.test.ts"],
+  },
+  /** Login throttling: buckets per address (IPv6 /64), name and account, bounded under churn. */
+  "login-throttle": {
+    mutate: ["src/auth/login-throttle.ts", "src/auth/rate-limit.ts"],
+    tests: ["test/unit/login-throttle.test.ts", "test/unit/foundation.test.ts"],
+  },
+  /** The streaming urlencoded and base64 readers behind Chevereto's forms. */
+  "urlencoded-stream": {
+    mutate: ["src/compat/urlencoded-stream.ts", "src/compat/base64-stream.ts"],
+    tests: ["test/unit/urlencoded-stream.test.ts"],
   },
   /** Bounded waits: the render queue's wait deadline and the SFTP reply watchdog. */
   "bounded-waits": {

@@ -105,6 +105,92 @@ describe("LoginThrottle", () => {
   });
 });
 
+describe("LoginThrottle: refunds and verification slots", () => {
+  test("a correct password gives the address its token back: 25 good logins from one address under 25 names all pass", () => {
+    const throttle = new LoginThrottle(5, 60, () => 0);
+    const outcomes = Array.from({ length: 25 }, (_, i) => {
+      const admission = throttle.admitLogin("198.51.100.9", `user${i}`);
+      if (admission.ok) admission.release(true);
+      return admission.ok;
+    });
+    expect(outcomes).toEqual(Array(25).fill(true));
+  });
+
+  test("at most 4 verifications at once (busy, retry after 1 s); a release frees exactly one slot, however often it is called", () => {
+    const throttle = new LoginThrottle(5, 60, () => 0);
+    const held = Array.from({ length: 4 }, () => throttle.admitCheck());
+    expect(held.every((a) => a.ok)).toBe(true);
+    expect(throttle.admitCheck()).toEqual({ ok: false, retryAfter: 1, reason: "busy" });
+    const first = held[0]!;
+    if (first.ok) {
+      first.release(false);
+      first.release(false);
+    }
+    const again = throttle.admitCheck();
+    expect(again.ok).toBe(true);
+    expect(throttle.admitCheck()).toMatchObject({ ok: false, reason: "busy" });
+    // A login while every slot is taken is busy too, not admitted.
+    expect(throttle.admitLogin("198.51.100.10", "x")).toMatchObject({ ok: false, reason: "busy" });
+  });
+});
+
+describe("TokenBucketLimiter refills", () => {
+  test("one token per refill period, counted from the last take (not from the epoch)", () => {
+    let now = 1_700_000_000_000;
+    const limiter = new TokenBucketLimiter(3, 10, () => now);
+    expect([limiter.take("k"), limiter.take("k"), limiter.take("k")]).toEqual([0, 0, 0]);
+    expect(limiter.take("k")).toBe(10);
+    now += 5_000;
+    expect(limiter.take("k")).toBe(5); // half a token back: 5 s to the next one
+    now += 5_000;
+    expect(limiter.take("k")).toBe(0);
+    expect(limiter.take("k")).toBe(10);
+  });
+
+  test("a refund never lifts a bucket above its burst, and a refund of an unknown key creates nothing", () => {
+    const limiter = new TokenBucketLimiter(2, 10, () => 0);
+    limiter.refund("ghost");
+    expect(limiter.size).toBe(0);
+    limiter.take("k");
+    limiter.refund("k");
+    limiter.refund("k");
+    expect([limiter.take("k"), limiter.take("k"), limiter.take("k")]).toEqual([0, 0, 10]);
+  });
+
+  test("full buckets are forgotten once the map outgrows the prune threshold (10,000), the others kept", () => {
+    let now = 0;
+    const limiter = new TokenBucketLimiter(2, 10, () => now);
+    for (let i = 0; i < 10_000; i++) limiter.take(`old-${i}`);
+    expect(limiter.size).toBe(10_000);
+    now += 15_000; // every old bucket is full again (one token was taken, 1.5 came back)
+    limiter.take("drained"); // the 10,001st bucket: the prune runs and keeps only this one (not full)
+    expect(limiter.size).toBe(1);
+    limiter.take("drained");
+    expect(limiter.take("drained")).toBe(10); // its two tokens are gone: it was kept, not forgotten
+  });
+
+  test("after a prune the next one waits until the map has doubled (no scan per take)", () => {
+    let now = 0;
+    const limiter = new TokenBucketLimiter(2, 10, () => now);
+    for (let i = 0; i < 10_001; i++) limiter.take(`k${i}`); // a prune at 10,001 frees nothing (none full)
+    now += 15_000; // now all are full, so any prune would free them
+    for (let i = 0; i < 5; i++) limiter.take(`m${i}`);
+    expect(limiter.size).toBe(10_006); // no prune before 20,002 buckets
+  });
+
+  test("past the bound a tenth goes at once, least recently used first", () => {
+    const limiter = new TokenBucketLimiter(3, 100, () => 0, 100);
+    for (let i = 0; i < 100; i++) limiter.take(`k${i}`);
+    expect(limiter.size).toBe(100);
+    limiter.take("k0"); // used again: now the most recent
+    limiter.take("k100");
+    expect(limiter.size).toBe(90);
+    // k0 survived, k1..k11 (the least recently used) went; k0 still has its bucket (two takes).
+    expect(limiter.take("k0")).toBe(0);
+    expect(limiter.take("k0")).toBe(100);
+  });
+});
+
 describe("TokenBucketLimiter under address churn", () => {
   test("never holds more than its bound, and the least recently used buckets go first", () => {
     let now = 0;
