@@ -87,6 +87,18 @@ describe("streaming urlencoded parser", () => {
     );
   });
 
+  test("decodes every %XY escape as URLSearchParams does, with any two ASCII characters after the %", () => {
+    // Every hex digit (both cases) and the characters just outside each digit range ('/', ':', '@', 'G', '`', 'g').
+    const edge = fc.constantFrom(..."0123456789abcdefABCDEF/:@G`g% ");
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom("a", "=", "&", ""), edge, edge), { maxLength: 20 }), fc.array(fc.nat(), { maxLength: 6 }), (parts, at) => {
+        const text = parts.map(([before, x, y]) => `${before}%${x}${y}`).join("");
+        expect(parse(cut(new TextEncoder().encode(text), at))).toEqual([...new URLSearchParams(text)]);
+      }),
+      { seed: 2611, numRuns: 3000 },
+    );
+  });
+
   test("and on arbitrary strings, one byte per chunk included", () => {
     fc.assert(
       fc.property(fc.string({ unit: "binary", maxLength: 80 }), fc.boolean(), fc.array(fc.nat(), { maxLength: 8 }), (text, bytewise, at) => {
@@ -143,6 +155,11 @@ describe("streaming base64 decoder", () => {
       }),
       { seed: 4096, numRuns: 5000 },
     );
+  });
+
+  test.each(["QQ=Q", "QQ=Q\n", "QUJD=QQ=", "Q=QQ", "QUJDQQ=A"])("data after padding (%p) is refused, in one piece or cut anywhere", (text) => {
+    expect(wholeText(text)).toBe("invalid");
+    for (let at = 0; at <= text.length; at++) expect(streamed([text.slice(0, at), text.slice(at)])).toBe("invalid");
   });
 
   test("round-trips random bytes, whatever the line breaks", () => {
