@@ -43,7 +43,9 @@ export interface LinkSet {
 
 /** Every copyable form of one image link; `name` becomes the alt text. */
 export function linkSet(url: string, name: string, widths?: readonly number[] | null): LinkSet {
-  const alt = name.replace(/[[\]"<>]/g, "");
+  // Brackets end Markdown's alt text and a trailing backslash escapes its closing `]`; quotes and
+  // angle brackets end the HTML attribute; control characters (a line break) split the link.
+  const alt = name.replace(/[[\]"<>\\]/g, "").replace(/[\u0000-\u001f\u007f]/g, " ");
   const attr = url.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
   return {
     url,

@@ -1,5 +1,6 @@
 /** `/i/{id}.{ext}` (for forums that want an extension) is the same image as `/i/{id}`, and the shared copy forms. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { linkForms, linkSet } from "../../src/shared/links";
 import { form, makeJpeg, makePng } from "../helpers/images";
 import { sha256, startClientFixture, type ClientFixture } from "./fixture";
@@ -77,5 +78,22 @@ describe("link formats", () => {
     // Resizing switched off: no thumbnail form, the thumbnail address is the original.
     expect(linkForms(url, "x", null).map((f) => f.label)).not.toContain("缩略图");
     expect(linkSet(url, "x", []).thumbnail_url).toBe(url);
+  });
+
+  test("every form stays well-formed whatever the file name (a trailing backslash, brackets, quotes, line breaks)", () => {
+    const url = "https://img.example.com/i/AbCdEfGhIj.jpg";
+    expect(linkSet(url, "holiday\\", null).markdown).toBe(`![holiday](${url})`);
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 60 }), (name) => {
+        const s = linkSet(url, name, null);
+        const alt = /^!\[([^\]]*)\]\(([^)]*)\)$/.exec(s.markdown);
+        expect(alt?.[2]).toBe(url);
+        // No backslash (it would escape the closing bracket) and no line break inside the alt text.
+        expect(alt![1]).not.toMatch(/[\\\n\r]/);
+        expect(s.markdown_with_link).toBe(`[${s.markdown}](${url})`);
+        expect(s.html).toMatch(/^<img src="[^"]*" alt="[^"<>]*">$/);
+      }),
+      { seed: 20261127, numRuns: 2000 },
+    );
   });
 });
