@@ -9,6 +9,7 @@ import { isStalled, withIdleDeadline, type BodyLimits } from "../images/upload/b
 import { base64Limit, FIELD_LIMIT_BYTES, tempPath, tooLarge, type ReceivedFile } from "../images/upload/receive";
 import { Base64Decoder } from "./base64-stream";
 import { UrlencodedParser, utf8Decoder, type FormEvent } from "./urlencoded-stream";
+import { writeAll } from "../shared/write-all";
 
 /**
  * A `source` up to this many bytes is kept as text (an image URL, or short base64), handled as
@@ -88,7 +89,7 @@ class SourceField implements ValueSink {
     const bytes = last ? Buffer.concat([this.base64!.push(text), this.base64!.end()]) : this.base64!.push(text);
     this.size += bytes.length;
     if (this.size > this.maxBytes) throw tooLarge(this.maxBytes);
-    if (bytes.length) await this.out!.write(bytes);
+    if (bytes.length) await writeAll(this.out!, bytes);
   }
 
   async end() {

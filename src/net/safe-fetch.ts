@@ -3,6 +3,7 @@ import { open, rm } from "node:fs/promises";
 import { isIP } from "node:net";
 import type { AddressSet } from "./cidr";
 import { refusalReason } from "./public-address";
+import { writeAll } from "../shared/write-all";
 
 /**
  * SSRF-safe download of a user-supplied URL into a file (admin "import image from URL").
@@ -259,7 +260,7 @@ async function streamToFile(res: Response, destPath: string, maxBytes: number): 
         throw fail.tooLarge();
       }
       // Awaiting each write is the backpressure: we never read faster than disk.
-      for (let off = 0; off < value.byteLength; ) off += (await file.write(value, off)).bytesWritten;
+      await writeAll(file, value);
     }
   } finally {
     await file.close();

@@ -12,6 +12,7 @@ import { checksumCalculator, type ChecksumCalculator } from "./checksums";
 import { assertPayloadDigest } from "./sigv4";
 import type { S3Request } from "./request";
 import { withIdleDeadline } from "../images/upload/body-deadline";
+import { writeAll } from "../shared/write-all";
 
 export interface BodyDigests {
   size: number;
@@ -156,7 +157,7 @@ export async function writeDigested(path: string, chunks: AsyncIterable<Uint8Arr
       checkSize(size);
       md5.update(chunk);
       sha256.update(chunk);
-      await out.write(chunk);
+      await writeAll(out, chunk);
     }
     await out.close();
   } catch (err) {
@@ -176,7 +177,7 @@ export async function receiveToFile(req: S3Request, path: string, maxBytes: numb
   try {
     const digests = await consumeBody(req, maxBytes, async (chunk) => {
       onChunk?.(chunk.length);
-      await file.write(chunk);
+      await writeAll(file, chunk);
     });
     await file.close();
     return digests;

@@ -15,7 +15,7 @@ import { form, makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 import { waitReplicaState } from "../http/channels.helpers";
 import { sdkClient } from "../s3/s3-setup";
-import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectCommand, PutObjectCommand, UploadPartCommand } from "@aws-sdk/client-s3";
 import { fillDisk, mountTmpfs } from "./harness";
 
 /** A JPEG of noise: it does not compress, so its size is predictable (~300 KB). */
@@ -92,6 +92,40 @@ describe("full file systems", () => {
       expect(Buffer.from(await back.arrayBuffer()).equals(big)).toBe(true);
       expect(server.logs).not.toMatch(/level=ERROR msg=请求处理失败/);
       expect(server.logs).toMatch(/level=ERROR msg=磁盘空间不足/); // the operator hears about it
+    } finally {
+      await server.dispose();
+    }
+  });
+
+  test("a part arriving on a nearly full disk is never kept truncated: UploadPart is 503, nothing staged; with space back the same part completes byte-identical", async () => {
+    const fs = mountTmpfs(16);
+    mounts.push(fs);
+    const server = await KuraServer.start({ dataDir: fs.dir });
+    try {
+      const admin = await adminSession(server);
+      const created = await admin.json("POST", "/api/admin/tokens", { name: "parts" }, 201);
+      const cred = await admin.json("POST", `/api/admin/tokens/${created.id}/s3-credential`);
+      const s3 = sdkClient(cred);
+      const body = await noiseJpeg(13);
+      const upload = await s3.send(new CreateMultipartUploadCommand({ Bucket: cred.bucket, Key: "part.jpg", ContentType: "image/jpeg" }));
+      // Less room than the part: the write of its body comes up short (without an error) before it fails.
+      const filler = fillDisk(fs.dir, Math.floor(body.length * 0.8));
+      const part = () => s3.send(new UploadPartCommand({ Bucket: cred.bucket, Key: "part.jpg", UploadId: upload.UploadId, PartNumber: 1, Body: body }));
+      const refused = await part().catch((e) => e);
+      expect(refused).toMatchObject({ name: "ServiceUnavailable", $metadata: { httpStatusCode: 503 } });
+      expect(listFiles(join(fs.dir, "tmp")).filter((f) => f.startsWith("multipart/"))).toEqual([]);
+      rmSync(filler);
+      const { ETag } = await part();
+      await s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: cred.bucket,
+          Key: "part.jpg",
+          UploadId: upload.UploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] },
+        }),
+      );
+      const got = await s3.send(new GetObjectCommand({ Bucket: cred.bucket, Key: "part.jpg" }));
+      expect(Buffer.from(await got.Body!.transformToByteArray()).equals(body)).toBe(true);
     } finally {
       await server.dispose();
     }

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, constants, existsSync, fsync, openSync, renameSync, statSync } from "node:fs";
-import { access, lstat, mkdir, open, readdir, rm, stat, unlink, writeFile, type FileHandle } from "node:fs/promises";
+import { access, lstat, mkdir, open, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
 import type { DriverOptionSpec } from "./option-spec";
 import { clampRange, sizedStream } from "./sized-body";
 import { awaitedLater } from "../../shared/awaited-later";
+import { writeAll } from "../../shared/write-all";
 
 /** Same key names as rclone's `local` backend: its remote is just `path`. */
 export const localDriverOptions: readonly DriverOptionSpec[] = [{ key: "path", type: "text", required: true, sensitive: false }];
@@ -218,14 +219,6 @@ async function writeStream(path: string, body: ReadableStream<Uint8Array>, size:
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-async function writeAll(handle: FileHandle, chunk: Uint8Array) {
-  let offset = 0;
-  while (offset < chunk.byteLength) {
-    const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset);
-    offset += bytesWritten;
   }
 }
 
