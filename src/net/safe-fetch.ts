@@ -4,6 +4,7 @@ import { isIP } from "node:net";
 import type { AddressSet } from "./cidr";
 import { refusalReason } from "./public-address";
 import { writeAll } from "../shared/write-all";
+import { isDiskFull } from "../errors";
 
 /**
  * SSRF-safe download of a user-supplied URL into a file (admin "import image from URL").
@@ -149,6 +150,8 @@ export async function fetchToFile(url: string, destPath: string, opts: FetchToFi
   } catch (err) {
     if (fileOpened) await rm(destPath, { force: true });
     if (err instanceof UrlImportError) throw err;
+    // Our own disk is full, not the remote's fault: the disk-full 503 (Retry-After, logged).
+    if (isDiskFull(err)) throw err;
     if (timedOut) throw fail.timeout();
     if (opts.signal?.aborted) throw fail.aborted();
     throw fail.network();

@@ -18,12 +18,13 @@ import { sdkClient } from "../s3/s3-setup";
 import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectCommand, PutObjectCommand, UploadPartCommand } from "@aws-sdk/client-s3";
 import { fillDisk, mountTmpfs } from "./harness";
 
-/** A JPEG of noise: it does not compress, so its size is predictable (~300 KB). */
-const noiseJpeg = (seed: number) => {
-  const raw = Buffer.alloc(400 * 300 * 3);
+/** A JPEG of noise: it does not compress, so its size is predictable (~300 KB at 400x300, ~4.5 MB at 2400x1800). */
+const noiseJpeg = (seed: number, width = 400, height = 300) => {
+  const raw = Buffer.alloc(width * height * 3);
   let x = seed * 2654435761;
   for (let i = 0; i < raw.length; i++) raw[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
-  return sharp(raw, { raw: { width: 400, height: 300, channels: 3 } })
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .withExif({ IFD0: { ImageDescription: "kura" } })
     .jpeg({ quality: 95 })
     .toBuffer();
 };
@@ -127,6 +128,44 @@ describe("full file systems", () => {
       const got = await s3.send(new GetObjectCommand({ Bucket: cred.bucket, Key: "part.jpg" }));
       expect(Buffer.from(await got.Body!.transformToByteArray()).equals(body)).toBe(true);
     } finally {
+      await server.dispose();
+    }
+  });
+
+  test("a URL import and a large upload whose stripped copy does not fit answer the disk-full 503, not a 400 or 415", async () => {
+    const fs = mountTmpfs(24);
+    mounts.push(fs);
+    const image = await noiseJpeg(21);
+    const origin = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => new Response(new Uint8Array(image), { headers: { "content-type": "image/jpeg" } }),
+    });
+    const server = await KuraServer.start({ dataDir: fs.dir, env: { KURA_IMPORT_ALLOW: "127.0.0.1/32" } });
+    try {
+      const admin = await adminSession(server);
+      const expectDiskFull = async (res: Response) => {
+        expect(res.status).toBe(503);
+        expect(res.headers.get("retry-after")).not.toBeNull();
+        expect(await expectError(res, 503)).toContain("存储空间不足");
+      };
+      const filler = fillDisk(fs.dir);
+      // Our disk is full, the origin is fine: before, "无法从该 URL 下载文件" (400).
+      await expectDiskFull(await admin.request("POST", "/api/admin/upload/url", { url: `http://127.0.0.1:${origin.port}/a.jpg` }));
+      rmSync(filler);
+
+      // Over 4 MiB it streams to a temp file; room for that file but not for its stripped copy.
+      const big = await noiseJpeg(22, 2400, 1800);
+      expect(big.length).toBeGreaterThan(4 * 1024 * 1024);
+      const tight = fillDisk(fs.dir, Math.round(big.length * 1.5));
+      // Before, "不支持的图片格式" (415) for a valid JPEG.
+      await expectDiskFull(await admin.request("POST", "/api/admin/upload", form(big, "big.jpg", { exif_policy: "strip" })));
+      expect(readdirSync(join(fs.dir, "tmp"))).toEqual([]);
+      rmSync(tight);
+      expect((await admin.request("POST", "/api/admin/upload", form(big, "big.jpg", { exif_policy: "strip" }))).status).toBe(200);
+      expect(server.logs).not.toMatch(/level=ERROR msg=请求处理失败/);
+    } finally {
+      origin.stop(true);
       await server.dispose();
     }
   });

@@ -1,4 +1,4 @@
-import { Invalid } from "../../errors";
+import { Invalid, isDiskFull } from "../../errors";
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
@@ -97,8 +97,10 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   const stripped = tempPath(opts.tmpDir, "strip");
   try {
     await stripMetadata(received.path, stripped, type.mime);
-  } catch {
+  } catch (err) {
     await rm(stripped, { force: true });
+    // A full disk is the server's trouble (503), not the image's.
+    if (isDiskFull(err)) throw err;
     throw unsupported();
   }
   return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...kind, dimensions: Promise.resolve(dimensions) };
