@@ -17,6 +17,7 @@ import { openAlert, resolveAlert } from "./alerts";
 import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./backup-marker";
 import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
+import { isDiskFull } from "../errors";
 
 export const BACKUP_PREFIX = "_kura/backups/";
 export const SNAPSHOT_NAME = /^kura-(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})\.(\d{3})\.db$/;
@@ -32,7 +33,15 @@ export interface SnapshotItem {
 
 type WritableChannel = LoadedChannel & { driver: Driver };
 
-export class BackupFailedError extends Error {}
+export class BackupFailedError extends Error {
+  /** The data dir's disk is full: answered like every full disk (503 with Retry-After). */
+  constructor(
+    message: string,
+    readonly diskFull = false,
+  ) {
+    super(message);
+  }
+}
 
 /** `kura-YYYYMMDD-HHMMSS.mmm.db` for a moment in UTC. */
 export function snapshotName(date: Date): string {
@@ -70,9 +79,16 @@ function reportFailure(app: AppContext, message: string) {
   app.log.error("元数据备份失败", { err: message });
 }
 
-function fail(app: AppContext, message: string): never {
+function fail(app: AppContext, message: string, diskFull = false): never {
   reportFailure(app, message);
-  throw new BackupFailedError(message);
+  throw new BackupFailedError(message, diskFull);
+}
+
+/** The snapshot could not be taken: a full disk says so; anything else is logged, not echoed (SQLite's English). */
+function snapshotFailed(app: AppContext, err: unknown): never {
+  if (isDiskFull(err)) fail(app, "生成数据库快照失败：磁盘空间不足", true);
+  app.log.error("生成数据库快照失败", { err: (err as Error).message });
+  fail(app, "生成数据库快照失败（详见服务日志）");
 }
 
 /**
@@ -130,13 +146,15 @@ async function snapshotOnce(app: AppContext): Promise<SnapshotItem> {
   const now = new Date();
   const name = snapshotName(now);
   const file = join(app.paths.tmp, name);
-  markBackupStarted(app.bootstrap.dataDir, name);
   try {
     try {
+      // Inside the try: on a full disk even the marker cannot be written, and that failure is the
+      // backup's (alert, log, no marker left behind), not an unexplained error.
+      markBackupStarted(app.bootstrap.dataDir, name);
       // In a worker on its own connection: the loop keeps serving while a large database is copied.
       await vacuumIntoInWorker(app.db.filename, file);
     } catch (err) {
-      fail(app, `生成数据库快照失败：${(err as Error).message}`);
+      snapshotFailed(app, err);
     }
     const size = Bun.file(file).size;
     const written: string[] = [];

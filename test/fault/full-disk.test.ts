@@ -170,6 +170,31 @@ describe("full file systems", () => {
     }
   });
 
+  test.each([
+    ["not even the in-progress marker fits", 0],
+    ["the marker fits, the snapshot does not", 16_384],
+  ])("a backup on a full disk (%s): 503 with the disk-full reason and Retry-After, backup_failed opens, no marker left", async (_, leave) => {
+    const fs = mountTmpfs(16);
+    mounts.push(fs);
+    const server = await KuraServer.start({ dataDir: fs.dir });
+    try {
+      const admin = await adminSession(server);
+      const filler = fillDisk(fs.dir, leave);
+      const res = await admin.request("POST", "/api/admin/backups");
+      expect(res.headers.get("retry-after")).toBe("60");
+      expect(await expectError(res, 503)).toBe("生成数据库快照失败：磁盘空间不足");
+      const alerts = (await admin.json("GET", "/api/admin/alerts")).items as { kind: string }[];
+      expect(alerts.map((a) => a.kind)).toContain("backup_failed");
+      expect(server.logs).toMatch(/level=(ERROR|WARN) msg=元数据备份失败/);
+      // No marker: the next start must not take a backup "left unfinished".
+      expect(readdirSync(fs.dir).filter((f) => f.includes("backup"))).toEqual([]);
+      rmSync(filler);
+      expect((await admin.request("POST", "/api/admin/backups")).status).toBeLessThan(300);
+    } finally {
+      await server.dispose();
+    }
+  });
+
   test("a channel on a full disk: uploads fail over, the replica fails with a Chinese reason, nothing half-written, retried when space returns", async () => {
     const fs = mountTmpfs(4);
     mounts.push(fs);

@@ -26,7 +26,7 @@ export function backupRoutes(app: AppContext) {
         set.status = 201;
         return item;
       } catch (err) {
-        if (err instanceof BackupFailedError) throw new ApiError(503, err.message);
+        if (err instanceof BackupFailedError) throw new ApiError(503, err.message, err.diskFull ? { "retry-after": "60" } : {});
         throw err;
       }
     })
