@@ -7,6 +7,7 @@ import { DomainError } from "../errors";
 import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
+import { inSurfaceEnvelope } from "../compat/envelopes";
 import { NOT_JSON, RawBodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
@@ -160,13 +161,13 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     try {
       requireUsableHost(request, path);
       const bounded = await boundSmallBody(request, path);
-      if (bounded instanceof Response) response = bounded;
+      if (bounded instanceof Response) response = await inSurfaceEnvelope(path, bounded);
       else {
         if (bounded !== request) setRequestInfo(bounded, info);
         response = await router.handle(bounded);
       }
     } catch (err) {
-      response = errorAnswer(app, request, err);
+      response = await inSurfaceEnvelope(path, errorAnswer(app, request, err));
     }
     return finish(request, path, response, requestInfo(request).route, started);
   };

@@ -9,7 +9,9 @@ const STREAMING_PATHS = new Set(["/api/admin/upload", "/api/upload", "/api/v1/up
 /** The /s3/ surface bounds every body itself (objects and parts by max_upload_mb, XML bodies by 1 MiB). */
 const isS3Path = (path: string) => path === "/s3" || path.startsWith("/s3/");
 
-const tooLarge = () => jsonError(413, "请求体过大（最多 1 MiB）");
+// The unread rest of the body is never wanted: the connection closes with the answer instead of waiting
+// (with the client stuck sending) until the idle timeout, or holding up a graceful stop.
+const tooLarge = () => jsonError(413, "请求体过大（最多 1 MiB）", { connection: "close" });
 
 /**
  * The router buffers bodies whole, so every request except the streaming uploads is

@@ -1,0 +1,37 @@
+/**
+ * Answers given before a request reaches its route (a body over the 1 MiB cap, an unusable Host) come
+ * in the error shape of the surface the path belongs to: Lsky Pro's `{status: false, message, data}`,
+ * Chevereto's `{status_code, error: {message, code}, status_txt}`, Kura's `{error}` everywhere else.
+ * The 413 also closes the connection: a client still sending the refused body otherwise held the
+ * connection, and the server's graceful stop (this file's afterAll) waited a minute for it.
+ */
+import { expect, test } from "bun:test";
+import { useServer } from "../helpers/fixture";
+import { rawRequest } from "../helpers/raw-http";
+
+const { server } = useServer();
+const tooBig = JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) });
+const post = (path: string) => fetch(server.url(path), { method: "POST", headers: { "content-type": "application/json" }, body: tooBig });
+
+test("a body over the cap: Lsky Pro's shape on /api/v1/, Kura's elsewhere (413 each; /api/1/upload caps its own streamed body)", async () => {
+  const lsky = await post("/api/v1/tokens");
+  expect(lsky.status).toBe(413);
+  expect(await lsky.json()).toEqual({ status: false, message: "请求体过大（最多 1 MiB）", data: {} });
+
+  const kura = await post("/api/admin/auth/login");
+  expect(kura.status).toBe(413);
+  expect(await kura.json()).toEqual({ error: "请求体过大（最多 1 MiB）" });
+});
+
+test("no usable Host: Chevereto's and Lsky Pro's shapes on their paths, Kura's elsewhere (400 each)", async () => {
+  const ask = (path: string) => rawRequest(server.base, `GET ${path} HTTP/1.0\r\n\r\n`);
+  const chevereto = await ask("/api/1/upload?key=x&source=y");
+  expect(chevereto.status).toBe(400);
+  expect(JSON.parse(chevereto.text)).toMatchObject({ status_code: 400, error: { message: expect.stringContaining("Host"), code: 400 } });
+  const lsky = await ask("/api/v1/profile");
+  expect(lsky.status).toBe(400);
+  expect(JSON.parse(lsky.text)).toMatchObject({ status: false, message: expect.stringContaining("Host"), data: {} });
+  const kura = await ask("/api/admin/me");
+  expect(kura.status).toBe(400);
+  expect(JSON.parse(kura.text)).toEqual({ error: expect.stringContaining("Host") });
+});
