@@ -43,9 +43,11 @@ const INVALID_STATUS: Record<InvalidProblem, number> = { malformed: 400, too_lar
  */
 export function httpErrorOf(err: DomainError): ApiError {
   if (err instanceof Invalid) {
-    // The rest of a stalled body is never read: the connection is closed with the answer
-    // rather than left open, out of step with its framing, until the server's idle timeout.
-    return new ApiError(INVALID_STATUS[err.problem], err.message, err.problem === "stalled" ? { connection: "close" } : {});
+    // The rest of a stalled or oversized body is never read: the connection is closed with the
+    // answer rather than left open, out of step with its framing (a client still sending it would
+    // hold the connection, and a graceful stop would wait for it), as nginx does after a 413.
+    const unread = err.problem === "stalled" || err.problem === "too_large";
+    return new ApiError(INVALID_STATUS[err.problem], err.message, unread ? { connection: "close" } : {});
   }
   if (err instanceof Unauthenticated) return new ApiError(401, err.message, challengeHeader(err.challenge));
   if (err instanceof Forbidden) return new ApiError(403, err.message, challengeHeader(err.challenge));

@@ -59,7 +59,9 @@ export const noSuchKey = () => new S3Error("NoSuchKey", "指定的对象不存�
 export const noSuchUpload = () => new S3Error("NoSuchUpload", "分片上传不存在，可能已完成或已取消");
 export const notImplemented = (what: string) => new S3Error("NotImplemented", `Kura 的 S3 接口不支持该操作：${what}`);
 export const malformedXml = () => new S3Error("MalformedXML", "XML 请求体格式错误");
-export const entityTooLarge = (maxBytes: number) => new S3Error("EntityTooLarge", `图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`);
+/** The rest of the body is never read, so the connection closes with the answer (see http/errors.ts). */
+export const entityTooLarge = (maxBytes: number) =>
+  new S3Error("EntityTooLarge", `图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`, 400, { connection: "close" });
 
 /** Any error thrown while serving a request, as an S3 error (Kura ApiErrors keep their Chinese message). */
 export function toS3Error(err: unknown): S3Error {
@@ -100,7 +102,8 @@ function s3ErrorOf(err: DomainError): S3Error {
   if (err instanceof Invalid) {
     // S3's answer to a body that stopped arriving; the rest is never read, so the connection goes.
     if (err.problem === "stalled") return new S3Error("RequestTimeout", err.message, 400, { connection: "close" });
-    return new S3Error(err.problem === "too_large" ? "EntityTooLarge" : "InvalidArgument", err.message);
+    if (err.problem === "too_large") return new S3Error("EntityTooLarge", err.message, 400, { connection: "close" });
+    return new S3Error("InvalidArgument", err.message);
   }
   if (err instanceof Unauthenticated || err instanceof Forbidden || err instanceof QuotaExceeded) return new S3Error("AccessDenied", err.message);
   if (err instanceof NotFound) return new S3Error("NoSuchKey", err.message);
