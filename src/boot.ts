@@ -9,7 +9,7 @@ import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { migrate, openDatabase } from "./db/open";
 import { snapshotBeforeMigration } from "./datadir/pre-migration";
 import { rebuildFileNameIndex } from "./images/repos/file-name-index";
-import { resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
+import { endRestoredSessions, resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 
@@ -127,6 +127,7 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
   }
   if (swapped) {
     resetChannelBindings(db, log);
+    endRestoredSessions(db, log);
     // The file-name index is keyed by images' rowid, which a VACUUM INTO snapshot may renumber.
     rebuildFileNameIndex(db);
   }

@@ -269,6 +269,16 @@ export function swapInStagedSnapshot(dataDir: string, dbPath: string, log: Logge
   return true;
 }
 
+/**
+ * After a swap: the snapshot's sessions are ended. They include every session that was logged out
+ * or ended by a password change after the snapshot was taken (those happen in the database the
+ * swap just set aside), and a restore must not bring them back; everyone logs in again.
+ */
+export function endRestoredSessions(db: Database, log: Logger): void {
+  const ended = db.query("DELETE FROM sessions").run().changes;
+  log.info("已结束快照中的全部会话，请重新登录", { sessions: ended });
+}
+
 /** After a swap: objects written after the snapshot must not count as foreign, so every binding starts now. */
 export function resetChannelBindings(db: Database, log: Logger): void {
   const changed = resetChannelBindingTimes(db, sqlTime());

@@ -128,6 +128,10 @@ test("restore: the staged snapshot is swapped in at the next start and the old d
     server = await KuraServer.start({ dataDir });
     expect(server.logs).toMatch(/msg=已换入快照，原数据库已保留 previous=\S+kura\.db\.before-restore-/);
     expect(server.logs).toMatch(/msg=已重置存储渠道绑定时间 channels=1/);
+    // The snapshot's sessions (this admin's among them) are ended: a session logged out or ended by a
+    // password change after the snapshot must not come back with it.
+    expect(server.logs).toMatch(/msg=已结束快照中的全部会话，请重新登录 sessions=[1-9]/);
+    await expectError(await fetch(server.url("/api/admin/me"), { headers: { cookie: admin.cookie } }), 401);
     expect(existsSync(join(dataDir, "restore.staged.db"))).toBe(false);
     expect(readdirSync(dataDir).some((f) => f.startsWith("kura.db.before-restore-"))).toBe(true);
     const again = new Session(server);
