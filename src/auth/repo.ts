@@ -37,6 +37,11 @@ export function deleteUserSessions(db: Database, userId: string): void {
 }
 
 /** Deletes the sessions expired at `now` (SQL time text). */
+/** Ends every session (after a restore swapped in a snapshot); returns how many there were. */
+export function deleteAllSessions(db: Database): number {
+  return db.query("DELETE FROM sessions").run().changes;
+}
+
 export function deleteExpiredSessions(db: Database, now: string): void {
   db.query("DELETE FROM sessions WHERE expires_at <= ?").run(now);
 }

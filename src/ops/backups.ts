@@ -18,6 +18,7 @@ import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./back
 import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
 import { isDiskFull } from "../errors";
+import { deleteAllSessions } from "../auth/repo";
 
 export const BACKUP_PREFIX = "_kura/backups/";
 export const SNAPSHOT_NAME = /^kura-(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})\.(\d{3})\.db$/;
@@ -275,7 +276,7 @@ export function swapInStagedSnapshot(dataDir: string, dbPath: string, log: Logge
  * swap just set aside), and a restore must not bring them back; everyone logs in again.
  */
 export function endRestoredSessions(db: Database, log: Logger): void {
-  const ended = db.query("DELETE FROM sessions").run().changes;
+  const ended = deleteAllSessions(db);
   log.info("已结束快照中的全部会话，请重新登录", { sessions: ended });
 }
 
