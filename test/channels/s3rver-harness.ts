@@ -7,11 +7,14 @@
  *   answered once on disk (s3rver stores truncated bodies of aborted uploads
  *   and answers before its write has finished);
  * - listings are sorted before paging (s3rver assumes readdir() is sorted);
+ * - a delete leaves the key's directories in place (real S3 has none): s3rver removed the emptied
+ *   parents, and a put into the same "directory" racing that delete failed with ENOENT (500), e.g.
+ *   a health probe and a channel test both writing under `_kura/probe/` at once;
  * - Bun's crypto lacks OpenSSL's "des" alias, which s3rver uses for
  *   ListObjectsV2 continuation tokens; it is mapped to its canonical "des-cbc".
  */
 import crypto from "node:crypto";
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir, rename, unlink, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { dirname } from "node:path";
 import S3rver from "s3rver";
@@ -65,6 +68,7 @@ export async function startS3(opts: { directory: string; port?: number; buckets?
   });
   commitOnlyCompleteUploads(server);
   sortListings(server);
+  keepDirectoriesOnDelete(server);
   const verified: VerifiedRequest[] = [];
   server.middleware.unshift(async (ctx, next) => {
     const raw: string[] = ctx.req.rawHeaders;
@@ -149,5 +153,19 @@ function sortListings(server: S3rver): void {
       .sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
     const maxKeys = options.maxKeys ?? Infinity;
     return { ...all, objects: objects.slice(0, maxKeys), isTruncated: objects.length > maxKeys };
+  };
+}
+
+/** Deletes an object's files only; s3rver also removed its emptied parent directories (see the header). */
+function keepDirectoriesOnDelete(server: S3rver): void {
+  const store = server.store;
+  store.deleteObject = async (bucket: string, key: string) => {
+    await Promise.all(
+      (["object", "object.md5", "metadata.json"] as const).map((kind) =>
+        unlink(store.getResourcePath(bucket, key, kind)).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== "ENOENT") throw err;
+        }),
+      ),
+    );
   };
 }

@@ -22,6 +22,7 @@ declare module "s3rver" {
       listObjects(bucket: string, options: any): Promise<{ objects: { key: string }[]; commonPrefixes: string[]; isTruncated: boolean }>;
       getResourcePath(bucket: string, key: string, resource: string): string;
       putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+      deleteObject(bucket: string, key: string): Promise<void>;
     };
   }
   export default S3rver;
