@@ -28,7 +28,7 @@ function signed(method: string, key: string, body?: Uint8Array): Promise<Respons
     { host, path, method, service: "s3", region: "us-east-1", headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" }, body: body ? Buffer.from(body) : "" },
     TEST_CREDENTIALS,
   );
-  return fetch(`${s3.endpoint}${path}`, { method, headers: req.headers as Record<string, string>, body });
+  return fetch(`${s3.endpoint}${path}`, { method, headers: req.headers as Record<string, string>, body: body as BodyInit | undefined });
 }
 
 test("puts racing deletes under one prefix all succeed", async () => {
