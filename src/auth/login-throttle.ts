@@ -1,6 +1,7 @@
 import { isIPv6 } from "node:net";
 import { normalizeAddress } from "../net/cidr";
 import { TokenBucketLimiter } from "./rate-limit";
+import { once } from "../shared/once";
 
 /** Per client address, across all names: enough for a shared office, not for a password spray. */
 export const LOGIN_ADDRESS_BURST = 20;
@@ -75,11 +76,7 @@ class PasswordCheckSlots {
   tryEnter(): (() => void) | null {
     if (this.active >= this.max) return null;
     this.active++;
-    let released = false;
-    return () => {
-      if (!released) this.active--;
-      released = true;
-    };
+    return once(() => this.active--);
   }
 }
 

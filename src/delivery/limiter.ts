@@ -2,8 +2,7 @@
 // `process_workers`, and single-flight so N requests for the same uncached variant render once.
 
 import { setLongTimeout } from "../jobs/long-timeout";
-
-type Release = () => void;
+import { once } from "../shared/once";
 
 /** No slot came free within the wait allowed; the task never ran. */
 export class QueueWaitTimeoutError extends Error {
@@ -130,15 +129,6 @@ export class SingleFlight<K, V> {
     this.#inflight.set(key, entry);
     return entry;
   }
-}
-
-function once(fn: () => void): Release {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
 }
 
 function noop(): void {}

@@ -13,6 +13,7 @@ import { assertPayloadDigest } from "./sigv4";
 import type { S3Request } from "./request";
 import { withIdleDeadline } from "../images/upload/body-deadline";
 import { writeAll } from "../shared/write-all";
+import { once } from "../shared/once";
 
 export interface BodyDigests {
   size: number;
@@ -35,13 +36,7 @@ function admitSignedStream(req: S3Request): () => void {
     throw new S3Error("SlowDown", "同时进行的签名分块（aws-chunked）上传过多，请稍后重试", 503, { "retry-after": "1" });
   }
   signedStreams++;
-  let released = false;
-  return () => {
-    if (!released) {
-      released = true;
-      signedStreams--;
-    }
-  };
+  return once(() => signedStreams--);
 }
 
 /** XML request bodies (Complete, Delete) are small. */

@@ -1,6 +1,7 @@
 import { TooMany } from "../../errors";
 import { TokenBucketLimiter } from "../../auth/rate-limit";
 import type { SettingsStore } from "../../config/settings";
+import { once } from "../../shared/once";
 
 /**
  * Upload admission: at most `max_concurrent_uploads` in flight, and per user at most
@@ -58,14 +59,3 @@ export class UploadGate {
  */
 export const FORM_KEY_SLOTS = 4;
 export const formKeySlots = (maxConcurrent: number) => Math.min(FORM_KEY_SLOTS, maxConcurrent);
-
-/** `release` callable any number of times, acting once. */
-function once(release: () => void): () => void {
-  let released = false;
-  return () => {
-    if (!released) {
-      released = true;
-      release();
-    }
-  };
-}
