@@ -130,10 +130,14 @@ export async function consumeBody(
   if (contentMd5 !== null && contentMd5.trim() !== Buffer.from(digests.md5, "hex").toString("base64")) {
     throw new S3Error("BadDigest", "请求体的 MD5 与 Content-MD5 不一致");
   }
-  for (const c of checks) {
-    if (c.calc.digestBase64() !== c.value) throw new S3Error("BadDigest", `请求体的校验值与 ${c.name} 不一致`);
-  }
+  assertChecksums(checks, "请求体");
   return digests;
+}
+
+/** BadDigest when a checksum fed with all of `what`'s bytes differs from the value the client sent. */
+export function assertChecksums(checks: HeaderChecksum[], what: string): void {
+  const wrong = checks.find((c) => c.calc.digestBase64() !== c.value);
+  if (wrong) throw new S3Error("BadDigest", `${what}的校验值与 ${wrong.name} 不一致`);
 }
 
 /**

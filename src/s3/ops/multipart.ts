@@ -17,7 +17,7 @@ import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { AppContext } from "../../context";
 import type { UploadGate } from "../../images/upload/limits";
-import { headerChecksums, readXmlBody, receiveToFile, writeDigested, type BodyDigests, type HeaderChecksum } from "../body";
+import { assertChecksums, headerChecksums, readXmlBody, receiveToFile, writeDigested, type BodyDigests, type HeaderChecksum } from "../body";
 import { S3Error, entityTooLarge, malformedXml, noSuchUpload } from "../errors";
 import {
   addStagedBytes,
@@ -141,18 +141,13 @@ async function commitPart(app: AppContext, req: S3Request, partial: string, n: n
  * against the assembled bytes: BadDigest, and nothing is stored. A composite one (`<base64>-<parts>`,
  * a checksum of the parts' checksums) cannot be, since parts keep no checksums of their own here.
  */
-async function concatenate(files: string[], path: string, maxBytes: number, checks: HeaderChecksum[]): Promise<BodyDigests> {
-  const digests = await writeDigested(path, chained(files, checks), (size) => {
+function concatenate(files: string[], path: string, maxBytes: number, checks: HeaderChecksum[]): Promise<BodyDigests> {
+  return writeDigested(path, chained(files, checks), (size) => {
     if (size > maxBytes) throw entityTooLarge(maxBytes);
   });
-  const wrong = checks.find((c) => c.calc.digestBase64() !== c.value);
-  if (wrong) {
-    await rm(path, { force: true });
-    throw new S3Error("BadDigest", `合并后对象的校验值与 ${wrong.name} 不一致`);
-  }
-  return digests;
 }
 
+/** The parts' bytes in order, fed to `checks`; a checksum that does not match fails the read after the last byte (writeDigested then removes the file). */
 async function* chained(files: string[], checks: HeaderChecksum[]): AsyncIterable<Uint8Array> {
   for (const file of files) {
     for await (const chunk of Bun.file(file).stream()) {
@@ -160,6 +155,7 @@ async function* chained(files: string[], checks: HeaderChecksum[]): AsyncIterabl
       yield chunk;
     }
   }
+  assertChecksums(checks, "合并后对象");
 }
 
 const isFullObjectChecksum = (c: HeaderChecksum) => !/-\d+$/.test(c.value);
