@@ -39,3 +39,12 @@ export class Base64Decoder {
     return Buffer.from(this.carry + "=".repeat(this.padding), "base64");
   }
 }
+
+/** A `data:…;base64,` prefix, which Chevereto clients may put before the base64 text. */
+export const DATA_URL_PREFIX = /^data:[^,]*;base64,/i;
+
+/** Whole base64 text (whitespace allowed, no `data:` prefix) decoded by the same rules as a stream. */
+export function decodeBase64(text: string): Buffer {
+  const decoder = new Base64Decoder();
+  return Buffer.concat([decoder.push(text), decoder.end()]);
+}

@@ -6,7 +6,7 @@ import type { AppContext } from "../context";
 import { badRequest } from "../http/errors";
 import { importFromUrl, uploadBodyLimits, uploadMaxBytes } from "../http/upload-input";
 import { parseMultipart, tooLarge, type ReceivedFile } from "../images/upload/receive";
-import { invalidBase64 } from "./base64-stream";
+import { DATA_URL_PREFIX, decodeBase64 } from "./base64-stream";
 import { readUrlencodedForm } from "./chevereto-urlencoded";
 
 export interface CheveretoInput {
@@ -61,9 +61,7 @@ export async function cheveretoSource(app: AppContext, input: CheveretoInput): P
   if (!source) throw badRequest("缺少 source：需要图片文件、base64 数据或图片 URL");
   if (/^https?:\/\//i.test(source)) return importFromUrl(app, source);
   const maxBytes = uploadMaxBytes(app);
-  const text = source.replace(/^data:[^,]*;base64,/i, "").replace(/\s+/g, "");
-  if (!text || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw invalidBase64();
-  const bytes = Buffer.from(text, "base64");
+  const bytes = decodeBase64(source.replace(DATA_URL_PREFIX, ""));
   if (bytes.length > maxBytes) throw tooLarge(maxBytes);
   // No hash here: prepareImage hashes the bytes it stores, which under exif_policy=strip are not these.
   return { bytes, size: bytes.length, fileName: "image" };

@@ -7,7 +7,7 @@ import { open, rm, type FileHandle } from "node:fs/promises";
 import { Invalid } from "../errors";
 import { isStalled, withIdleDeadline, type BodyLimits } from "../images/upload/body-deadline";
 import { base64Limit, FIELD_LIMIT_BYTES, tempPath, tooLarge, type ReceivedFile } from "../images/upload/receive";
-import { Base64Decoder } from "./base64-stream";
+import { Base64Decoder, DATA_URL_PREFIX } from "./base64-stream";
 import { UrlencodedParser, utf8Decoder, type FormEvent } from "./urlencoded-stream";
 import { writeAll } from "../shared/write-all";
 
@@ -79,7 +79,7 @@ class SourceField implements ValueSink {
       this.out = await open(this.path, "w", 0o600);
       const start = this.text.decode(Buffer.concat([...this.head, bytes]), { stream: true });
       this.head = [];
-      await this.decoded(start.replace(/^\s+/, "").replace(/^data:[^,]*;base64,/i, ""));
+      await this.decoded(start.replace(/^\s+/, "").replace(DATA_URL_PREFIX, ""));
       return;
     }
     await this.decoded(this.text.decode(bytes, { stream: true }));
