@@ -21,9 +21,9 @@ const textPart = (name: string, value: string) => Buffer.from(`--${BOUNDARY}\r\n
 const form = (...parts: Buffer[]) => Buffer.concat([...parts, Buffer.from(`--${BOUNDARY}--\r\n`)]);
 
 /** Status and body of the same form sent with a declared length (in memory) and chunked (streamed). */
-async function bothPaths(body: Buffer): Promise<{ declared: string; chunked: string }> {
+async function bothPaths(body: Buffer, path = "/api/admin/upload"): Promise<{ declared: string; chunked: string }> {
   const send = async (payload: BodyInit) => {
-    const res = await fetch(server.url("/api/admin/upload"), {
+    const res = await fetch(server.url(path), {
       method: "POST",
       headers: { cookie: admin.cookie, "x-csrf-token": admin.csrf, "content-type": `multipart/form-data; boundary=${BOUNDARY}` },
       body: payload,
@@ -66,6 +66,15 @@ describe("the same form, the same answer on both paths", () => {
     const many = Array.from({ length: 21 }, (_, i) => textPart(`x${i}`, "1"));
     const { declared, chunked } = await bothPaths(form(filePart("file", "a.png", png), ...many));
     expect(declared).toBe(`400 ${JSON.stringify({ error: "表单字段过多" })}`);
+    expect(chunked).toBe(declared);
+  });
+
+  test("a text field is limited in UTF-8 bytes on both paths: 400 CJK characters are 1,200 bytes, over 1 KiB", async () => {
+    const png = await makePng(40, 30, 9);
+    // Chevereto reads its key from the form; the limit is the same for every kept text field.
+    const { declared, chunked } = await bothPaths(form(textPart("key", "钥".repeat(400)), filePart("source", "a.png", png)), "/api/1/upload");
+    expect(declared).toStartWith("400 ");
+    expect(declared).toContain("表单字段 key 超过 1 KiB");
     expect(chunked).toBe(declared);
   });
 

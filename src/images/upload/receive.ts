@@ -16,6 +16,9 @@ const MAX_TEXT_FIELDS = 20;
 /** Room for multipart boundaries and small fields on top of the file itself. */
 const MULTIPART_OVERHEAD = 64 * 1024;
 
+const malformedForm = () => new Invalid("multipart 请求格式无效");
+const tooManyFields = () => new Invalid("表单字段过多");
+
 export const tooLarge = (maxBytes: number) => new Invalid(`图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`, "too_large");
 
 export function tempPath(tmpDir: string, label: string): string {
@@ -96,12 +99,14 @@ export async function parseMultipart(
   const textLimit = opts.largeField ? base64Limit(maxBytes) : FIELD_LIMIT_BYTES;
   checkDeclaredLength(request, Math.max(maxBytes, textLimit) + MULTIPART_OVERHEAD, maxBytes);
   const declared = Number(request.headers.get("content-length") ?? NaN);
-  const fieldLimit = (name: string) => (name === opts.largeField ? textLimit : FIELD_LIMIT_BYTES);
+  /** The error for a text field over its limit (in UTF-8 bytes, on both paths), or undefined. */
+  const oversized = (name: string, value: string) =>
+    Buffer.byteLength(value) > (name === opts.largeField ? textLimit : FIELD_LIMIT_BYTES) ? fieldTooLong(name, maxBytes, opts.largeField) : undefined;
   const keeps = (name: string) => name === opts.largeField || allowedFields.includes(name);
   const onField = opts.onField ?? (() => {});
   if (declared <= IN_MEMORY_UPLOAD_BYTES) {
     const body = await readDeclared(withIdleDeadline(request.body, idleMs), declared);
-    return receiveSmallMultipart(body, type, maxBytes, fileField, fieldLimit, keeps, onField);
+    return receiveSmallMultipart(body, type, maxBytes, fileField, oversized, keeps, onField);
   }
 
   const path = tempPath(tmpDir, "upload");
@@ -124,7 +129,7 @@ export async function parseMultipart(
           defParamCharset: "utf8",
         });
       } catch {
-        reject(new Invalid("multipart 请求格式无效"));
+        reject(malformedForm());
         return;
       }
       let pendingWrite: Promise<void> = Promise.resolve();
@@ -137,7 +142,7 @@ export async function parseMultipart(
         out?.destroy();
         reject(err);
       };
-      const malformed = () => fail(new Invalid("multipart 请求格式无效"));
+      const malformed = () => fail(malformedForm());
       parser.on("file", (name, stream, info) => {
         // A body that ends inside a file part errors that part's stream ("Unexpected end of
         // form"); unheard, that error would end the process.
@@ -171,7 +176,8 @@ export async function parseMultipart(
       });
       parser.on("field", (name, value, info) => {
         if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, opts.largeField));
-        if (value.length > fieldLimit(name)) return fail(fieldTooLong(name, maxBytes, opts.largeField));
+        const tooLong = oversized(name, value);
+        if (tooLong) return fail(tooLong);
         if (!keeps(name)) return;
         fields[name] = value;
         try {
@@ -180,8 +186,8 @@ export async function parseMultipart(
           fail(err as Error);
         }
       });
-      parser.on("partsLimit", () => fail(new Invalid("表单字段过多")));
-      parser.on("fieldsLimit", () => fail(new Invalid("表单字段过多")));
+      parser.on("partsLimit", () => fail(tooManyFields()));
+      parser.on("fieldsLimit", () => fail(tooManyFields()));
       parser.on("error", malformed);
       parser.on("close", () => pendingWrite.then(resolve, reject));
       source.on("error", (err) => fail(isStalled(err) ? err : new Invalid("上传中断")));
@@ -220,7 +226,7 @@ async function readDeclared(body: ReadableStream<Uint8Array>, declared: number):
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return bytes.subarray(0, size);
-      if (size + value.length > declared) throw new Invalid("multipart 请求格式无效");
+      if (size + value.length > declared) throw malformedForm();
       bytes.set(value, size);
       size += value.length;
     }
@@ -236,7 +242,7 @@ async function receiveSmallMultipart(
   type: string,
   maxBytes: number,
   fileField: string,
-  fieldLimit: (name: string) => number,
+  oversized: (name: string, value: string) => Error | undefined,
   keeps: (name: string) => boolean,
   onField: (name: string, value: string) => void,
 ): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
@@ -244,7 +250,7 @@ async function receiveSmallMultipart(
   try {
     form = await new Response(body, { headers: { "content-type": type } }).formData();
   } catch {
-    throw new Invalid("multipart 请求格式无效");
+    throw malformedForm();
   }
   const fields: Record<string, string> = {};
   let upload: File | undefined;
@@ -252,13 +258,13 @@ async function receiveSmallMultipart(
   let parts = 0;
   let texts = 0;
   for (const [name, value] of form.entries()) {
-    if (++parts > MAX_PARTS || (typeof value === "string" && ++texts > MAX_TEXT_FIELDS)) throw new Invalid("表单字段过多");
+    if (++parts > MAX_PARTS || (typeof value === "string" && ++texts > MAX_TEXT_FIELDS)) throw tooManyFields();
     if (typeof value !== "string") {
       if (name === fileField && !upload) upload = value;
       continue;
     }
-    const limit = fieldLimit(name);
-    if (Buffer.byteLength(value) > limit) throw limit > FIELD_LIMIT_BYTES ? tooLarge(maxBytes) : new Invalid(`表单字段 ${name} 超过 1 KiB`);
+    const tooLong = oversized(name, value);
+    if (tooLong) throw tooLong;
     if (!keeps(name)) continue;
     fields[name] = value;
     onField(name, value);
