@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { isStalled, withIdleDeadline, type BodyLimits } from "./body-deadline";
+import { isPlainForm } from "./plain-form";
 
 export type { BodyLimits } from "./body-deadline";
 
@@ -99,20 +100,45 @@ export async function parseMultipart(
   const textLimit = opts.largeField ? base64Limit(maxBytes) : FIELD_LIMIT_BYTES;
   checkDeclaredLength(request, Math.max(maxBytes, textLimit) + MULTIPART_OVERHEAD, maxBytes);
   const declared = Number(request.headers.get("content-length") ?? NaN);
-  /** The error for a text field over its limit (in UTF-8 bytes, on both paths), or undefined. */
   const oversized = (name: string, value: string) =>
     Buffer.byteLength(value) > (name === opts.largeField ? textLimit : FIELD_LIMIT_BYTES) ? fieldTooLong(name, maxBytes, opts.largeField) : undefined;
   const keeps = (name: string) => name === opts.largeField || allowedFields.includes(name);
   const onField = opts.onField ?? (() => {});
+  const rules: FormRules = { maxBytes, textLimit, fileField, oversized, keeps, onField, largeField: opts.largeField };
   if (declared <= IN_MEMORY_UPLOAD_BYTES) {
     const body = await readDeclared(withIdleDeadline(request.body, idleMs), declared);
-    return receiveSmallMultipart(body, type, maxBytes, fileField, oversized, keeps, onField);
+    // Bun's native parser only where it reads a form as busboy does (plain-form.ts); any
+    // other form is read by busboy from memory, so both paths give it the same answer.
+    if (isPlainForm(body, type)) return receiveSmallMultipart(body, type, rules);
+    return streamMultipart(Readable.from([Buffer.from(body.buffer, body.byteOffset, body.byteLength)]), type, tmpDir, rules);
   }
+  return streamMultipart(Readable.fromWeb(withIdleDeadline(request.body, idleMs) as never), type, tmpDir, rules);
+}
 
+/** What a form is checked against, the same on both paths. */
+interface FormRules {
+  maxBytes: number;
+  /** Limit of the large field (base64 source) when there is one, else of every text field. */
+  textLimit: number;
+  fileField: string;
+  largeField: string | undefined;
+  /** The error for a text field over its limit (in UTF-8 bytes), or undefined. */
+  oversized: (name: string, value: string) => Error | undefined;
+  keeps: (name: string) => boolean;
+  onField: (name: string, value: string) => void;
+}
+
+/** A form read by busboy, the file part streamed to a temp file with the cap. */
+async function streamMultipart(
+  source: Readable,
+  type: string,
+  tmpDir: string,
+  rules: FormRules,
+): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
+  const { maxBytes, textLimit, fileField, oversized, keeps, onField } = rules;
   const path = tempPath(tmpDir, "upload");
   const fields: Record<string, string> = {};
   let file: ReceivedFile | undefined;
-  const source = Readable.fromWeb(withIdleDeadline(request.body, idleMs) as never);
   // The temp file's stream, once the file part began: on any failure it is destroyed and
   // closed before the file is removed, so a rejected or aborted upload holds no descriptor
   // (and no disk space of an unlinked file) and cannot recreate the file after the removal.
@@ -143,7 +169,9 @@ export async function parseMultipart(
         reject(err);
       };
       const malformed = () => fail(malformedForm());
-      parser.on("file", (name, stream, info) => {
+      // busboy names a part with `name=""` undefined; the native parser calls it "".
+      parser.on("file", (partName: string | undefined, stream, info) => {
+        const name = partName ?? "";
         // A body that ends inside a file part errors that part's stream ("Unexpected end of
         // form"); unheard, that error would end the process.
         stream.on("error", malformed);
@@ -174,8 +202,9 @@ export async function parseMultipart(
         pendingWrite.catch(() => {});
         stream.pipe(target);
       });
-      parser.on("field", (name, value, info) => {
-        if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, opts.largeField));
+      parser.on("field", (partName: string | undefined, value, info) => {
+        const name = partName ?? "";
+        if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, rules.largeField));
         const tooLong = oversized(name, value);
         if (tooLong) return fail(tooLong);
         if (!keeps(name)) return;
@@ -240,11 +269,7 @@ async function readDeclared(body: ReadableStream<Uint8Array>, declared: number):
 async function receiveSmallMultipart(
   body: Uint8Array<ArrayBuffer>,
   type: string,
-  maxBytes: number,
-  fileField: string,
-  oversized: (name: string, value: string) => Error | undefined,
-  keeps: (name: string) => boolean,
-  onField: (name: string, value: string) => void,
+  { maxBytes, fileField, oversized, keeps, onField }: FormRules,
 ): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
   let form: FormData;
   try {
@@ -273,5 +298,11 @@ async function receiveSmallMultipart(
   if (upload.size > maxBytes) throw tooLarge(maxBytes);
   const bytes = Buffer.from(await upload.arrayBuffer());
   // No hash here: prepareImage hashes the bytes it stores, which under exif_policy=strip are not these.
-  return { file: { bytes, size: bytes.length, fileName: upload.name || "image" }, fields };
+  return { file: { bytes, size: bytes.length, fileName: baseName(upload.name) || "image" }, fields };
+}
+
+/** The file name as busboy gives it: the last `/` segment, and none for `.` or `..`. */
+function baseName(name: string): string {
+  const last = name.slice(name.lastIndexOf("/") + 1);
+  return last === "." || last === ".." ? "" : last;
 }
