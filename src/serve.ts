@@ -20,8 +20,9 @@ import { BUILD } from "./version";
 /**
  * Largest body Bun will read at all: the largest legitimate one, an image at the highest
  * `max_upload_mb` the settings accept plus its framing (multipart fields, aws-chunked
- * signatures: well under 1/64 of the payload at S3's 8 KiB minimum chunk). Upload routes
- * enforce the current `max_upload_mb` themselves while streaming; other routes stop at 1 MiB.
+ * signatures: well under 1/64 of the payload at S3's 8 KiB minimum chunk). Only a backstop: every
+ * reader stops at its own bound first (upload routes and `/s3/` at the current `max_upload_mb`
+ * plus framing, declared or streamed; other routes at 1 MiB).
  * Above it Bun answers an empty 413 itself, also on `/s3/` (S3 clients get no EntityTooLarge XML
  * for a declared length past ~10 GiB): lifting it would mean touching `request.body` on every
  * request to count it, which costs every upload (bench/README.md, sixth session).

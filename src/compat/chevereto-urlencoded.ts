@@ -5,7 +5,7 @@
 // other fields are skipped, and a long `source` (base64) is decoded to a temp file as it arrives.
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { Invalid } from "../errors";
-import { isStalled, withIdleDeadline, type BodyLimits } from "../images/upload/body-deadline";
+import { isBodyLimitError, withIdleDeadline, type BodyLimits } from "../images/upload/body-deadline";
 import { base64Limit, FIELD_LIMIT_BYTES, tempPath, tooLarge, type ReceivedFile } from "../images/upload/receive";
 import { Base64Decoder, DATA_URL_PREFIX } from "./base64-stream";
 import { UrlencodedParser, utf8Decoder, type FormEvent } from "./urlencoded-stream";
@@ -169,7 +169,7 @@ export async function readUrlencodedForm(
     let size = 0;
     for (;;) {
       const { done, value } = await reader.read().catch((err: unknown) => {
-        throw isStalled(err) ? err : new Invalid("上传中断");
+        throw isBodyLimitError(err) ? err : new Invalid("上传中断");
       });
       if (!done) {
         size += value.length;

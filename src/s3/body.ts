@@ -51,11 +51,22 @@ function declaredSize(req: S3Request): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
-/** The object bytes of the request: aws-chunked framing removed (and verified) when the mode says so. */
-function objectStream(req: S3Request): ReadableStream<Uint8Array> {
+/**
+ * Room for aws-chunked framing on top of the object bytes: a signed chunk's header is under 100
+ * bytes, and every chunk but the last carries at least 8 KiB (S3's minimum), so well under 1/64.
+ */
+const framingAllowance = (maxBytes: number) => Math.ceil(maxBytes / 64) + 64 * 1024;
+
+/**
+ * The object bytes of the request: aws-chunked framing removed (and verified) when the mode says
+ * so. The raw body is capped too, so framing alone (a stream of one-byte chunks) cannot make the
+ * server read without end.
+ */
+function objectStream(req: S3Request, maxBytes: number): ReadableStream<Uint8Array> {
   // A client that stops sending holds an upload slot and a temp file: the same idle deadline as
   // every other upload surface (RequestTimeout, as S3 answers a body that stopped arriving).
-  const body = req.request.body ? withIdleDeadline(req.request.body, req.idleMs) : new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  const cap = { bytes: maxBytes + framingAllowance(maxBytes), over: () => entityTooLarge(maxBytes) };
+  const body = req.request.body ? withIdleDeadline(req.request.body, req.idleMs, cap) : new ReadableStream<Uint8Array>({ start: (c) => c.close() });
   const { auth } = req;
   if (!auth.payloadMode.startsWith("STREAMING-")) return body;
   const signed = auth.payloadMode.startsWith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD")
@@ -104,7 +115,7 @@ export async function consumeBody(
   let size = 0;
   // The decoder refuses an unsupported x-amz-trailer when it is made: before admission, so that a
   // refusal cannot hold a signed-stream slot.
-  const stream = objectStream(req);
+  const stream = objectStream(req, maxBytes);
   const release = admitSignedStream(req);
   const reader = stream.getReader();
   try {

@@ -4,9 +4,19 @@
  * request body nothing more is read). Only a read waiting on the source is timed: a consumer that
  * is slow itself (a busy disk) never is, and a slow but steady source passes however long it takes.
  * Shared by the channel drivers' response bodies and the upload surfaces' request bodies.
+ *
+ * With a `cap`, more than `cap.bytes` in all fails the same way with `cap.over()`: a body that
+ * could never be accepted is not read to its end (a chunked upload form with an endless preamble
+ * or skipped part would otherwise be read until Bun's own limit of ~10 GiB, holding its slot).
  */
-export function withIdleDeadline(source: ReadableStream<Uint8Array>, idleMs: number, stalled: () => Error): ReadableStream<Uint8Array> {
+export function withIdleDeadline(
+  source: ReadableStream<Uint8Array>,
+  idleMs: number,
+  stalled: () => Error,
+  cap?: { bytes: number; over: () => Error },
+): ReadableStream<Uint8Array> {
   const reader = source.getReader();
+  let total = 0;
   return new ReadableStream<Uint8Array>(
     {
       async pull(out) {
@@ -17,7 +27,11 @@ export function withIdleDeadline(source: ReadableStream<Uint8Array>, idleMs: num
         try {
           const { done, value } = await Promise.race([reader.read(), deadline]);
           if (done) out.close();
-          else out.enqueue(value);
+          else {
+            total += value.length;
+            if (cap && total > cap.bytes) throw cap.over();
+            out.enqueue(value);
+          }
         } catch (err) {
           out.error(err);
           reader.cancel(err).catch(() => {});

@@ -20,9 +20,12 @@ export const bodyStalled = (idleMs: number) => new Invalid(`上传数据中断�
  * but steady client passes however long the whole body takes: a phone on a bad link sends
  * little, but it keeps sending.
  */
-export function withIdleDeadline(body: ReadableStream<Uint8Array>, idleMs: number): ReadableStream<Uint8Array> {
-  return withSourceDeadline(body, idleMs, () => bodyStalled(idleMs));
+export function withIdleDeadline(body: ReadableStream<Uint8Array>, idleMs: number, cap?: { bytes: number; over: () => Error }): ReadableStream<Uint8Array> {
+  return withSourceDeadline(body, idleMs, () => bodyStalled(idleMs), cap);
 }
 
-/** True for the deadline's own failure (to pass it on unchanged where other read errors become "上传中断"). */
-export const isStalled = (err: unknown): err is Invalid => err instanceof Invalid && err.problem === "stalled";
+/**
+ * True for the deadline's own failures, a silence or a body over its cap (to pass them on
+ * unchanged where other read errors become "上传中断").
+ */
+export const isBodyLimitError = (err: unknown): err is Invalid => err instanceof Invalid && (err.problem === "stalled" || err.problem === "too_large");

@@ -5,7 +5,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
-import { isStalled, withIdleDeadline, type BodyLimits } from "./body-deadline";
+import { isBodyLimitError, withIdleDeadline, type BodyLimits } from "./body-deadline";
 import { isPlainForm } from "./plain-form";
 
 export type { BodyLimits } from "./body-deadline";
@@ -98,7 +98,11 @@ export async function parseMultipart(
   if (!type.toLowerCase().startsWith("multipart/form-data")) throw new Invalid(`请求必须是 multipart/form-data，文件字段名为 ${fileField}`);
   if (!request.body) throw new Invalid("缺少请求体");
   const textLimit = opts.largeField ? base64Limit(maxBytes) : FIELD_LIMIT_BYTES;
-  checkDeclaredLength(request, Math.max(maxBytes, textLimit) + MULTIPART_OVERHEAD, maxBytes);
+  // The largest form that can be accepted: declared longer, it is refused unread; streamed, it
+  // is refused once that much has arrived, whatever the excess is (an endless preamble, a
+  // skipped part), instead of being read to Bun's limit.
+  const bodyLimit = Math.max(maxBytes, textLimit) + MULTIPART_OVERHEAD;
+  checkDeclaredLength(request, bodyLimit, maxBytes);
   const declared = Number(request.headers.get("content-length") ?? NaN);
   const oversized = (name: string, value: string) =>
     Buffer.byteLength(value) > (name === opts.largeField ? textLimit : FIELD_LIMIT_BYTES) ? fieldTooLong(name, maxBytes, opts.largeField) : undefined;
@@ -112,7 +116,8 @@ export async function parseMultipart(
     if (isPlainForm(body, type)) return receiveSmallMultipart(body, type, rules);
     return streamMultipart(Readable.from([Buffer.from(body.buffer, body.byteOffset, body.byteLength)]), type, tmpDir, rules);
   }
-  return streamMultipart(Readable.fromWeb(withIdleDeadline(request.body, idleMs) as never), type, tmpDir, rules);
+  const capped = withIdleDeadline(request.body, idleMs, { bytes: bodyLimit, over: () => tooLarge(maxBytes) });
+  return streamMultipart(Readable.fromWeb(capped as never), type, tmpDir, rules);
 }
 
 /** What a form is checked against, the same on both paths. */
@@ -219,7 +224,7 @@ async function streamMultipart(
       parser.on("fieldsLimit", () => fail(tooManyFields()));
       parser.on("error", malformed);
       parser.on("close", () => pendingWrite.then(resolve, reject));
-      source.on("error", (err) => fail(isStalled(err) ? err : new Invalid("上传中断")));
+      source.on("error", (err) => fail(isBodyLimitError(err) ? err : new Invalid("上传中断")));
       source.pipe(parser);
     });
   } catch (err) {

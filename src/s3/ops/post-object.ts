@@ -61,10 +61,22 @@ function successResponse(fields: Record<string, string>, bucket: string, key: st
   return new Response(null, { status: status === "200" ? 200 : 204, headers });
 }
 
+const MAX_FIELDS = 64;
+const MAX_PARTS = 80;
+/** Every field at its longest and every part header at busboy's 16 KiB, with room for delimiters. */
+const FORM_OVERHEAD = MAX_FIELDS * MAX_POLICY_BYTES + MAX_PARTS * 17 * 1024;
+
 export async function postObject(app: AppContext, gate: UploadGate, request: Request, bucket: string): Promise<Response> {
   if (!request.body) throw new S3Error("InvalidArgument", "缺少表单内容");
+  // The largest form that can be accepted: the file at the upload cap, and the fields and part
+  // headers the parser limits allow. Declared longer, it is refused unread; streamed, once that
+  // much arrived (an endless preamble or skipped part would otherwise be read to Bun's limit).
+  const uploadCap = maxUploadBytes(app);
+  const bodyLimit = uploadCap + FORM_OVERHEAD;
+  if (Number(request.headers.get("content-length") ?? NaN) > bodyLimit) throw entityTooLarge(uploadCap);
   // The same idle deadline as every upload surface: a silent client is RequestTimeout (toS3Error).
-  const source = Readable.fromWeb(withIdleDeadline(request.body, app.settings.get().upload_idle_timeout_seconds * 1000) as never);
+  const idleMs = app.settings.get().upload_idle_timeout_seconds * 1000;
+  const source = Readable.fromWeb(withIdleDeadline(request.body, idleMs, { bytes: bodyLimit, over: () => entityTooLarge(uploadCap) }) as never);
   const fields: Record<string, string> = {};
   let upload: Promise<Response> | undefined;
 
@@ -86,7 +98,6 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     const meta: Record<string, string> = {};
     for (const [name, value] of Object.entries(fields)) if (name.startsWith("x-amz-meta-")) meta[name] = value;
     if (fields["content-type"]) meta["content-type"] = fields["content-type"];
-    const uploadCap = maxUploadBytes(app);
     const cap = Math.min(uploadCap, policy.maxSize ?? Infinity);
     const { digests } = await storeObject(app, gate, { user, token }, key, meta, (path) => fileToDisk(stream, path, cap, policy.minSize, uploadCap));
     return successResponse(fields, bucket, key, digests.md5, new URL(request.url).origin);
@@ -97,7 +108,7 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     try {
       parser = busboy({
         headers: { "content-type": request.headers.get("content-type") ?? "" },
-        limits: { fieldSize: MAX_POLICY_BYTES, fields: 64, files: 1, parts: 80 },
+        limits: { fieldSize: MAX_POLICY_BYTES, fields: MAX_FIELDS, files: 1, parts: MAX_PARTS },
         defParamCharset: "utf8",
       });
     } catch {
