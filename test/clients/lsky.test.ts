@@ -108,21 +108,56 @@ describe("Lsky Pro V2 API", () => {
     expect(again.data).toEqual(first.data);
   });
 
-  test("errors keep the HTTP status and answer status false with a Chinese message", async () => {
-    const jpeg = await makeJpeg(20, 20, seed++);
-    const noToken = await lskyUpload(jpeg, "x.jpg", {});
-    expect(noToken.status).toBe(401);
-    const body = await specJson(noToken, "POST", "/api/v1/upload");
+  /** A failed upload as PicGo, PicList and Twikoo need it: HTTP 200 (axios rejects anything else), status false, a Chinese message. */
+  async function refusedWith200(res: Response, message: RegExp) {
+    expect(res.status).toBe(200);
+    const body = await specJson(res, "POST", "/api/v1/upload");
     expect(body).toMatchObject({ status: false, data: {} });
-    expect(body.message).toMatch(/[\u4e00-\u9fff]/);
+    expect(body.message).toMatch(message);
+  }
+
+  test("upload failures answer HTTP 200 with status false and the Chinese message, as Lsky does; only 401 and 429 keep theirs", async () => {
+    const jpeg = await makeJpeg(20, 20, seed++);
+    // Lsky: an Authorization that fails is a 401 (Handler::unauthenticated) ...
+    const badToken = await lskyUpload(jpeg, "x.jpg", { authorization: `Bearer kura_aaaaaaaaaaaa_${"A".repeat(43)}` });
+    expect(badToken.status).toBe(401);
+    expect(await specJson(badToken, "POST", "/api/v1/upload")).toMatchObject({ status: false, data: {} });
+    // ... none at all is a guest upload, refused through fail() (200) where guests may not upload.
+    await refusedWith200(await lskyUpload(jpeg, "x.jpg", {}), /游客/);
     // A bare token (no "Bearer ") is accepted, as users paste it into the plugin.
     expect((await lskyUpload(jpeg, "x.jpg", { authorization: f.token })).status).toBe(200);
-    const notImage = await lskyUpload(new TextEncoder().encode("hello"), "x.txt");
-    expect(notImage.status).toBe(415);
-    expect((await specJson(notImage, "POST", "/api/v1/upload")).status).toBe(false);
+    await refusedWith200(await lskyUpload(new TextEncoder().encode("hello"), "x.txt"), /不支持的图片格式/);
+    const noFile = new FormData();
+    noFile.append("strategy_id", "1");
+    await refusedWith200(await fetch(f.server.url("/api/v1/upload"), { method: "POST", headers: auth(), body: noFile }), /file/);
+    await f.admin.json("PUT", "/api/admin/config", { max_upload_mb: 1 });
+    try {
+      const big = await lskyUpload(new Uint8Array(1024 * 1024 + 100).fill(7), "big.jpg");
+      // The rest of the body is not read: the connection still closes with the answer.
+      expect(big.headers.get("connection")).toBe("close");
+      await refusedWith200(big, /[\u4e00-\u9fff]/);
+    } finally {
+      await f.admin.json("PUT", "/api/admin/config", { max_upload_mb: 20 });
+    }
     const unauth = await fetch(f.server.url("/api/v1/profile"));
     expect(unauth.status).toBe(401);
     expect((await specJson(unauth, "GET", "/api/v1/profile")).status).toBe(false);
+  });
+
+  test("an upload over the user's quota answers 200 with status false and the quota message", async () => {
+    const name = `quota${seed++}`;
+    await f.admin.json("POST", "/api/admin/users", { name, password: "quota-password-1", role: "user", quota_bytes: 100 }, 201);
+    const issued = await specJson(
+      await fetch(f.server.url("/api/v1/tokens"), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: name, password: "quota-password-1" }),
+      }),
+      "POST",
+      "/api/v1/tokens",
+    );
+    const res = await lskyUpload(await makeJpeg(40, 40, seed++), "q.jpg", { authorization: `Bearer ${issued.data.token}` });
+    await refusedWith200(res, /配额|空间/);
   });
 
   test("the upload counts against the same per-user rate limit as /api/upload", async () => {
@@ -206,15 +241,16 @@ describe("Lsky Pro V2 API", () => {
         body: new URLSearchParams({ name, password }),
       });
     const broken = await fetch(f.server.url("/api/v1/tokens"), { method: "POST", headers: { "content-type": "application/json" }, body: "{name:" });
-    expect(broken.status).toBe(400);
+    // Lsky answers a refused token request through fail(): HTTP 200 with status false (TokenController::store).
+    expect(broken.status).toBe(200);
     expect((await specJson(broken, "POST", "/api/v1/tokens")).status).toBe(false);
     const ok = await specJson(await issue("right-password-1"), "POST", "/api/v1/tokens");
     expect(ok.status).toBe(true);
     const up = await lskyUpload(await makeJpeg(16, 16, seed++), "t.jpg", { authorization: `Bearer ${ok.data.token}` });
     expect(up.status).toBe(200);
     const wrong = await issue("wrong-password");
-    expect(wrong.status).toBe(401);
-    expect((await specJson(wrong, "POST", "/api/v1/tokens")).message).toBe("用户名或密码错误");
+    expect(wrong.status).toBe(200);
+    expect(await specJson(wrong, "POST", "/api/v1/tokens")).toEqual({ status: false, message: "用户名或密码错误", data: {} });
     // Burst of 5 per client address and name (the login limiter): the next attempts are 429 even with the right password.
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await issue("wrong-password")).status);

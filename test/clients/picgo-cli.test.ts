@@ -20,6 +20,7 @@ async function runPicgo(config: string, file: string) {
   let output = "";
   let printedAt = 0;
   const decoder = new TextDecoder();
+  const stderr = new Response(proc.stderr as ReadableStream<Uint8Array>).text();
   for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) {
     output += decoder.decode(chunk, { stream: true });
     if (!printedAt && /\/i\/[0-9A-Za-z]{10}(\.[a-z]+)?\s/.test(output)) printedAt = performance.now();
@@ -27,7 +28,7 @@ async function runPicgo(config: string, file: string) {
   const code = await proc.exited;
   const exitedAt = performance.now();
   clearTimeout(killer);
-  return { output, code, printedAt, exitedAt };
+  return { output, stderr: await stderr, code, printedAt, exitedAt };
 }
 
 describe("PicGo CLI with picgo-plugin-web-uploader and picgo-plugin-lankong", () => {
@@ -38,6 +39,17 @@ describe("PicGo CLI with picgo-plugin-web-uploader and picgo-plugin-lankong", ()
   afterAll(async () => {
     await f.dispose();
   });
+
+  /** README "Lsky Pro (兰空图床) V2 compatible API", PicGo config. */
+  const lankongConfig = () =>
+    picgoHome(f.dir, "picgo-plugin-lankong", {
+      picBed: {
+        current: "lankong",
+        uploader: "lankong",
+        lankong: { lskyProVersion: "V2", server: f.server.base, token: `Bearer ${f.token}`, permission: 1, ignoreCertErr: false, syncDelete: true },
+      },
+      picgoPlugins: { "picgo-plugin-lankong": true },
+    });
 
   test("uploads, prints a working link and exits within 2 s after the upload", async () => {
     const jpeg = await makeJpeg(64, 40, 7);
@@ -74,20 +86,25 @@ describe("PicGo CLI with picgo-plugin-web-uploader and picgo-plugin-lankong", ()
     const jpeg = await makeJpeg(50, 50, 8);
     const file = join(f.dir, "lankong-cli.jpg");
     writeFileSync(file, jpeg);
-    // README "Lsky Pro (兰空图床) V2 compatible API", PicGo config.
-    const config = picgoHome(f.dir, "picgo-plugin-lankong", {
-      picBed: {
-        current: "lankong",
-        uploader: "lankong",
-        lankong: { lskyProVersion: "V2", server: f.server.base, token: `Bearer ${f.token}`, permission: 1, ignoreCertErr: false, syncDelete: true },
-      },
-      picgoPlugins: { "picgo-plugin-lankong": true },
-    });
+    const config = lankongConfig();
     const { output, code, printedAt, exitedAt } = await runPicgo(config, file);
     expect(code).toBe(0);
     expect(printedAt).toBeGreaterThan(0);
     expect(exitedAt - printedAt).toBeLessThan(EXIT_AFTER_UPLOAD_MS);
     const url = output.match(/(http:\/\/\S+\/i\/[0-9A-Za-z]{10}\.jpg)\s/)![1]!;
     expect(sha256(await (await fetch(url)).arrayBuffer())).toBe(sha256(jpeg));
+  }, 60_000);
+
+  test("picgo-plugin-lankong from the CLI: a refused upload (a text file) shows Kura's Chinese message, not 'status code 415'", async () => {
+    const file = join(f.dir, "notes.png");
+    writeFileSync(file, "not an image at all");
+    const config = lankongConfig();
+    const { output, stderr } = await runPicgo(config, file);
+    const all = output + stderr;
+    // The plugin throws `new Error(body.message)` only for a 2xx answer with status false (axios rejects the
+    // rest, and the CLI then prints "Request failed with status code 415" with the message buried in a dump).
+    expect(all).toContain("[PicGo ERROR]: Error: 不支持的图片格式");
+    expect(all).not.toContain("status code");
+    expect(all).not.toMatch(/\/i\/[0-9A-Za-z]{10}/);
   }, 60_000);
 });

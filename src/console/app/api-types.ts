@@ -530,7 +530,7 @@ export interface BackupSnapshot {
   channels: string[];
 }
 
-/** Lsky Pro 形状的错误（HTTP 状态码与原生接口相同） */
+/** Lsky Pro 形状的错误：HTTP 200，令牌无效时 401，频率或并发限制时 429 */
 export interface LskyError {
   status: false;
   /** 中文错误说明 */

@@ -16,7 +16,7 @@ import { runUpload } from "../../images/upload/service";
 import { audit } from "../../ops/audit";
 import { parseBody, queryInt } from "../body";
 import { answerableError, logCrash } from "../disk-full";
-import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
+import { ApiError, badRequest, forbidden } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadBodyLimits } from "../upload-input";
 import { checkPassword } from "./auth";
@@ -66,15 +66,30 @@ function tokenFrom(app: AppContext, request: Request): TokenPrincipal {
   return authenticateUploadTokenText(app, plaintext);
 }
 
-/** Runs a handler and turns its ApiError or domain error (or a crash) into Lsky's error shape with the same HTTP status. */
-async function lsky(app: AppContext, request: Request, handler: () => Promise<Response> | Response): Promise<Response> {
+/**
+ * The HTTP status of a refusal on this surface. Lsky answers its own refusals through
+ * Result::fail, which never sets a status (200, app/Http/Result.php); only a failed
+ * authentication (401) and the throttle (429) get theirs (app/Exceptions/Handler.php).
+ * Clients rely on it: PicGo, PicList and Twikoo use axios, which rejects any non-2xx answer
+ * before the plugin can show `message`. Lsky's upload also catches every Throwable into a
+ * 200 (ImageController::upload), so there a server error is one too (`catchesAll`).
+ */
+export function lskyFailureStatus(status: number, catchesAll: boolean): number {
+  if (status === 401 || status === 429) return status;
+  if (status >= 500 && !catchesAll) return status;
+  return 200;
+}
+
+/** Runs a handler and turns its ApiError or domain error (or a crash) into Lsky's error shape and status. */
+async function lsky(app: AppContext, request: Request, handler: () => Promise<Response> | Response, catchesAll = false): Promise<Response> {
   try {
     return await handler();
   } catch (caught) {
     const err = answerableError(app.log, request, caught);
-    if (err) return lskyResponse(err.status, false, err.message, {}, err.headers);
+    // Headers stay: Retry-After, WWW-Authenticate, and `Connection: close` for a body left unread.
+    if (err) return lskyResponse(lskyFailureStatus(err.status, catchesAll), false, err.message, {}, err.headers);
     logCrash(app.log, request, caught);
-    return lskyResponse(500, false, "服务器内部错误");
+    return lskyResponse(lskyFailureStatus(500, catchesAll), false, "服务器内部错误");
   }
 }
 
@@ -84,6 +99,9 @@ export function lskyRoutes(app: AppContext) {
   const origin = (request: Request) => publicOrigin(request, app.settings.get().base_url);
 
   const upload = async (request: Request) => {
+    // Without Authorization, Lsky takes the upload as a guest's and refuses it with a 200 when
+    // guests may not upload (ImageService::store); only a token that fails is a 401.
+    if (!request.headers.has("authorization")) throw badRequest("本站不接受游客上传：请在 Authorization 中填写上传令牌");
     const t = tokenFrom(app, request);
     const outcome = await runUpload(app, app.uploadGate, {
       userId: t.user.id,
@@ -155,7 +173,9 @@ export function lskyRoutes(app: AppContext) {
     if (!name) throw new ApiError(400, "字段 name 缺失或类型错误");
     const user = app.users.byName(name);
     const verified = await checkPassword(app.loginLimiter.admitLogin(requestInfo(request).client, name), input.password, user?.password_hash);
-    if (!verified || !user) throw unauthorized("用户名或密码错误");
+    // A refusal of the credentials in the body, not a failed authentication of the request:
+    // Lsky answers it through fail(), a 200 (TokenController::store).
+    if (!verified || !user) throw badRequest("用户名或密码错误");
     if (user.disabled) throw forbidden("该账号已被停用");
     if (user.must_change_password) throw forbidden("请先在控制台修改出厂默认密码");
     const tokenName = `lsky-${sqlTime().replace(/\D/g, "")}-${randomBytes(3).toString("hex")}`;
@@ -165,7 +185,7 @@ export function lskyRoutes(app: AppContext) {
   };
 
   return new Elysia()
-    .post("/api/v1/upload", ({ request }) => lsky(app, request, () => upload(request)), { parse: "none" })
+    .post("/api/v1/upload", ({ request }) => lsky(app, request, () => upload(request), true), { parse: "none" })
     .get("/api/v1/images", ({ request, query }) => lsky(app, request, () => list(request, query)))
     .delete("/api/v1/images/:key", ({ request, params }) => lsky(app, request, () => remove(request, params.key)))
     .get("/api/v1/profile", ({ request }) => lsky(app, request, () => profile(request)))
