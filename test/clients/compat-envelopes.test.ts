@@ -2,7 +2,7 @@
  * Answers given before a request reaches its route (a body over the 1 MiB cap, an unusable Host) come
  * in the error shape of the surface the path belongs to: Lsky Pro's `{status: false, message, data}`,
  * Chevereto's `{status_code, error: {message, code}, status_txt}`, Kura's `{error}` everywhere else.
- * The 413 also closes the connection: a client still sending the refused body otherwise held the
+ * Unknown paths and methods there are 404s in the same shapes. The 413 also closes the connection: a client still sending the refused body otherwise held the
  * connection, and the server's graceful stop (this file's afterAll) waited a minute for it.
  */
 import { expect, test } from "bun:test";
@@ -34,4 +34,31 @@ test("no usable Host: Chevereto's and Lsky Pro's shapes on their paths, Kura's e
   const kura = await ask("/api/admin/me");
   expect(kura.status).toBe(400);
   expect(JSON.parse(kura.text)).toEqual({ error: expect.stringContaining("Host") });
+});
+
+test("unknown paths and methods under /api/v1/ and /api/1/ are 404 in that surface's shape, Kura's elsewhere", async () => {
+  const lskyNotFound = { status: false, message: "接口不存在", data: {} };
+  for (const [method, path] of [
+    ["GET", "/api/v1/nope"],
+    ["PUT", "/api/v1/upload"],
+    ["POST", "/api/v1/images"],
+    // Lsky clears every API token of the user here; Kura's tokens also serve S3 and other tools, so it is not offered.
+    ["DELETE", "/api/v1/tokens"],
+  ] as const) {
+    const res = await fetch(server.url(path), { method });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual(lskyNotFound);
+  }
+  for (const [method, path] of [
+    ["POST", "/api/1/nope"],
+    ["PUT", "/api/1/upload"],
+    ["GET", "/api/1/"],
+  ] as const) {
+    const res = await fetch(server.url(path), { method });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ status_code: 404, error: { message: "接口不存在", code: 404 }, status_txt: "Not Found" });
+  }
+  const kura = await fetch(server.url("/api/nope"));
+  expect(kura.status).toBe(404);
+  expect(await kura.json()).toEqual({ error: "接口不存在" });
 });

@@ -208,6 +208,11 @@ describe("Lsky Pro V2 API", () => {
     const albums = await specJson(await fetch(f.server.url("/api/v1/albums"), { headers: auth() }), "GET", "/api/v1/albums");
     expect(albums.data.data).toEqual([]);
     expect(albums.data.total).toBe(0);
+    // Deleting an album is Lsky's success for an id the user has none of; it still needs the token.
+    const dropAlbum = await fetch(f.server.url("/api/v1/albums/7"), { method: "DELETE", headers: auth() });
+    expect(await specJson(dropAlbum, "DELETE", "/api/v1/albums/7")).toEqual({ status: true, message: "删除成功", data: {} });
+    const anonymous = await fetch(f.server.url("/api/v1/albums/7"), { method: "DELETE" });
+    expect(anonymous.status).toBe(401);
   });
 
   test("another user's key is not deleted (the answer is Lsky's idempotent success)", async () => {

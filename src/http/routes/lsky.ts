@@ -184,22 +184,31 @@ export function lskyRoutes(app: AppContext) {
     return lskyResponse(200, true, "success", { token: issued.token }, { "cache-control": "no-store" });
   };
 
-  return new Elysia()
-    .post("/api/v1/upload", ({ request }) => lsky(app, request, () => upload(request), true), { parse: "none" })
-    .get("/api/v1/images", ({ request, query }) => lsky(app, request, () => list(request, query)))
-    .delete("/api/v1/images/:key", ({ request, params }) => lsky(app, request, () => remove(request, params.key)))
-    .get("/api/v1/profile", ({ request }) => lsky(app, request, () => profile(request)))
-    .get("/api/v1/strategies", ({ request }) =>
-      lsky(app, request, () => {
-        tokenFrom(app, request);
-        return ok("success", { strategies: [STRATEGY] });
-      }),
-    )
-    .get("/api/v1/albums", ({ request, query }) =>
-      lsky(app, request, () => {
-        tokenFrom(app, request);
-        return ok("success", lskyPage([], 0, queryInt(query.page, "page", 1, 1), PER_PAGE, `${origin(request)}/api/v1/albums`));
-      }),
-    )
-    .post("/api/v1/tokens", ({ request }) => lsky(app, request, () => issueToken(request)), { parse: "none" });
+  return (
+    new Elysia()
+      .post("/api/v1/upload", ({ request }) => lsky(app, request, () => upload(request), true), { parse: "none" })
+      .get("/api/v1/images", ({ request, query }) => lsky(app, request, () => list(request, query)))
+      .delete("/api/v1/images/:key", ({ request, params }) => lsky(app, request, () => remove(request, params.key)))
+      .get("/api/v1/profile", ({ request }) => lsky(app, request, () => profile(request)))
+      .get("/api/v1/strategies", ({ request }) =>
+        lsky(app, request, () => {
+          tokenFrom(app, request);
+          return ok("success", { strategies: [STRATEGY] });
+        }),
+      )
+      .get("/api/v1/albums", ({ request, query }) =>
+        lsky(app, request, () => {
+          tokenFrom(app, request);
+          return ok("success", lskyPage([], 0, queryInt(query.page, "page", 1, 1), PER_PAGE, `${origin(request)}/api/v1/albums`));
+        }),
+      )
+      // There are no albums: deleting one is the success Lsky gives for an id the user has none of (AlbumController::destroy).
+      .delete("/api/v1/albums/:id", ({ request }) =>
+        lsky(app, request, () => {
+          tokenFrom(app, request);
+          return ok("删除成功");
+        }),
+      )
+      .post("/api/v1/tokens", ({ request }) => lsky(app, request, () => issueToken(request)), { parse: "none" })
+  );
 }
