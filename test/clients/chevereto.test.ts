@@ -152,6 +152,42 @@ describe("Chevereto API v1", () => {
     expect((await specJson(refused, "POST", "/api/1/upload")).error.message).toContain("不是公网地址");
   });
 
+  test("GET with query parameters works like POST (the Chevereto-Free docs' example call): URL or base64 source, json/txt/redirect", async () => {
+    const source = `http://127.0.0.1:${origin.port}/from-get.png`;
+    const query = (params: Record<string, string>) => `?${new URLSearchParams(params)}`;
+    // The docs' call, trailing slash included.
+    const res = await fetch(f.server.url(`/api/1/upload/${query({ key: f.token, source, format: "json" })}`));
+    expect(res.status).toBe(200);
+    const body = await specJson(res, "GET", "/api/1/upload");
+    expect(body.image.original_filename).toBe("from-get.png");
+    expect(sha256(await (await fetch(body.image.url)).arrayBuffer())).toBe(sha256(originImage));
+
+    const txt = await fetch(endpoint(query({ key: f.token, source, format: "txt" })));
+    expect(txt.status).toBe(200);
+    expect(await txt.text()).toMatch(new RegExp(`^${f.server.base}/i/[0-9A-Za-z]{10}\\.png$`));
+    const redirect = await fetch(endpoint(query({ source, format: "redirect" })), { headers: { "x-api-key": f.token }, redirect: "manual" });
+    expect(redirect.status).toBe(302);
+    expect(redirect.headers.get("location")).toMatch(/\/i\/[0-9A-Za-z]{10}\.png$/);
+
+    const jpeg = await makeJpeg(12, 12, seed++);
+    const b64 = await fetch(endpoint(query({ key: f.token, source: jpeg.toString("base64") })));
+    expect(b64.status).toBe(200);
+    expect(sha256(await (await fetch((await specJson(b64, "GET", "/api/1/upload")).image.url)).arrayBuffer())).toBe(sha256(jpeg));
+
+    // The same key checks and envelopes as POST.
+    const before = await imageCount();
+    const bad = await fetch(endpoint(query({ key: "wrong", source })));
+    expect(bad.status).toBe(401);
+    expect((await specJson(bad, "GET", "/api/1/upload")).error.code).toBe(100);
+    const none = await fetch(endpoint(query({ source })));
+    expect(none.status).toBe(401);
+    expect((await specJson(none, "GET", "/api/1/upload")).error.code).toBe(100);
+    const empty = await fetch(endpoint(query({ key: f.token })));
+    expect(empty.status).toBe(400);
+    expect((await specJson(empty, "GET", "/api/1/upload")).error.message).toContain("缺少 source");
+    expect(await imageCount()).toBe(before);
+  });
+
   test("invalid base64 and a non-image are refused with the pipeline's statuses", async () => {
     const garbage = await fetch(endpoint(), {
       method: "POST",

@@ -1,4 +1,4 @@
-// Chevereto API v1 compatible upload (POST /api/1/upload), for ShareX's built-in Chevereto
+// Chevereto API v1 compatible upload (POST or GET /api/1/upload), for ShareX's built-in Chevereto
 // uploader and bots written against Chevereto. `key` is an upload token; the upload runs
 // through the one upload pipeline (limits, quota, rate limits, idempotency, metrics).
 import { Elysia } from "elysia";
@@ -95,5 +95,7 @@ export function cheveretoRoutes(app: AppContext) {
     }
   };
 
-  return new Elysia().post("/api/1/upload", ({ request }) => upload(request), { parse: "none" });
+  // GET with query parameters too: Chevereto V3 and V4 read $_REQUEST, and the Chevereto-Free API
+  // docs give `GET /api/1/upload/?key=…&source=<image URL>&format=json` as their example call.
+  return new Elysia().post("/api/1/upload", ({ request }) => upload(request), { parse: "none" }).get("/api/1/upload", ({ request }) => upload(request));
 }
