@@ -5,22 +5,29 @@
  * could have come from a read, so it can never smuggle in a value of a key
  * that was not masked, nor silently blank a credential.
  */
+import { CHANNEL_LEVEL_KEYS } from "./drivers/option-spec";
 import { driverOptionSpecs } from "./factory";
 import { reveal } from "./rclone/obscure";
 import { findTemplate, isSensitiveInput } from "./templates";
 
 export const SECRET_SENTINEL = "__kura_secret_keep__";
 
-/**
- * Keys a backend does not declare are judged by name, so a custom config with
- * e.g. an OAuth `client_secret` for a backend without specs is still masked.
- */
+/** Template inputs a template does not declare, and keys of a backend without specs, are judged by name. */
 const SENSITIVE_NAME = /(pass|secret|token|credential|client_id|access_key|private_key|key_pem|account)/i;
 
+/**
+ * A declared option is sensitive as its spec says. A key the backend does not declare is one
+ * Kura's driver ignores but an rclone config pasted in may carry (it goes to the rclone export):
+ * it is treated as sensitive, since its meaning is unknown here and rclone's own secret options
+ * have names no pattern catches (`sse_customer_key`, an SSE-C key, was shown in plain text and
+ * kept in the audit log).
+ */
 export function isSensitiveConfigKey(driver: string, key: string): boolean {
-  const spec = driverOptionSpecs(driver).find((o) => o.key === key);
+  const specs = driverOptionSpecs(driver);
+  const spec = specs.find((o) => o.key === key);
   if (spec) return spec.sensitive || spec.type === "password";
-  return SENSITIVE_NAME.test(key);
+  if (CHANNEL_LEVEL_KEYS.has(key)) return false;
+  return specs.length > 0 || SENSITIVE_NAME.test(key);
 }
 
 export function isSensitiveTemplateInput(templateId: string, key: string): boolean {

@@ -12,7 +12,7 @@
  */
 import type { MasterKey } from "../config/master-key";
 import { cryptPasswords } from "./crypt-layer";
-import type { DriverOptionSpec } from "./drivers/option-spec";
+import { CHANNEL_LEVEL_KEYS, type DriverOptionSpec } from "./drivers/option-spec";
 import { obscure, reveal } from "./rclone/obscure";
 
 export interface ExportableChannel {
@@ -65,8 +65,6 @@ const STORED_OBSCURED: Readonly<Record<string, readonly string[]>> = {
   smb: ["pass"],
 };
 
-/** Kura's own config keys (spec 2.7); rclone has no such backend options. */
-const RESERVED_KEYS = new Set(["path", "public_base_url"]);
 
 /** rclone option names: the key is everything before the first '=' or ':' on the line. */
 const OPTION_KEY = /^[A-Za-z0-9_]+$/;
@@ -144,7 +142,7 @@ function backendParameters(driver: string, config: Record<string, string>, optio
   ];
   const out: [string, string][] = [];
   for (const name of names) {
-    if (RESERVED_KEYS.has(name)) continue;
+    if (CHANNEL_LEVEL_KEYS.has(name)) continue;
     const spec = specs.get(name);
     // Writing the driver's default keeps rclone talking to the backend exactly as Kura does,
     // even where rclone's own default differs.

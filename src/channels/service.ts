@@ -20,7 +20,15 @@ import { completeFromProvider, withToken } from "./oauth/complete";
 import { isOAuthDriver } from "./oauth/providers";
 import { renderRcloneConfig } from "./rclone-export";
 import type { ChannelRow } from "./repo";
-import { resolveSource, sameValues, type CreateChannelInput, type ResolvedSource, type TestChannelInput, type UpdateChannelInput } from "./source";
+import {
+  keepsSecretsElsewhere,
+  resolveSource,
+  sameValues,
+  type CreateChannelInput,
+  type ResolvedSource,
+  type TestChannelInput,
+  type UpdateChannelInput,
+} from "./source";
 import { channelDescription } from "./views";
 
 interface ProbeOptions {
@@ -158,10 +166,14 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
  * returned as `token` when it was newly submitted — even when the probe then
  * failed — and written straight back to the channel when it was the stored one.
  */
-export async function testChannel(app: AppContext, input: TestChannelInput): Promise<{ ok: boolean; error?: string; token?: string }> {
+export async function testChannel(app: AppContext, actor: AuditActor, input: TestChannelInput): Promise<{ ok: boolean; error?: string; token?: string }> {
   const row = input.channel_id ? requireChannel(app, input.channel_id) : undefined;
-  const source = resolveSource(input, row && { row, secrets: app.channels.repo.secrets(row) });
+  const stored = row && { row, secrets: app.channels.repo.secrets(row) };
+  const source = resolveSource(input, stored);
   checkAutoCreate(source, input.auto_create_bucket);
+  if (stored && keepsSecretsElsewhere(input, source, stored)) {
+    audit(app.db, actor, "channel.export", stored.row.id, { name: stored.row.name, via: "test", ...sourceAudit(source) });
+  }
   const encrypted = row ? !!row.encrypted : (input.encrypted ?? app.settings.get().encrypt_new_channels);
   const outcome = await probeSource(source, {
     encrypted,

@@ -6,7 +6,7 @@
 import { Invalid } from "../errors";
 import { z } from "zod";
 import { knownDriver } from "./factory";
-import { isSensitiveConfigKey, isSensitiveTemplateInput, restoreSentinels, SentinelMisuseError } from "./masking";
+import { isSensitiveConfigKey, isSensitiveTemplateInput, restoreSentinels, SECRET_SENTINEL, SentinelMisuseError } from "./masking";
 import type { ChannelRow, ChannelSecrets } from "./repo";
 import { buildTemplateConfig, findTemplate, TemplateInputError } from "./templates";
 
@@ -128,6 +128,16 @@ function checkConfig(config: Record<string, string>) {
       throw new Invalid("public_base_url 必须是 http 或 https 地址");
     }
   }
+}
+
+/**
+ * True when `body` keeps a stored secret (a sentinel) while the configuration it resolves to is
+ * not the stored one: the stored secret is then sent where the request chose, which the audit
+ * log records like an export (channel audit L1: a changed endpoint received the stored password).
+ */
+export function keepsSecretsElsewhere(body: SourceInput, source: ResolvedSource, stored: { row: ChannelRow; secrets: ChannelSecrets }): boolean {
+  const kept = [...Object.values(body.config ?? {}), ...Object.values(body.inputs ?? {})].includes(SECRET_SENTINEL);
+  return kept && (source.driver !== stored.row.driver || !sameValues(source.config, stored.secrets.config));
 }
 
 /** Same keys and values (order-insensitive). */

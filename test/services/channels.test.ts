@@ -53,7 +53,7 @@ describe("channel service, in process", () => {
   });
 
   test("test reports a failing probe as a result, not an error", async () => {
-    const result = await testChannel(app, { driver: "local", config: { path: "/proc/kura-cannot-write-here" } });
+    const result = await testChannel(app, admin, { driver: "local", config: { path: "/proc/kura-cannot-write-here" } });
     expect(result.ok).toBe(false);
     expect(result.error).toMatch(/^存储渠道探测失败/);
   });

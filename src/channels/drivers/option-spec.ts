@@ -15,6 +15,9 @@ export interface DriverOptionSpec {
   default?: string;
 }
 
+/** Kura's own config keys, read by Kura for every driver (spec 2.7); rclone has no such backend options. */
+export const CHANNEL_LEVEL_KEYS: ReadonlySet<string> = new Set(["path", "public_base_url"]);
+
 /** rclone's bool syntax ("true"/"false", also 1/0, yes/no); `fallback` when unset. */
 export function parseBool(value: string | undefined, fallback: boolean): boolean {
   if (value === undefined || value.trim() === "") return fallback;

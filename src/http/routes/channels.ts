@@ -30,9 +30,9 @@ export function channelRoutes(app: AppContext) {
       set.status = 201;
       return created;
     })
-    .post("/api/admin/channels/test", async ({ body, set }) => {
+    .post("/api/admin/channels/test", async ({ body, set, principal: p }) => {
       set.headers["cache-control"] = "no-store";
-      return testChannel(app, parseBody(testBody, body));
+      return testChannel(app, p.user, parseBody(testBody, body));
     })
     .get("/api/admin/channels/:id/config", ({ params, set }) => {
       const id = idParam(params.id);
