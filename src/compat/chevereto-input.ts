@@ -7,7 +7,7 @@ import { badRequest } from "../http/errors";
 import { importFromUrl, uploadBodyLimits, uploadMaxBytes } from "../http/upload-input";
 import { parseMultipart, tooLarge, type ReceivedFile } from "../images/upload/receive";
 import { DATA_URL_PREFIX, decodeBase64 } from "./base64-stream";
-import { readUrlencodedForm } from "./chevereto-urlencoded";
+import { CHEVERETO_TEXT_FIELDS, readUrlencodedForm } from "./chevereto-urlencoded";
 
 export interface CheveretoInput {
   fields: Record<string, string>;
@@ -15,7 +15,8 @@ export interface CheveretoInput {
   file?: ReceivedFile;
 }
 
-const FIELDS = ["key", "format", "source"] as const;
+/** `title`, `description`, `nsfw`, `album_id`, `tags`… have no meaning here and are not read. */
+const FIELDS = [...CHEVERETO_TEXT_FIELDS, "source"];
 
 /**
  * The request's parameters (form over query, as PHP's $_REQUEST) and the file, if any. `onField`

@@ -1,7 +1,7 @@
-// Chevereto's urlencoded form (`key`, `format`, `source`) read as it streams in. Before, the body
+// Chevereto's urlencoded form (`key`, `format`, `expiration`, `source`) read as it streams in. Before, the body
 // (up to 2 × the base64 size of max_upload_mb, ~56 MB) was buffered, turned into a string and
 // parsed before the key was looked at: ~150 MB of memory per unauthenticated request. Now
-// memory stays at a chunk or two whatever the body: `key` and `format` are kept (1 KiB each),
+// memory stays at a chunk or two whatever the body: `key`, `format` and `expiration` are kept (1 KiB each),
 // other fields are skipped, and a long `source` (base64) is decoded to a temp file as it arrives.
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { Invalid } from "../errors";
@@ -29,7 +29,7 @@ interface ValueSink {
   discard(): Promise<void>;
 }
 
-/** `key` or `format`: text of at most FIELD_LIMIT_BYTES. */
+/** `key`, `format` or `expiration`: text of at most FIELD_LIMIT_BYTES. */
 function smallField(name: string, done: (value: string) => void): ValueSink {
   const decoder = utf8Decoder();
   let size = 0;
@@ -108,6 +108,9 @@ class SourceField implements ValueSink {
   }
 }
 
+/** The short text fields Chevereto's upload reads besides `source`; every other field is skipped. */
+export const CHEVERETO_TEXT_FIELDS: readonly string[] = ["key", "format", "expiration"];
+
 export interface UrlencodedForm {
   fields: Record<string, string>;
   /** `source` decoded from base64 into a temp file, when it was too long to keep as text. */
@@ -139,7 +142,7 @@ export async function readUrlencodedForm(
         else form.fields.source = value.text;
       });
     }
-    if (name !== "key" && name !== "format") return undefined;
+    if (!CHEVERETO_TEXT_FIELDS.includes(name)) return undefined;
     return smallField(name, (value) => {
       form.fields[name] = value;
       onField(name, value);

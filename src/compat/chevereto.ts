@@ -51,6 +51,8 @@ export function cheveretoImage(img: CompatImage, md5: string, now = Date.now()) 
     height: img.height,
     date: img.createdAt,
     date_gmt: img.createdAt,
+    // Chevereto's own column, GMT in the same format: when the image is deleted, or null.
+    expiration_date_gmt: img.expireAt,
     title: img.fileName.replace(/\.[^.]*$/, ""),
     description: null,
     nsfw: 0,

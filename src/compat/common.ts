@@ -18,6 +18,8 @@ export interface CompatImage {
   width: number;
   height: number;
   createdAt: string;
+  /** When the image is deleted (UTC `YYYY-MM-DD HH:MM:SS`), or null when it is kept. */
+  expireAt: string | null;
   widths: readonly number[] | null;
 }
 
@@ -32,6 +34,7 @@ export function compatImage(app: AppContext, view: ImageView, origin: string): C
     width: view.width,
     height: view.height,
     createdAt: view.created_at,
+    expireAt: view.expire_at,
     widths: app.settings.get().process_widths,
   };
 }

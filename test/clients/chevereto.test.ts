@@ -188,6 +188,81 @@ describe("Chevereto API v1", () => {
     expect(await imageCount()).toBe(before);
   });
 
+  describe("expiration (Chevereto V4) is the image's lifetime, as ttl on /api/upload", () => {
+    /** A ShareX-style upload with `expiration` in the form, and the admin view of what was stored. */
+    async function uploadExpiring(expiration: string) {
+      const fd = sharexForm(await makePng(16, 16, seed++), f.token);
+      fd.append("expiration", expiration);
+      const started = Date.now();
+      const res = await fetch(endpoint(), { method: "POST", body: fd });
+      return { res, started };
+    }
+    const stored = async (image: { name: string }) => f.admin.json("GET", `/api/admin/images/${image.name}`);
+    const gmt = (text: string) => Date.parse(`${text.replace(" ", "T")}Z`);
+
+    test("an offered choice: the image expires then, and the answer says when", async () => {
+      for (const [expiration, seconds] of [
+        ["PT5M", 300],
+        ["PT1H", 3600],
+        ["P3D", 3 * 86400],
+        ["P1W", 7 * 86400],
+      ] as const) {
+        const { res, started } = await uploadExpiring(expiration);
+        expect(res.status).toBe(200);
+        const { image } = await specJson(res, "POST", "/api/1/upload");
+        const detail = await stored(image);
+        expect(detail.ttl_seconds).toBe(seconds);
+        expect(image.expiration_date_gmt).toBe(detail.expire_at);
+        expect(gmt(image.expiration_date_gmt) - started).toBeGreaterThanOrEqual(seconds * 1000 - 1000);
+        expect(gmt(image.expiration_date_gmt) - started).toBeLessThan(seconds * 1000 + 10_000);
+      }
+    });
+
+    test("months and years on the calendar; other durations and seconds clamped to 5 minutes … 1 year; lower case read", async () => {
+      const month = await specJson((await uploadExpiring("P1M")).res, "POST", "/api/1/upload");
+      expect((await stored(month.image)).ttl_seconds / 86400).toBeOneOf([28, 29, 30, 31]);
+      const year = await specJson((await uploadExpiring("p1y")).res, "POST", "/api/1/upload");
+      expect((await stored(year.image)).ttl_seconds / 86400).toBeOneOf([365, 366]);
+      for (const [expiration, seconds] of [
+        ["PT2H30M", 9000],
+        ["7200", 7200],
+        ["60", 300],
+        ["PT1S", 300],
+        ["P2Y", 31_536_000],
+        ["P99999999999Y", 31_536_000],
+      ] as const) {
+        const { image } = await specJson((await uploadExpiring(expiration)).res, "POST", "/api/1/upload");
+        expect([expiration, (await stored(image)).ttl_seconds]).toEqual([expiration, seconds]);
+      }
+    });
+
+    test("0 or no expiration keeps the image (the default lifetime); an unreadable one is a 400 and nothing is stored", async () => {
+      const kept = await specJson((await uploadExpiring("0")).res, "POST", "/api/1/upload");
+      expect(kept.image.expiration_date_gmt).toBeNull();
+      expect((await stored(kept.image)).expire_at).toBeNull();
+      const before = await imageCount();
+      for (const bad of ["5 minutes", "P", "PT", "P1DT", "-300", "P1.5D"]) {
+        const { res } = await uploadExpiring(bad);
+        expect([bad, res.status]).toEqual([bad, 400]);
+        expect((await specJson(res, "POST", "/api/1/upload")).error.message).toContain("expiration");
+      }
+      expect(await imageCount()).toBe(before);
+    });
+
+    test("in a urlencoded body and in a GET query too", async () => {
+      const jpeg = await makeJpeg(14, 14, seed++);
+      const urlencoded = await fetch(endpoint(), {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ key: f.token, expiration: "PT15M", source: jpeg.toString("base64") }),
+      });
+      expect((await stored((await specJson(urlencoded, "POST", "/api/1/upload")).image)).ttl_seconds).toBe(900);
+      const source = `http://127.0.0.1:${origin.port}/expiring.png`;
+      const get = await fetch(endpoint(`?${new URLSearchParams({ key: f.token, source, expiration: "PT30M" })}`));
+      expect((await stored((await specJson(get, "GET", "/api/1/upload")).image)).ttl_seconds).toBe(1800);
+    });
+  });
+
   test("invalid base64 and a non-image are refused with the pipeline's statuses", async () => {
     const garbage = await fetch(endpoint(), {
       method: "POST",

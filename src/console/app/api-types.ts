@@ -626,6 +626,8 @@ export interface CheveretoSuccess {
     height: number;
     date: Timestamp;
     date_gmt: Timestamp;
+    /** 到期自动删除的时间（UTC），永久保存时为 null */
+    expiration_date_gmt: Timestamp | null;
     title?: string;
     description?: null;
     nsfw?: number;

@@ -5,6 +5,7 @@ import { Elysia } from "elysia";
 import { authenticateUploadTokenText, type TokenPrincipal } from "../../auth/tokens";
 import { cheveretoError, cheveretoFormat, cheveretoImage, cheveretoSuccess, type CheveretoFormat } from "../../compat/chevereto";
 import { cheveretoSource, discardInput, readCheveretoInput, type CheveretoInput } from "../../compat/chevereto-input";
+import { cheveretoExpirationSeconds } from "../../compat/chevereto-expiration";
 import { compatImage, storedDigests } from "../../compat/common";
 import type { AppContext } from "../../context";
 import { runUpload } from "../../images/upload/service";
@@ -70,7 +71,9 @@ export function cheveretoRoutes(app: AppContext) {
         receive: async () => {
           input ??= await readCheveretoInput(app, request);
           format = cheveretoFormat(input.fields.format ?? query.get("format"));
-          return { file: await cheveretoSource(app, input), options: {} };
+          // Read before the source, so a refused value costs no URL import.
+          const ttl = cheveretoExpirationSeconds(input.fields.expiration);
+          return { file: await cheveretoSource(app, input), options: { ttl } };
         },
       });
       const view = app.images.view(outcome.id)!;
