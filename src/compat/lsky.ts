@@ -60,29 +60,3 @@ export function lskyListItem(img: CompatImage, now = Date.now()) {
     album: null,
   };
 }
-
-/** Laravel's LengthAwarePaginator::toArray, which Lsky returns for images and albums. */
-export function lskyPage<T>(items: T[], total: number, page: number, perPage: number, path: string) {
-  const lastPage = Math.max(1, Math.ceil(total / perPage));
-  const pageUrl = (n: number) => `${path}?page=${n}`;
-  const from = items.length ? (page - 1) * perPage + 1 : null;
-  return {
-    current_page: page,
-    data: items,
-    first_page_url: pageUrl(1),
-    from,
-    last_page: lastPage,
-    last_page_url: pageUrl(lastPage),
-    links: [
-      { url: page > 1 ? pageUrl(page - 1) : null, label: "&laquo; Previous", active: false },
-      { url: pageUrl(page), label: String(page), active: true },
-      { url: page < lastPage ? pageUrl(page + 1) : null, label: "Next &raquo;", active: false },
-    ],
-    next_page_url: page < lastPage ? pageUrl(page + 1) : null,
-    path,
-    per_page: perPage,
-    prev_page_url: page > 1 ? pageUrl(page - 1) : null,
-    to: from === null ? null : from + items.length - 1,
-    total,
-  };
-}

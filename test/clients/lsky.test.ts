@@ -215,6 +215,44 @@ describe("Lsky Pro V2 API", () => {
     expect(anonymous.status).toBe(401);
   });
 
+  test("the images paginator: page URLs keep the query (withQueryString), Lsky's Chinese labels, a bad page is page 1", async () => {
+    // 41 images whose names match the keyword: two pages of 40.
+    for (let i = 0; i < 41; i++) await lskyUpload(await makeJpeg(8, 8, seed++), `pgx ${i}.jpg`);
+    const list = async (query: string) => {
+      const res = await fetch(f.server.url(`/api/v1/images${query}`), { headers: auth() });
+      expect(res.status).toBe(200);
+      return (await specJson(res, "GET", "/api/v1/images")).data;
+    };
+    const path = f.server.url("/api/v1/images");
+    const first = await list("?order=earliest&keyword=pgx%20");
+    expect(first).toMatchObject({ current_page: 1, last_page: 2, total: 41, from: 1, to: 40, path, prev_page_url: null });
+    // http_build_query with RFC 3986 encoding; `page` goes last when the request had none.
+    const pageUrl = (n: number) => `${path}?order=earliest&keyword=pgx%20&page=${n}`;
+    expect(first.next_page_url).toBe(pageUrl(2));
+    expect(first.first_page_url).toBe(pageUrl(1));
+    expect(first.last_page_url).toBe(pageUrl(2));
+    expect(first.links).toEqual([
+      { url: null, label: "&laquo; 上一页", active: false },
+      { url: pageUrl(1), label: "1", active: true },
+      { url: pageUrl(2), label: "2", active: false },
+      { url: pageUrl(2), label: "下一页 &raquo;", active: false },
+    ]);
+    expect(first.data[0].origin_name).toBe("pgx 0.jpg");
+    // Following next_page_url gives page 2 of the same filtered, ordered list; `page` keeps its place.
+    const second = (await specJson(await fetch(first.next_page_url, { headers: auth() }), "GET", "/api/v1/images")).data;
+    expect(second).toMatchObject({ current_page: 2, from: 41, to: 41, prev_page_url: pageUrl(1), next_page_url: null });
+    expect(second.data.map((i: { origin_name: string }) => i.origin_name)).toEqual(["pgx 40.jpg"]);
+    const placed = await list("?page=2&keyword=pgx%20&order=earliest");
+    expect(placed.prev_page_url).toBe(`${path}?page=1&keyword=pgx%20&order=earliest`);
+    // Laravel reads an invalid page as page 1.
+    for (const page of ["abc", "0", "-3", "1.5", "01"]) {
+      expect([page, (await list(`?keyword=pgx%20&page=${page}`)).current_page]).toEqual([page, 1]);
+    }
+    // album_id as PHP's (int): non-zero asks for an album (there are none), anything else lists as usual.
+    expect((await list("?keyword=pgx%20&album_id=3")).total).toBe(0);
+    expect((await list("?keyword=pgx%20&album_id=abc")).total).toBe(41);
+  });
+
   test("another user's key is not deleted (the answer is Lsky's idempotent success)", async () => {
     const mine = await specJson(await lskyUpload(await makeJpeg(24, 24, seed++), "keep.jpg"), "POST", "/api/v1/upload");
     await f.admin.json("POST", "/api/admin/users", { name: `other${seed}`, password: "other-password-1", role: "user" }, 201);

@@ -6,7 +6,8 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { authenticateUploadTokenText, TokenRepo, type TokenPrincipal } from "../../auth/tokens";
 import { compatImage, storedDigests } from "../../compat/common";
-import { lskyListItem, lskyPage, lskyResponse, lskyUploaded } from "../../compat/lsky";
+import { lskyListItem, lskyResponse, lskyUploaded } from "../../compat/lsky";
+import { laravelPage, lskyPage, phpIntIsNonZero } from "../../compat/lsky-page";
 import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
@@ -14,7 +15,7 @@ import type { ImageOrder } from "../../images/repo";
 import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
 import { audit } from "../../ops/audit";
-import { parseBody, queryInt } from "../body";
+import { parseBody } from "../body";
 import { answerableError, logCrash } from "../disk-full";
 import { ApiError, badRequest, forbidden } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
@@ -116,26 +117,25 @@ export function lskyRoutes(app: AppContext) {
     return ok("上传成功", lskyUploaded(compatImage(app, view, origin(request)), digests));
   };
 
-  const list = (request: Request, query: Record<string, string | undefined>) => {
+  const list = (request: Request) => {
     const t = tokenFrom(app, request);
-    const page = queryInt(query.page, "page", 1, 1);
+    const query = new URL(request.url).searchParams;
+    // PHP keeps the last of repeated query names.
+    const param = (name: string) => query.getAll(name).at(-1);
+    const page = laravelPage(param("page"));
     const path = `${origin(request)}/api/v1/images`;
-    // There are no albums: asking for one gives its (empty) content, as Lsky does for an empty album.
-    if (queryInt(query.album_id, "album_id", 0, 0) > 0) return ok("success", lskyPage([], 0, page, PER_PAGE, path));
+    // Page URLs keep the request's query, as Lsky's ->withQueryString(): page 2 of a filtered list.
+    const answer = (items: unknown[], total: number) => ok("success", lskyPage(items, total, page, PER_PAGE, path, query));
+    // There are no albums: asking for one (Lsky's `(int) album_id` non-zero) gives its (empty) content, as for an empty album.
+    if (phpIntIsNonZero(param("album_id"))) return answer([], 0);
     const { rows, total } = app.images.list(
-      { userId: t.user.id, search: query.keyword || undefined },
-      { limit: PER_PAGE, offset: (page - 1) * PER_PAGE, order: ORDERS.get(query.order ?? "") ?? "newest" },
+      { userId: t.user.id, search: param("keyword") || undefined },
+      { limit: PER_PAGE, offset: Math.min((page - 1) * PER_PAGE, Number.MAX_SAFE_INTEGER), order: ORDERS.get(param("order") ?? "") ?? "newest" },
     );
     const base = origin(request);
-    return ok(
-      "success",
-      lskyPage(
-        rows.map((v) => lskyListItem(compatImage(app, v, base))),
-        total,
-        page,
-        PER_PAGE,
-        path,
-      ),
+    return answer(
+      rows.map((v) => lskyListItem(compatImage(app, v, base))),
+      total,
     );
   };
 
@@ -187,7 +187,7 @@ export function lskyRoutes(app: AppContext) {
   return (
     new Elysia()
       .post("/api/v1/upload", ({ request }) => lsky(app, request, () => upload(request), true), { parse: "none" })
-      .get("/api/v1/images", ({ request, query }) => lsky(app, request, () => list(request, query)))
+      .get("/api/v1/images", ({ request }) => lsky(app, request, () => list(request)))
       .delete("/api/v1/images/:key", ({ request, params }) => lsky(app, request, () => remove(request, params.key)))
       .get("/api/v1/profile", ({ request }) => lsky(app, request, () => profile(request)))
       .get("/api/v1/strategies", ({ request }) =>
@@ -199,7 +199,8 @@ export function lskyRoutes(app: AppContext) {
       .get("/api/v1/albums", ({ request, query }) =>
         lsky(app, request, () => {
           tokenFrom(app, request);
-          return ok("success", lskyPage([], 0, queryInt(query.page, "page", 1, 1), PER_PAGE, `${origin(request)}/api/v1/albums`));
+          // AlbumController pages without withQueryString(): its URLs carry only `page`.
+          return ok("success", lskyPage([], 0, laravelPage(query.page), PER_PAGE, `${origin(request)}/api/v1/albums`));
         }),
       )
       // There are no albums: deleting one is the success Lsky gives for an id the user has none of (AlbumController::destroy).
