@@ -1,4 +1,5 @@
 import type { AddressSet } from "../net/cidr";
+import { isIP } from "node:net";
 import { normalizeAddress } from "../net/cidr";
 import { badRequest } from "./errors";
 
@@ -14,12 +15,31 @@ export function resolveClientAddress(peer: string, headers: Headers, trusted: Ad
   if (!trusted.has(direct)) return direct;
   const forwarded = (headers.get("x-forwarded-for") ?? "")
     .split(",")
-    .map((s) => normalizeAddress(s))
+    .map((s) => s.trim())
     .filter(Boolean);
+  // The hop that reported each entry: the direct peer for the rightmost one.
+  let reporter = direct;
   for (let i = forwarded.length - 1; i >= 0; i--) {
-    if (!trusted.has(forwarded[i]!)) return forwarded[i]!;
+    const address = forwardedAddress(forwarded[i]!);
+    // Not an address: nothing left of it can be believed, so the (trusted) hop that wrote it
+    // stands for the client. As written, every `ip:port` or bit of text was a client of its own
+    // (a fresh login-throttle bucket per source port behind proxies that append the port).
+    if (address === undefined) return reporter;
+    if (!trusted.has(address)) return address;
+    reporter = address;
   }
-  return forwarded[0] ?? direct;
+  return reporter;
+}
+
+/**
+ * An X-Forwarded-For entry as an address: bare, or with the port some proxies append
+ * (`203.0.113.9:4711`, `[2001:db8::1]:4711`, as Azure Application Gateway and IIS ARR send it).
+ */
+export function forwardedAddress(entry: string): string | undefined {
+  const withPort = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(entry);
+  if (withPort?.[2] !== undefined && Number(withPort[2]) > 65_535) return undefined;
+  const address = normalizeAddress(withPort?.[1] ?? entry);
+  return isIP(address) ? address : undefined;
 }
 
 export function isSecureRequest(request: Request, peer: string, trusted: AddressSet): boolean {

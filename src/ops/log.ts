@@ -6,7 +6,14 @@
 export type Level = "INFO" | "WARN" | "ERROR";
 export type Fields = Record<string, unknown>;
 
-const NEEDS_QUOTES = /[\s"=\\]|[\u0000-\u001f]/;
+const NEEDS_QUOTES = /[\s"=\\]|[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+/**
+ * What JSON.stringify leaves raw but a log reader may take as a line break or a terminal control:
+ * DEL, the C1 controls (U+0085 NEL, U+009B CSI) and the Unicode line and paragraph separators
+ * (Python's splitlines() splits on them, so a channel name could forge a record).
+ */
+const RAW_IN_JSON = /[\u007f-\u009f\u2028\u2029]/g;
+const escapeRaw = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 export function formatValue(value: unknown): string {
   let text: string;
@@ -14,7 +21,7 @@ export function formatValue(value: unknown): string {
   else if (value instanceof Error) text = value.message;
   else if (typeof value === "object") text = JSON.stringify(value);
   else text = String(value);
-  if (text === "" || NEEDS_QUOTES.test(text)) return JSON.stringify(text);
+  if (text === "" || NEEDS_QUOTES.test(text)) return JSON.stringify(text).replace(RAW_IN_JSON, escapeRaw);
   return text;
 }
 

@@ -22,6 +22,32 @@ describe("logfmt", () => {
     );
     expect(line).toBe('time=1970-01-01T00:00:00.000Z level=INFO msg="启动 完成" a=plain b="has space" c="q\\"uote" d="k=v" e="line\\nbreak" f=3 g=""');
   });
+
+  test("no value can start a new record: every character a log reader splits lines on is escaped", () => {
+    // Python's str.splitlines() boundaries, a superset of what journald, grep and less split on.
+    const lineBreak = /[\n\r\v\f\u001c-\u001e\u0085\u2028\u2029]/;
+    const forged = formatLine("INFO", "已创建存储渠道", {
+      channel: "c\u2028time=2026-01-01T00:00:00Z level=ERROR msg=forged",
+      d: "d\u0085level=WARN",
+      e: "\u009b31m",
+    });
+    expect(forged).toBe(
+      'time=1970-01-01T00:00:00.000Z level=INFO msg=已创建存储渠道 channel="c\\u2028time=2026-01-01T00:00:00Z level=ERROR msg=forged" d="d\\u0085level=WARN" e="\\u009b31m"'.replace(
+        "1970-01-01T00:00:00.000Z",
+        forged.slice(5, 29),
+      ),
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: "binary" }), fc.string({ unit: "binary" }), (msg, value) => {
+        const line = formatLine("WARN", msg, { err: value }, new Date(0));
+        expect(lineBreak.test(line)).toBe(false);
+        // And the value reads back exactly (a quoted value is a JSON string).
+        const raw = line.slice(line.indexOf(" err=") + 5);
+        expect(raw.startsWith('"') ? JSON.parse(raw) : raw).toBe(value);
+      }),
+      { seed: 20261128, numRuns: 2000 },
+    );
+  });
 });
 
 describe("address sets and client address", () => {
@@ -46,6 +72,20 @@ describe("address sets and client address", () => {
     expect(resolveClientAddress("127.0.0.1", h("198.51.100.7"), trusted)).toBe("198.51.100.7");
     expect(resolveClientAddress("127.0.0.1", h("6.6.6.6, 198.51.100.7, 10.1.1.1"), trusted)).toBe("198.51.100.7");
     expect(resolveClientAddress("::ffff:127.0.0.1", h("10.2.2.2, 10.1.1.1"), trusted)).toBe("10.2.2.2");
+  });
+
+  test("X-Forwarded-For entries with a port are their address; an entry that is no address stops at the hop that wrote it", () => {
+    const trusted = parseAddressSet("127.0.0.1, 10.0.0.0/8");
+    const h = (xff: string) => new Headers({ "x-forwarded-for": xff });
+    // Azure Application Gateway and IIS ARR append the client's source port.
+    expect(resolveClientAddress("127.0.0.1", h("203.0.113.9:4711"), trusted)).toBe("203.0.113.9");
+    expect(resolveClientAddress("127.0.0.1", h("[2001:db8::1]:4711"), trusted)).toBe("2001:db8::1");
+    expect(resolveClientAddress("127.0.0.1", h("[2001:db8::1]"), trusted)).toBe("2001:db8::1");
+    expect(resolveClientAddress("127.0.0.1", h("198.51.100.7, 10.1.1.1:80"), trusted)).toBe("198.51.100.7");
+    // Text is no client of its own: the trusted hop that reported it stands for the client.
+    expect(resolveClientAddress("127.0.0.1", h("not-an-ip <script>"), trusted)).toBe("127.0.0.1");
+    expect(resolveClientAddress("127.0.0.1", h("6.6.6.6, junk, 10.1.1.1"), trusted)).toBe("10.1.1.1");
+    expect(resolveClientAddress("127.0.0.1", h("203.0.113.9:99999"), trusted)).toBe("127.0.0.1");
   });
 
   test("X-Forwarded-Proto only from a trusted peer", () => {
