@@ -15,9 +15,31 @@ const duration = (unit: keyof typeof CAP, min = 0) => int(min, CAP[unit]);
 const httpUrlOrEmpty = z
   .string()
   .max(2048)
-  .refine((v) => v === "" || /^https?:\/\/[^\s/]+(\/[^\s]*)?$/i.test(v), "必须为空或 http(s) 地址");
+  .refine((v) => v === "" || (/^https?:\/\/[^\s/]+(\/[^\s]*)?$/i.test(v) && URL.canParse(v)), "必须为空或 http(s) 地址");
 
-const baseUrl = httpUrlOrEmpty.refine((v) => !v.endsWith("/"), "不能以 / 结尾");
+/** No user or password in the address: the webhook sends no authentication header (spec 5 rule 13). */
+const webhookUrl = httpUrlOrEmpty.refine((v) => {
+  const url = URL.parse(v);
+  return v === "" || !url || (!url.username && !url.password);
+}, "不能包含用户名或密码");
+
+/**
+ * The public site address links are built on (`<base_url>/i/<id>`): scheme, host, optional port
+ * and path, nothing a link would break on. A query or fragment would swallow the rest of every
+ * link, and characters URL parsing would escape (`"`, `<`) would reach the HTML and BBCode links
+ * unescaped: the path must read the same after parsing.
+ */
+const baseUrl = httpUrlOrEmpty.refine((v) => {
+  if (v === "") return true;
+  // Checks run on after a failed one: an unparsable value is the first refinement's to report.
+  const url = URL.parse(v);
+  if (!url) return true;
+  if (v.endsWith("/")) return false;
+  const rawPath = v.replace(/^https?:\/\/[^/]*/i, "");
+  return (
+    !url.username && !url.password && !url.search && !url.hash && !v.includes("?") && !v.includes("#") && rawPath === (url.pathname === "/" ? "" : url.pathname)
+  );
+}, "必须是 http(s) 地址（协议、主机、可选端口和路径），不能以 / 结尾，不能带查询参数、锚点或需要转义的字符");
 
 export const PROCESS_FORMATS = ["webp", "jpeg", "png", "avif", "gif"] as const;
 
@@ -33,7 +55,7 @@ const settingsShape = {
   base_url: baseUrl,
   cdn_provider_zone_id: z.string().max(256),
   cdn_provider_api_token: z.string().max(1024),
-  alert_webhook_url: httpUrlOrEmpty,
+  alert_webhook_url: webhookUrl,
   allow_empty_referer: z.boolean(),
   ttl_renew_on_access: z.boolean(),
   encrypt_new_channels: z.boolean(),

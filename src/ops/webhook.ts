@@ -46,14 +46,16 @@ async function post(url: string, payload: WebhookPayload, allow: AddressSet): Pr
   try {
     const signal = AbortSignal.timeout(WEBHOOK_TIMEOUT_MS);
     const address = await checkedAddress(target.hostname, resolveWithOs, allow, signal);
-    const headers: Record<string, string> = { "content-type": "application/json", "user-agent": "Kura-Alert-Webhook/1" };
-    // Credentials in the URL are HTTP basic auth, as a plain fetch would have sent them.
-    if (target.username || target.password) {
-      const credentials = `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`;
-      headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
-    }
+    // No authentication header (spec 5 rule 13): a user and password in the URL are not sent (the
+    // settings refuse them; a value saved before that rule carries them unused). Identity encoding:
+    // the answer is never read, so nothing may ask for it compressed.
+    const headers: Record<string, string> = { "content-type": "application/json", "user-agent": "Kura-Alert-Webhook/1", "accept-encoding": "identity" };
+    target.username = "";
+    target.password = "";
     const res = await pinnedRequest(target, address, { method: "POST", headers, body: JSON.stringify(payload), signal });
-    await res.arrayBuffer().catch(() => undefined);
+    // Only the status counts (spec 6.1 rule 1): the body is cancelled unread, so a receiver that
+    // answers with an endless body or a compression bomb costs nothing (it was read whole).
+    await res.body?.cancel().catch(() => undefined);
     if (res.status >= 300 && res.status < 400) return `HTTP ${res.status}（不跟随重定向）`;
     return res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`;
   } catch (err) {

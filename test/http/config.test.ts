@@ -73,6 +73,16 @@ describe("runtime configuration", () => {
       { max_upload_mb: 7, health_check_seconds: 3153600001 },
       { max_upload_mb: 7, process_timeout_ms: 3153600000001 },
       { max_upload_mb: 7, base_url: "ftp://example.com" },
+      // Values every returned link would break on (ops audit L2): a query or fragment swallows the
+      // rest of the link, a bad port, characters that reach HTML and BBCode links unescaped.
+      { max_upload_mb: 7, base_url: "https://img.example.com?x=1" },
+      { max_upload_mb: 7, base_url: "https://img.example.com#top" },
+      { max_upload_mb: 7, base_url: "https://img.example.com:99999" },
+      { max_upload_mb: 7, base_url: 'https://img.example.com/"><script>' },
+      { max_upload_mb: 7, base_url: "https://user:pw@img.example.com" },
+      // The webhook sends no authentication header (spec 5 rule 13), so no credentials in its address.
+      { max_upload_mb: 7, alert_webhook_url: "https://user:pw@hooks.example.com/x" },
+      { max_upload_mb: 7, alert_webhook_url: "http://[::1" },
       { max_upload_mb: 7, process_formats: ["webp", "bmp"] },
       { max_upload_mb: "7" },
     ];

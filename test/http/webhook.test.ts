@@ -132,4 +132,41 @@ describe("alert webhook (spec 6.1)", () => {
     await Bun.sleep(2500);
     expect(receiver.received.filter((r) => r.body.target === "silent").map((r) => r.body.status)).toEqual(["resolved"]);
   });
+
+  test("the receiver's answer is never read: an endless body costs nothing, and nothing asks for compression", async () => {
+    // A receiver that answers 200 with a body that never ends (ops audit H1: Kura read it whole,
+    // past 3 GiB RSS, and asked for gzip, which made a small answer a decompression bomb).
+    const sent = { bytes: 0, acceptEncoding: [] as (string | null)[], statuses: [] as unknown[] };
+    const chunk = new Uint8Array(1024 * 1024);
+    const endless = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        sent.acceptEncoding.push(req.headers.get("accept-encoding"));
+        sent.statuses.push(((await req.json()) as { status: string }).status);
+        return new Response(
+          new ReadableStream({
+            pull(c) {
+              sent.bytes += chunk.length;
+              c.enqueue(chunk);
+            },
+          }),
+        );
+      },
+    });
+    try {
+      await admin.json("PUT", "/api/admin/config", { alert_webhook_url: `http://127.0.0.1:${endless.port}/hook`, health_check_seconds: 1 });
+      const ch = await shakyChannel("endless");
+      await ch.breakIt();
+      await server.waitForLog(/msg=告警通知已发送 kind=channel_unhealthy target=endless status=open/, 8000);
+      await ch.heal();
+      await server.waitForLog(/msg=告警通知已发送 kind=channel_unhealthy target=endless status=resolved/, 8000);
+      // Each delivery counted on its status alone, once; its body was cancelled almost at once.
+      expect(sent.statuses).toEqual(["open", "resolved"]);
+      expect(sent.bytes).toBeLessThan(64 * 1024 * 1024);
+      expect(sent.acceptEncoding.every((v) => v === "identity")).toBe(true);
+    } finally {
+      endless.stop(true);
+    }
+  });
 });
