@@ -1,3 +1,5 @@
+import { MAX_TIMER_MS } from "../jobs/long-timeout";
+
 /**
  * A byte stream that fails with `stalled()` when no piece arrives within `idleMs` of being asked
  * for, and then cancels its source (for a peer's response that closes the socket; for a client's
@@ -22,7 +24,9 @@ export function withIdleDeadline(
       async pull(out) {
         let timer: ReturnType<typeof setTimeout> | undefined;
         const deadline = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(stalled()), idleMs);
+          // A timer over 2^31-1 ms fires after 1 ms (Bun, as Node): a deadline set to years would
+          // fail every read that waits at all. Past ~24.8 days it is as good as none.
+          if (idleMs <= MAX_TIMER_MS) timer = setTimeout(() => reject(stalled()), idleMs);
         });
         try {
           const { done, value } = await Promise.race([reader.read(), deadline]);
