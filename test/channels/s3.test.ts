@@ -72,6 +72,36 @@ describe("ListObjectsV2 XML", () => {
     expect(parsed.truncated).toBe(false);
     expect(parsed.nextToken).toBeUndefined();
   });
+
+  test("anything but a complete ListBucketResult is refused, not read as an empty page", () => {
+    const ok = `<?xml version="1.0"?>\n<ListBucketResult xmlns="x"><IsTruncated>false</IsTruncated><Contents><Key>k</Key><Size>1</Size></Contents></ListBucketResult>\n`;
+    expect(parseListPage(ok).objects.map((o) => o.key)).toEqual(["k"]);
+    const refused: [string, string][] = [
+      ["<html><body>Service temporarily unavailable</body></html>", "不是 ListBucketResult 文档"],
+      ["", "不是 ListBucketResult 文档"],
+      ["<Error><Code>InternalError</Code></Error>", "不是 ListBucketResult 文档"],
+      ["<ListVersionsResult><IsTruncated>false</IsTruncated></ListVersionsResult>", "不是 ListBucketResult 文档"],
+      [ok.slice(0, ok.indexOf("</ListBucketResult>")), "文档不完整（缺少结束标签）"],
+      [ok.replace("</ListBucketResult>", ""), "文档不完整（缺少结束标签）"],
+      [ok.replace("</Contents>", ""), "Contents 元素不完整"],
+      [ok.replace("<Key>k</Key>", ""), "缺少 Key"],
+      [ok.replace("<Size>1</Size>", "<Size>-5</Size>"), "Size 无效"],
+      [ok.replace("false", "maybe"), "IsTruncated 无效"],
+      [ok.replace("</IsTruncated>", "</IsTruncated><EncodingType>url</EncodingType>").replace("<Key>k", "<Key>%E5"), "Key 的 URL 编码无效"],
+    ];
+    for (const [xml, why] of refused) expect(() => parseListPage(xml)).toThrow(`S3 列表响应格式无效：${why}`);
+  });
+
+  test("hostile markup is read in linear time (unclosed elements, attributes without an end)", () => {
+    const n = 200_000;
+    for (const filler of ["<Contents>", "<Contents ", "<Contents><Key>", "<Contents><Key a='"]) {
+      const xml = `<ListBucketResult><IsTruncated>false</IsTruncated>${filler.repeat(n)}</ListBucketResult>`;
+      const started = performance.now();
+      expect(() => parseListPage(xml)).toThrow("S3 列表响应格式无效：Contents 元素不完整");
+      // Quadratic matching of 2 MB took hours; linear takes milliseconds. The bound is only a backstop.
+      expect(performance.now() - started).toBeLessThan(10_000);
+    }
+  });
 });
 
 let prefixCounter = 0;

@@ -6,8 +6,9 @@ import { assertSafeKey, assertSafePrefix } from "./object-key";
 import { roundTripProbe } from "./round-trip-probe";
 import { S3Client } from "./s3/client";
 import { resolveS3Settings, type S3Settings } from "./s3/config";
+import { withReadErrorsMapped } from "./s3/body";
 import { S3RequestError } from "./s3/errors";
-import { parseListPage } from "./s3/xml";
+import { listObjects } from "./s3/list";
 import { uploadPayload } from "./sized-body";
 
 export { s3DriverOptions, S3_PROVIDERS } from "./s3/config";
@@ -70,7 +71,7 @@ class S3ObjectDriver implements S3Driver {
       if (err instanceof S3RequestError && err.status === 404 && err.code !== "NoSuchBucket") throw new ObjectNotFoundError(key);
       throw err;
     }
-    const stream = response.body ?? new Blob([]).stream();
+    const stream = response.body ? withReadErrorsMapped(response.body, this.client.origin) : new Blob([]).stream();
     // Some S3 clones mis-handle e.g. "bytes=0-0" and send more: the 206 is checked.
     if (response.status === 206 && range) return partialResult(stream, response.headers.get("content-range"), range, "S3");
     const length = Number(response.headers.get("content-length") ?? "NaN");
@@ -105,28 +106,8 @@ class S3ObjectDriver implements S3Driver {
     }
   }
 
-  /**
-   * ListObjectsV2 paging. Some older S3 clones ignore `list-type=2`, answer in V1
-   * form and never send a continuation token; for them we continue with V1's
-   * `marker` (the last key seen) instead of looping or stopping early.
-   */
-  private async *listRaw(fullPrefix: string, pageSize: number): AsyncGenerator<ObjectInfo> {
-    let token: string | undefined;
-    let marker: string | undefined;
-    for (;;) {
-      const query: Record<string, string> = marker === undefined ? { "list-type": "2", "encoding-type": "url" } : { marker, "encoding-type": "url" };
-      query["max-keys"] = String(pageSize);
-      query.prefix = fullPrefix;
-      if (token) query["continuation-token"] = token;
-      const response = await this.client.send({ method: "GET", query, timeoutMs: this.timeoutMs });
-      const page = parseListPage(await response.text());
-      yield* page.objects;
-      if (!page.truncated || pageSize === 1) return;
-      const last = page.objects.at(-1)?.key;
-      if (page.nextToken && marker === undefined) token = page.nextToken;
-      else if (last !== undefined) marker = last;
-      else throw new Error("S3 列表响应格式无效 (分页信息缺失)");
-    }
+  private listRaw(fullPrefix: string, pageSize: number): AsyncGenerator<ObjectInfo> {
+    return listObjects(this.client, fullPrefix, pageSize, this.timeoutMs);
   }
 
   async probe(deep: boolean): Promise<void> {

@@ -1,3 +1,4 @@
+import { readTextPrefix } from "../../../shared/bounded-read";
 import { text } from "./xml";
 
 /**
@@ -31,15 +32,14 @@ const HINTS: Record<string, string> = {
   BucketAlreadyExists: "存储桶名称已被他人占用",
 };
 
+/** `<Code>` comes first in every S3 error body; the rest (message, request ids) is never shown. */
+const ERROR_PREFIX_BYTES = 64 * 1024;
+
 /** Reads the error code from an S3 error response (HEAD responses have no body). */
 export async function errorFromResponse(response: Response): Promise<S3RequestError> {
-  let code = "";
-  try {
-    const body = await response.text();
-    code = text(body, "Code") ?? "";
-  } catch {
-    // No readable body: the status alone has to do.
-  }
+  // Only a prefix is read: a peer could answer an error with gigabytes (readTextPrefix never throws).
+  const body = await readTextPrefix(response, ERROR_PREFIX_BYTES);
+  let code = text(body, "Code") ?? "";
   // Codes are identifiers; anything else is not something we want to echo.
   if (!/^[A-Za-z0-9.]{1,64}$/.test(code)) code = "";
   return new S3RequestError(response.status, code);
