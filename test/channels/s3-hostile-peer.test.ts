@@ -1,7 +1,7 @@
 /**
- * The S3 driver against peers that answer badly (channel audit 2: H1, M1, M2, L2): oversized
+ * The S3 driver against peers that answer badly (channel audit 2: H1, M1, M2, H3, L2): oversized
  * list pages and error bodies, listings that never progress, 200 answers that are not a listing,
- * a connection closed mid-body. Each peer is `FakeS3`
+ * an upload stored as other bytes, a connection closed mid-body. Each peer is `FakeS3`
  * (`fakes/s3.ts`) or, for a broken connection, a raw socket.
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -161,6 +161,50 @@ describe("a 200 answer that is not a complete ListBucketResult is an error, not 
       }
     });
   }
+});
+
+describe("uploads are checked against what the peer stored (H3)", () => {
+  test("bytes go out with Content-MD5; a wrong 32-hex ETag fails the put", async () => {
+    const { bucket, driver } = driverOnNewBucket();
+    const bytes = new Uint8Array([1, 2, 3, 4]);
+    await driver.put("ok.bin", bytes, 4);
+    expect(peer.keys(bucket)).toEqual(["ok.bin"]);
+    peer.onPut = () => new Response(null, { headers: { etag: `"${"0".repeat(32)}"` } });
+    try {
+      expect((await failure(driver.put("bad.bin", bytes, 4))).message).toBe("S3 上传校验失败：服务器保存的数据与发送的不一致（ETag 与 MD5 不符）");
+      const stream = new Blob([new Uint8Array(200_000)]).stream();
+      expect((await failure(driver.put("bad-stream.bin", stream, 200_000))).message).toStartWith("S3 上传校验失败");
+    } finally {
+      peer.onPut = undefined;
+    }
+  });
+
+  test("ETags that are not an MD5 by design are not compared: multipart-style, a provider's own hash, SSE-KMS, none", async () => {
+    const { driver } = driverOnNewBucket();
+    const answers = [
+      { etag: `"${"a".repeat(32)}-2"` },
+      { etag: '"FhbTAFa2CK3Mp7pMazBnUFkb9BkX"' },
+      { etag: `"${"0".repeat(32)}"`, "x-amz-server-side-encryption": "aws:kms" },
+      { etag: `"${"0".repeat(32)}"`, "x-amz-server-side-encryption-customer-algorithm": "AES256" },
+      {} as Record<string, string>,
+    ];
+    for (const headers of answers) {
+      peer.onPut = () => new Response(null, { headers });
+      try {
+        await driver.put("x.bin", new Uint8Array([9]), 1);
+        await driver.put("y.bin", new Blob([new Uint8Array(100_000)]).stream(), 100_000);
+      } finally {
+        peer.onPut = undefined;
+      }
+    }
+    // An uppercase MD5 (Alibaba OSS) is the same MD5.
+    peer.onPut = (_req, body) => new Response(null, { headers: { etag: `"${new Bun.CryptoHasher("md5").update(body).digest("hex").toUpperCase()}"` } });
+    try {
+      await driver.put("z.bin", new Blob([new Uint8Array(100_000).fill(7)]).stream(), 100_000);
+    } finally {
+      peer.onPut = undefined;
+    }
+  });
 });
 
 describe("a body broken off mid-way fails in Chinese, without the runtime's English (L2)", () => {

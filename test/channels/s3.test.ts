@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import aws4 from "aws4";
+import { createHash } from "node:crypto";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -225,6 +227,72 @@ describe("s3 driver: failures", () => {
     // Deep probe and data operations fail the same way.
     await expect(driver.probe(true)).rejects.toThrow("SignatureDoesNotMatch");
     await expect(driver.put("x", new Uint8Array([1]), 1)).rejects.toThrow("403");
+  });
+
+  test("an upload carries Content-MD5, and a stream stored as other bytes fails the put by its ETag", async () => {
+    const driver = createS3Driver(config({ path: "kura-test/md5" }));
+    const before = s3.verified.length;
+    await driver.put("bytes.bin", new Uint8Array([1, 2, 3]), 3);
+    const put = s3.verified.slice(before).find((r) => r.method === "PUT");
+    expect(put?.headers["content-md5"]).toBe(
+      createHash("md5")
+        .update(new Uint8Array([1, 2, 3]))
+        .digest("base64"),
+    );
+    expect(put?.headers.authorization).toContain("content-md5");
+
+    // A streamed upload (UNSIGNED-PAYLOAD, so no payload hash) whose bytes change on the way:
+    // the peer stores what it got and answers with that MD5 as the ETag.
+    const flipOne = (input: string | URL | Request, init?: RequestInit) => {
+      if (init?.method !== "PUT" || !(init.body instanceof ReadableStream)) return fetch(input, init);
+      let flipped = false;
+      const body = init.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            const copy = chunk.slice();
+            if (!flipped && copy.length > 0) {
+              copy[0]! ^= 0xff;
+              flipped = true;
+            }
+            controller.enqueue(copy);
+          },
+        }),
+      );
+      return fetch(input, { ...init, body });
+    };
+    const tampered = createS3Driver(config({ path: "kura-test/md5" }), { fetch: flipOne });
+    const size = 300_000;
+    const err = await tampered.put("stream.bin", new Blob([new Uint8Array(size).fill(5)]).stream(), size).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(err?.message).toBe("S3 上传校验失败：服务器保存的数据与发送的不一致（ETag 与 MD5 不符）");
+    // Control: the same stream through an honest path is accepted.
+    await driver.put("stream.bin", new Blob([new Uint8Array(size).fill(5)]).stream(), size);
+  });
+
+  test("the test peer verifies Content-MD5 as S3 does (400 BadDigest, nothing stored)", async () => {
+    const url = new URL(`${s3.endpoint}/kura-test/md5/raw.bin`);
+    const put = (md5: string) => {
+      const signed = aws4.sign(
+        {
+          method: "PUT",
+          host: url.host,
+          path: url.pathname,
+          service: "s3",
+          region: "us-east-1",
+          headers: { "Content-MD5": md5, "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD", "Content-Length": "7" },
+        },
+        TEST_CREDENTIALS,
+      );
+      const headers = Object.fromEntries(Object.entries(signed.headers ?? {}).filter(([name]) => name.toLowerCase() !== "host")) as Record<string, string>;
+      return fetch(url, { method: "PUT", headers, body: "payload" });
+    };
+    const wrong = await put(createHash("md5").update("other").digest("base64"));
+    expect(wrong.status).toBe(400);
+    expect(await wrong.text()).toContain("<Code>BadDigest</Code>");
+    expect(await listKeys(createS3Driver(config({ path: "kura-test/md5" })), "raw")).toEqual([]);
+    expect((await put(createHash("md5").update("payload").digest("base64"))).status).toBe(200);
   });
 
   test("a failing upload source is reported as itself, not as a connection error", async () => {

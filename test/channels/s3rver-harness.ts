@@ -3,7 +3,8 @@
  * directory, inside the Bun test process. Three adjustments make it behave like
  * real S3 where the drivers depend on it:
  * - SigV4 verification in front, because s3rver accepts any V4 signature;
- * - uploads are committed only when the whole Content-Length arrived and only
+ * - uploads are committed only when the whole Content-Length arrived, match their
+ *   `Content-MD5` (400 BadDigest, as S3; s3rver ignores the header), and only
  *   answered once on disk (s3rver stores truncated bodies of aborted uploads
  *   and answers before its write has finished);
  * - listings are sorted before paging (s3rver assumes readdir() is sorted);
@@ -18,6 +19,7 @@ import { mkdir, rename, unlink, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { dirname } from "node:path";
 import S3rver from "s3rver";
+import S3Error from "s3rver/lib/models/error.js";
 import { verifySigV4, type Credentials } from "./sigv4-check.ts";
 
 interface UploadedObject {
@@ -124,6 +126,11 @@ function commitOnlyCompleteUploads(server: S3rver): void {
       const claimed = String(req.headers["x-amz-content-sha256"] ?? "");
       if (/^[0-9a-f]{64}$/i.test(claimed) && crypto.createHash("sha256").update(body).digest("hex") !== claimed.toLowerCase()) {
         throw new Error("XAmzContentSHA256Mismatch");
+      }
+      // As S3 does: the only integrity check of an UNSIGNED-PAYLOAD upload.
+      const contentMd5 = req.headers["content-md5"];
+      if (contentMd5 !== undefined && crypto.createHash("md5").update(body).digest("base64") !== contentMd5) {
+        throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
       }
     }
     const objectPath = store.getResourcePath(object.bucket, object.key, "object");

@@ -27,3 +27,10 @@ declare module "s3rver" {
   }
   export default S3rver;
 }
+
+declare module "s3rver/lib/models/error.js" {
+  /** s3rver answers a thrown S3Error with its code and status (BadDigest → 400) instead of a 500. */
+  export default class S3Error extends Error {
+    constructor(code: string, message: string, detail?: Record<string, string>);
+  }
+}

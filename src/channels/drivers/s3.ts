@@ -7,6 +7,7 @@ import { roundTripProbe } from "./round-trip-probe";
 import { S3Client } from "./s3/client";
 import { resolveS3Settings, type S3Settings } from "./s3/config";
 import { withReadErrorsMapped } from "./s3/body";
+import { assertEtagMatches, contentMd5, md5Hex, md5Tap } from "./s3/checksum";
 import { S3RequestError } from "./s3/errors";
 import { listObjects } from "./s3/list";
 import { uploadPayload } from "./sized-body";
@@ -49,15 +50,28 @@ class S3ObjectDriver implements S3Driver {
     if (this.settings.storageClass) headers["x-amz-storage-class"] = this.settings.storageClass;
     // A plain byte array (or empty body) can be retried and needs no size guard stream.
     const payload = await uploadPayload(body, size);
+    let md5: () => string | undefined;
+    let sent: ReadableStream<Uint8Array> | Uint8Array;
+    if (payload instanceof Uint8Array) {
+      headers["Content-MD5"] = contentMd5(payload);
+      const digest = md5Hex(payload);
+      md5 = () => digest;
+      sent = payload;
+    } else {
+      const tap = md5Tap(payload, size);
+      md5 = tap.digest;
+      sent = tap.stream;
+    }
     const response = await this.client.send({
       method: "PUT",
       key: fullKey,
       headers,
-      body: payload,
+      body: sent,
       // A slow uplink must not fail a large upload: allow ~1 s per 64 KiB on top.
       timeoutMs: this.timeoutMs + Math.ceil(size / 65536) * 1000,
     });
     await response.body?.cancel();
+    assertEtagMatches(response, md5());
   }
 
   async get(key: string, range?: ByteRange): Promise<GetResult> {
