@@ -37,6 +37,12 @@ export async function* listObjects(client: S3Client, fullPrefix: string, pageSiz
 
     const first = page.objects[0]?.key;
     const last = page.objects.at(-1)?.key;
+    if (page.nextToken && marker === undefined) token = page.nextToken;
+    else if (last !== undefined) marker = last;
+    else throw new ListPageError("分页信息缺失");
+    const next = Bun.hash(marker === undefined ? `t${token}` : `m${marker}`);
+    if (used.has(next)) throw new ListPageError("分页没有进展（重复的续传标记）");
+    used.add(next);
     if (first === undefined) {
       if (++emptyPages > MAX_EMPTY_PAGES) throw new ListPageError(`连续 ${MAX_EMPTY_PAGES} 页没有对象，分页没有进展`);
     } else {
@@ -45,11 +51,5 @@ export async function* listObjects(client: S3Client, fullPrefix: string, pageSiz
       if (span === previous) throw new ListPageError("分页没有进展（重复返回同一页）");
       previous = span;
     }
-    if (page.nextToken && marker === undefined) token = page.nextToken;
-    else if (last !== undefined) marker = last;
-    else throw new ListPageError("分页信息缺失");
-    const next = Bun.hash(marker === undefined ? `t${token}` : `m${marker}`);
-    if (used.has(next)) throw new ListPageError("分页没有进展（重复的续传标记）");
-    used.add(next);
   }
 }
