@@ -85,6 +85,28 @@ function isOurImageObject(app: AppContext, channelId: number, key: string): bool
   return intentExists(app.db, channelId, key);
 }
 
+/** Keys held in memory at once: the listing is collected in rounds of this many, each then deleted. */
+export const DRAIN_BATCH = 100_000;
+
+/**
+ * Up to DRAIN_BATCH of our keys under `prefix`, listed before any is deleted (deleting while a
+ * backend pages through a listing can skip entries); `more` when the listing went on. The next
+ * round lists again from the start, without what was deleted, so memory stays bounded even when
+ * a peer lists without end.
+ */
+async function collectBatch(app: AppContext, driver: Driver, channelId: number, prefix: string, ctx: JobContext) {
+  const keys: string[] = [];
+  let listed = 0;
+  for await (const info of driver.list(prefix)) {
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? new JobInterruptedError("shutdown");
+    // A long listing is progress too: without this the lease of a large drain lapses mid-list.
+    if (++listed % 1000 === 0) ctx.heartbeat();
+    if (prefix === SYSTEM_PREFIX || isOurImageObject(app, channelId, info.key)) keys.push(info.key);
+    if (keys.length >= DRAIN_BATCH) return { keys, more: true };
+  }
+  return { keys, more: false };
+}
+
 export async function runDrain(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {
   const loaded = app.channels.get(channel_id);
   const row = app.channels.repo.byId(channel_id);
@@ -127,12 +149,16 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
       ["img/", "objects"],
       [SYSTEM_PREFIX, "system_objects"],
     ] as const) {
-      // Collect first: deleting while a backend pages through a listing can skip entries.
-      const keys: string[] = [];
-      for await (const info of driver.list(prefix)) {
-        if (prefix === SYSTEM_PREFIX || isOurImageObject(app, channel_id, info.key)) keys.push(info.key);
+      let previous = new Set<string>();
+      for (;;) {
+        const { keys, more } = await collectBatch(app, driver, channel_id, prefix, ctx);
+        // A key that is listed again after its delete succeeded: the peer claims deletes it does not
+        // do (or lists what is gone), and another round would delete the same keys forever.
+        if (keys.some((key) => previous.has(key))) throw new Error("已删除的对象仍出现在列表中");
+        for (const key of keys) await remove(key, counter);
+        if (!more || failures > 0) break;
+        previous = new Set(keys);
       }
-      for (const key of keys) await remove(key, counter);
     }
   } catch (err) {
     saveProgress(app, channel_id, progress);

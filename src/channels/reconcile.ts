@@ -31,11 +31,14 @@ export async function reconcileChannel(app: AppContext, channel: LoadedChannel, 
   const boundAt = parseSqlTime(channel.row.bound_at).getTime();
   const known = new Map(app.images.blobStatesOn(channel.row.id).map((r) => [r.storage_key, r]));
   const intents = new Set(intentKeysOnChannel(app.db, channel.row.id));
-  const seen = new Set<string>();
+  // Only the replicas we expect are tracked, not every listed key: memory follows the database,
+  // not what a peer lists (one that loops with fresh keys would otherwise fill it without end).
+  const unseen = new Set<string>();
+  for (const [key, row] of known) if (row.state === "done") unseen.add(key);
   for await (const object of driver.list("")) {
     result.objects++;
     result.bytes += object.size;
-    seen.add(object.key);
+    unseen.delete(object.key);
     if (object.key.startsWith("_kura/") || known.has(object.key) || intents.has(object.key)) continue;
     const modified = object.modified?.getTime();
     const ours = STORAGE_KEY_PATTERN.test(object.key) && modified !== undefined && modified >= boundAt;
@@ -47,8 +50,8 @@ export async function reconcileChannel(app: AppContext, channel: LoadedChannel, 
     await driver.delete(object.key);
     result.orphans_deleted++;
   }
-  for (const [key, row] of known) {
-    if (row.state !== "done" || seen.has(key)) continue;
+  for (const key of unseen) {
+    const row = known.get(key)!;
     app.images.setReplica(row.id, channel.row.id, "pending", "对账发现对象缺失");
     app.jobs.enqueue(REPLICATE_JOB, { blob_id: row.id, channel_id: channel.row.id }, { uniqueKey: `${row.id}:${channel.row.id}` });
     result.phantoms_requeued++;
