@@ -1,5 +1,5 @@
 import { constants, Database } from "bun:sqlite";
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { hashPassword } from "./auth/passwords";
 import { randomReadable } from "./auth/secrets";
@@ -9,7 +9,8 @@ import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { migrate, openDatabase } from "./db/open";
 import { snapshotBeforeMigration } from "./datadir/pre-migration";
 import { rebuildFileNameIndex } from "./images/repos/file-name-index";
-import { endRestoredSessions, resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
+import { endRestoredSessions, fileStamp, resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
+import { FINGERPRINT_KEY, snapshotProblem } from "./ops/snapshot-check";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 
@@ -41,9 +42,6 @@ function hasWalFrames(path: string): boolean {
   }
 }
 
-/** The meta key under which the database records the fingerprint of its master key. */
-const FINGERPRINT_KEY = "master_key_fingerprint";
-
 /** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
 export function storedFingerprint(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
@@ -64,10 +62,6 @@ export function storedFingerprint(path: string): string | undefined {
 }
 
 /**
- * Opens the data directory: checks the master key against the database BEFORE
- * writing anything, generates a key for a new database, runs migrations.
- */
-/**
  * For one-shot commands: opens the existing data directory (never creating one), or logs why
  * it cannot be used and returns the exit code.
  */
@@ -84,19 +78,24 @@ export function openExistingDataDir(boot: Bootstrap, log: Logger): { db: Databas
   }
 }
 
+/**
+ * Opens the data directory: checks the master key against the database BEFORE
+ * writing anything, generates a key for a new database, runs migrations.
+ */
 export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } {
   mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
   const dbPath = databasePath(boot.dataDir);
-  // A restore staged by the previous process becomes the database: the key is checked against
-  // the staged file first, so a wrong key still refuses before anything is moved.
-  const staged = existsSync(stagedPath(boot.dataDir)) ? stagedPath(boot.dataDir) : undefined;
-  const fingerprint = storedFingerprint(staged ?? dbPath);
   let key: MasterKey | undefined;
   try {
     key = loadMasterKey(boot.dataDir, boot.masterKeyEnv);
   } catch (err) {
     throw new StartupError((err as Error).message);
   }
+  // A restore staged by the previous process becomes the database, once the whole file proved
+  // usable with this key; nothing is moved before that.
+  const staged = usableStagedSnapshot(boot.dataDir, dbPath, key, log);
+  refuseLostDatabase(boot.dataDir, dbPath, staged);
+  const fingerprint = readFingerprint(staged ?? dbPath);
   if (fingerprint !== undefined) {
     if (!key) throw new StartupError("主密钥缺失：未设置 KURA_MASTER_KEY，数据目录中也没有 master.key");
     if (key.fingerprint !== fingerprint) throw new StartupError("主密钥与数据库记录的指纹不匹配");
@@ -105,7 +104,12 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     log.info("已为新数据库生成主密钥文件，请妥善备份", { path: join(boot.dataDir, "master.key") });
   }
   const swapped = staged !== undefined && swapInStagedSnapshot(boot.dataDir, dbPath, log);
-  const db = openDatabase(dbPath);
+  let db: Database;
+  try {
+    db = openDatabase(dbPath);
+  } catch (err) {
+    throw new StartupError(`无法打开数据库 ${dbPath}：${sqliteReason(err)}`);
+  }
   try {
     // A newer schema refuses inside migrate() before anything is copied or changed.
     snapshotBeforeMigration(db, dbPath, log);
@@ -132,6 +136,57 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     rebuildFileNameIndex(db);
   }
   return { db, key };
+}
+
+/**
+ * The staged snapshot to swap in, or undefined. One that cannot become the database (corrupt,
+ * another master key, a newer schema, not Kura's) is set aside as `restore.rejected-<time>.db`
+ * and the live database stays in use, with an error in the log; without a live database to fall
+ * back on (a new machine being recovered) the start fails instead of making an empty one.
+ */
+function usableStagedSnapshot(dataDir: string, dbPath: string, key: MasterKey | undefined, log: Logger): string | undefined {
+  const staged = stagedPath(dataDir);
+  if (!existsSync(staged)) return undefined;
+  const problem = snapshotProblem(staged, { keyFingerprint: key?.fingerprint, integrity: true });
+  if (problem === null) return staged;
+  if (!hasDatabase(dbPath)) throw new StartupError(`暂存的快照 ${staged} 无法换入：${problem}`);
+  const rejected = join(dataDir, `restore.rejected-${fileStamp()}.db`);
+  renameSync(staged, rejected);
+  log.error("暂存的快照无法换入，继续使用当前数据库", { reason: problem, rejected });
+  return undefined;
+}
+
+/**
+ * An empty kura.db beside channel objects is a lost database (a failed copy, a full disk), not a
+ * first start: starting would seed a new admin, and the next backups would replace the good
+ * snapshots on the channels with empty ones.
+ */
+function refuseLostDatabase(dataDir: string, dbPath: string, staged: string | undefined): void {
+  if (staged !== undefined || !existsSync(dbPath) || statSync(dbPath).size > 0) return;
+  const storage = join(dataDir, "storage");
+  if (!existsSync(storage) || readdirSync(storage).length === 0) return;
+  throw new StartupError(
+    `数据库文件 ${dbPath} 是空文件，但数据目录中已有存储的图片：数据库可能已丢失。请用 kura restore 从快照恢复；确认要重新初始化时先删除 kura.db`,
+  );
+}
+
+const hasDatabase = (dbPath: string) => existsSync(dbPath) && statSync(dbPath).size > 0;
+
+/** storedFingerprint, with a damaged file as a startup failure that says what to do. */
+function readFingerprint(path: string): string | undefined {
+  try {
+    return storedFingerprint(path);
+  } catch (err) {
+    throw new StartupError(`数据库文件 ${path} 已损坏或不是 SQLite 数据库（${sqliteReason(err)}）：请用 kura restore 从快照恢复`);
+  }
+}
+
+/** SQLite's reason in Chinese for the common cases, else its own words (no stack). */
+function sqliteReason(err: unknown): string {
+  const message = (err as Error).message ?? String(err);
+  if (/readonly|read-only|permission|EACCES/i.test(message)) return "没有写入权限，请检查数据目录及其中文件的属主和权限";
+  if (/malformed|not a database|corrupt/i.test(message)) return "文件已损坏";
+  return message;
 }
 
 /** Gives a user a fresh random factory default password; the only password ever logged. */

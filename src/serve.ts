@@ -7,7 +7,6 @@ import { createFetchHandler, createRouter } from "./http/app";
 import { WalCheckpointer } from "./db/checkpointer";
 import { assertPortFree } from "./http/threads/port";
 import { DeliveryThreadPool } from "./http/threads/pool";
-import { jsonError } from "./http/errors";
 import { unhandledServerError } from "./http/disk-full";
 import { resumeInterruptedBackup } from "./ops/backups";
 import { DataDirError, lockDataDir } from "./datadir/lock";
@@ -28,6 +27,9 @@ import { BUILD } from "./version";
  * request to count it, which costs every upload (bench/README.md, sixth session).
  */
 const MAX_REQUEST_BODY = Math.ceil(MAX_UPLOAD_MB_LIMIT * 1024 * 1024 * (1 + 1 / 64)) + 1024 * 1024;
+
+/** How long a graceful stop waits for in-flight requests; well inside the unit's TimeoutStopSec=60 with the jobs' 30 s after it. */
+const SHUTDOWN_GRACE_MS = Number(process.env.KURA_TEST_SHUTDOWN_GRACE_MS ?? 20_000);
 
 /** `kura serve`: open the data dir, build the context, listen, run the loops until a signal. Returns -1 while running. */
 export async function serve(boot: Bootstrap): Promise<number> {
@@ -98,7 +100,14 @@ export async function serve(boot: Bootstrap): Promise<number> {
     log.info("正在优雅关闭", { reason });
     // Threads first: what they hand over still needs the main thread.
     await threads.stop();
-    await server.stop(false);
+    // In-flight requests may finish, within bounds: a stalled or crawling upload would otherwise
+    // keep the process past systemd's TimeoutStopSec (60 s), which then kills it before the
+    // counters are flushed and the WAL is checkpointed. After the grace, connections are cut.
+    const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(SHUTDOWN_GRACE_MS).then(() => false)]);
+    if (!drained) {
+      log.warn("仍有请求未完成，已强制关闭连接", { grace_ms: SHUTDOWN_GRACE_MS });
+      await server.stop(true);
+    }
     await Promise.all(loops.map((l) => l.stop()));
     await app.jobs.stop({ deadlineMs: 30_000 });
     app.access.flush();

@@ -65,7 +65,6 @@ const STORED_OBSCURED: Readonly<Record<string, readonly string[]>> = {
   smb: ["pass"],
 };
 
-
 /** rclone option names: the key is everything before the first '=' or ':' on the line. */
 const OPTION_KEY = /^[A-Za-z0-9_]+$/;
 

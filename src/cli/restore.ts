@@ -1,22 +1,10 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, openSync, readSync, closeSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
-import { storedFingerprint } from "../boot";
 import type { Bootstrap } from "../config/bootstrap";
 import { loadMasterKey, masterKeyPath } from "../config/master-key";
 import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
 import { stagedPath } from "../ops/backups";
-
-const SQLITE_HEADER = "SQLite format 3\0";
-
-function hasSqliteHeader(file: string): boolean {
-  const fd = openSync(file, "r");
-  try {
-    const buf = Buffer.alloc(SQLITE_HEADER.length);
-    return readSync(fd, buf, 0, buf.length, 0) === buf.length && buf.toString("latin1") === SQLITE_HEADER;
-  } finally {
-    closeSync(fd);
-  }
-}
+import { snapshotProblem } from "../ops/snapshot-check";
 
 /** Whether a service currently holds the data directory (the staged file then waits for its restart). */
 function serviceRunning(dataDir: string): boolean {
@@ -46,21 +34,6 @@ export function restoreFromFile(boot: Bootstrap, file: string | undefined): numb
     console.error(`找不到快照文件：${source}`);
     return 1;
   }
-  if (!hasSqliteHeader(source)) {
-    console.error(`${source} 不是 SQLite 数据库快照`);
-    return 1;
-  }
-  let fingerprint: string | undefined;
-  try {
-    fingerprint = storedFingerprint(source);
-  } catch (err) {
-    console.error(`无法读取快照：${(err as Error).message}`);
-    return 1;
-  }
-  if (!fingerprint) {
-    console.error(`${source} 不是 Kura 的数据库快照（没有主密钥指纹）`);
-    return 1;
-  }
   let key;
   try {
     key = loadMasterKey(boot.dataDir, boot.masterKeyEnv);
@@ -72,8 +45,10 @@ export function restoreFromFile(boot: Bootstrap, file: string | undefined): numb
     console.error(`缺少主密钥：请先把原机器的 master.key 放到 ${masterKeyPath(boot.dataDir)}（模式 0600），或设置 KURA_MASTER_KEY`);
     return 1;
   }
-  if (key.fingerprint !== fingerprint) {
-    console.error("主密钥与快照记录的指纹不匹配：请使用拍摄该快照时的 master.key");
+  // The whole file is read once here (a CLI, nothing waits on it): the start then swaps it in.
+  const problem = snapshotProblem(source, { keyFingerprint: key.fingerprint, integrity: true });
+  if (problem) {
+    console.error(`${source} 无法恢复：${problem}`);
     return 1;
   }
   const target = stagedPath(boot.dataDir);

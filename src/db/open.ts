@@ -21,6 +21,11 @@ export function schemaVersion(db: Database): number {
   return row?.v ?? 0;
 }
 
+/** Whether SQLite's quick integrity check finds the database sound (it reads every page). */
+export function passesQuickCheck(db: Database): boolean {
+  return db.query<{ quick_check: string }, []>("PRAGMA quick_check(1)").get()?.quick_check === "ok";
+}
+
 /** Applies each pending migration in its own transaction and records it. */
 export function migrate(db: Database, migrations: Migration[] = MIGRATIONS): number[] {
   const latest = migrations.at(-1)?.version ?? 0;

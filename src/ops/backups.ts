@@ -17,13 +17,13 @@ import { openAlert, resolveAlert } from "./alerts";
 import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./backup-marker";
 import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
-import { isDiskFull } from "../errors";
+import { Invalid, isDiskFull } from "../errors";
+import { snapshotProblem } from "./snapshot-check";
 import { deleteAllSessions } from "../auth/repo";
 
 export const BACKUP_PREFIX = "_kura/backups/";
 export const SNAPSHOT_NAME = /^kura-(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})\.(\d{3})\.db$/;
 const STAGED_FILE = "restore.staged.db";
-const SQLITE_HEADER = "SQLite format 3\0";
 
 export interface SnapshotItem {
   name: string;
@@ -243,14 +243,19 @@ export async function stageSnapshot(app: AppContext, name: string): Promise<bool
   const partial = `${target}.partial`;
   try {
     await Bun.write(partial, new Response(opened.stream));
-    const header = await Bun.file(partial).slice(0, SQLITE_HEADER.length).text();
-    if (header !== SQLITE_HEADER) throw new Error("快照文件不是 SQLite 数据库");
+    // Cheap checks only (no page-by-page read inside a request): the start checks the whole file
+    // again before it swaps it in, and keeps the live database if it fails then.
+    const problem = snapshotProblem(partial, { keyFingerprint: app.key.fingerprint, integrity: false });
+    if (problem) throw new Invalid(`快照 ${name} 无法恢复：${problem}`);
     renameSync(partial, target);
   } finally {
     rmSync(partial, { force: true });
   }
   return true;
 }
+
+/** The current time for file names: `20260102-030405.678`. */
+export const fileStamp = () => new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").replace("Z", "");
 
 /**
  * At start, before anything reads the database: swaps a staged snapshot in and keeps
@@ -259,8 +264,7 @@ export async function stageSnapshot(app: AppContext, name: string): Promise<bool
 export function swapInStagedSnapshot(dataDir: string, dbPath: string, log: Logger): boolean {
   const staged = stagedPath(dataDir);
   if (!existsSync(staged)) return false;
-  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").replace("Z", "");
-  const kept = `${dbPath}.before-restore-${stamp}`;
+  const kept = `${dbPath}.before-restore-${fileStamp()}`;
   if (existsSync(dbPath)) renameSync(dbPath, kept);
   for (const suffix of ["-wal", "-shm"]) {
     if (existsSync(dbPath + suffix)) renameSync(dbPath + suffix, kept + suffix);

@@ -61,7 +61,7 @@ const contents = (boundary: string) =>
   );
 
 const plainBoundary = fc.oneof(
-  fc.constantFrom("kura", "----WebKitFormBoundary7MA4YWxkTrZu0gW", "-".repeat(26) + "123", "x".repeat(70)),
+  fc.constantFrom("kura", "----WebKitFormBoundary7MA4YWxkTrZu0gW", `${"-".repeat(26)}123`, "x".repeat(70)),
   fc.stringMatching(/^[A-Za-z0-9'+_\-.]{1,70}$/),
 );
 
@@ -106,7 +106,7 @@ const plainForm = plainBoundary.chain((boundary) =>
       const sep = space ? "; " : ";";
       const pieces: (string | Uint8Array)[] = [];
       for (const p of parts) {
-        let disposition = `${p.headerCase}: form-data${sep}name="${p.name}`;
+        const disposition = `${p.headerCase}: form-data${sep}name="${p.name}`;
         const rest = `"${p.fileName === undefined ? "" : `${sep}filename="${p.fileName}"`}`;
         const type = p.fileType ? `Content-Type: ${p.fileType}` : undefined;
         const lines = (first: string | Uint8Array) => (type ? (p.typeFirst ? [`${type}\r\n`, first] : [first, `\r\n${type}`]) : [first]);

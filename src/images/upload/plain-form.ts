@@ -23,7 +23,7 @@ const TYPE_PATTERN = /^multipart\/form-data; ?boundary=(?:"([A-Za-z0-9'()+_,\-./
 const QUOTED = String.raw`"[^"\\\x00-\x1f\x7f]*"`;
 /** busboy reads `filename=""` as a text field, Bun as a file: an empty file name is not plain. */
 const QUOTED_NON_EMPTY = String.raw`"[^"\\\x00-\x1f\x7f]+"`;
-const DISPOSITION = new RegExp(String.raw`^content-disposition: ?form-data; ?name=${QUOTED}(; ?filename=${QUOTED_NON_EMPTY})?$`, "i");
+const DISPOSITION = new RegExp(`^content-disposition: ?form-data; ?name=${QUOTED}(; ?filename=${QUOTED_NON_EMPTY})?$`, "i");
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const CONTENT_TYPE = new RegExp(`^content-type: ?${TOKEN}/${TOKEN}$`, "i");
 

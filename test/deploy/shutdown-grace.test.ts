@@ -1,0 +1,40 @@
+/**
+ * A graceful stop waits for in-flight requests only so long (ops audit L3): a stalled upload kept
+ * the process alive for up to two minutes with its port already closed, past the unit's
+ * TimeoutStopSec=60, so systemd killed it before the access counters were flushed and the WAL
+ * checkpointed. After the grace (20 s; 1 s here through KURA_TEST_SHUTDOWN_GRACE_MS) the remaining
+ * connections are cut and the stop completes.
+ */
+import { expect, test } from "bun:test";
+import { adminSession } from "../helpers/client";
+import { KuraServer } from "../helpers/server";
+import { RawRequest } from "../http/raw-upload.helpers";
+
+test("SIGTERM with a stalled upload in flight: the connection is cut after the grace and the stop completes", async () => {
+  const server = await KuraServer.start({ env: { KURA_TEST_SHUTDOWN_GRACE_MS: "1000" } });
+  try {
+    const admin = await adminSession(server);
+    const head = [
+      "POST /api/admin/upload HTTP/1.1",
+      `Host: ${new URL(server.base).host}`,
+      `Cookie: ${admin.cookie}`,
+      `X-CSRF-Token: ${admin.csrf}`,
+      "Content-Type: multipart/form-data; boundary=grace",
+      "Content-Length: 1000000",
+    ].join("\r\n");
+    // A part header and a few bytes, then nothing: the upload's idle deadline is a minute away.
+    const upload = await RawRequest.open(server, head, '--grace\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\n\x89PNG');
+    await Bun.sleep(300);
+    const started = Date.now();
+    server.proc.kill("SIGTERM");
+    expect(await server.proc.exited).toBe(0);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(900);
+    expect(took).toBeLessThan(10_000);
+    expect(server.logs).toMatch(/level=WARN msg=仍有请求未完成，已强制关闭连接 grace_ms=1000/);
+    expect(server.logs).toContain("msg=已关闭");
+    expect(await upload.answer).toBeNull();
+  } finally {
+    await server.dispose();
+  }
+});
