@@ -54,3 +54,17 @@ function opaqueTag(tag: string): string {
   if (t.length >= 2 && t.startsWith('"') && t.endsWith('"')) t = t.slice(1, -1);
   return t;
 }
+
+/**
+ * RFC 9110 13.1.5: a Range applies only while If-Range still names the current representation,
+ * by strong comparison (a weak tag never matches) or by the exact Last-Modified date; otherwise
+ * the whole body is sent. An `/o/` alias can be re-pointed between two requests of a resumed
+ * download, which then got the new image's bytes joined onto the old one's (or a 416).
+ */
+export function ifRangeAllows(header: string | null | undefined, etag: string, lastModified: string | undefined): boolean {
+  if (!header) return true;
+  const value = header.trim();
+  if (value.startsWith('"')) return value === etag;
+  if (value.startsWith("W/")) return false;
+  return lastModified !== undefined && value === lastModified;
+}

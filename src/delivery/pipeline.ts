@@ -4,7 +4,7 @@ import type { ImageView } from "../images/repo";
 import type { Logger } from "../ops/log";
 import { getOrCreate } from "../shared/get-or-create";
 import { cacheHeaders, httpDate, type DeliveryArea } from "./cache-headers";
-import { ifNoneMatchMatches, originalEtag, variantEtag } from "./etag";
+import { ifNoneMatchMatches, ifRangeAllows, originalEtag, variantEtag } from "./etag";
 import type { PreparedAnswer } from "./hot-answers";
 import { chooseRepresentation, formatToMime, type DeliveryFormat } from "./negotiate";
 import { parseDeliveryQuery } from "./params";
@@ -202,7 +202,9 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
   };
   // Size and type come from metadata: HEAD never opens the channel object.
   if (request.method === "HEAD") return answer(req, 200, null, headers(), image.size);
-  const range = parseRange(request.headers.get("range"), image.size);
+  const range = ifRangeAllows(request.headers.get("if-range"), etag, fallback ? undefined : lastModifiedOf(image))
+    ? parseRange(request.headers.get("range"), image.size)
+    : undefined;
   if (range === "unsatisfiable") return plain(req, 416, "请求的范围无效", { "Content-Range": `bytes */${image.size}` });
   const hot = app.variants.hot.get(image.sha256);
   if (!hot) return cold.original(req, image, headers(), range);

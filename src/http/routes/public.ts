@@ -22,8 +22,13 @@ function splitAlias(rest: string): { userId: string; key: string } | undefined {
   }
 }
 
+const trailingSlash = (request: Request) => new URL(request.url).pathname.endsWith("/");
+
 export function publicRoutes(app: AppContext) {
-  const byId = (request: Request, id: string) => serveImage(app, { area: "i", request, isPublic: true, lookup: () => imageBySegment(app.lookups, id) });
+  // The router also matches `/i/<id>/`: a second URL of the image that a CDN would keep for a
+  // year after a delete (the purge names `/i/<id>` and `/i/<id>.<ext>` only). It is no image.
+  const byId = (request: Request, id: string) =>
+    serveImage(app, { area: "i", request, isPublic: true, lookup: () => (trailingSlash(request) ? undefined : imageBySegment(app.lookups, id)) });
   const byAlias = (request: Request, rest: string) =>
     serveImage(app, {
       area: "o",

@@ -1,0 +1,65 @@
+/**
+ * Delivery audit M1 and L1. If-Range (RFC 9110 §13.1.5): a Range applies only while If-Range names the
+ * current representation. An `/o/` alias can be re-pointed by a new upload of its key between two
+ * requests of a resumed download; the second request then got the new image's bytes joined onto
+ * the old file (206) or a 416, where the RFC asks for the whole new image (200).
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { useAdmin } from "../helpers/fixture";
+import { form, makeJpeg, sha256 } from "../helpers/images";
+
+describe("originals: If-Range, and one URL per image", () => {
+  const { server, admin } = useAdmin();
+  let token = "";
+  const upload = async (bytes: Uint8Array) => {
+    const res = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(bytes, "photo.jpg", { object_key: "resume/photo.jpg" }),
+    });
+    expect(res.status).toBe(200);
+  };
+  const get = (headers: Record<string, string>) => fetch(server.url("/o/default/resume/photo.jpg"), { headers });
+  beforeAll(async () => {
+    token = (await admin.json("POST", "/api/admin/tokens", { name: "if-range" }, 201)).token;
+  });
+
+  test("a download resumed after the alias moved gets the whole new image; a current validator keeps the range", async () => {
+    const first = await makeJpeg(400, 300, 61);
+    await upload(first);
+    const start = await get({ range: "bytes=0-99" });
+    expect(start.status).toBe(206);
+    const oldTag = start.headers.get("etag")!;
+    const oldDate = start.headers.get("last-modified")!;
+    await start.arrayBuffer();
+
+    // Still the same image: the range applies, by tag and by date.
+    expect((await get({ range: "bytes=100-", "if-range": oldTag })).status).toBe(206);
+    expect((await get({ range: "bytes=100-", "if-range": oldDate })).status).toBe(206);
+
+    await Bun.sleep(1100); // a new Last-Modified second for the new upload
+    const second = await makeJpeg(64, 48, 62);
+    await upload(second);
+    for (const validator of [oldTag, oldDate, `W/${oldTag}`]) {
+      const resumed = await get({ range: "bytes=100-", "if-range": validator });
+      expect({ validator, status: resumed.status }).toEqual({ validator, status: 200 });
+      expect(sha256(new Uint8Array(await resumed.arrayBuffer()))).toBe(sha256(second));
+    }
+    // A weak tag never matches, even the current one (strong comparison).
+    const current = (await get({})).headers.get("etag")!;
+    expect((await get({ range: "bytes=0-9", "if-range": `W/${current}` })).status).toBe(200);
+    expect((await get({ range: "bytes=0-9", "if-range": current })).status).toBe(206);
+  });
+
+  test("/i/<id>/ is no second URL of the image (a CDN purge would miss it): 404 like /i/<id>/x", async () => {
+    const up = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(await makeJpeg(40, 30, 63), "a.jpg"),
+    });
+    const { id } = (await up.json()) as { id: string };
+    expect((await fetch(server.url(`/i/${id}`))).status).toBe(200);
+    for (const path of [`/i/${id}/`, `/i/${id}/?w=320`, `/i/${id}/x`])
+      expect({ path, status: (await fetch(server.url(path))).status }).toEqual({ path, status: 404 });
+  });
+});
