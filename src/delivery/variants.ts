@@ -5,11 +5,24 @@ import type { Metrics } from "../ops/metrics";
 import type { CountHandle } from "../ops/metrics-batch";
 import { HOT_BYTES_BUDGET, HotBytes, variantKey } from "./hot-bytes";
 import { HOT_ITEM_MAX, type VariantBytes } from "./pipeline";
-import { SingleFlight, WorkLimiter } from "./limiter";
+import { QueueWaitTimeoutError, SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
 import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
 import { VariantCache } from "./variant-cache";
+
+/** How long a variant whose render failed is served as the original without a new attempt. */
+const FAILED_RENDER_RETRY_MS = 10 * 60_000;
+/** Failures remembered at most (oldest forgotten first). */
+const MAX_FAILED_RENDERS = 10_000;
+
+/** A variant whose render failed a short while ago: the caller serves the original instead. */
+export class VariantUnavailableError extends Error {
+  constructor() {
+    super("该尺寸或格式最近生成失败，暂时返回原图");
+    this.name = "VariantUnavailableError";
+  }
+}
 
 /** What a variant needs to know about its blob. */
 export type VariantSource = Pick<BlobRow, "id" | "sha256" | "storage_key">;
@@ -32,6 +45,8 @@ export class VariantService {
   readonly hot = new HotBytes(HOT_BYTES_BUDGET, HOT_ITEM_MAX);
   private readonly limiter: WorkLimiter;
   private readonly flights = new SingleFlight<string, VariantBytes>();
+  /** Variant keys whose last render failed, with the time a request may try again. */
+  private readonly failedUntil = new Map<string, number>();
   private readonly hits: CountHandle;
 
   constructor(private readonly app: VariantDeps) {
@@ -73,7 +88,28 @@ export class VariantService {
     }
     if (hit) await this.cache.delete(key);
     this.app.metrics.variantLookups.inc({ result: "miss" });
+    if (this.recentlyFailed(key)) throw new VariantUnavailableError();
     return this.flights.do(key, () => this.generate(blob, width, format, key));
+  }
+
+  /**
+   * Whether the variant's last render failed (an error, or the deadline) less than
+   * FAILED_RENDER_RETRY_MS ago: the original is served (spec 4.5 rule 5) without rendering again.
+   * Before, every request started the same failing or overlong render once more, so two
+   * anonymous requests for a large image could hold every render slot for as long as they liked.
+   */
+  private recentlyFailed(key: string): boolean {
+    const until = this.failedUntil.get(key);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.failedUntil.delete(key);
+    return false;
+  }
+
+  private rememberFailure(key: string) {
+    // Oldest first out: the map stays small whatever is requested.
+    if (this.failedUntil.size >= MAX_FAILED_RENDERS) this.failedUntil.delete(this.failedUntil.keys().next().value as string);
+    this.failedUntil.set(key, Date.now() + FAILED_RENDER_RETRY_MS);
   }
 
   private async generate(blob: VariantSource, width: number, format: DeliveryFormat, key: string): Promise<VariantBytes> {
@@ -95,6 +131,8 @@ export class VariantService {
             quality: { webp: s.process_quality_webp, jpeg: s.process_quality_jpeg },
             webpMethod: s.process_webp_method,
             timeoutMs: s.process_timeout_ms,
+            // Past the deadline the request got the original, but the encode ran on: keep it.
+            late: (late) => void this.store(blob, width, format, key, late).catch(() => {}),
             hold: (work) => {
               running = work;
               hold(work);
@@ -107,8 +145,17 @@ export class VariantService {
       this.app.metrics.variantRenders.inc({ format, result: "ok" });
     } catch (err) {
       this.app.metrics.variantRenders.inc({ format, result: "error" });
+      // Only a render that ran and failed is remembered; one that never got a slot (a busy
+      // moment) may be tried by the next request.
+      if (!(err instanceof QueueWaitTimeoutError)) this.rememberFailure(key);
       throw err;
     }
+    return this.store(blob, width, format, key, bytes);
+  }
+
+  /** A rendered variant into the disk cache, the variants table and the hot bytes. */
+  private async store(blob: VariantSource, width: number, format: DeliveryFormat, key: string, bytes: Buffer): Promise<VariantBytes> {
+    this.failedUntil.delete(key);
     const path = await this.cache.put(key, bytes);
     this.app.images.recordVariant(blob.id, width, format, bytes.length);
     const body = this.hot.set(key, bytes);

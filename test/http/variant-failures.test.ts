@@ -1,0 +1,64 @@
+/**
+ * A variant whose render failed is not rendered again on every request (delivery audit H1), and
+ * a render that outlived process_timeout_ms is kept when it finally ends. Before, each request
+ * for a large image's AVIF started the same encode again (one core and ~1 GiB for a minute, the
+ * request getting the original after the timeout), so two anonymous requests could hold every
+ * render slot of the site for as long as they liked.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import sharp from "sharp";
+import { useAdmin } from "../helpers/fixture";
+import { form } from "../helpers/images";
+import { metricValue } from "../helpers/metrics";
+
+/** A photo-like JPEG (noise, blurred): slow enough to encode as AVIF that a 100 ms deadline always passes first. */
+async function noisyJpeg(width: number, height: number, seed: number) {
+  const raw = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < raw.length; i++) raw[i] = (i * 7919 + seed * 104729 + (i >> 9) * 31) & 255;
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .blur(1.5)
+    .jpeg({ quality: 85 })
+    .toBuffer();
+}
+
+describe("failed and overlong renders", () => {
+  const { server, admin } = useAdmin();
+  let id = "";
+  const renders = (result: string) => metricValue(server.base, `kura_variant_renders_total{format="avif",result="${result}"}`);
+  beforeAll(async () => {
+    id = (await admin.json("POST", "/api/admin/upload", form(await noisyJpeg(2400, 1600, 3), "photo.jpg"))).id;
+    await admin.json("PUT", "/api/admin/config", { process_timeout_ms: 100 });
+  });
+
+  test("past the deadline: the original now, no second render while the first runs on, and its result kept", async () => {
+    const first = await fetch(server.url(`/i/${id}?format=avif`));
+    expect(first.headers.get("content-type")).toBe("image/jpeg");
+    expect(first.headers.get("cache-control")).toBe("no-store");
+    expect(await renders("error")).toBe(1);
+
+    // Asked again at once: the original again, without another encode.
+    for (let i = 0; i < 3; i++) {
+      const again = await fetch(server.url(`/i/${id}?format=avif`));
+      expect(again.headers.get("content-type")).toBe("image/jpeg");
+      await again.arrayBuffer();
+    }
+    expect(await renders("error")).toBe(1);
+
+    // The first encode ran to its end and was kept: the variant is served, with no new render.
+    const deadline = Date.now() + 30_000;
+    let type = "";
+    while (Date.now() < deadline) {
+      const res = await fetch(server.url(`/i/${id}?format=avif`));
+      type = res.headers.get("content-type") ?? "";
+      await res.arrayBuffer();
+      if (type === "image/avif") {
+        expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+        break;
+      }
+      await Bun.sleep(200);
+    }
+    expect(type).toBe("image/avif");
+    expect(await renders("error")).toBe(1);
+    expect(await renders("ok")).toBe(0);
+  });
+});
