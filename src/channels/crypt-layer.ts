@@ -10,6 +10,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { MasterKey } from "../config/master-key";
+import { readBoundedBytes } from "../shared/bounded-read";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "./driver";
 import { assertSafeKey, assertSafePrefix } from "./drivers/object-key";
 import { sizedStream } from "./drivers/sized-body";
@@ -191,7 +192,8 @@ class EncryptedDriver implements Driver {
         throw new Error("存储中的对象大小与加密格式不符");
       }
       const got = await this.get(key);
-      const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
+      // No more than was written: the read-back must not let the peer choose the memory it takes.
+      const back = await readBoundedBytes(got.stream, payload.byteLength, () => new Error("读回的数据比写入的更长"));
       if (Buffer.compare(back, payload) !== 0) throw new Error("读回的数据与写入不一致");
     } catch (err) {
       throw new Error(`加密层读写检查失败: ${(err as Error).message}`, { cause: err });

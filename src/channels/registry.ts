@@ -3,6 +3,7 @@ import type { MasterKey } from "../config/master-key";
 import type { Logger } from "../ops/log";
 import type { Metrics } from "../ops/metrics";
 import type { Driver } from "./driver";
+import { channelErrorText } from "./drivers/driver-errors";
 import { createDriver, type DriverSite } from "./factory";
 import { ChannelRepo, type ChannelRow } from "./repo";
 
@@ -114,7 +115,7 @@ export class ChannelRegistry {
     try {
       await channel.driver!.probe(deep);
     } catch (err) {
-      error = (err as Error).message || "探测失败";
+      error = (err as Error).message ? channelErrorText(err) : "探测失败";
     }
     this.repo.recordProbe(id, error);
     channel.healthy = error === null;

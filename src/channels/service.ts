@@ -12,6 +12,7 @@ import { evaluateChannelAlerts } from "../ops/alerts";
 import { startBackfill } from "./backfill";
 import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-layer";
 import type { Driver } from "./driver";
+import { channelErrorText } from "./drivers/driver-errors";
 import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { probeAndLog, requeueFailedReplicas } from "./health";
@@ -61,7 +62,7 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
     const crypt = opts.crypt ?? { password: randomBytes(24).toString("base64url"), password2: randomBytes(24).toString("base64url") };
     await (opts.encrypted ? wrapEncrypted(driver, crypt) : driver).probe(true);
   } catch (err) {
-    outcome.failure = scrubChannelError((err as Error).message || "探测失败", source);
+    outcome.failure = scrubChannelError((err as Error).message ? channelErrorText(err) : "探测失败", source);
   } finally {
     await driver?.close?.().catch(() => {});
   }

@@ -9,6 +9,7 @@ import { parseMultistatus } from "../../src/channels/drivers/webdav/multistatus.
 import { relativeFromHref } from "../../src/channels/drivers/webdav/paths.ts";
 import { obscure } from "../../src/channels/rclone/obscure.ts";
 import { driverConformance, listKeys, readAll } from "./conformance.ts";
+import { FakeDav } from "./fakes/webdav.ts";
 import { startApacheDav } from "./servers/apache.ts";
 
 const USER = "kura";
@@ -204,5 +205,29 @@ describe("webdav server restarts", () => {
     await apache.start();
     await driver.probe(true);
     expect(Array.from(await readAll((await driver.get("kept.bin")).stream))).toEqual([7, 7]);
+  });
+});
+
+describe("webdav peers that answer PROPFIND badly", () => {
+  const dav = new FakeDav();
+  afterAll(() => dav.stop());
+  const driver = () => createWebdavDriver({ url: dav.url, vendor: "other", bearer_token: "dav-token" });
+
+  test("an endless multistatus is read to 8 MiB, then refused in Chinese", async () => {
+    dav.propfindMode = "endless";
+    const err = await errorOf(driver().probe(false));
+    expect(err.message).toMatch(/WebDAV PROPFIND 的响应超过 8 MiB/);
+    await Bun.sleep(50);
+    // The rest is cancelled: the peer stops at what the socket buffers hold.
+    expect(dav.sentJunk).toBeLessThan(24 * 1024 * 1024);
+  });
+
+  test("a connection dropped mid-answer is a Chinese error without the runtime's English", async () => {
+    dav.propfindMode = "reset";
+    const err = await errorOf(driver().probe(false));
+    expect(err.message).toMatch(/^WebDAV 连接失败: http:\/\/127\.0\.0\.1:\d+\/dav\/: /);
+    expect(err.message).not.toMatch(/verbose|socket|Unexpected/i);
+    dav.propfindMode = "ok";
+    await driver().probe(false);
   });
 });

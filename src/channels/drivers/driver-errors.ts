@@ -16,7 +16,51 @@ export function networkFailureReason(err: unknown): string {
   return "网络错误";
 }
 
+/**
+ * Bounds on a peer's answers read into memory (shared/bounded-read.ts). A sound peer stays far
+ * below them: a depth-1 PROPFIND of one of Kura's fanned-out directories, token JSON, an API
+ * page of a thousand items; an error body only matters for a code near its start.
+ */
+export const ANSWER_MAX_BYTES = 8 * 1024 * 1024;
+export const TOKEN_MAX_BYTES = 1024 * 1024;
+export const ERROR_PREFIX_BYTES = 64 * 1024;
+
+/** The error for an answer over `maxBytes`, naming what was being read. */
+export function answerTooLarge(what: string, maxBytes: number): () => Error {
+  return () => new Error(`${what}的响应超过 ${Math.round(maxBytes / 1024 / 1024)} MiB，已停止读取（服务端可能异常）`);
+}
+
+/**
+ * A failure while the body of an answer was read: Kura's own errors (the size bound, the
+ * idle deadline) pass unchanged; what the runtime throws (a reset mid-body) is described as
+ * a transport failure of `label` at `where`.
+ */
+export function bodyReadError(err: unknown, label: string, where: string): Error {
+  if (err instanceof Error && OWN_TEXT.test(err.message)) return err;
+  return networkError(err, label, where);
+}
+
 /** A transport failure of `label` (e.g. "S3") talking to `where` (an address already free of secrets). */
 export function networkError(err: unknown, label: string, where: string): Error {
   return new Error(`${label} 连接失败: ${where}: ${networkFailureReason(err)}`);
+}
+
+/** Text of Kura's own messages: they are written in Chinese (and built free of secrets). */
+const OWN_TEXT = /[\u4e00-\u9fff]/;
+
+/**
+ * An error on its way to an admin (channel `last_error`, a replica's error, alerts, webhooks,
+ * the log), in Chinese and without internals. Kura's own errors pass unchanged; what a runtime
+ * throws while a peer's answer is read (a connection reset mid-body, JSON cut short, memory)
+ * is English and may describe internals (`pass verbose: true to fetch()`), so it is replaced
+ * by what it means for the channel.
+ */
+export function channelErrorText(err: unknown): string {
+  const e = err as { name?: string; message?: string; code?: string } | null;
+  const message = typeof e?.message === "string" ? e.message : "";
+  if (OWN_TEXT.test(message)) return message;
+  if (e?.name === "SyntaxError" || /JSON/i.test(message)) return "存储服务的响应格式无效（不是完整的 JSON 或 XML）";
+  if (/out of memory/i.test(message)) return "存储服务的响应过大，内存不足";
+  if (e?.name === "TimeoutError" || e?.name === "AbortError" || typeof e?.code === "string") return `与存储服务通信失败: ${networkFailureReason(err)}`;
+  return "与存储服务通信失败";
 }

@@ -45,14 +45,15 @@ export class DropboxDriver implements Driver {
   }
 
   private async content(endpoint: string, arg: unknown, target: string, body: Uint8Array): Promise<unknown> {
+    const url = `${this.settings.contentUrl}/${endpoint}`;
     const response = await this.api.send({
       method: "POST",
-      url: `${this.settings.contentUrl}/${endpoint}`,
+      url,
       target,
       headers: { "dropbox-api-arg": headerJson(arg), "content-type": "application/octet-stream" },
       body,
     });
-    return response.json();
+    return this.api.readJson<unknown>(response, url);
   }
 
   async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {

@@ -1,5 +1,5 @@
 import type { ByteRange, GetResult } from "../driver";
-import { clampRange, sliceStream } from "./sized-body";
+import { clampRange, exactLengthStream, sliceStream } from "./sized-body";
 
 /**
  * Turning an HTTP GET answer into a GetResult, for drivers that send `Range`.
@@ -25,13 +25,24 @@ export async function partialResult(stream: ReadableStream<Uint8Array>, contentR
     await stream.cancel();
     throw new Error(`${label} 返回的范围与请求不符 (Content-Range 无效)`);
   }
-  const size = end + 1 - start;
-  return { stream: gotEnd > end ? sliceStream(stream, 0, size) : stream, size, totalSize };
+  return sizedPart(stream, gotStart, gotEnd, end, totalSize, label);
 }
 
-/** An answer carrying the whole object of `total` bytes; a range the server ignored is cut out here. */
-export function wholeResult(stream: ReadableStream<Uint8Array>, total: number, range?: ByteRange): GetResult {
-  if (!range) return { stream, size: total, totalSize: total };
+/** The part [start, end] of a 206 that carried [start, gotEnd] (gotEnd ≥ end), held to its length. */
+export function sizedPart(stream: ReadableStream<Uint8Array>, start: number, gotEnd: number, end: number, totalSize: number, label: string): GetResult {
+  const size = end + 1 - start;
+  const sent = exactLengthStream(stream, gotEnd + 1 - start, label);
+  return { stream: gotEnd > end ? sliceStream(sent, 0, size) : sent, size, totalSize };
+}
+
+/**
+ * An answer carrying the whole object of `total` bytes, held to that length (see
+ * exactLengthStream: `total` may come from a listing when the answer had no length);
+ * a range the server ignored is cut out here.
+ */
+export function wholeResult(stream: ReadableStream<Uint8Array>, total: number, range?: ByteRange, label = "存储服务"): GetResult {
+  const sent = exactLengthStream(stream, total, label);
+  if (!range) return { stream: sent, size: total, totalSize: total };
   const { start, end } = clampRange(range, total);
-  return { stream: sliceStream(stream, start, end + 1 - start), size: end + 1 - start, totalSize: total };
+  return { stream: sliceStream(sent, start, end + 1 - start), size: end + 1 - start, totalSize: total };
 }

@@ -133,12 +133,13 @@ export class OnedriveDriver implements Driver {
   }
 
   private async metadata(rel: string, target: string): Promise<GraphItem | null> {
-    const response = await this.api.send({ method: "GET", url: await this.itemUrl(rel), target, headers: { accept: "application/json" }, accept: [404] });
+    const url = await this.itemUrl(rel);
+    const response = await this.api.send({ method: "GET", url, target, headers: { accept: "application/json" }, accept: [404] });
     if (response.status === 404) {
       await response.body?.cancel().catch(() => {});
       return null;
     }
-    return (await response.json()) as GraphItem;
+    return this.api.readJson<GraphItem>(response, url);
   }
 
   async delete(key: string): Promise<void> {
@@ -165,7 +166,7 @@ export class OnedriveDriver implements Driver {
         await response.body?.cancel().catch(() => {});
         return;
       }
-      const page = (await response.json()) as { value?: GraphItem[]; "@odata.nextLink"?: string };
+      const page = await this.api.readJson<{ value?: GraphItem[]; "@odata.nextLink"?: string }>(response, url);
       for (const item of page.value ?? []) {
         const key = dirKey ? `${dirKey}/${decodeName(item.name, ONEDRIVE_NAMES)}` : decodeName(item.name, ONEDRIVE_NAMES);
         if (item.folder) folders.push(key);

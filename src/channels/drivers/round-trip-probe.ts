@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readBoundedBytes } from "../../shared/bounded-read";
 import type { Driver } from "../driver";
 
 /**
@@ -12,7 +13,8 @@ export async function roundTripProbe(driver: Driver, label: string, ErrorType: n
   try {
     await driver.put(key, payload, payload.byteLength);
     const got = await driver.get(key);
-    const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
+    // No more than was written: a peer answering an endless body must not fill memory.
+    const back = await readBoundedBytes(got.stream, payload.byteLength, () => new ErrorType(`${label} 读写检查失败: 读回的数据比写入的更长`));
     if (Buffer.compare(back, payload) !== 0) throw new ErrorType(`${label} 读写检查失败: 读回的数据与写入不一致`);
   } finally {
     await driver.delete(key).catch(() => {});

@@ -41,6 +41,29 @@ export async function uploadPayload(body: ReadableStream<Uint8Array> | Uint8Arra
   return new Uint8Array(await new Response(sizedStream(body, size)).arrayBuffer());
 }
 
+/**
+ * A downloaded body that must hold exactly `size` bytes: the size a driver reports (from
+ * Content-Length, Content-Range or a listing such as PROPFIND) is what every reader trusts, to
+ * size a buffer, to label an answer, to decide what may be cached. A peer that sends more
+ * (a chunked answer with no length, or an endless one) is cut off before the first byte past
+ * `size` is passed on, and its connection cancelled; one that ends short errors at the end.
+ */
+export function exactLengthStream(source: ReadableStream<Uint8Array>, size: number, label: string): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return source.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > size) throw new Error(`${label} 返回的数据比对象大小 ${size} 字节更长`);
+        controller.enqueue(chunk);
+      },
+      flush() {
+        if (seen !== size) throw new Error(`${label} 返回的数据不完整: 应为 ${size} 字节，只收到 ${seen} 字节`);
+      },
+    }),
+  );
+}
+
 /** Passes through bytes [skip, skip+limit) of `source`; used when a server ignores Range. */
 export function sliceStream(source: ReadableStream<Uint8Array>, skip: number, limit: number): ReadableStream<Uint8Array> {
   let offset = 0;

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import { readBoundedText } from "../../shared/bounded-read";
 import { contentTypeOf } from "./content-type";
+import { ANSWER_MAX_BYTES, answerTooLarge, bodyReadError } from "./driver-errors";
 import { partialResult, rangeHeader, wholeResult } from "./http-range";
 import type { HttpDriverOptions } from "./http-transport";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
@@ -184,7 +186,8 @@ class WebdavDriver implements Driver {
       }
       total = info.size;
     }
-    return wholeResult(stream, total, range);
+    // Without Content-Length only PROPFIND's size bounds the body (wholeResult holds it to that).
+    return wholeResult(stream, total, range, "WebDAV");
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
@@ -257,7 +260,11 @@ class WebdavDriver implements Driver {
       await response.body?.cancel().catch(() => {});
       throw new Error(`WebDAV PROPFIND 返回了意外的状态 ${response.status}，url 可能不是 WebDAV 地址`);
     }
-    return parseMultistatus(await response.text());
+    // Bounded: the peer (or a proxy in front of it) chooses how much it sends.
+    const text = await readBoundedText(response, ANSWER_MAX_BYTES, answerTooLarge("WebDAV PROPFIND ", ANSWER_MAX_BYTES)).catch((err) => {
+      throw bodyReadError(err, "WebDAV", this.settings.display);
+    });
+    return parseMultistatus(text);
   }
 
   async probe(deep: boolean): Promise<void> {

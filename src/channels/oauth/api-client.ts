@@ -4,8 +4,10 @@
  * be answered by refreshing the token and sending the request again, and
  * throttling (429) and 5xx answers are retried a couple of times.
  */
+import { readBoundedText, readTextPrefix } from "../../shared/bounded-read";
+import { ANSWER_MAX_BYTES, answerTooLarge, bodyReadError, ERROR_PREFIX_BYTES } from "../drivers/driver-errors";
 import { fetchWithTimeout } from "../drivers/http-transport";
-import { ApiRequestError, hostOf, networkError } from "./errors";
+import { ApiRequestError, hostOf, networkError, OAuthError } from "./errors";
 import { authorizationHeader } from "./token";
 import type { FetchLike, TokenSource } from "./token-source";
 
@@ -70,15 +72,20 @@ export class OAuthApiClient {
     const headers: Record<string, string> = { accept: "application/json", ...call.headers };
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
     if (body !== undefined) headers["content-type"] = "application/json";
-    const response = await this.send({ ...call, headers, body });
-    return (await response.json()) as T;
+    return readApiJson<T>(await this.send({ ...call, headers, body }), this.label, call.url);
+  }
+
+  /** The JSON of an answer `send` returned, bounded (see readApiJson). */
+  readJson<T>(response: Response, url: string): Promise<T> {
+    return readApiJson<T>(response, this.label, url);
   }
 
   /** The error for an unexpected answer; reads the body only for the provider's error code. */
   async failure(call: Pick<ApiCall, "method" | "target">, response: Response): Promise<ApiRequestError> {
     let body: unknown;
     try {
-      body = JSON.parse(await response.text());
+      // Only the error code near the start is wanted: a 64 KiB prefix, the rest cancelled.
+      body = JSON.parse(await readTextPrefix(response, ERROR_PREFIX_BYTES));
     } catch {
       body = undefined;
     }
@@ -99,6 +106,22 @@ export class OAuthApiClient {
     } catch (err) {
       throw networkError(err, this.label, hostOf(call.url));
     }
+  }
+}
+
+/**
+ * The JSON of an API answer, read to at most ANSWER_MAX_BYTES (the provider, or a proxy in front
+ * of it, chooses how much it sends); a cut-off or non-JSON body is a Chinese error, not the
+ * runtime's parse message.
+ */
+export async function readApiJson<T>(response: Response, label: string, url: string): Promise<T> {
+  const text = await readBoundedText(response, ANSWER_MAX_BYTES, answerTooLarge(`${label} 接口`, ANSWER_MAX_BYTES)).catch((err) => {
+    throw bodyReadError(err, label, hostOf(url));
+  });
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new OAuthError(`${label} 接口的响应不是有效的 JSON（可能被截断）`);
   }
 }
 

@@ -1,5 +1,6 @@
 import { ObjectNotFoundError, type ByteRange, type GetResult } from "../driver";
-import { clampRange, sliceStream } from "../drivers/sized-body";
+import { sizedPart, wholeResult } from "../drivers/http-range";
+import { clampRange } from "../drivers/sized-body";
 import { OAuthError } from "./errors";
 
 /** Refuses a download answered 404 (absent object) or 416 (unsatisfiable range), draining its body. */
@@ -26,8 +27,7 @@ export function rangedResult(response: Response, range: ByteRange | undefined, l
       void stream.cancel().catch(() => {});
       throw new OAuthError(`${label} 返回的范围与请求不符 (Content-Range 无效)`);
     }
-    const size = end + 1 - start;
-    return { stream: gotEnd > end ? sliceStream(stream, 0, size) : stream, size, totalSize };
+    return sizedPart(stream, start, gotEnd, end, totalSize, label);
   }
   const length = Number(response.headers.get("content-length") ?? "NaN");
   const total = Number.isSafeInteger(length) ? length : totalHint;
@@ -35,7 +35,6 @@ export function rangedResult(response: Response, range: ByteRange | undefined, l
     void stream.cancel().catch(() => {});
     throw new OAuthError(`${label} 下载响应缺少 Content-Length`);
   }
-  if (!range) return { stream, size: total, totalSize: total };
-  const { start, end } = clampRange(range, total);
-  return { stream: sliceStream(stream, start, end + 1 - start), size: end + 1 - start, totalSize: total };
+  // Held to `total`: without Content-Length it is only metadata's word (Dropbox's header).
+  return wholeResult(stream, total, range, label);
 }

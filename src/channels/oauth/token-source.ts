@@ -6,6 +6,8 @@
  * providers may rotate the refresh token, and losing the new one would lock
  * the channel out after the old one lapses.
  */
+import { readBoundedText, readTextPrefix } from "../../shared/bounded-read";
+import { answerTooLarge, bodyReadError, ERROR_PREFIX_BYTES, TOKEN_MAX_BYTES } from "../drivers/driver-errors";
 import { hostOf, networkError, OAuthError, safeCode } from "./errors";
 import { isExpired, serializeToken, tokenFromResponse, type OAuthToken } from "./token";
 
@@ -37,7 +39,12 @@ export async function callTokenEndpoint(app: OAuthApp, form: Record<string, stri
   } catch (err) {
     throw networkError(err, `${label} 令牌接口`, hostOf(app.tokenUrl));
   }
-  const text = await response.text();
+  // Bounded: token JSON is small, and a refusal only matters for the `error` code at its start.
+  const text = response.ok
+    ? await readBoundedText(response, TOKEN_MAX_BYTES, answerTooLarge(`${label} 令牌接口`, TOKEN_MAX_BYTES)).catch((err) => {
+        throw bodyReadError(err, `${label} 令牌接口`, hostOf(app.tokenUrl));
+      })
+    : await readTextPrefix(response, ERROR_PREFIX_BYTES);
   let body: unknown;
   try {
     body = JSON.parse(text);
