@@ -69,12 +69,20 @@ async function storedOriginal(
       headers["Content-Range"] = `bytes ${range.start}-${range.start + part.size - 1}/${image.size}`;
       return answer(req, 206, part.file ?? part.stream, headers, part.size);
     }
-    // Small originals are read whole (failing over if a body breaks off) and kept hot: the next
-    // request costs no storage read. Larger ones stream, so the answer starts before the end.
+    // Small originals are read whole (failing over if a body breaks off or its bytes do not match
+    // the SHA-256) and kept hot: the next request costs no storage read, and the cache only ever
+    // holds bytes proven once, on the way in. Larger ones stream, so the answer starts before the
+    // end; their stream is checked as it passes, and wrong bytes abort the answer before its last
+    // chunk (README, "Public delivery"). The delivery threads keep only complete small answers.
     return await readBlob(app, blobOf(image), async (result) => {
+      if (result.size !== image.size) {
+        await result.stream.cancel().catch(() => {});
+        throw new Error(`存储渠道报告的大小 ${result.size} 与图片大小 ${image.size} 不符`);
+      }
       if (result.size > HOT_ITEM_MAX) return answer(req, 200, result.file ?? result.stream, headers, result.size);
-      const bytes = app.variants.hot.set(image.sha256, new Uint8Array(await new Response(result.stream).arrayBuffer()));
-      return answer(req, 200, bytes, headers, result.size);
+      const read = new Uint8Array(await new Response(result.stream).arrayBuffer());
+      if (read.byteLength !== image.size) throw new Error(`存储渠道返回了 ${read.byteLength} 字节，图片大小为 ${image.size} 字节`);
+      return answer(req, 200, app.variants.hot.set(image.sha256, read), headers, read.byteLength);
     });
   } catch (err) {
     if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);

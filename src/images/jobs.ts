@@ -2,7 +2,9 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import type { JobKinds } from "../jobs/kinds";
 import { PermanentJobError } from "../jobs/queue";
+import { channelErrorText } from "../channels/drivers/driver-errors";
 import { openBlob } from "./read";
+import { ContentMismatchError } from "./verify";
 import { perceptualHash, phashToHex } from "./phash";
 import { PHASH_JOB, REPLICATE_JOB } from "./store";
 import { holdAt } from "../testing/hold-points";
@@ -27,12 +29,30 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
     const source = await openBlob(app, blob);
     if (source.channelId === channel_id) return;
     await holdAt("replicate.before-put", `key=${blob.storage_key} channel=${channel_id}`);
+    // The source stream is checked against the blob's SHA-256 (read.ts): wrong bytes fail the
+    // put before their last chunk. A driver that stops reading at `size` would not see that
+    // error, so the copy counts only once the whole body passed the check.
     await app.channels.put({ ...target, driver: target.driver }, blob.storage_key, source.stream, blob.size);
+    if (!source.verified()) throw new ContentMismatchError();
+    if (channelGone(app, channel_id)) return;
     app.images.setReplica(blob_id, channel_id, "done", "", true);
   } catch (err) {
-    app.images.setReplica(blob_id, channel_id, "failed", (err as Error).message, true);
-    throw err;
+    if (channelGone(app, channel_id)) return;
+    // The same Chinese text for the replica, the job's record and its log line.
+    const reason = channelErrorText(err);
+    app.images.setReplica(blob_id, channel_id, "failed", reason, true);
+    throw reason === (err as Error)?.message ? err : new Error(reason, { cause: err });
   }
+}
+
+/**
+ * The target channel was removed (purge=false) while its copy was in flight: there is no
+ * replica to record any more (its row went with the channel), so the job ends quietly.
+ */
+function channelGone(app: AppContext, channelId: number): boolean {
+  if (app.channels.repo.byId(channelId)) return false;
+  app.log.info("存储渠道已删除，复制任务结束", { channel_id: channelId });
+  return true;
 }
 
 /**

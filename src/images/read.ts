@@ -3,8 +3,12 @@ import type { ChannelRegistry } from "../channels/registry";
 import type { JobKinds } from "../jobs/kinds";
 import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../ops/log";
+import { channelErrorText } from "../channels/drivers/driver-errors";
+import { exactLengthStream } from "../channels/drivers/sized-body";
 import { REPLICATE_JOB } from "./job-names";
 import type { BlobRow, ImageRepo } from "./repo";
+import { sha256OfStorageKey } from "./storage-key";
+import { ContentMismatchError, verifiedStream } from "./verify";
 
 /** What reading a blob needs: replica records, the live channels, the queue for read repair, a log. */
 export interface BlobReadDeps {
@@ -27,8 +31,19 @@ export function readCandidates(app: BlobReadDeps, blobId: number) {
   return [...holders.filter((c) => c.healthy), ...holders.filter((c) => !c.healthy)];
 }
 
+/** A blob to read: its SHA-256, when the caller does not pass it, comes from the key (which embeds it). */
+export type BlobRef = Pick<BlobRow, "id" | "storage_key"> & { sha256?: string };
+
+/**
+ * An opened blob. A whole read's `stream` is checked against the blob's SHA-256 as it passes
+ * (verify.ts: wrong bytes end in an error before their last chunk), a range's against its
+ * length only; `verified()` tells a writer that the whole blob passed and matched. `file`,
+ * a local-disk channel's own file sent by sendfile, is not checked (README, "Public delivery").
+ */
+export type OpenedBlob = GetResult & { channelId: number; verified(): boolean };
+
 /** Opens the blob's bytes from the best channel, failing over to the next on any error. */
-export async function openBlob(app: BlobReadDeps, blob: Pick<BlobRow, "id" | "storage_key">, range?: ByteRange): Promise<GetResult & { channelId: number }> {
+export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRange): Promise<OpenedBlob> {
   for (const channel of readCandidates(app, blob.id)) {
     const result = await openOn(app, channel, blob, range);
     if (result) return { ...result, channelId: channel.row.id };
@@ -42,30 +57,38 @@ export async function openBlob(app: BlobReadDeps, blob: Pick<BlobRow, "id" | "st
  * drops the connection after its headers). For reads that finish before anything is answered:
  * small originals kept in memory, render sources.
  */
-export async function readBlob<T>(app: BlobReadDeps, blob: Pick<BlobRow, "id" | "storage_key">, consume: (got: GetResult) => Promise<T>): Promise<T> {
+export async function readBlob<T>(app: BlobReadDeps, blob: BlobRef, consume: (got: GetResult) => Promise<T>): Promise<T> {
   for (const channel of readCandidates(app, blob.id)) {
     const result = await openOn(app, channel, blob);
     if (!result) continue;
     try {
       return await consume(result);
     } catch (err) {
-      app.log.warn("从存储渠道读取中断，切换到下一个", { channel: channel.row.name, blob: blob.id, err: (err as Error).message });
+      const what = err instanceof ContentMismatchError ? "从存储渠道读到的数据校验失败，切换到下一个" : "从存储渠道读取中断，切换到下一个";
+      app.log.warn(what, { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     }
   }
   throw new NoReadableChannelError();
 }
 
-/** The blob opened on one channel, or undefined after logging why not (and repairing a missing replica). */
+/**
+ * The blob opened on one channel, its stream checked (see OpenedBlob), or undefined after
+ * logging why not (and repairing a missing replica).
+ */
 async function openOn(
   app: BlobReadDeps,
   channel: ReturnType<typeof readCandidates>[number],
-  blob: Pick<BlobRow, "id" | "storage_key">,
+  blob: BlobRef,
   range?: ByteRange,
-): Promise<GetResult | undefined> {
+): Promise<(GetResult & { verified(): boolean }) | undefined> {
   try {
-    return await channel.driver!.get(blob.storage_key, range);
+    const got = await channel.driver!.get(blob.storage_key, range);
+    const sha256 = blob.sha256 ?? sha256OfStorageKey(blob.storage_key);
+    if (range || !sha256) return { ...got, stream: exactLengthStream(got.stream, got.size, channel.row.name), verified: () => false };
+    const read = verifiedStream(got.stream, sha256, got.size, () => repairCorruptReplica(app, blob.id, channel.row.id));
+    return { ...got, stream: read.stream, verified: read.verified };
   } catch (err) {
-    app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: (err as Error).message });
+    app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     // A draining channel loses its objects on purpose.
     if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
     return undefined;
@@ -81,4 +104,24 @@ function repairMissingReplica(app: BlobReadDeps, blobId: number, channelId: numb
   app.images.setReplica(blobId, channelId, "failed", "读取时发现对象缺失，正在重新复制");
   app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
   app.log.warn("副本对象缺失，已标记失败并重新复制", { channel_id: channelId, blob: blobId });
+}
+
+/**
+ * Read repair for wrong bytes: the channel holds (or sends) something else under the blob's
+ * key. With another completed copy left, this one is marked failed (reads and replication stop
+ * using it as a source, and it no longer counts as a copy when a channel is deleted) and copied
+ * again from a good one. The last copy stays recorded: a peer that corrupts answers in transit
+ * may still hold the right bytes, and marking it failed would only make the image unreadable.
+ */
+function repairCorruptReplica(app: BlobReadDeps, blobId: number, channelId: number) {
+  // Fresh rows, not the delivery memo: this decides whether a copy may be given up.
+  const others = app.images.replicas(blobId).filter((r) => r.state === "done" && r.channel_id !== channelId);
+  app.log.warn("副本数据与 SHA-256 不符", { channel_id: channelId, blob: blobId, repair: others.length > 0 });
+  if (!others.length) return;
+  try {
+    app.images.setReplica(blobId, channelId, "failed", "读取时发现数据与 SHA-256 不符，正在重新复制");
+    app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
+  } catch {
+    // The blob or the channel was deleted while it was read: nothing left to repair.
+  }
 }

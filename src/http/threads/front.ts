@@ -166,7 +166,11 @@ export class DeliveryFront {
     const answer = await pending;
     const length = Number(answer.headers.get("content-length") ?? Number.NaN);
     if (answer.status !== 200 || answer.headers.get("etag") !== etag || !(length <= HOT_ITEM_MAX) || !answer.body) return answer;
-    const bytes = this.hot.set(key, new Uint8Array(await answer.arrayBuffer()));
+    const read = new Uint8Array(await answer.arrayBuffer());
+    // The main thread sends a small answer only once it is whole and checked; a length that
+    // differs would mean it was cut short, and such bytes must never be served from memory.
+    if (read.byteLength !== length) throw new Error(`主线程的应答不完整: ${read.byteLength}/${length} 字节`);
+    const bytes = this.hot.set(key, read);
     return new Response(bytes, { status: 200, headers: answer.headers });
   }
 }
