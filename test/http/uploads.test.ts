@@ -84,6 +84,14 @@ describe("admin file upload", () => {
     for (const policy of ["strip", "passthrough"]) {
       await expectError(await admin.request("POST", "/api/admin/upload", form(frameless, "frameless.jpg", { exif_policy: policy })), 415);
     }
+    // What is not an image is said to be unsupported; a PNG cut in half is said to be damaged
+    // (it was "unsupported format", which misled its owner).
+    expect(await expectError(await admin.request("POST", "/api/admin/upload", form(htmlBytes, "page.png")), 415)).toContain("不支持的图片格式");
+    const png = await makePng(300, 200, 17);
+    for (const policy of ["strip", "passthrough"]) {
+      const cut = await expectError(await admin.request("POST", "/api/admin/upload", form(png.subarray(0, 40), "cut.png", { exif_policy: policy })), 415);
+      expect(cut).toBe("图片数据不完整或已损坏，无法读取（PNG）");
+    }
     expect(storedFiles(server).length).toBe(before);
     expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
   });

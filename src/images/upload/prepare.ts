@@ -31,6 +31,11 @@ export type PreparedImage = Pick<ReceivedFile, "path" | "bytes"> & {
 export type ExifPolicy = "strip" | "passthrough";
 
 export const unsupported = () => new Invalid("不支持的图片格式（仅支持 JPEG、PNG、GIF、WebP、AVIF）", "unsupported_type");
+/**
+ * Content that starts as a supported format but cannot be read (cut off, damaged): still a 415,
+ * but saying so, where "unsupported format" misled the owner of a PNG that was cut in half.
+ */
+const damaged = (type: { ext: string }) => new Invalid(`图片数据不完整或已损坏，无法读取（${type.ext.toUpperCase()}）`, "unsupported_type");
 
 export async function sha256File(path: string): Promise<string> {
   const hasher = new Bun.CryptoHasher("sha256");
@@ -42,17 +47,17 @@ export async function sha256File(path: string): Promise<string> {
  * Reads the header with sharp (no full decode) and checks the budgets: 415 when sharp cannot
  * read it, 422 over the pixel or frame budget. Animated frames all count, since all are decoded.
  */
-async function describe(input: Buffer | string, maxPixels: number): Promise<Dimensions> {
+async function describe(input: Buffer | string, maxPixels: number, type: { ext: string }): Promise<Dimensions> {
   let meta: Metadata;
   try {
     meta = await sharp(input, { animated: true, limitInputPixels: false }).metadata();
   } catch {
-    throw unsupported();
+    throw damaged(type);
   }
   const frameHeight = meta.pageHeight ?? meta.height ?? 0;
   const width = meta.width ?? 0;
   const pixels = width * (meta.height ?? 0);
-  if (!width || !frameHeight) throw unsupported();
+  if (!width || !frameHeight) throw damaged(type);
   if (pixels > maxPixels) throw new Invalid(`图片分辨率超过上限（${Math.round(maxPixels / 1e6)} 百万像素）`, "unprocessable");
   const overFrames = frameBudgetMessage(meta.pages ?? 1);
   if (overFrames) throw new Invalid(overFrames, "unprocessable");
@@ -76,7 +81,7 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   const kind = { mime: type.mime, ext: type.ext };
 
   if (opts.exifPolicy !== "strip") {
-    const dimensions = awaitedLater(describe(received.bytes ?? received.path!, opts.maxPixels));
+    const dimensions = awaitedLater(describe(received.bytes ?? received.path!, opts.maxPixels, kind));
     const sha256 = received.sha256 ?? (received.bytes ? sha256Hex(received.bytes) : await sha256File(received.path));
     return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...kind, dimensions } as PreparedImage;
   }
@@ -84,16 +89,16 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
     const stripped = stripLosslessly(received.bytes, type.mime);
     if (stripped) {
       // The header is read from the stripped bytes, which keep the orientation (see exif.ts).
-      const dimensions = awaitedLater(describe(stripped, opts.maxPixels));
+      const dimensions = awaitedLater(describe(stripped, opts.maxPixels, kind));
       return { bytes: stripped, size: stripped.length, sha256: sha256Hex(stripped), ...kind, dimensions };
     }
-    const dimensions = await describe(received.bytes, opts.maxPixels);
+    const dimensions = await describe(received.bytes, opts.maxPixels, kind);
     const bytes = await reencodeWithoutMetadata(received.bytes, type.mime).catch(() => {
-      throw unsupported();
+      throw damaged(kind);
     });
     return { bytes, size: bytes.length, sha256: sha256Hex(bytes), ...kind, dimensions: Promise.resolve(dimensions) };
   }
-  const dimensions = await describe(received.path, opts.maxPixels);
+  const dimensions = await describe(received.path, opts.maxPixels, kind);
   const stripped = tempPath(opts.tmpDir, "strip");
   try {
     await stripMetadata(received.path, stripped, type.mime);
@@ -101,7 +106,7 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
     await rm(stripped, { force: true });
     // A full disk is the server's trouble (503), not the image's.
     if (isDiskFull(err)) throw err;
-    throw unsupported();
+    throw damaged(kind);
   }
   return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...kind, dimensions: Promise.resolve(dimensions) };
 }
