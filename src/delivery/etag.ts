@@ -68,3 +68,14 @@ export function ifRangeAllows(header: string | null | undefined, etag: string, l
   if (value.startsWith("W/")) return false;
   return lastModified !== undefined && value === lastModified;
 }
+
+/**
+ * RFC 9110 13.1.3: without If-None-Match (which takes precedence), If-Modified-Since makes a 304
+ * when the representation has not changed since that date; an unreadable date is ignored. A
+ * cache or client that revalidates `/o/` (no-cache) by date alone got the whole body each time.
+ */
+export function notModifiedSince(ifNoneMatch: string | null, ifModifiedSince: string | null, lastModified: string): boolean {
+  if (ifNoneMatch !== null || !ifModifiedSince) return false;
+  const since = Date.parse(ifModifiedSince);
+  return Number.isFinite(since) && Date.parse(lastModified) <= since;
+}

@@ -46,7 +46,8 @@ const ABSENT = "\0";
  * 4–5 µs of a ~29 µs delivery, measured in bench/README.md (ninth session).
  *
  * Correct because:
- * - only unconditional, whole-body GETs are remembered (no If-None-Match, If-Range, Range);
+ * - only unconditional, whole-body GETs are remembered (no If-None-Match, If-Modified-Since,
+ *   If-Range, Range);
  * - the owner clears it on every change that can alter an `/i/` answer (an image forgotten by
  *   the lookups, a hotlink rule, any setting), exactly where the row cache and the delivery
  *   threads are told;
@@ -70,7 +71,7 @@ export class HotAnswers {
   static keyOf(request: Request): string | undefined {
     if (request.method !== "GET") return undefined;
     const headers = request.headers;
-    if (headers.has("range") || headers.has("if-none-match") || headers.has("if-range")) return undefined;
+    if (headers.has("range") || headers.has("if-none-match") || headers.has("if-modified-since") || headers.has("if-range")) return undefined;
     if (request.body) return undefined;
     const key = `${request.url}\n${headers.get("accept") ?? ABSENT}\n${headers.get("referer") ?? ABSENT}`;
     return key.length > MAX_KEY_LENGTH ? undefined : key;

@@ -4,7 +4,7 @@ import type { ImageView } from "../images/repo";
 import type { Logger } from "../ops/log";
 import { getOrCreate } from "../shared/get-or-create";
 import { cacheHeaders, httpDate, type DeliveryArea } from "./cache-headers";
-import { ifNoneMatchMatches, ifRangeAllows, originalEtag, variantEtag } from "./etag";
+import { ifNoneMatchMatches, ifRangeAllows, notModifiedSince, originalEtag, variantEtag } from "./etag";
 import type { PreparedAnswer } from "./hot-answers";
 import { chooseRepresentation, formatToMime, type DeliveryFormat } from "./negotiate";
 import { parseDeliveryQuery } from "./params";
@@ -188,7 +188,12 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
   const etag = originalEtag(image.sha256);
   const cache = () =>
     fallback ? cacheHeaders({ area, kind: "fallback" }) : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: lastModifiedOf(image) });
-  if (!fallback && ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return answer(req, 304, null, cache());
+  if (!fallback) {
+    const ifNoneMatch = request.headers.get("if-none-match");
+    if (ifNoneMatchMatches(ifNoneMatch, etag) || notModifiedSince(ifNoneMatch, request.headers.get("if-modified-since"), lastModifiedOf(image))) {
+      return answer(req, 304, null, cache());
+    }
+  }
 
   if (!fallback && app.settings.get().access_mode === "redirect") {
     const redirected = cold.redirect(req, image);

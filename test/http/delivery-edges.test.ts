@@ -2,13 +2,14 @@
  * Delivery audit M1 and L1. If-Range (RFC 9110 §13.1.5): a Range applies only while If-Range names the
  * current representation. An `/o/` alias can be re-pointed by a new upload of its key between two
  * requests of a resumed download; the second request then got the new image's bytes joined onto
- * the old file (206) or a 416, where the RFC asks for the whole new image (200).
+ * the old file (206) or a 416, where the RFC asks for the whole new image (200). If-Modified-Since
+ * (delivery audit L3) was never answered with a 304 although Last-Modified is sent.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 
-describe("originals: If-Range, and one URL per image", () => {
+describe("originals: If-Range, If-Modified-Since, and one URL per image", () => {
   const { server, admin } = useAdmin();
   let token = "";
   const upload = async (bytes: Uint8Array) => {
@@ -61,5 +62,42 @@ describe("originals: If-Range, and one URL per image", () => {
     expect((await fetch(server.url(`/i/${id}`))).status).toBe(200);
     for (const path of [`/i/${id}/`, `/i/${id}/?w=320`, `/i/${id}/x`])
       expect({ path, status: (await fetch(server.url(path))).status }).toEqual({ path, status: 404 });
+  });
+
+  test("If-Modified-Since: 304 while the image is unchanged since, 200 after the alias moved; If-None-Match decides when both come", async () => {
+    await upload(await makeJpeg(50, 40, 64));
+    const first = await get({});
+    const lastModified = first.headers.get("last-modified")!;
+    const tag = first.headers.get("etag")!;
+    await first.arrayBuffer();
+    for (const since of [lastModified, new Date(Date.parse(lastModified) + 60_000).toUTCString()]) {
+      const res = await get({ "if-modified-since": since });
+      expect({ since, status: res.status }).toEqual({ since, status: 304 });
+      expect(res.headers.get("etag")).toBe(tag);
+      expect(res.headers.get("cache-control")).toBe("public, no-cache");
+    }
+    // Earlier than the image, or unreadable: the whole image.
+    expect((await get({ "if-modified-since": new Date(Date.parse(lastModified) - 1000).toUTCString() })).status).toBe(200);
+    expect((await get({ "if-modified-since": "not a date" })).status).toBe(200);
+    // If-None-Match takes precedence (RFC 9110 13.2.2): a tag that does not match is a 200 whatever the date.
+    expect((await get({ "if-none-match": '"other"', "if-modified-since": lastModified })).status).toBe(200);
+
+    await Bun.sleep(1100);
+    await upload(await makeJpeg(50, 40, 65));
+    expect((await get({ "if-modified-since": lastModified })).status).toBe(200);
+  });
+
+  test("If-Modified-Since on /i/ from memory, and twice in a row: the warm-answer memo never answers it with 200", async () => {
+    const up = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(await makeJpeg(30, 30, 66), "w.jpg"),
+    });
+    const { id } = (await up.json()) as { id: string };
+    const plain = await fetch(server.url(`/i/${id}`));
+    const lastModified = plain.headers.get("last-modified")!;
+    await plain.arrayBuffer();
+    await (await fetch(server.url(`/i/${id}`))).arrayBuffer(); // now remembered
+    for (let i = 0; i < 2; i++) expect((await fetch(server.url(`/i/${id}`), { headers: { "if-modified-since": lastModified } })).status).toBe(304);
   });
 });
