@@ -18,6 +18,7 @@ import { audit, type AuditActor } from "../ops/audit";
 import { openAlert, resolveAlert } from "../ops/alerts";
 import { BACKFILL_JOB, runBackfill } from "./backfill";
 import type { Driver } from "./driver";
+import { channelErrorText } from "./drivers/driver-errors";
 import { deleteChannelRows, holdsSoleCopy, intentExists, intentSince, runningJobForChannel, storageKeyOfSha } from "./repos/drain";
 
 export const DRAIN_JOB = "channel.drain";
@@ -135,7 +136,7 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       failures++;
-      firstError ||= `删除对象失败：${(err as Error).message}`;
+      firstError ||= `删除对象失败：${channelErrorText(err)}`;
       if (failures === 1) fail(firstError);
     }
     if ((progress.objects + progress.system_objects + failures) % 100 === 0) {
@@ -164,7 +165,7 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
     saveProgress(app, channel_id, progress);
     if (err instanceof JobInterruptedError || ctx.signal.aborted) throw err;
     // A listing that fails means nothing can be deleted: a drain failure like any other.
-    const reason = `列出对象失败：${(err as Error).message}`;
+    const reason = `列出对象失败：${channelErrorText(err)}`;
     fail(reason);
     throw new Error(reason);
   }

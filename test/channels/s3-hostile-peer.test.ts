@@ -56,7 +56,7 @@ describe("bodies are read only as far as a sound answer goes (H1)", () => {
     // 256 MiB offered; the driver used to read all of it (and 1.5 GB took RSS past 4 GB).
     peer.onList = () => new Response(peer.endless("<ListBucketResult><IsTruncated>false</IsTruncated>", "<X>padding</X>", 256 * MiB));
     try {
-      expect((await failure(driver.probe(false))).message).toBe("S3 列表响应过大（超过 8 MiB）");
+      expect((await failure(driver.probe(false))).message).toBe("S3 列表的响应超过 8 MiB，已停止读取（服务端可能异常）");
       const sent = await settledSent();
       expect(sent).toBeLessThan(40 * MiB);
     } finally {
@@ -227,7 +227,7 @@ describe("a body broken off mid-way fails in Chinese, without the runtime's Engl
     try {
       const endpoint = `http://127.0.0.1:${server.port}`;
       const driver = createS3Driver({ provider: "Other", endpoint, region: "us-east-1", access_key_id: "AK", secret_access_key: "SK", path: "b" });
-      const expected = `S3 读取响应失败: ${endpoint}: 连接被重置`;
+      const expected = `S3 连接失败: ${endpoint}: 连接被重置`;
       expect((await failure(driver.probe(false))).message).toBe(expected);
       const got = await driver.get("img/x.png");
       expect((await failure(readAll(got.stream))).message).toBe(expected);

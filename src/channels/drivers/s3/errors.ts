@@ -1,4 +1,5 @@
 import { readTextPrefix } from "../../../shared/bounded-read";
+import { ERROR_PREFIX_BYTES } from "../driver-errors";
 import { text } from "./xml";
 
 /**
@@ -32,12 +33,9 @@ const HINTS: Record<string, string> = {
   BucketAlreadyExists: "存储桶名称已被他人占用",
 };
 
-/** `<Code>` comes first in every S3 error body; the rest (message, request ids) is never shown. */
-const ERROR_PREFIX_BYTES = 64 * 1024;
-
 /** Reads the error code from an S3 error response (HEAD responses have no body). */
 export async function errorFromResponse(response: Response): Promise<S3RequestError> {
-  // Only a prefix is read: a peer could answer an error with gigabytes (readTextPrefix never throws).
+  // Only a prefix is read (`<Code>` comes first): a peer could answer an error with gigabytes.
   const body = await readTextPrefix(response, ERROR_PREFIX_BYTES);
   let code = text(body, "Code") ?? "";
   // Codes are identifiers; anything else is not something we want to echo.
