@@ -3,6 +3,7 @@ import type { ImageView } from "../images/repo";
 import { NoReadableChannelError, openBlob, readBlob, readCandidates } from "../images/read";
 import { cacheHeaders } from "./cache-headers";
 import type { DeliveryFormat } from "./negotiate";
+import { VariantUnavailableError } from "./variants";
 import { answer, type ColdPaths, deliver, type DeliveryRequest, HOT_ITEM_MAX, plain, serveOriginal, variantAnswer } from "./pipeline";
 
 export { HEAD_LENGTH_HEADER, parseRange, type DeliveryRequest } from "./pipeline";
@@ -50,7 +51,9 @@ async function renderedVariant(
     return variantAnswer(req, headers, format, await app.variants.get(blobOf(image), width, format));
   } catch (err) {
     if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
-    app.log.warn("图片处理失败，返回原图", { image: image.id, err: (err as Error).message });
+    // A failure remembered from an earlier request was logged then: repeating the request
+    // (anyone may, anonymously) must not write a log line each time.
+    if (!(err instanceof VariantUnavailableError)) app.log.warn("图片处理失败，返回原图", { image: image.id, err: (err as Error).message });
     return serveOriginal(app, req, image, false, cold, true);
   }
 }

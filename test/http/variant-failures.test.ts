@@ -43,6 +43,8 @@ describe("failed and overlong renders", () => {
       await again.arrayBuffer();
     }
     expect(await renders("error")).toBe(1);
+    // And logged once, not once per request.
+    expect(server.logs.match(/msg=图片处理失败，返回原图/g)).toHaveLength(1);
 
     // The first encode ran to its end and was kept: the variant is served, with no new render.
     const deadline = Date.now() + 30_000;
