@@ -22,18 +22,27 @@ export async function readBoundedText(response: Response, maxBytes: number, tooL
  * only a code near the start is wanted and a longer body is no reason for another error.
  */
 export async function readTextPrefix(response: Response, maxBytes: number): Promise<string> {
-  return (await readPrefix(response.body, maxBytes).catch(() => ({ bytes: Buffer.alloc(0) }))).bytes.toString("utf8");
+  // A body that breaks off still yields what arrived before (an S3 <Code> near the start).
+  return (await readPrefix(response.body, maxBytes, true)).bytes.toString("utf8");
 }
 
-/** Up to `limit` bytes; `complete` when the body ended within them (the rest is cancelled otherwise). */
-async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number): Promise<{ bytes: Buffer; complete: boolean }> {
+/**
+ * Up to `limit` bytes; `complete` when the body ended within them (the rest is cancelled
+ * otherwise). A failing read throws, or with `keepOnError` ends the prefix where it broke off.
+ */
+async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number, keepOnError = false): Promise<{ bytes: Buffer; complete: boolean }> {
   if (!body) return { bytes: Buffer.alloc(0), complete: true };
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const next = await reader.read().catch((err: unknown) => {
+        if (keepOnError) return undefined;
+        throw err;
+      });
+      if (next === undefined) return { bytes: Buffer.concat(chunks, size), complete: false };
+      const { done, value } = next;
       if (done) return { bytes: Buffer.concat(chunks, size), complete: true };
       const room = limit - size;
       chunks.push(value.length > room ? value.subarray(0, room) : value);
