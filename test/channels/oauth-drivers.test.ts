@@ -16,7 +16,8 @@ import { chunkedStream, driverConformance, listKeys, readAll } from "./conforman
 import { FakeDrive } from "./fakes/drive.ts";
 import { FakeDropbox } from "./fakes/dropbox.ts";
 import { FakeOnedrive } from "./fakes/onedrive.ts";
-import type { FakeOAuth } from "./fakes/oauth.ts";
+import { type FakeOAuth, oauthAppConfig } from "./fakes/oauth.ts";
+import { errorOf } from "../helpers/rejection";
 
 const onedrive = new FakeOnedrive();
 const drive = new FakeDrive();
@@ -63,32 +64,28 @@ interface Provider {
   smallChunks: Record<string, string>;
 }
 
-const appConfig = (fake: { oauth: FakeOAuth; origin: string }, token = fake.oauth.tokenJson()) => ({
-  client_id: fake.oauth.clientId,
-  client_secret: fake.oauth.clientSecret,
-  token,
-  token_url: `${fake.origin}/token`,
-});
-
 const providers: Provider[] = [
   {
     name: "onedrive",
     oauth: onedrive.oauth,
     make: (config, opts = {}) =>
-      createOnedriveDriver({ ...appConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config }, { apiBase: onedrive.origin, ...opts }),
+      createOnedriveDriver(
+        { ...oauthAppConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config },
+        { apiBase: onedrive.origin, ...opts },
+      ),
     // Simple uploads go up to 4 MiB; the session path is exercised by the 5 MiB test below.
     smallChunks: { chunk_size: "320k" },
   },
   {
     name: "drive",
     oauth: drive.oauth,
-    make: (config, opts = {}) => createDriveDriver({ ...appConfig(drive), ...config }, { apiBase: drive.origin, ...opts }),
+    make: (config, opts = {}) => createDriveDriver({ ...oauthAppConfig(drive), ...config }, { apiBase: drive.origin, ...opts }),
     smallChunks: { chunk_size: "256k", upload_cutoff: "256k" },
   },
   {
     name: "dropbox",
     oauth: dropbox.oauth,
-    make: (config, opts = {}) => createDropboxDriver({ ...appConfig(dropbox), ...config }, { apiBase: dropbox.origin, ...opts }),
+    make: (config, opts = {}) => createDropboxDriver({ ...oauthAppConfig(dropbox), ...config }, { apiBase: dropbox.origin, ...opts }),
     smallChunks: { chunk_size: "256k" },
   },
 ];
@@ -102,15 +99,6 @@ driverConformance("dropbox (local fake, drive root, small chunks)", async () => 
   driver: providers[2]!.make({ ...providers[2]!.smallChunks }),
   cleanup: async () => {},
 }));
-
-async function errorOf(promise: Promise<unknown>): Promise<Error> {
-  const result = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(result).toBeInstanceOf(Error);
-  return result as Error;
-}
 
 for (const p of providers) {
   describe(`${p.name}: uploads, tokens and errors against the fake`, () => {

@@ -14,7 +14,8 @@ import type { OAuthDriverOptions } from "../../src/channels/oauth/driver-kit.ts"
 import { FakeDrive } from "./fakes/drive.ts";
 import { FakeDropbox } from "./fakes/dropbox.ts";
 import { FakeOnedrive } from "./fakes/onedrive.ts";
-import type { FakeOAuth } from "./fakes/oauth.ts";
+import { type FakeOAuth, oauthAppConfig } from "./fakes/oauth.ts";
+import { errorOf } from "../helpers/rejection";
 
 const onedrive = new FakeOnedrive();
 const drive = new FakeDrive();
@@ -84,35 +85,27 @@ interface Provider {
   oauth: FakeOAuth;
   make(config: Record<string, string>, opts?: OAuthDriverOptions): Driver;
 }
-const appConfig = (fake: { oauth: FakeOAuth; origin: string }, token = fake.oauth.tokenJson()) => ({
-  client_id: fake.oauth.clientId,
-  client_secret: fake.oauth.clientSecret,
-  token,
-  token_url: `${fake.origin}/token`,
-});
 const providers: Provider[] = [
   {
     name: "onedrive",
     oauth: onedrive.oauth,
     make: (config, opts = {}) =>
-      createOnedriveDriver({ ...appConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config }, { apiBase: onedrive.origin, ...opts }),
+      createOnedriveDriver(
+        { ...oauthAppConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config },
+        { apiBase: onedrive.origin, ...opts },
+      ),
   },
-  { name: "drive", oauth: drive.oauth, make: (config, opts = {}) => createDriveDriver({ ...appConfig(drive), ...config }, { apiBase: drive.origin, ...opts }) },
+  {
+    name: "drive",
+    oauth: drive.oauth,
+    make: (config, opts = {}) => createDriveDriver({ ...oauthAppConfig(drive), ...config }, { apiBase: drive.origin, ...opts }),
+  },
   {
     name: "dropbox",
     oauth: dropbox.oauth,
-    make: (config, opts = {}) => createDropboxDriver({ ...appConfig(dropbox), ...config }, { apiBase: dropbox.origin, ...opts }),
+    make: (config, opts = {}) => createDropboxDriver({ ...oauthAppConfig(dropbox), ...config }, { apiBase: dropbox.origin, ...opts }),
   },
 ];
-
-async function errorOf(promise: Promise<unknown>): Promise<Error> {
-  const result = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(result).toBeInstanceOf(Error);
-  return result as Error;
-}
 
 /** Chinese, and none of the runtime's English. */
 function expectOwnText(message: string) {

@@ -7,6 +7,7 @@ import { createSftpDriver, sftpDriverOptions } from "../../src/channels/drivers/
 import { obscure } from "../../src/channels/rclone/obscure.ts";
 import { chunkedStream, driverConformance, listKeys, readAll } from "./conformance.ts";
 import { generateKey, startSshd } from "./servers/sshd.ts";
+import { errorOf } from "../helpers/rejection";
 
 const scratch = await mkdtemp(join(tmpdir(), "kura-sftp-test-"));
 await mkdir(join(scratch, "sshd"));
@@ -20,15 +21,6 @@ afterAll(async () => {
 
 function config(overrides: Record<string, string> = {}): Record<string, string> {
   return { host: "127.0.0.1", port: String(sshd.port), user: sshd.user, key_pem: sshd.clientKey, path: storage, ...overrides };
-}
-
-async function errorOf(promise: Promise<unknown>): Promise<Error> {
-  const result = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(result).toBeInstanceOf(Error);
-  return result as Error;
 }
 
 let counter = 0;

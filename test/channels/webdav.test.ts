@@ -11,6 +11,7 @@ import { obscure } from "../../src/channels/rclone/obscure.ts";
 import { driverConformance, listKeys, readAll } from "./conformance.ts";
 import { FakeDav } from "./fakes/webdav.ts";
 import { startApacheDav } from "./servers/apache.ts";
+import { errorOf } from "../helpers/rejection";
 
 const USER = "kura";
 const PASSWORD = "dav-Pa55/wörd+x";
@@ -23,15 +24,6 @@ afterAll(async () => {
 
 function config(overrides: Record<string, string> = {}): Record<string, string> {
   return { url: apache.url, vendor: "other", user: USER, pass: obscure(PASSWORD), ...overrides };
-}
-
-async function errorOf(promise: Promise<unknown>): Promise<Error> {
-  const result = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(result).toBeInstanceOf(Error);
-  return result as Error;
 }
 
 let counter = 0;

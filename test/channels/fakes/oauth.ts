@@ -158,3 +158,11 @@ export function rangedResponse(req: Request, bytes: Uint8Array, headers: Record<
     headers: { ...headers, "content-range": `bytes ${range.start}-${range.end}/${bytes.byteLength}` },
   });
 }
+
+/** A channel config for an OAuth fake: its app credentials, a token it issued, its token endpoint. */
+export const oauthAppConfig = (fake: { oauth: FakeOAuth; origin: string }, token = fake.oauth.tokenJson()) => ({
+  client_id: fake.oauth.clientId,
+  client_secret: fake.oauth.clientSecret,
+  token,
+  token_url: `${fake.origin}/token`,
+});
