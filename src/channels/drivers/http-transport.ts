@@ -4,6 +4,7 @@
  * the body can be sent again. What a status means stays with each driver.
  */
 import { withIdleDeadline } from "../../shared/idle-deadline";
+import { mapStreamErrors } from "../../shared/mapped-stream";
 
 /** `fetch` or anything call-compatible (e.g. an SSRF-guarded fetch). */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -103,24 +104,10 @@ function tapErrors(source: ReadableStream<Uint8Array>): {
   stream: ReadableStream<Uint8Array>;
   failure: { error: unknown } | null;
 } {
-  const reader = source.getReader();
-  const tap = {
-    failure: null as { error: unknown } | null,
-    stream: new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) controller.close();
-          else controller.enqueue(value);
-        } catch (error) {
-          tap.failure = { error };
-          controller.error(error);
-        }
-      },
-      cancel(reason) {
-        return reader.cancel(reason);
-      },
-    }),
-  };
+  const tap: { stream: ReadableStream<Uint8Array>; failure: { error: unknown } | null } = { stream: source, failure: null };
+  tap.stream = mapStreamErrors(source, (error) => {
+    tap.failure = { error };
+    return error;
+  });
   return tap;
 }

@@ -7,6 +7,7 @@
  */
 import { readBoundedText } from "../../../shared/bounded-read";
 import { ANSWER_MAX_BYTES, answerTooLarge, bodyReadError } from "../driver-errors";
+import { mapStreamErrors } from "../../../shared/mapped-stream";
 
 /** One list page's text; a page of 1000 keys is about 300 KB, far below the bound. */
 export async function readListBody(response: Response, origin: string): Promise<string> {
@@ -19,23 +20,6 @@ export async function readListBody(response: Response, origin: string): Promise<
 
 /** The same bytes, failing with bodyReadError's words instead of the runtime's. */
 export function withReadErrorsMapped(body: ReadableStream<Uint8Array>, origin: string): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(out) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) out.close();
-          else out.enqueue(value);
-        } catch (err) {
-          out.error(bodyReadError(err, "S3", origin));
-        }
-      },
-      cancel(reason) {
-        return reader.cancel(reason);
-      },
-    },
-    // Pull only on demand, so the idle deadline underneath still times only the peer.
-    { highWaterMark: 0 },
-  );
+  // Pull only on demand, so the idle deadline underneath still times only the peer.
+  return mapStreamErrors(body, (err) => bodyReadError(err, "S3", origin), { highWaterMark: 0 });
 }
