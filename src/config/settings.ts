@@ -70,5 +70,6 @@ function describeIssue(issue: { path: PropertyKey[]; code: string; message: stri
   if (!issue) return "配置无效";
   if (issue.code === "unrecognized_keys") return `未知的配置项: ${(issue.keys ?? []).join(", ")}`;
   const key = issue.path.map(String).join(".");
-  return `配置项 ${key} 的值无效`;
+  // A rule of our own says what is wrong (zod's built-in messages are English, so not those).
+  return issue.code === "custom" && /[\u4e00-\u9fff]/.test(issue.message) ? `配置项 ${key} 的值无效：${issue.message}` : `配置项 ${key} 的值无效`;
 }

@@ -87,6 +87,11 @@ describe("runtime configuration", () => {
       { max_upload_mb: "7" },
     ];
     for (const body of attempts) await expectError(await admin.request("PUT", "/api/admin/config", body), 400);
+    // A rule of our own says what is wrong.
+    expect(await expectError(await admin.request("PUT", "/api/admin/config", { base_url: "https://img.example.com?x=1" }), 400)).toBe(
+      "配置项 base_url 的值无效：必须是 http(s) 地址（协议、主机、可选端口和路径），不能以 / 结尾，不能带查询参数、锚点或需要转义的字符",
+    );
+    expect(await expectError(await admin.request("PUT", "/api/admin/config", { max_upload_mb: 0 }), 400)).toBe("配置项 max_upload_mb 的值无效");
     await expectError(await admin.request("PUT", "/api/admin/config", "[1]", { "content-type": "application/json" }), 400);
     await expectError(await admin.request("PUT", "/api/admin/config", "{", { "content-type": "application/json" }), 400);
     expect(await admin.json("GET", "/api/admin/config/full")).toEqual(before);
