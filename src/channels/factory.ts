@@ -7,7 +7,7 @@ import { createWebdavDriver, webdavDriverOptions } from "./drivers/webdav";
 import { createOnedriveDriver, onedriveDriverOptions } from "./drivers/onedrive";
 import { createDriveDriver, driveDriverOptions } from "./drivers/drive";
 import { createDropboxDriver, dropboxDriverOptions } from "./drivers/dropbox";
-import { apiBaseOverride } from "./oauth/providers";
+import { apiBaseOverride, type OAuthDriverKind } from "./oauth/providers";
 
 /** What the owner of a driver wants to hear about (OAuth backends only). */
 export interface DriverHooks {
@@ -16,9 +16,10 @@ export interface DriverHooks {
   /** The data directory, under which a relative local `path` lies. */
   dataDir?: string;
   /**
-   * How long an S3, WebDAV or SFTP peer may take to answer before the attempt fails and the next
-   * channel is tried (`KURA_CHANNEL_TIMEOUT_MS`; drivers default to 30 s). A peer that accepts
-   * connections and never answers costs this long per attempt.
+   * How long a network channel's peer (S3, WebDAV, SFTP, an OAuth provider's API) may take to
+   * answer, and stay silent inside an answer's body, before the attempt fails and the next channel
+   * is tried (`KURA_CHANNEL_TIMEOUT_MS`; drivers default to 30 s, SFTP 15 s, OAuth APIs 60 s). A
+   * peer that accepts connections and never answers costs this long per attempt.
    */
   peerTimeoutMs?: number;
 }
@@ -31,6 +32,13 @@ export const driverSiteOf = (boot: { dataDir: string; channelTimeoutMs?: number 
   peerTimeoutMs: boot.channelTimeoutMs,
 });
 
+/** An OAuth driver's options: the owner's token hook, the deployment's timeout, a test's API origin. */
+export const oauthHookOptions = (hooks: DriverHooks, kind: OAuthDriverKind) => ({
+  onTokenRefreshed: hooks.onTokenRefreshed,
+  timeoutMs: hooks.peerTimeoutMs,
+  apiBase: apiBaseOverride(kind),
+});
+
 type DriverFactory = (config: Record<string, string>, hooks: DriverHooks) => Driver;
 
 /** Backends by rclone type name. */
@@ -39,9 +47,9 @@ const FACTORIES: Record<string, DriverFactory> = {
   s3: (config, hooks) => createS3Driver(config, { timeoutMs: hooks.peerTimeoutMs }),
   webdav: (config, hooks) => createWebdavDriver(config, { timeoutMs: hooks.peerTimeoutMs }),
   sftp: (config, hooks) => createSftpDriver(config, { timeoutMs: hooks.peerTimeoutMs }),
-  onedrive: (config, hooks) => createOnedriveDriver(config, { ...hooks, apiBase: apiBaseOverride("onedrive") }),
-  drive: (config, hooks) => createDriveDriver(config, { ...hooks, apiBase: apiBaseOverride("drive") }),
-  dropbox: (config, hooks) => createDropboxDriver(config, { ...hooks, apiBase: apiBaseOverride("dropbox") }),
+  onedrive: (config, hooks) => createOnedriveDriver(config, oauthHookOptions(hooks, "onedrive")),
+  drive: (config, hooks) => createDriveDriver(config, oauthHookOptions(hooks, "drive")),
+  dropbox: (config, hooks) => createDropboxDriver(config, oauthHookOptions(hooks, "dropbox")),
 };
 
 /** Each backend's declared options (rclone names): masking on read and the rclone export use them. */
