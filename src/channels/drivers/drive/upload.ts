@@ -50,8 +50,7 @@ export async function uploadFile(
     body: JSON.stringify(metadata),
   });
   await start.body?.cancel().catch(() => {});
-  const session = start.headers.get("location");
-  if (!session || !/^https?:\/\//.test(session)) throw new OAuthError("Google Drive 未返回有效的续传会话地址");
+  const session = sessionUrl(start.headers.get("location"), settings.uploadUrl);
   let offset = 0;
   for await (const chunk of chunksOf(body, size, settings.chunkSize)) {
     const end = offset + chunk.byteLength - 1;
@@ -70,6 +69,23 @@ export async function uploadFile(
     if (last !== (response.status !== 308)) throw new OAuthError(`Google Drive 续传返回了意外的状态 ${response.status}: ${key}`);
     offset = end + 1;
   }
+}
+
+/**
+ * The resumable session's address. Its chunks carry the access token, so it must be on the
+ * upload API's own origin (https://www.googleapis.com; a test's apiBase): a session named on
+ * another host or over plain http, by a proxy or CDN in front of the API, never sees the token.
+ */
+function sessionUrl(location: string | null, uploadUrl: string): string {
+  let url: URL | undefined;
+  try {
+    url = location ? new URL(location) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || !/^https?:$/.test(url.protocol)) throw new OAuthError("Google Drive 未返回有效的续传会话地址");
+  if (url.origin !== new URL(uploadUrl).origin) throw new OAuthError("Google Drive 的续传会话地址不在接口的主机上，已拒绝（不会发送授权令牌）");
+  return url.href;
 }
 
 function multipartRelated(boundary: string, metadata: object, bytes: Uint8Array): Uint8Array {
