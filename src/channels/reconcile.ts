@@ -3,6 +3,7 @@ import { parseSqlTime } from "../db/time";
 import { REPLICATE_JOB } from "../images/store";
 import { STORAGE_KEY_PATTERN } from "../images/storage-key";
 import { intentKeysOnChannel } from "../images/repos/intents";
+import { channelErrorText } from "./drivers/driver-errors";
 import type { LoadedChannel } from "./registry";
 
 /** Objects this young may belong to an upload that has not committed yet: never judged. */
@@ -67,7 +68,8 @@ export async function reconcileRound(app: AppContext) {
       const r = await reconcileChannel(app, channel);
       app.log.info("每日对账完成", { channel: channel.row.name, ...r });
     } catch (err) {
-      app.log.warn("对账失败", { channel: channel.row.name, err: (err as Error).message });
+      // The Chinese reason, as in last_error and alerts: a runtime's English text may describe internals.
+      app.log.warn("对账失败", { channel: channel.row.name, err: channelErrorText(err) });
     }
   }
 }
