@@ -2,6 +2,7 @@ import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type 
 import type { OAuthApiClient } from "../oauth/api-client";
 import { baseName, byKey, dirOfPrefix, mayHoldPrefix, oauthClient, parentOf, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
 import { ApiRequestError, OAuthError } from "../oauth/errors";
+import { checkWalkDepth, PageGuard } from "../oauth/paging";
 import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
 import { FILE_FIELDS, FOLDER_MIME, googleErrorCode, queryString, resolveDriveSettings, type DriveFile, type DriveSettings } from "./drive/config";
 import { DriveFolders } from "./drive/folders";
@@ -113,12 +114,20 @@ export class DriveDriver implements Driver {
     if (folderId) yield* this.walk(folderId, dirKey, prefix);
   }
 
+  /**
+   * Page by page: each page's files are yielded, then its folders walked, before the next page is
+   * asked for. Memory holds one page per folder level, never a whole folder, so the drain's
+   * batching and heartbeat act on a listing of any length (see oauth/paging.ts for its end).
+   */
   private async *walk(folderId: string, dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
-    const found: ObjectInfo[] = [];
-    const folders: { key: string; id: string }[] = [];
+    checkWalkDepth("Google Drive", dirKey);
+    const guard = new PageGuard("Google Drive");
+    const q = `${queryString(folderId)} in parents and trashed = false`;
     let pageToken: string | undefined;
     do {
-      const page = await this.folders.listPage(`${queryString(folderId)} in parents and trashed = false`, dirKey ? `${dirKey}/` : "/", pageToken);
+      const page = await this.folders.listPage(q, dirKey ? `${dirKey}/` : "/", pageToken);
+      const found: ObjectInfo[] = [];
+      const folders: { key: string; id: string }[] = [];
       for (const file of page.files) {
         const key = dirKey ? `${dirKey}/${file.name}` : file.name;
         if (file.mimeType === FOLDER_MIME) folders.push({ key, id: file.id });
@@ -127,12 +136,12 @@ export class DriveDriver implements Driver {
           found.push({ key, size: Number(file.size), modified: file.modifiedTime ? new Date(file.modifiedTime) : undefined });
         }
       }
-      pageToken = page.nextPageToken;
+      yield* found.sort(byKey);
+      for (const folder of folders.sort((a, b) => (a.key < b.key ? -1 : 1))) {
+        if (mayHoldPrefix(folder.key, prefix)) yield* this.walk(folder.id, folder.key, prefix);
+      }
+      pageToken = page.nextPageToken === undefined ? undefined : guard.follow(page.nextPageToken, page.files.length);
     } while (pageToken);
-    yield* found.sort(byKey);
-    for (const folder of folders.sort((a, b) => (a.key < b.key ? -1 : 1))) {
-      if (mayHoldPrefix(folder.key, prefix)) yield* this.walk(folder.id, folder.key, prefix);
-    }
   }
 
   async probe(deep: boolean): Promise<void> {

@@ -4,8 +4,9 @@ import { chunksOf, toBytes } from "../oauth/body";
 import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
 import { ApiRequestError, OAuthError } from "../oauth/errors";
 import { decodeName, DROPBOX_NAMES, encodePath } from "../oauth/names";
+import { checkWalkDepth, PageGuard } from "../oauth/paging";
 import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
-import { dropboxErrorCode, headerJson, resolveDropboxSettings, type DropboxEntry, type DropboxSettings } from "./dropbox/config";
+import { dropboxErrorCode, dropboxPage, headerJson, resolveDropboxSettings, type DropboxEntry, type DropboxPage, type DropboxSettings } from "./dropbox/config";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
 
 export { dropboxDriverOptions } from "./dropbox/config";
@@ -132,23 +133,27 @@ export class DropboxDriver implements Driver {
   /**
    * One folder at a time (not recursive=true): a recursive listing's
    * path_display only guarantees the casing of the last component, while
-   * `name` is always exact, so keys are built from names.
+   * `name` is always exact, so keys are built from names. Page by page: each
+   * page's files are yielded and its folders walked before the next page is
+   * asked for, so memory holds one page per level, never a whole folder.
    */
   private async *walk(dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
+    checkWalkDepth("Dropbox", dirKey);
     const root = this.settings.root;
     const path = this.pathOf(root && dirKey ? `${root}/${dirKey}` : root || dirKey);
     const target = dirKey ? `${dirKey}/` : "/";
-    const found: ObjectInfo[] = [];
-    const folders: string[] = [];
-    let page: { entries?: DropboxEntry[]; cursor?: string; has_more?: boolean };
+    const guard = new PageGuard("Dropbox");
+    let page: DropboxPage;
     try {
-      page = await this.rpc("files/list_folder", { path, recursive: false, limit: 2000 }, target);
+      page = dropboxPage(await this.rpc("files/list_folder", { path, recursive: false, limit: 2000 }, target));
     } catch (err) {
       if (isNotFound(err)) return;
       throw err;
     }
     for (;;) {
-      for (const entry of page.entries ?? []) {
+      const found: ObjectInfo[] = [];
+      const folders: string[] = [];
+      for (const entry of page.entries) {
         const name = decodeName(entry.name, DROPBOX_NAMES);
         const key = dirKey ? `${dirKey}/${name}` : name;
         if (entry[".tag"] === "folder") folders.push(key);
@@ -156,11 +161,12 @@ export class DropboxDriver implements Driver {
           found.push({ key, size: entry.size, modified: entry.server_modified ? new Date(entry.server_modified) : undefined });
         }
       }
-      if (!page.has_more || !page.cursor) break;
-      page = await this.rpc("files/list_folder/continue", { cursor: page.cursor }, target);
+      yield* found.sort(byKey);
+      for (const folder of folders.sort()) if (mayHoldPrefix(folder, prefix)) yield* this.walk(folder, prefix);
+      if (!page.has_more) return;
+      const cursor = guard.follow(page.cursor, page.entries.length);
+      page = dropboxPage(await this.rpc("files/list_folder/continue", { cursor }, target));
     }
-    yield* found.sort(byKey);
-    for (const folder of folders.sort()) if (mayHoldPrefix(folder, prefix)) yield* this.walk(folder, prefix);
   }
 
   async probe(deep: boolean): Promise<void> {

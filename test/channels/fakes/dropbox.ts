@@ -23,7 +23,8 @@ export class FakeDropbox {
   readonly files = new Map<string, StoredFile>();
   readonly folders = new Map<string, string>();
   private readonly sessions = new Map<string, Uint8Array[]>();
-  private readonly cursors = new Map<string, { entries: object[]; offset: number }>();
+  /** A listing's entries by id; a cursor is `<id>.<offset>`, new on every page as Dropbox's are. */
+  private readonly cursors = new Map<string, object[]>();
   readonly requests: { path: string; arg: string | null }[] = [];
   private readonly server: ReturnType<typeof serveFake>;
 
@@ -91,8 +92,9 @@ export class FakeDropbox {
       case "/2/files/list_folder":
         return this.list(arg);
       case "/2/files/list_folder/continue": {
-        const cursor = this.cursors.get(arg.cursor);
-        return cursor ? this.page(arg.cursor, cursor) : dbxError(409, "reset/");
+        const [id, offset] = String(arg.cursor).split(".");
+        const entries = this.cursors.get(id ?? "");
+        return entries ? this.page(id!, entries, Number(offset)) : dbxError(409, "reset/");
       }
     }
     return new Response("unknown endpoint", { status: 404 });
@@ -143,15 +145,14 @@ export class FakeDropbox {
       ...[...this.files.entries()].filter(([k]) => under(k)).map(([, f]) => this.entry(f)),
     ];
     const id = randomBytes(8).toString("hex");
-    const cursor = { entries, offset: 0 };
-    this.cursors.set(id, cursor);
-    return this.page(id, cursor, Math.min(PAGE, Number(arg.limit) || PAGE));
+    this.cursors.set(id, entries);
+    return this.page(id, entries, 0, Math.min(PAGE, Number(arg.limit) || PAGE));
   }
 
-  private page(id: string, cursor: { entries: object[]; offset: number }, size = PAGE): Response {
-    const entries = cursor.entries.slice(cursor.offset, cursor.offset + size);
-    cursor.offset += entries.length;
-    return Response.json({ entries, cursor: id, has_more: cursor.offset < cursor.entries.length });
+  private page(id: string, all: object[], offset: number, size = PAGE): Response {
+    const entries = all.slice(offset, offset + size);
+    const next = offset + entries.length;
+    return Response.json({ entries, cursor: `${id}.${next}`, has_more: next < all.length });
   }
 }
 

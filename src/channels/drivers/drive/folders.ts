@@ -1,5 +1,6 @@
 import type { OAuthApiClient } from "../../oauth/api-client";
 import { baseName, parentOf } from "../../oauth/driver-kit";
+import { invalidListing } from "../../oauth/paging";
 import { FILE_FIELDS, FOLDER_MIME, queryString, type DriveFile, type DriveSettings } from "./config";
 
 /**
@@ -31,16 +32,11 @@ export class DriveFolders {
     return (await this.listPage(q, target)).files;
   }
 
-  /** One page of files.list. */
-  async listPage(q: string, target: string, pageToken?: string): Promise<{ files: DriveFile[]; nextPageToken?: string }> {
+  /** One page of files.list (checked: see drivePage). */
+  async listPage(q: string, target: string, pageToken?: string): Promise<DrivePage> {
     const params = new URLSearchParams({ q, fields: `nextPageToken,files(${FILE_FIELDS})`, pageSize: "1000" });
     if (pageToken) params.set("pageToken", pageToken);
-    const page = await this.api.json<{ files?: DriveFile[]; nextPageToken?: string }>({
-      method: "GET",
-      url: `${this.settings.filesUrl}?${params}`,
-      target,
-    });
-    return { files: page.files ?? [], nextPageToken: page.nextPageToken };
+    return drivePage(await this.api.json<unknown>({ method: "GET", url: `${this.settings.filesUrl}?${params}`, target }));
   }
 
   /** Id of the folder at `dir` (relative to the drive root, "" = root), or null when it does not exist. */
@@ -80,4 +76,33 @@ export class DriveFolders {
     this.ids.set(dir, folder.id);
     return folder.id;
   }
+}
+
+export interface DrivePage {
+  files: DriveFile[];
+  /** The next page's token; undefined on the last page. */
+  nextPageToken?: string;
+}
+
+/**
+ * A files.list answer, refused unless it has the shape Drive always sends: `files` is never
+ * missing from a real answer, so `{}` or `null` (an error object of a proxy, a cut answer) must
+ * not read as an empty folder, after which a purge would remove a channel whose objects remain.
+ */
+export function drivePage(answer: unknown): DrivePage {
+  const fail = (why: string) => invalidListing("Google Drive", why);
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer)) throw fail("不是 JSON 对象");
+  const { files, nextPageToken } = answer as { files?: unknown; nextPageToken?: unknown };
+  if (!Array.isArray(files)) throw fail("缺少 files 数组");
+  if (nextPageToken !== undefined && typeof nextPageToken !== "string") throw fail("nextPageToken 不是字符串");
+  for (const file of files as Partial<Record<keyof DriveFile, unknown>>[]) {
+    const valid =
+      typeof file === "object" &&
+      file !== null &&
+      typeof file.id === "string" &&
+      typeof file.name === "string" &&
+      (file.size === undefined || (typeof file.size === "string" && /^\d{1,16}$/.test(file.size)));
+    if (!valid) throw fail("files 中有无效的条目");
+  }
+  return { files: files as DriveFile[], nextPageToken: nextPageToken || undefined };
 }

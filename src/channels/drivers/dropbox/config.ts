@@ -1,6 +1,7 @@
 import { OAuthError, safeCode } from "../../oauth/errors";
 import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit";
 import type { DriverOptionSpec } from "../option-spec";
+import { invalidListing } from "../../oauth/paging";
 
 /** Keys named exactly like rclone's dropbox options, plus Kura's reserved `path`. */
 export const dropboxDriverOptions: readonly DriverOptionSpec[] = [
@@ -52,4 +53,35 @@ export interface DropboxEntry {
   path_lower?: string;
   size?: number;
   server_modified?: string;
+}
+
+/** A list_folder(/continue) answer; `cursor` is the next page's when `has_more`. */
+export interface DropboxPage {
+  entries: DropboxEntry[];
+  cursor: string;
+  has_more: boolean;
+}
+
+/**
+ * A list_folder answer, refused unless it has the shape Dropbox always sends (`entries`,
+ * `cursor`, `has_more`): `{}` or `null` (an error object of a proxy, a cut answer) must not read
+ * as an empty folder, after which a purge would remove a channel whose objects remain.
+ */
+export function dropboxPage(answer: unknown): DropboxPage {
+  const fail = (why: string) => invalidListing("Dropbox", why);
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer)) throw fail("不是 JSON 对象");
+  const { entries, cursor, has_more } = answer as { entries?: unknown; cursor?: unknown; has_more?: unknown };
+  if (!Array.isArray(entries)) throw fail("缺少 entries 数组");
+  if (typeof has_more !== "boolean") throw fail("has_more 不是布尔值");
+  if (typeof cursor !== "string" || (has_more && cursor === "")) throw fail("缺少 cursor");
+  for (const entry of entries as Partial<Record<keyof DropboxEntry, unknown>>[]) {
+    const valid =
+      typeof entry === "object" &&
+      entry !== null &&
+      typeof entry[".tag"] === "string" &&
+      typeof entry.name === "string" &&
+      (entry.size === undefined || (typeof entry.size === "number" && Number.isSafeInteger(entry.size) && entry.size >= 0));
+    if (!valid) throw fail("entries 中有无效的条目");
+  }
+  return { entries: entries as DropboxEntry[], cursor, has_more };
 }
