@@ -1,5 +1,5 @@
 /**
- * Google Drive and Dropbox folder walks against a provider whose listing is broken (channel
+ * Google Drive, Dropbox and OneDrive folder walks against a provider whose listing is broken (channel
  * audit 3: H1, M1, L1, L2, M4): a fetch wrapper answers the walk's list calls itself, the fakes
  * of test/channels/fakes answer everything else. A listing without `files` / `entries` fails
  * instead of reading as an empty folder; a repeated page token, a long run of empty pages and
@@ -12,19 +12,24 @@ import type { Driver } from "../../src/channels/driver.ts";
 import { createDriveDriver } from "../../src/channels/drivers/drive.ts";
 import { channelErrorText } from "../../src/channels/drivers/driver-errors.ts";
 import { createDropboxDriver } from "../../src/channels/drivers/dropbox.ts";
+import { createOnedriveDriver } from "../../src/channels/drivers/onedrive.ts";
 import { oauthHookOptions } from "../../src/channels/factory.ts";
 import type { OAuthDriverOptions } from "../../src/channels/oauth/driver-kit.ts";
 import { FakeDrive, FOLDER } from "./fakes/drive.ts";
 import { FakeDropbox } from "./fakes/dropbox.ts";
+import { FakeOnedrive } from "./fakes/onedrive.ts";
 import { oauthAppConfig } from "./fakes/oauth.ts";
 import { errorOf } from "../helpers/rejection";
 
 const drive = new FakeDrive();
 const dropbox = new FakeDropbox();
+const onedrive = new FakeOnedrive();
 afterAll(() => {
   drive.stop();
   dropbox.stop();
+  onedrive.stop();
 });
+const onedriveConfig = () => ({ ...oauthAppConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal" });
 
 /** The walk's list calls (not Drive's name lookups), with the request's page token or cursor. */
 type ListAnswer = (n: number, token: string | undefined) => unknown;
@@ -36,6 +41,8 @@ interface Provider {
   make(answer?: ListAnswer, opts?: OAuthDriverOptions): { driver: Driver; calls: () => number };
   /** A page of `files` named entries with `more` naming the next page's token. */
   page(names: string[], more?: string, folder?: boolean): unknown;
+  /** A plain driver of this provider with `opts`. */
+  build(opts: OAuthDriverOptions): Driver;
 }
 
 function intercepting(isList: (url: URL, body: string) => string | undefined | false, answer: ListAnswer | undefined) {
@@ -60,6 +67,7 @@ const providers: Provider[] = [
       }, answer);
       return { driver: createDriveDriver(oauthAppConfig(drive), { apiBase: drive.origin, fetch: fetchFn, ...opts }), calls };
     },
+    build: (opts) => createDriveDriver(oauthAppConfig(drive), opts),
     page: (names, more, folder = false) => ({
       files: names.map((name, i) => (folder ? { id: `f${name}${i}`, name, mimeType: FOLDER } : { id: `${name}${i}`, name, mimeType: "image/png", size: "1" })),
       ...(more === undefined ? {} : { nextPageToken: more }),
@@ -76,11 +84,28 @@ const providers: Provider[] = [
       }, answer);
       return { driver: createDropboxDriver(oauthAppConfig(dropbox), { apiBase: dropbox.origin, fetch: fetchFn, ...opts }), calls };
     },
+    build: (opts) => createDropboxDriver(oauthAppConfig(dropbox), opts),
     page: (names, more, folder = false) => ({
       entries: names.map((name) => (folder ? { ".tag": "folder", name } : { ".tag": "file", name, size: 1 })),
       cursor: more ?? "end",
       has_more: more !== undefined,
     }),
+  },
+  {
+    name: "onedrive",
+    label: "OneDrive",
+    make(answer, opts = {}) {
+      const { fetchFn, calls } = intercepting(
+        (url) => (url.pathname.endsWith("/children") ? (url.searchParams.get("$skiptoken") ?? undefined) : false),
+        answer,
+      );
+      return { driver: createOnedriveDriver(onedriveConfig(), { apiBase: onedrive.origin, fetch: fetchFn, ...opts }), calls };
+    },
+    page: (names, more, folder = false) => ({
+      value: names.map((name) => (folder ? { name, folder: {} } : { name, size: 1, file: {} })),
+      ...(more === undefined ? {} : { "@odata.nextLink": `${onedrive.origin}/v1.0/drives/${onedrive.driveId}/root/children?$skiptoken=${more}` }),
+    }),
+    build: (opts) => createOnedriveDriver(onedriveConfig(), opts),
   },
 ];
 
@@ -94,10 +119,25 @@ for (const p of providers) {
   describe(`${p.name}: broken listings`, () => {
     test("an answer without the listing's fields is an invalid listing, not an empty folder (M1, L1)", async () => {
       const spoiled: [unknown, string][] = [
-        [{}, p.name === "drive" ? "缺少 files 数组" : "缺少 entries 数组"],
+        [{}, { drive: "缺少 files 数组", dropbox: "缺少 entries 数组", onedrive: "缺少 value 数组" }[p.name]!],
         [null, "不是 JSON 对象"],
-        [p.name === "drive" ? { files: "x" } : { entries: {}, cursor: "c", has_more: false }, p.name === "drive" ? "缺少 files 数组" : "缺少 entries 数组"],
-        [p.name === "drive" ? { files: [{ name: "a" }] } : { entries: [{ name: "a" }], cursor: "c", has_more: false }, "中有无效的条目"],
+        ...(
+          {
+            drive: [
+              [{ files: "x" }, "缺少 files 数组"],
+              [{ files: [{ name: "a" }] }, "中有无效的条目"],
+            ],
+            dropbox: [
+              [{ entries: {}, cursor: "c", has_more: false }, "缺少 entries 数组"],
+              [{ entries: [{ name: "a" }], cursor: "c", has_more: false }, "中有无效的条目"],
+            ],
+            onedrive: [
+              [{ value: {} }, "缺少 value 数组"],
+              [{ value: [{ size: 1 }] }, "中有无效的条目"],
+              [{ value: [], "@odata.nextLink": 7 }, "@odata.nextLink 不是字符串"],
+            ],
+          } as Record<string, [unknown, string][]>
+        )[p.name]!,
       ];
       if (p.name === "dropbox") spoiled.push([{ entries: [], cursor: "c", has_more: "false" }, "has_more 不是布尔值"]);
       if (p.name === "dropbox") spoiled.push([{ entries: [], has_more: true }, "缺少 cursor"]);
@@ -145,9 +185,8 @@ for (const p of providers) {
     test("KURA_CHANNEL_TIMEOUT_MS reaches the driver: a stalled answer fails within it, not after 60 s (M4)", async () => {
       const stall = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) });
       try {
-        const opts = { ...oauthHookOptions({ peerTimeoutMs: 300 }, p.name as "drive" | "dropbox"), apiBase: `http://127.0.0.1:${stall.port}` };
-        const config = oauthAppConfig(p.name === "drive" ? drive : dropbox);
-        const driver = p.name === "drive" ? createDriveDriver(config, opts) : createDropboxDriver(config, opts);
+        const opts = { ...oauthHookOptions({ peerTimeoutMs: 300 }, p.name as "drive" | "dropbox" | "onedrive"), apiBase: `http://127.0.0.1:${stall.port}` };
+        const driver = p.build(opts);
         const started = performance.now();
         const err = await errorOf(driver.head("a.png"));
         expect(err.message).toContain("请求超时");

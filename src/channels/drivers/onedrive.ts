@@ -6,7 +6,16 @@ import { OAuthError } from "../oauth/errors";
 import { decodeName, encodePath, ONEDRIVE_NAMES } from "../oauth/names";
 import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
-import { graphErrorCode, resolveOnedriveSettings, SIMPLE_UPLOAD_LIMIT, type GraphDrive, type GraphItem, type OnedriveSettings } from "./onedrive/config";
+import {
+  graphErrorCode,
+  graphPage,
+  resolveOnedriveSettings,
+  SIMPLE_UPLOAD_LIMIT,
+  type GraphDrive,
+  type GraphItem,
+  type OnedriveSettings,
+} from "./onedrive/config";
+import { checkWalkDepth, PageGuard } from "../oauth/paging";
 
 export { onedriveDriverOptions } from "./onedrive/config";
 
@@ -152,37 +161,42 @@ export class OnedriveDriver implements Driver {
     yield* this.walk(dirOfPrefix(prefix), prefix);
   }
 
-  /** Children of one folder (following @odata.nextLink), recursing into sub-folders that can hold the prefix. */
+  /**
+   * Children of one folder (following @odata.nextLink), recursing into sub-folders that can hold
+   * the prefix, page by page: a provider that pages without end, repeats a link or nests folders
+   * without end fails the listing (oauth/paging.ts) instead of growing a whole folder in memory.
+   */
   private async *walk(dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
+    checkWalkDepth("OneDrive", dirKey);
+    const guard = new PageGuard("OneDrive");
     const root = this.settings.root;
     const rel = root && dirKey ? `${root}/${dirKey}` : root || dirKey;
     const base = await this.itemUrl(rel);
     let url: string | undefined = `${base}/children?$top=1000&$select=name,size,file,folder,lastModifiedDateTime`;
-    const found: ObjectInfo[] = [];
-    const folders: string[] = [];
     while (url) {
       const response = await this.api.send({ method: "GET", url, target: dirKey ? `${dirKey}/` : "/", headers: { accept: "application/json" }, accept: [404] });
       if (response.status === 404) {
         await response.body?.cancel().catch(() => {});
         return;
       }
-      const page = await this.api.readJson<{ value?: GraphItem[]; "@odata.nextLink"?: string }>(response, url);
-      for (const item of page.value ?? []) {
+      const page = graphPage(await this.api.readJson<unknown>(response, url));
+      const found: ObjectInfo[] = [];
+      const folders: string[] = [];
+      for (const item of page.value) {
         const key = dirKey ? `${dirKey}/${decodeName(item.name, ONEDRIVE_NAMES)}` : decodeName(item.name, ONEDRIVE_NAMES);
         if (item.folder) folders.push(key);
         else if (typeof item.size === "number" && key.startsWith(prefix)) {
           found.push({ key, size: item.size, modified: item.lastModifiedDateTime ? new Date(item.lastModifiedDateTime) : undefined });
         }
       }
-      url = this.nextLink(page["@odata.nextLink"]);
+      yield* found.sort(byKey);
+      for (const folder of folders.sort()) if (mayHoldPrefix(folder, prefix)) yield* this.walk(folder, prefix);
+      url = page.nextLink === undefined ? undefined : this.nextLink(guard.follow(page.nextLink, page.value.length));
     }
-    yield* found.sort(byKey);
-    for (const folder of folders.sort()) if (mayHoldPrefix(folder, prefix)) yield* this.walk(folder, prefix);
   }
 
   /** Paging links must stay on the API origin: the token is sent with them. */
-  private nextLink(link: string | undefined): string | undefined {
-    if (!link) return undefined;
+  private nextLink(link: string): string {
     if (new URL(link).origin !== new URL(this.settings.apiRoot).origin) throw new OAuthError("OneDrive 分页链接指向了其他主机，已拒绝");
     return link;
   }

@@ -1,3 +1,4 @@
+import { invalidListing } from "../../oauth/paging";
 import { OAuthError, safeCode } from "../../oauth/errors";
 import { OAUTH_OPTION_SPECS, parseSize, PATH_OPTION, rootOf } from "../../oauth/driver-kit";
 import { defaultApiOrigin, ONEDRIVE_REGIONS } from "../../oauth/providers";
@@ -58,4 +59,27 @@ export interface GraphItem {
 export interface GraphDrive {
   id: string;
   driveType?: string;
+}
+
+/** One page of a folder's children, as Microsoft Graph sends it. */
+export interface GraphPage {
+  value: GraphItem[];
+  nextLink: string | undefined;
+}
+
+/**
+ * A children page checked before it is believed: an answer without a `value` array (a proxy's
+ * `{}`, `null`) read as an empty folder let a purge remove a channel whose objects remained.
+ */
+export function graphPage(answer: unknown): GraphPage {
+  const fail = (why: string) => invalidListing("OneDrive", why);
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer)) throw fail("不是 JSON 对象");
+  const { value, "@odata.nextLink": nextLink } = answer as { value?: unknown; "@odata.nextLink"?: unknown };
+  if (!Array.isArray(value)) throw fail("缺少 value 数组");
+  if (nextLink !== undefined && typeof nextLink !== "string") throw fail("@odata.nextLink 不是字符串");
+  for (const item of value as Partial<Record<keyof GraphItem, unknown>>[]) {
+    const valid = typeof item === "object" && item !== null && typeof item.name === "string" && (item.size === undefined || typeof item.size === "number");
+    if (!valid) throw fail("value 中有无效的条目");
+  }
+  return { value: value as GraphItem[], nextLink: nextLink || undefined };
 }
