@@ -7,6 +7,7 @@ import { clampRange, sizedStream } from "./sized-body";
 import { resolveSftpSettings, type SftpSettings } from "./sftp/config";
 import { hasStatus, operationError, SFTP_STATUS, SftpError } from "./sftp/errors";
 import { isUnsupportedExtension, readStream, sftpOps, SourceReadError, writeAll } from "./sftp/ops";
+import { checkDepth, DEFAULT_LIST_LIMITS, type ListLimits, readDirectory } from "./sftp/listing";
 import { SftpSession } from "./sftp/session";
 
 export { sftpDriverOptions } from "./sftp/config";
@@ -14,13 +15,15 @@ export { sftpDriverOptions } from "./sftp/config";
 export interface SftpDriverOptions {
   /** Time allowed for connecting and logging in. */
   timeoutMs?: number;
+  /** Bounds on what a server's listings may hold (tests lower them). */
+  listLimits?: Partial<ListLimits>;
 }
 
 /** `.<name>.kura-tmp-<rand>` as in the local driver: hidden, next to the target, skipped by list. */
 const TEMP_FILE = /^\..*\.kura-tmp-[0-9a-f]+$/;
 
 export function createSftpDriver(config: Record<string, string>, opts: SftpDriverOptions = {}): Driver {
-  return new SftpDriver(resolveSftpSettings(config), opts.timeoutMs ?? 15_000);
+  return new SftpDriver(resolveSftpSettings(config), opts.timeoutMs ?? 15_000, { ...DEFAULT_LIST_LIMITS, ...opts.listLimits });
 }
 
 function parentOf(path: string): string {
@@ -42,6 +45,7 @@ class SftpDriver implements Driver {
   constructor(
     private readonly settings: SftpSettings,
     timeoutMs: number,
+    private readonly listLimits: ListLimits,
   ) {
     this.session = new SftpSession(settings, timeoutMs);
   }
@@ -200,29 +204,36 @@ class SftpDriver implements Driver {
   }
 
   private async *walk(dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
+    checkDepth(dirKey, this.listLimits);
     const dir = this.join(dirKey) || ".";
-    const entries = await this.session
+    // Opening is retried on a fresh connection like any idempotent call; the READDIRs then stay on that
+    // connection (a handle means nothing on another one), so a drop mid-listing fails the listing.
+    const opened = await this.session
       .run(async (sftp) => {
         try {
-          return await sftpOps.readdir(sftp, dir);
+          return { sftp, handle: await sftpOps.opendir(sftp, dir) };
         } catch (err) {
-          if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return [];
+          if (hasStatus(err, SFTP_STATUS.NO_SUCH_FILE)) return null;
           // Listing below a file: OpenSSH answers a generic failure.
           const info = await sftpOps.stat(sftp, dir).catch(() => null);
-          if (info && !info.isDirectory()) return [];
+          if (info && !info.isDirectory()) return null;
           throw err;
         }
       }, true)
       .catch(failed("列出", dirKey || "/"));
-    entries.sort((a, b) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0));
-    for (const entry of entries) {
-      if (entry.filename === "." || entry.filename === "..") continue;
-      const key = dirKey ? `${dirKey}/${entry.filename}` : entry.filename;
-      if (entry.attrs.isDirectory()) {
-        // Descend only where keys can still match the prefix.
-        if (`${key}/`.startsWith(prefix) || prefix.startsWith(`${key}/`)) yield* this.walk(key, prefix);
-      } else if (entry.attrs.isFile() && !TEMP_FILE.test(entry.filename) && key.startsWith(prefix)) {
-        yield { key, size: entry.attrs.size, modified: new Date(entry.attrs.mtime * 1000) };
+    if (!opened) return;
+    const batches = readDirectory(opened.sftp, opened.handle, dirKey, this.listLimits);
+    // Depth first with the parent's handle open: nothing but one batch per level is held, however large a directory.
+    for await (const batch of mapErrors(batches, failed("列出", dirKey || "/"))) {
+      for (const entry of batch) {
+        if (entry.filename === "." || entry.filename === "..") continue;
+        const key = dirKey ? `${dirKey}/${entry.filename}` : entry.filename;
+        if (entry.attrs.isDirectory()) {
+          // Descend only where keys can still match the prefix.
+          if (`${key}/`.startsWith(prefix) || prefix.startsWith(`${key}/`)) yield* this.walk(key, prefix);
+        } else if (entry.attrs.isFile() && !TEMP_FILE.test(entry.filename) && key.startsWith(prefix)) {
+          yield { key, size: entry.attrs.size, modified: new Date(entry.attrs.mtime * 1000) };
+        }
       }
     }
   }
@@ -245,6 +256,15 @@ class SftpDriver implements Driver {
 
   async close(): Promise<void> {
     await this.session.close();
+  }
+}
+
+/** `source` with its failures passed through `rethrow`; stopping early still ends `source` (its finally runs). */
+async function* mapErrors<T>(source: AsyncGenerator<T>, rethrow: (err: unknown) => never): AsyncGenerator<T> {
+  try {
+    yield* source;
+  } catch (err) {
+    rethrow(err);
   }
 }
 

@@ -43,7 +43,12 @@ export const sftpOps = {
   fstat: (sftp: SFTPWrapper, handle: Buffer) => call<Stats>(sftp, (cb) => sftp.fstat(handle, cb)),
   stat: (sftp: SFTPWrapper, path: string) => call<Stats>(sftp, (cb) => sftp.stat(path, cb)),
   mkdir: (sftp: SFTPWrapper, path: string) => call<void>(sftp, (cb) => sftp.mkdir(path, { mode: 0o755 }, cb)),
-  readdir: (sftp: SFTPWrapper, path: string) => call<FileEntryWithStats[]>(sftp, (cb) => sftp.readdir(path, cb)),
+  opendir: (sftp: SFTPWrapper, path: string) => call<Buffer>(sftp, (cb) => sftp.opendir(path, cb)),
+  /**
+   * One READDIR on an open directory handle: the next batch of entries ("." and ".." left out), or a status
+   * error with code EOF at the end. Never ssh2's readdir(path), which loops to EOF as one request.
+   */
+  readdirBatch: (sftp: SFTPWrapper, handle: Buffer) => call<FileEntryWithStats[]>(sftp, (cb) => sftp.readdir(handle, cb)),
   unlink: (sftp: SFTPWrapper, path: string) => call<void>(sftp, (cb) => sftp.unlink(path, cb)),
   rename: (sftp: SFTPWrapper, from: string, to: string) => call<void>(sftp, (cb) => sftp.rename(from, to, cb)),
   /** posix-rename@openssh.com: replaces `to` atomically. Rejects if the server lacks the extension. */

@@ -1,0 +1,81 @@
+import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Driver } from "../../src/channels/driver.ts";
+import { createSftpDriver, type SftpDriverOptions } from "../../src/channels/drivers/sftp.ts";
+import { obscure } from "../../src/channels/rclone/obscure.ts";
+import { errorOf } from "../helpers/rejection";
+import { listKeys } from "./conformance.ts";
+import { startSftpPeer } from "./servers/sftp-peer.ts";
+
+const root = await mkdtemp(join(tmpdir(), "kura-sftp-peer-"));
+const peer = await startSftpPeer(root);
+const drivers: Driver[] = [];
+afterAll(async () => {
+  for (const d of drivers) await d.close?.();
+  await peer.stop();
+  await rm(root, { recursive: true, force: true });
+});
+beforeEach(() => {
+  for (const key of Object.keys(peer.ctl)) delete peer.ctl[key as keyof typeof peer.ctl];
+});
+
+function driverFor(opts: SftpDriverOptions = {}, extra: Record<string, string> = {}): Driver {
+  const driver = createSftpDriver({ host: "127.0.0.1", port: String(peer.port), user: "kura", pass: obscure(peer.password), ...extra }, opts);
+  drivers.push(driver);
+  return driver;
+}
+
+describe("SFTP listings a server never ends (H2)", () => {
+  test("entries arrive batch by batch while the listing is still going; stopping early closes the handle", async () => {
+    peer.ctl.readdir = "endless";
+    const driver = driverFor({ timeoutMs: 5_000 });
+    const seen: string[] = [];
+    for await (const info of driver.list("")) {
+      seen.push(info.key);
+      if (seen.length === 300) break;
+    }
+    expect(seen.length).toBe(300);
+    // Three or four READDIRs, not the whole (endless) directory.
+    expect(peer.stats.readdir).toBeLessThan(10);
+    expect(peer.stats.openDirs).toBe(0);
+  });
+
+  test("past the entry cap the listing fails in Chinese, and the handle is closed", async () => {
+    peer.ctl.readdir = "endless";
+    const driver = driverFor({ listLimits: { entriesPerDir: 5_000 } });
+    const err = await errorOf(listKeys(driver, ""));
+    expect(err.message).toBe("SFTP 列出失败: /: 目录条目超过 5000 个 (服务器未结束列表)，已停止列出");
+    expect(peer.stats.openDirs).toBe(0);
+  });
+
+  test("a name longer than the cap fails the listing", async () => {
+    peer.ctl.readdir = "hugename";
+    const err = await errorOf(listKeys(driverFor(), "img/"));
+    expect(err.message).toBe("SFTP 列出失败: img: 目录中有名称超过 1024 字节的条目，已停止列出");
+    expect(peer.stats.openDirs).toBe(0);
+  });
+
+  test("endless nesting stops at the depth bound, with every level's handle closed", async () => {
+    peer.ctl.readdir = "deep";
+    const before = peer.stats.opendir;
+    const err = await errorOf(listKeys(driverFor(), ""));
+    expect(err.message).toStartWith("SFTP 列出失败: d/d/d/");
+    expect(err.message).toEndWith(": 目录层级超过 32 层，已停止列出");
+    expect(peer.stats.opendir - before).toBe(33);
+    expect(peer.stats.openDirs).toBe(0);
+  });
+});
+
+describe("the watchdog times each READDIR, not the whole listing (M3)", () => {
+  test("a directory answered steadily every 250 ms lists completely, though it takes longer than the 1 s timeout", async () => {
+    Object.assign(peer.ctl, { readdir: "slow", replies: 10, delayMs: 250 });
+    const started = performance.now();
+    const keys = await listKeys(driverFor({ timeoutMs: 1_000 }), "");
+    expect(keys.length).toBe(1_000);
+    expect(keys).toContain("slow-10-99.dat");
+    expect(performance.now() - started).toBeGreaterThan(2_500);
+    expect(peer.stats.openDirs).toBe(0);
+  });
+});
