@@ -1,12 +1,12 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Driver } from "../../src/channels/driver.ts";
 import { createSftpDriver, type SftpDriverOptions } from "../../src/channels/drivers/sftp.ts";
 import { obscure } from "../../src/channels/rclone/obscure.ts";
 import { errorOf } from "../helpers/rejection";
-import { listKeys } from "./conformance.ts";
+import { listKeys, readAll } from "./conformance.ts";
 import { startSftpPeer } from "./servers/sftp-peer.ts";
 
 const root = await mkdtemp(join(tmpdir(), "kura-sftp-peer-"));
@@ -77,5 +77,16 @@ describe("the watchdog times each READDIR, not the whole listing (M3)", () => {
     expect(keys).toContain("slow-10-99.dat");
     expect(performance.now() - started).toBeGreaterThan(2_500);
     expect(peer.stats.openDirs).toBe(0);
+  });
+});
+
+describe("a read that ends before the reported size (L1)", () => {
+  test("says that the data ended early, not 连接异常", async () => {
+    await writeFile(join(root, "short.bin"), new Uint8Array(5_000).fill(1));
+    peer.ctl.read = "zero";
+    const { stream, size } = await driverFor().get("short.bin");
+    expect(size).toBe(5_000);
+    const err = await errorOf(readAll(stream));
+    expect(err.message).toBe("SFTP 读取失败: short.bin: 数据在达到预期大小之前就结束了 (文件比服务器报告的短，或在读取过程中变短了)");
   });
 });

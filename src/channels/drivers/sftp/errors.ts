@@ -36,6 +36,14 @@ export class SftpError extends Error {
   }
 }
 
+/** The server said EOF before the size it had reported: the file is shorter than announced (or shrank while read). */
+export class DataEndedEarlyError extends Error {
+  constructor() {
+    super("数据在达到预期大小之前就结束了 (文件比服务器报告的短，或在读取过程中变短了)");
+    this.name = "DataEndedEarlyError";
+  }
+}
+
 /** An operation on `target` failed; `err` is what ssh2 reported. */
 export function operationError(action: string, target: string, err: unknown): SftpError {
   if (err instanceof SftpError) return err;
@@ -66,8 +74,8 @@ function describeTransport(err: unknown): string {
   if (e?.code === "EHOSTUNREACH" || e?.code === "ENETUNREACH") return "网络不可达";
   if (e?.level === "protocol" || e?.level === "handshake") return "SSH 协议协商失败";
   if (e?.message === "No response from server" || e?.message === "Not connected") return "连接已断开";
-  // Our own watchdog's verdict: its message is ours, with no server text in it.
-  if (err instanceof SftpRequestTimeoutError) return err.message;
+  // Our own verdicts: their messages are ours, with no server text in them.
+  if (err instanceof SftpRequestTimeoutError || err instanceof DataEndedEarlyError) return err.message;
   if (typeof e?.code === "string" && /^[A-Z_]{1,30}$/.test(e.code)) return `网络错误 ${e.code}`;
   return "连接异常";
 }

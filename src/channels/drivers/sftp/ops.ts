@@ -3,7 +3,7 @@
  * operations the driver needs: pipelined writes and a read-ahead stream.
  */
 import type { FileEntryWithStats, OpenMode, SFTPWrapper, Stats } from "ssh2";
-import { operationError } from "./errors";
+import { DataEndedEarlyError, operationError } from "./errors";
 import { awaitedLater } from "../../../shared/awaited-later";
 import { ReplyWatchdog } from "./watchdog";
 
@@ -127,7 +127,7 @@ async function readExact(sftp: SFTPWrapper, handle: Buffer, position: number, le
   let filled = 0;
   while (filled < length) {
     const got = await call<number>(sftp, (cb) => sftp.read(handle, buffer, filled, length - filled, position + filled, (err, bytesRead) => cb(err, bytesRead)));
-    if (got === 0) throw new Error("文件在读取过程中变短了");
+    if (got === 0) throw new DataEndedEarlyError();
     filled += got;
   }
   return new Uint8Array(buffer.buffer, buffer.byteOffset, length);
