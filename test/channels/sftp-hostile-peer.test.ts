@@ -1,5 +1,5 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Driver } from "../../src/channels/driver.ts";
@@ -9,13 +9,15 @@ import { errorOf } from "../helpers/rejection";
 import { listKeys, readAll } from "./conformance.ts";
 import { startSftpPeer } from "./servers/sftp-peer.ts";
 
-const root = await mkdtemp(join(tmpdir(), "kura-sftp-peer-"));
+const scratch = await mkdtemp(join(tmpdir(), "kura-sftp-peer-"));
+const root = join(scratch, "root");
+await mkdir(root);
 const peer = await startSftpPeer(root);
 const drivers: Driver[] = [];
 afterAll(async () => {
   for (const d of drivers) await d.close?.();
   await peer.stop();
-  await rm(root, { recursive: true, force: true });
+  await rm(scratch, { recursive: true, force: true });
 });
 beforeEach(() => {
   for (const key of Object.keys(peer.ctl)) delete peer.ctl[key as keyof typeof peer.ctl];
@@ -88,5 +90,27 @@ describe("a read that ends before the reported size (L1)", () => {
     expect(size).toBe(5_000);
     const err = await errorOf(readAll(stream));
     expect(err.message).toBe("SFTP 读取失败: short.bin: 数据在达到预期大小之前就结束了 (文件比服务器报告的短，或在读取过程中变短了)");
+  });
+});
+
+describe("host keys (M2: README, 'SFTP host keys')", () => {
+  test("without known_hosts_file another key on the same address is accepted; with it, refused before the password is sent", async () => {
+    const knownHosts = join(scratch, "known_hosts");
+    await writeFile(knownHosts, `${peer.knownHostsLine()}\n`);
+    const unchecked = driverFor();
+    const pinned = driverFor({}, { known_hosts_file: knownHosts });
+    await unchecked.probe(false);
+    await pinned.probe(false);
+    await unchecked.close?.();
+    await pinned.close?.();
+
+    await peer.replaceHostKey();
+    const offered = peer.stats.passwordsOffered;
+    const err = await errorOf(pinned.probe(false));
+    expect(err.message).toContain("主机密钥与 known_hosts 中记录的不一致");
+    expect(peer.stats.passwordsOffered).toBe(offered);
+    // What README warns about: the default accepts the impostor and hands it the password.
+    await unchecked.probe(false);
+    expect(peer.stats.passwordsOffered).toBe(offered + 1);
   });
 });

@@ -27,11 +27,11 @@ export interface SftpPeer {
   password: string;
   ctl: PeerControl;
   /** `openDirs`: directory handles opened and not yet closed, over all connections. */
-  stats: { readdir: number; opendir: number; openDirs: number };
+  stats: { readdir: number; opendir: number; openDirs: number; passwordsOffered: number };
   /** An impostor on the same address: the server is restarted on the same port with a new host key. */
   replaceHostKey(): Promise<void>;
-  /** "SHA256:…" of the current host key, as OpenSSH prints it. */
-  fingerprint(): string;
+  /** The current host key as a known_hosts line for this address. */
+  knownHostsLine(): string;
   stop(): Promise<void>;
 }
 
@@ -39,7 +39,7 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
   const password = `peer-${randomBytes(6).toString("hex")}`;
   let hostKey = utils.generateKeyPairSync("ed25519").private;
   const ctl: PeerControl = {};
-  const stats = { readdir: 0, opendir: 0, openDirs: 0 };
+  const stats = { readdir: 0, opendir: 0, openDirs: 0, passwordsOffered: 0 };
   const clients = new Set<Connection>();
   const abs = (p: string) => join(root, p);
 
@@ -47,7 +47,11 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
     clients.add(client);
     client.on("close", () => clients.delete(client));
     client.on("error", () => {});
-    client.on("authentication", (ctx) => (ctx.method === "password" && ctx.password === password ? ctx.accept() : ctx.reject(["password"])));
+    client.on("authentication", (ctx) => {
+      if (ctx.method !== "password") return ctx.reject(["password"]);
+      stats.passwordsOffered++;
+      return ctx.password === password ? ctx.accept() : ctx.reject(["password"]);
+    });
     client.on("ready", () => {
       client.on("session", (accept) => {
         accept().on("sftp", (acceptSftp) => {
@@ -180,9 +184,9 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
       hostKey = utils.generateKeyPairSync("ed25519").private;
       server = await listen(port);
     },
-    fingerprint() {
-      const blob = (utils.parseKey(hostKey) as unknown as { getPublicSSH(): Buffer }).getPublicSSH();
-      return `SHA256:${new Bun.CryptoHasher("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
+    knownHostsLine() {
+      const key = utils.parseKey(hostKey) as unknown as { type: string; getPublicSSH(): Buffer };
+      return `[127.0.0.1]:${port} ${key.type} ${key.getPublicSSH().toString("base64")}`;
     },
     stop,
   };
