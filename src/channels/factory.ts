@@ -9,10 +9,12 @@ import { createDriveDriver, driveDriverOptions } from "./drivers/drive";
 import { createDropboxDriver, dropboxDriverOptions } from "./drivers/dropbox";
 import { apiBaseOverride, type OAuthDriverKind } from "./oauth/providers";
 
-/** What the owner of a driver wants to hear about (OAuth backends only). */
+/** What the owner of a driver wants to hear about (OAuth tokens, SFTP host keys) and the deployment's facts. */
 export interface DriverHooks {
   /** The driver refreshed its OAuth token; the new `token` value (rclone JSON) should be stored. */
   onTokenRefreshed?: (tokenJson: string) => void;
+  /** SFTP: the host key a first-use connection trusted (`SHA256:…`); the owner stores it as `host_key_sha256`. */
+  onHostKey?: (fingerprint: string) => void;
   /** The data directory, under which a relative local `path` lies. */
   dataDir?: string;
   /**
@@ -46,7 +48,7 @@ const FACTORIES: Record<string, DriverFactory> = {
   local: (config, hooks) => createLocalDriver(config, hooks.dataDir),
   s3: (config, hooks) => createS3Driver(config, { timeoutMs: hooks.peerTimeoutMs }),
   webdav: (config, hooks) => createWebdavDriver(config, { timeoutMs: hooks.peerTimeoutMs }),
-  sftp: (config, hooks) => createSftpDriver(config, { timeoutMs: hooks.peerTimeoutMs }),
+  sftp: (config, hooks) => createSftpDriver(config, { timeoutMs: hooks.peerTimeoutMs, onHostKey: hooks.onHostKey }),
   onedrive: (config, hooks) => createOnedriveDriver(config, oauthHookOptions(hooks, "onedrive")),
   drive: (config, hooks) => createDriveDriver(config, oauthHookOptions(hooks, "drive")),
   dropbox: (config, hooks) => createDropboxDriver(config, oauthHookOptions(hooks, "dropbox")),

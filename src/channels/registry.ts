@@ -5,6 +5,7 @@ import type { Metrics } from "../ops/metrics";
 import type { Driver } from "./driver";
 import { channelErrorText } from "./drivers/driver-errors";
 import { createDriver, type DriverSite } from "./factory";
+import { HOST_KEY_OPTION, withHostKeyPin } from "./host-key-pin";
 import { ChannelRepo, type ChannelRow } from "./repo";
 
 /** `last_error` of a channel whose driver could not be constructed starts with this. */
@@ -57,7 +58,11 @@ export class ChannelRegistry {
 
   private load(row: ChannelRow): LoadedChannel {
     try {
-      const hooks = { onTokenRefreshed: (token: string) => this.storeRefreshedToken(row.id, token, { rebuild: false }), ...this.site };
+      const hooks = {
+        onTokenRefreshed: (token: string) => this.storeRefreshedToken(row.id, token, { rebuild: false }),
+        onHostKey: (fingerprint: string) => this.storeHostKey(row.id, fingerprint),
+        ...this.site,
+      };
       const driver = this.wrap(row, createDriver(row.driver, this.repo.secrets(row).config, hooks));
       return { row, driver, healthy: !!row.healthy };
     } catch (err) {
@@ -84,6 +89,22 @@ export class ChannelRegistry {
     const loaded = this.channels.get(id);
     if (loaded && !opts.rebuild) loaded.row = { ...loaded.row, config_sealed: sealed };
     this.log.info("存储渠道的 OAuth 令牌已刷新并保存", { channel: row.name });
+  }
+
+  /**
+   * Pins the host key an SFTP channel saved before pinning existed trusted on its first connection
+   * (trust on first use). The driver keeps using the key it holds in memory, so its row is patched
+   * in place as for a token; an edit saved meanwhile (which has its own pin or none to record) wins.
+   */
+  storeHostKey(id: number, fingerprint: string): void {
+    const row = this.repo.byId(id);
+    if (!row) return;
+    const secrets = this.repo.secrets(row);
+    if (secrets.config[HOST_KEY_OPTION] || secrets.config.known_hosts_file) return;
+    const sealed = this.repo.replaceSecrets(id, withHostKeyPin(secrets, fingerprint));
+    const loaded = this.channels.get(id);
+    if (loaded?.row.config_sealed === row.config_sealed) loaded.row = { ...loaded.row, config_sealed: sealed };
+    this.log.info("已记录 SFTP 服务器的主机密钥指纹", { channel: row.name, host_key_sha256: fingerprint });
   }
 
   /** Every channel, priority descending. */

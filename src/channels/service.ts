@@ -15,6 +15,7 @@ import type { Driver } from "./driver";
 import { channelErrorText } from "./drivers/driver-errors";
 import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
+import { dropMovedPin, withHostKeyPin } from "./host-key-pin";
 import { probeAndLog, requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
@@ -46,6 +47,8 @@ interface ProbeOutcome {
   failure: string | null;
   /** OAuth backends: the token JSON the probe refreshed on the way (also when it then failed). */
   refreshedToken?: string;
+  /** SFTP without host_key_sha256 or known_hosts_file: the host key the probe trusted on first use. */
+  hostKey?: string;
 }
 
 /** Builds a throwaway driver for the config and deep-probes it (creating the bucket first when asked). */
@@ -53,7 +56,11 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
   const outcome: ProbeOutcome = { failure: null };
   let driver: Driver | undefined;
   try {
-    driver = createDriver(source.driver, source.config, { onTokenRefreshed: (token) => (outcome.refreshedToken = token), ...opts.site });
+    driver = createDriver(source.driver, source.config, {
+      onTokenRefreshed: (token) => (outcome.refreshedToken = token),
+      onHostKey: (fingerprint) => (outcome.hostKey ??= fingerprint),
+      ...opts.site,
+    });
     if (opts.autoCreateBucket) {
       const creator = driver as Driver & { createBucket?: () => Promise<void> };
       if (typeof creator.createBucket !== "function") throw new Error("该存储驱动不支持自动创建存储桶");
@@ -83,6 +90,8 @@ async function probeForSave(source: ResolvedSource, opts: ProbeOptions): Promise
   const outcome = await probeSource(source, opts);
   if (outcome.refreshedToken) source = withToken(source, outcome.refreshedToken);
   if (outcome.failure !== null) throw new Invalid(`存储渠道探测失败：${outcome.failure}`);
+  // Trust on first use: the key of the server that just passed the deep probe is what later connections must meet.
+  if (outcome.hostKey) source = withHostKeyPin(source, outcome.hostKey);
   return source;
 }
 
@@ -203,7 +212,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
   if (nameTaken(app, input.name, row.id)) throw new Conflict("已存在同名存储渠道");
 
   const stored = app.channels.repo.secrets(row);
-  let source = resolveSource(input, { row, secrets: stored });
+  let source = dropMovedPin(resolveSource(input, { row, secrets: stored }), { driver: row.driver, config: stored.config });
   checkAutoCreate(source, input.auto_create_bucket);
   const configChanged = source.driver !== row.driver || !sameValues(source.config, stored.config);
   if (configChanged || input.auto_create_bucket) {

@@ -202,6 +202,8 @@ export const TEMPLATES: readonly ChannelTemplate[] = [
       { key: "key_pem", type: "password", required: false, sensitive: true },
       { key: "key_file_pass", type: "password", required: false, sensitive: true },
       { key: "known_hosts_file", type: "text", required: false },
+      // Filled in by the first successful probe when known_hosts_file is empty; cleared to re-pin.
+      { key: "host_key_sha256", type: "text", required: false },
       OPTIONAL_PATH,
       PUBLIC_BASE,
     ],
@@ -216,6 +218,7 @@ export const TEMPLATES: readonly ChannelTemplate[] = [
           key_pem: inputs.key_pem,
           key_file_pass: obscured(inputs.key_file_pass),
           known_hosts_file: inputs.known_hosts_file,
+          host_key_sha256: inputs.host_key_sha256,
         },
         inputs,
       );

@@ -94,22 +94,23 @@ describe("a read that ends before the reported size (L1)", () => {
 });
 
 describe("host keys (M2: README, 'SFTP host keys')", () => {
-  test("without known_hosts_file another key on the same address is accepted; with it, refused before the password is sent", async () => {
+  test("a driver keeps the key it first trusted, as does known_hosts_file; only known_hosts_file = none accepts another", async () => {
     const knownHosts = join(scratch, "known_hosts");
     await writeFile(knownHosts, `${peer.knownHostsLine()}\n`);
-    const unchecked = driverFor();
+    const seen: string[] = [];
+    const firstUse = driverFor({ onHostKey: (fp) => seen.push(fp) });
     const pinned = driverFor({}, { known_hosts_file: knownHosts });
-    await unchecked.probe(false);
-    await pinned.probe(false);
-    await unchecked.close?.();
-    await pinned.close?.();
+    const unchecked = driverFor({}, { known_hosts_file: "none" });
+    for (const d of [firstUse, pinned, unchecked]) await d.probe(false);
+    expect(seen).toEqual([peer.fingerprint()]);
+    for (const d of [firstUse, pinned, unchecked]) await d.close?.();
 
     await peer.replaceHostKey();
     const offered = peer.stats.passwordsOffered;
-    const err = await errorOf(pinned.probe(false));
-    expect(err.message).toContain("主机密钥与 known_hosts 中记录的不一致");
+    expect((await errorOf(pinned.probe(false))).message).toContain("主机密钥与 known_hosts 中记录的不一致");
+    expect((await errorOf(firstUse.probe(false))).message).toContain("主机密钥与记录的指纹不一致");
     expect(peer.stats.passwordsOffered).toBe(offered);
-    // What README warns about: the default accepts the impostor and hands it the password.
+    // The explicit opt-out accepts the impostor and hands it the password.
     await unchecked.probe(false);
     expect(peer.stats.passwordsOffered).toBe(offered + 1);
   });

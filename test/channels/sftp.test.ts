@@ -136,7 +136,7 @@ describe("sftp authentication and host keys", () => {
     expect(() => createSftpDriver(config({ key_pem: "-----BEGIN OPENSSH PRIVATE KEY-----\ngarbage\n-----END OPENSSH PRIVATE KEY-----" }))).toThrow("key_pem");
     expect(() => createSftpDriver(config({ path: "/srv/../etc" }))).toThrow("path");
     expect(sftpDriverOptions.map((o) => o.key).sort()).toEqual(
-      ["host", "key_file", "key_file_pass", "key_pem", "known_hosts_file", "pass", "path", "port", "user"].sort(),
+      ["host", "host_key_sha256", "key_file", "key_file_pass", "key_pem", "known_hosts_file", "pass", "path", "port", "user"].sort(),
     );
     for (const key of ["pass", "key_pem", "key_file_pass"]) expect(sftpDriverOptions.find((o) => o.key === key)?.sensitive).toBe(true);
   });

@@ -17,13 +17,15 @@ export interface SftpDriverOptions {
   timeoutMs?: number;
   /** Bounds on what a server's listings may hold (tests lower them). */
   listLimits?: Partial<ListLimits>;
+  /** The host key trusted on first use (no host_key_sha256, no known_hosts_file), to be stored as the pin. */
+  onHostKey?: (fingerprint: string) => void;
 }
 
 /** `.<name>.kura-tmp-<rand>` as in the local driver: hidden, next to the target, skipped by list. */
 const TEMP_FILE = /^\..*\.kura-tmp-[0-9a-f]+$/;
 
 export function createSftpDriver(config: Record<string, string>, opts: SftpDriverOptions = {}): Driver {
-  return new SftpDriver(resolveSftpSettings(config), opts.timeoutMs ?? 15_000, { ...DEFAULT_LIST_LIMITS, ...opts.listLimits });
+  return new SftpDriver(resolveSftpSettings(config), opts.timeoutMs ?? 15_000, { ...DEFAULT_LIST_LIMITS, ...opts.listLimits }, opts.onHostKey);
 }
 
 function parentOf(path: string): string {
@@ -46,8 +48,9 @@ class SftpDriver implements Driver {
     private readonly settings: SftpSettings,
     timeoutMs: number,
     private readonly listLimits: ListLimits,
+    onHostKey?: (fingerprint: string) => void,
   ) {
-    this.session = new SftpSession(settings, timeoutMs);
+    this.session = new SftpSession(settings, timeoutMs, onHostKey);
   }
 
   /** Remote path of a key; relative paths resolve against the login directory, as in rclone. */

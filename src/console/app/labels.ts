@@ -55,6 +55,7 @@ export const FIELD_LABELS: Record<string, [string, string?]> = {
   key_pem: ["私钥（PEM）"],
   key_file_pass: ["私钥口令"],
   known_hosts_file: ["known_hosts 文件路径"],
+  host_key_sha256: ["主机密钥指纹", "首次连接时自动记录，可与 ssh-keygen -lf 的输出核对；服务器确实更换密钥后清空并保存以重新记录"],
   client_id: ["应用 Client ID", "留空使用 rclone 内置应用"],
   client_secret: ["应用 Client Secret"],
   token: ["授权令牌", "点“授权”自动获取，也可粘贴 rclone 的令牌 JSON"],

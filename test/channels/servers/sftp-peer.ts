@@ -3,7 +3,7 @@
  * that never end, huge names, endless nesting, a slow but steady directory, reads that end early. Plain files and
  * directories come from `root` on disk. It accepts any user with the password `peer.password`.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { type Connection, Server, utils } from "ssh2";
@@ -27,9 +27,12 @@ export interface SftpPeer {
   password: string;
   ctl: PeerControl;
   /** `openDirs`: directory handles opened and not yet closed, over all connections. */
-  stats: { readdir: number; opendir: number; openDirs: number; passwordsOffered: number };
+  /** `authAttempts`: authentication requests of any method (a client that refused the host key makes none). */
+  stats: { readdir: number; opendir: number; openDirs: number; passwordsOffered: number; authAttempts: number };
   /** An impostor on the same address: the server is restarted on the same port with a new host key. */
   replaceHostKey(): Promise<void>;
+  /** The current host key's fingerprint as `ssh-keygen -l` prints it (SHA256:<base64 without padding>). */
+  fingerprint(): string;
   /** The current host key as a known_hosts line for this address. */
   knownHostsLine(): string;
   stop(): Promise<void>;
@@ -39,7 +42,7 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
   const password = `peer-${randomBytes(6).toString("hex")}`;
   let hostKey = utils.generateKeyPairSync("ed25519").private;
   const ctl: PeerControl = {};
-  const stats = { readdir: 0, opendir: 0, openDirs: 0, passwordsOffered: 0 };
+  const stats = { readdir: 0, opendir: 0, openDirs: 0, passwordsOffered: 0, authAttempts: 0 };
   const clients = new Set<Connection>();
   const abs = (p: string) => join(root, p);
 
@@ -48,6 +51,7 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
     client.on("close", () => clients.delete(client));
     client.on("error", () => {});
     client.on("authentication", (ctx) => {
+      stats.authAttempts++;
       if (ctx.method !== "password") return ctx.reject(["password"]);
       stats.passwordsOffered++;
       return ctx.password === password ? ctx.accept() : ctx.reject(["password"]);
@@ -81,9 +85,10 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
           };
           sftp.on("STAT", stat);
           sftp.on("LSTAT", stat);
-          sftp.on("OPEN", (reqid, p) => {
+          // Writes, as far as a deep probe (write, read back, delete) needs them.
+          sftp.on("OPEN", (reqid, p, flags) => {
             try {
-              sftp.handle(reqid, newHandle({ fd: fs.openSync(abs(p), "r") }));
+              sftp.handle(reqid, newHandle({ fd: fs.openSync(abs(p), utils.sftp.flagsToString(flags) ?? "r") }));
             } catch (err) {
               fail(reqid, err);
             }
@@ -101,6 +106,23 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
             const n = fs.readSync(x.fd, buf, 0, length, offset);
             return n === 0 ? sftp.status(reqid, STATUS.EOF) : sftp.data(reqid, buf.subarray(0, n));
           });
+          sftp.on("WRITE", (reqid, h, offset, data) => {
+            const x = handles.get(h.toString());
+            if (x?.fd === undefined) return sftp.status(reqid, STATUS.FAILURE);
+            fs.writeSync(x.fd, data, 0, data.length, offset);
+            sftp.status(reqid, STATUS.OK);
+          });
+          const change = (reqid: number, act: () => void) => {
+            try {
+              act();
+              sftp.status(reqid, STATUS.OK);
+            } catch (err) {
+              fail(reqid, err);
+            }
+          };
+          sftp.on("MKDIR", (reqid, p) => change(reqid, () => fs.mkdirSync(abs(p))));
+          sftp.on("REMOVE", (reqid, p) => change(reqid, () => fs.unlinkSync(abs(p))));
+          sftp.on("RENAME", (reqid, from, to) => change(reqid, () => fs.renameSync(abs(from), abs(to))));
           sftp.on("CLOSE", (reqid, h) => {
             const x = handles.get(h.toString());
             if (x?.fd !== undefined) fs.closeSync(x.fd);
@@ -183,6 +205,10 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
       await stop();
       hostKey = utils.generateKeyPairSync("ed25519").private;
       server = await listen(port);
+    },
+    fingerprint() {
+      const key = utils.parseKey(hostKey) as unknown as { getPublicSSH(): Buffer };
+      return `SHA256:${createHash("sha256").update(key.getPublicSSH()).digest("base64").replace(/=+$/, "")}`;
     },
     knownHostsLine() {
       const key = utils.parseKey(hostKey) as unknown as { type: string; getPublicSSH(): Buffer };

@@ -18,6 +18,8 @@ export const sftpDriverOptions: readonly DriverOptionSpec[] = [
   { key: "key_file", type: "text", required: false, sensitive: false },
   { key: "key_file_pass", type: "password", required: false, sensitive: true },
   { key: "known_hosts_file", type: "text", required: false, sensitive: false },
+  // Kura's own (rclone has no such option): the host key pinned on first use. A public fingerprint, so not masked.
+  { key: "host_key_sha256", type: "text", required: false, sensitive: false },
   { key: "path", type: "text", required: false, sensitive: false },
 ];
 
@@ -32,8 +34,15 @@ export interface SftpSettings {
   passphrase?: string;
   /** Use ssh-agent (SSH_AUTH_SOCK) when no password or key is configured, like rclone. */
   agent?: string;
-  /** Null = host keys are not checked (rclone's default without known_hosts_file). */
+  /** Null = known_hosts is not consulted. */
   knownHostsFile: string | null;
+  /** The pinned host key (`SHA256:<base64>`, as ssh-keygen -l prints it); null = not pinned (yet). */
+  hostKeySha256: string | null;
+  /**
+   * Neither a pin nor known_hosts_file: the first key seen is trusted and reported for recording
+   * (OpenSSH's trust on first use). `known_hosts_file = none` opts out, as it means "do not check" in rclone.
+   */
+  pinOnFirstUse: boolean;
   /** Base directory: absolute, or relative to the login directory; "" = the login directory. */
   root: string;
   /** "host:port" for messages. */
@@ -53,6 +62,8 @@ export function resolveSftpSettings(config: Record<string, string>): SftpSetting
     port,
     user,
     knownHostsFile: null,
+    hostKeySha256: null,
+    pinOnFirstUse: false,
     root: normalizeRoot(config.path ?? ""),
     display: `${host}:${port}`,
   };
@@ -73,7 +84,18 @@ export function resolveSftpSettings(config: Record<string, string>): SftpSetting
   const knownHosts = (config.known_hosts_file ?? "").trim();
   // rclone accepts "none" to mean "do not check" explicitly.
   if (knownHosts !== "" && knownHosts !== "none") settings.knownHostsFile = expandHome(knownHosts);
+  settings.hostKeySha256 = parseFingerprint(config.host_key_sha256 ?? "");
+  settings.pinOnFirstUse = settings.hostKeySha256 === null && knownHosts === "";
   return settings;
+}
+
+/** `SHA256:` + 43 base64 characters (a padded or prefix-less paste is accepted and normalized); "" = none. */
+export function parseFingerprint(raw: string): string | null {
+  const text = raw.trim();
+  if (text === "") return null;
+  const body = text.replace(/^SHA256:/i, "").replace(/=+$/, "");
+  if (!/^[A-Za-z0-9+/]{43}$/.test(body)) throw new Error("SFTP host_key_sha256 无效: 应为 ssh-keygen -lf 输出的 SHA256:… 指纹");
+  return `SHA256:${body}`;
 }
 
 /**

@@ -51,12 +51,16 @@ export function operationError(action: string, target: string, err: unknown): Sf
   return new SftpError(`SFTP ${action}失败: ${target}: ${reason}`, { cause: err });
 }
 
-export type HostKeyProblem = "unknown" | "mismatch" | "revoked" | "unreadable";
+export type HostKeyProblem = "unknown" | "mismatch" | "revoked" | "unreadable" | { pinned: string; offered: string };
 
 /** A failed connection or login to `display` (host:port). */
 export function connectError(display: string, err: unknown, hostKeyProblem: HostKeyProblem | null): SftpError {
   let reason: string;
-  if (hostKeyProblem === "mismatch") reason = "主机密钥与 known_hosts 中记录的不一致，已拒绝连接 (可能遭受中间人攻击，或服务器更换了密钥)";
+  if (typeof hostKeyProblem === "object" && hostKeyProblem !== null) {
+    reason =
+      `主机密钥与记录的指纹不一致，已拒绝连接，未发送密码或私钥 (记录的 ${hostKeyProblem.pinned}，服务器提供的 ${hostKeyProblem.offered}；` +
+      "可能遭受中间人攻击，或服务器更换了密钥。确认更换属实后，清空 host_key_sha256 并保存渠道即可重新记录)";
+  } else if (hostKeyProblem === "mismatch") reason = "主机密钥与 known_hosts 中记录的不一致，已拒绝连接 (可能遭受中间人攻击，或服务器更换了密钥)";
   else if (hostKeyProblem === "unknown") reason = "known_hosts 中没有该主机的密钥，已拒绝连接";
   else if (hostKeyProblem === "revoked") reason = "主机密钥已被 known_hosts 标记为吊销，已拒绝连接";
   else if (hostKeyProblem === "unreadable") reason = "无法读取 known_hosts_file";

@@ -3,12 +3,13 @@
  * reopened after it drops. SFTP requests carry ids, so concurrent operations
  * share the channel (pipelined) instead of being serialized or pooled.
  */
+import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Client, type ConnectConfig, type SFTPWrapper } from "ssh2";
 import type { SftpSettings } from "./config";
 import { checkKey } from "./config";
 import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors";
-import { parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts";
+import { type KnownHostLine, parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts";
 import { limitRequestTime } from "./ops";
 import { SftpRequestTimeoutError } from "./watchdog";
 
@@ -19,13 +20,24 @@ interface Live {
   dead?: boolean;
 }
 
+/** A host key blob's fingerprint as OpenSSH prints it (`ssh-keygen -l`): SHA256, base64 without padding. */
+export function hostKeyFingerprint(key: Buffer): string {
+  return `SHA256:${createHash("sha256").update(key).digest("base64").replace(/=+$/, "")}`;
+}
+
 export class SftpSession {
   private current: Promise<Live> | null = null;
+  /** The configured pin, or the key trusted on this session's first connection: reconnects must meet the same server. */
+  private pinned: string | null;
 
   constructor(
     private readonly settings: SftpSettings,
     private readonly timeoutMs: number,
-  ) {}
+    /** Told the key a first-use connection trusted (once per such connection), so the owner can store the pin. */
+    private readonly onHostKey?: (fingerprint: string) => void,
+  ) {
+    this.pinned = settings.hostKeySha256;
+  }
 
   /** Runs `op` on the channel. Idempotent ops are retried once on a fresh connection if the old one died. */
   async run<T>(op: (sftp: SFTPWrapper) => Promise<T>, idempotent: boolean): Promise<T> {
@@ -82,8 +94,8 @@ export class SftpSession {
     else if (s.keyFile) config.privateKey = await readKeyFile(s.keyFile, s.passphrase);
     if (s.passphrase !== undefined) config.passphrase = s.passphrase;
     if (s.agent) config.agent = s.agent;
+    let lines: KnownHostLine[] | null = null;
     if (s.knownHostsFile !== null) {
-      let lines;
       try {
         lines = parseKnownHosts(await readFile(s.knownHostsFile, "utf8"));
       } catch (err) {
@@ -91,13 +103,18 @@ export class SftpSession {
       }
       const algorithms = preferredHostKeyAlgorithms(lines, s.host, s.port);
       if (algorithms.length > 0) config.algorithms = { serverHostKey: algorithms as never };
-      config.hostVerifier = (key: Buffer) => {
-        const verdict = verifyHostKey(lines, s.host, s.port, key);
-        if (verdict !== "ok") hostKeyProblem = verdict;
-        return verdict === "ok";
-      };
     }
-    // Without known_hosts_file every host key is accepted, as rclone does by default.
+    // Both checks apply when both are set: known_hosts first, then the pin. The verifier runs during
+    // key exchange, before any authentication, so a refused server never sees a password or key.
+    const pinned = this.pinned;
+    let offered = "";
+    config.hostVerifier = (key: Buffer) => {
+      offered = hostKeyFingerprint(key);
+      const verdict = lines === null ? "ok" : verifyHostKey(lines, s.host, s.port, key);
+      if (verdict !== "ok") hostKeyProblem = verdict;
+      else if (pinned !== null && offered !== pinned) hostKeyProblem = { pinned, offered };
+      return hostKeyProblem === null;
+    };
 
     const client = new Client();
     const live = await new Promise<Live>((resolve, reject) => {
@@ -127,6 +144,10 @@ export class SftpSession {
       live.dead = true;
     };
     limitRequestTime(live.sftp, this.timeoutMs);
+    if (pinned === null && s.pinOnFirstUse && offered !== "") {
+      this.pinned = offered;
+      this.onHostKey?.(offered);
+    }
     client.on("close", forget);
     client.on("error", forget);
     live.sftp.on("close", () => {
