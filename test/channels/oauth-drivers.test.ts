@@ -6,27 +6,16 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import type { Driver } from "../../src/channels/driver.ts";
-import { createDriveDriver } from "../../src/channels/drivers/drive.ts";
-import { createDropboxDriver } from "../../src/channels/drivers/dropbox.ts";
-import { createOnedriveDriver } from "../../src/channels/drivers/onedrive.ts";
-import { parseSize, type OAuthDriverOptions } from "../../src/channels/oauth/driver-kit.ts";
+import type { createDriveDriver } from "../../src/channels/drivers/drive.ts";
+import type { createOnedriveDriver } from "../../src/channels/drivers/onedrive.ts";
+import { parseSize } from "../../src/channels/oauth/driver-kit.ts";
 import { parseToken, serializeToken } from "../../src/channels/oauth/token.ts";
 import { chunkedStream, driverConformance, listKeys, readAll } from "./conformance.ts";
-import { FakeDrive } from "./fakes/drive.ts";
-import { FakeDropbox } from "./fakes/dropbox.ts";
-import { FakeOnedrive } from "./fakes/onedrive.ts";
-import { type FakeOAuth, oauthAppConfig } from "./fakes/oauth.ts";
 import { errorOf } from "../helpers/rejection";
+import { type OAuthProvider, startOAuthFakes } from "./fakes/oauth-providers.ts";
 
-const onedrive = new FakeOnedrive();
-const drive = new FakeDrive();
-const dropbox = new FakeDropbox();
-afterAll(() => {
-  onedrive.stop();
-  drive.stop();
-  dropbox.stop();
-});
+const { onedrive, drive, dropbox, providers: makers, stop } = startOAuthFakes();
+afterAll(stop);
 
 /**
  * A fetch whose large bodies (downloads, not API JSON; Dropbox downloads by POST) arrive in `pieces` pieces `gapMs`
@@ -56,39 +45,18 @@ function trickling(pieces: number, gapMs: number): typeof fetch {
   return slowed as typeof fetch;
 }
 
-interface Provider {
-  name: string;
-  oauth: FakeOAuth;
-  make(config: Record<string, string>, opts?: OAuthDriverOptions): Driver;
+interface Provider extends OAuthProvider {
   /** Options that force multi-chunk upload sessions for a few hundred KiB. */
   smallChunks: Record<string, string>;
 }
 
-const providers: Provider[] = [
-  {
-    name: "onedrive",
-    oauth: onedrive.oauth,
-    make: (config, opts = {}) =>
-      createOnedriveDriver(
-        { ...oauthAppConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config },
-        { apiBase: onedrive.origin, ...opts },
-      ),
-    // Simple uploads go up to 4 MiB; the session path is exercised by the 5 MiB test below.
-    smallChunks: { chunk_size: "320k" },
-  },
-  {
-    name: "drive",
-    oauth: drive.oauth,
-    make: (config, opts = {}) => createDriveDriver({ ...oauthAppConfig(drive), ...config }, { apiBase: drive.origin, ...opts }),
-    smallChunks: { chunk_size: "256k", upload_cutoff: "256k" },
-  },
-  {
-    name: "dropbox",
-    oauth: dropbox.oauth,
-    make: (config, opts = {}) => createDropboxDriver({ ...oauthAppConfig(dropbox), ...config }, { apiBase: dropbox.origin, ...opts }),
-    smallChunks: { chunk_size: "256k" },
-  },
-];
+// OneDrive's simple uploads go up to 4 MiB; its session path is exercised by the 5 MiB test below.
+const SMALL_CHUNKS: Record<string, Record<string, string>> = {
+  onedrive: { chunk_size: "320k" },
+  drive: { chunk_size: "256k", upload_cutoff: "256k" },
+  dropbox: { chunk_size: "256k" },
+};
+const providers: Provider[] = makers.map((m) => ({ ...m, smallChunks: SMALL_CHUNKS[m.name]! }));
 
 let counter = 0;
 for (const p of providers) {

@@ -6,25 +6,11 @@
  * The fakes of test/channels/fakes answer; a fetch wrapper replaces the answers under test.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import type { Driver } from "../../src/channels/driver.ts";
-import { createDriveDriver } from "../../src/channels/drivers/drive.ts";
-import { createDropboxDriver } from "../../src/channels/drivers/dropbox.ts";
-import { createOnedriveDriver } from "../../src/channels/drivers/onedrive.ts";
-import type { OAuthDriverOptions } from "../../src/channels/oauth/driver-kit.ts";
-import { FakeDrive } from "./fakes/drive.ts";
-import { FakeDropbox } from "./fakes/dropbox.ts";
-import { FakeOnedrive } from "./fakes/onedrive.ts";
-import { type FakeOAuth, oauthAppConfig } from "./fakes/oauth.ts";
 import { errorOf } from "../helpers/rejection";
+import { startOAuthFakes } from "./fakes/oauth-providers.ts";
 
-const onedrive = new FakeOnedrive();
-const drive = new FakeDrive();
-const dropbox = new FakeDropbox();
-afterAll(() => {
-  onedrive.stop();
-  drive.stop();
-  dropbox.stop();
-});
+const { providers, stop } = startOAuthFakes();
+afterAll(stop);
 
 const MiB = 1024 * 1024;
 
@@ -79,33 +65,6 @@ function spoiling(pick: (url: URL, res: Response) => Spoil | undefined): typeof 
 
 const isToken = (url: URL) => url.pathname === "/token";
 const isJson = (res: Response) => (res.headers.get("content-type") ?? "").includes("json");
-
-interface Provider {
-  name: string;
-  oauth: FakeOAuth;
-  make(config: Record<string, string>, opts?: OAuthDriverOptions): Driver;
-}
-const providers: Provider[] = [
-  {
-    name: "onedrive",
-    oauth: onedrive.oauth,
-    make: (config, opts = {}) =>
-      createOnedriveDriver(
-        { ...oauthAppConfig(onedrive), drive_id: onedrive.driveId, drive_type: "personal", ...config },
-        { apiBase: onedrive.origin, ...opts },
-      ),
-  },
-  {
-    name: "drive",
-    oauth: drive.oauth,
-    make: (config, opts = {}) => createDriveDriver({ ...oauthAppConfig(drive), ...config }, { apiBase: drive.origin, ...opts }),
-  },
-  {
-    name: "dropbox",
-    oauth: dropbox.oauth,
-    make: (config, opts = {}) => createDropboxDriver({ ...oauthAppConfig(dropbox), ...config }, { apiBase: dropbox.origin, ...opts }),
-  },
-];
 
 /** Chinese, and none of the runtime's English. */
 function expectOwnText(message: string) {
