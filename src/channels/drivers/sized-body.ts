@@ -12,16 +12,30 @@ export function sizedStream(body: ReadableStream<Uint8Array> | Uint8Array, size:
     if (body.byteLength !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${body.byteLength}`);
     return new Blob([body as Uint8Array<ArrayBuffer>]).stream();
   }
+  return heldToLength(
+    body,
+    size,
+    () => new Error(`对象大小不符: 声明 ${size}，数据更长`),
+    (seen) => new Error(`对象大小不符: 声明 ${size}，实际 ${seen}`),
+  );
+}
+
+/**
+ * `source` passed through while it holds at most `size` bytes: the chunk that would pass the
+ * size errors with `over()` instead, and an end short of it with `short(seen)`. One guard for
+ * what is sent (sizedStream) and what is received (exactLengthStream), each in its own words.
+ */
+function heldToLength(source: ReadableStream<Uint8Array>, size: number, over: () => Error, short: (seen: number) => Error): ReadableStream<Uint8Array> {
   let seen = 0;
-  return body.pipeThrough(
+  return source.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         seen += chunk.byteLength;
-        if (seen > size) throw new Error(`对象大小不符: 声明 ${size}，数据更长`);
+        if (seen > size) throw over();
         controller.enqueue(chunk);
       },
       flush() {
-        if (seen !== size) throw new Error(`对象大小不符: 声明 ${size}，实际 ${seen}`);
+        if (seen !== size) throw short(seen);
       },
     }),
   );
@@ -49,18 +63,11 @@ export async function uploadPayload(body: ReadableStream<Uint8Array> | Uint8Arra
  * `size` is passed on, and its connection cancelled; one that ends short errors at the end.
  */
 export function exactLengthStream(source: ReadableStream<Uint8Array>, size: number, label: string): ReadableStream<Uint8Array> {
-  let seen = 0;
-  return source.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        seen += chunk.byteLength;
-        if (seen > size) throw new Error(`${label} 返回的数据比对象大小 ${size} 字节更长`);
-        controller.enqueue(chunk);
-      },
-      flush() {
-        if (seen !== size) throw new Error(`${label} 返回的数据不完整: 应为 ${size} 字节，只收到 ${seen} 字节`);
-      },
-    }),
+  return heldToLength(
+    source,
+    size,
+    () => new Error(`${label} 返回的数据比对象大小 ${size} 字节更长`),
+    (seen) => new Error(`${label} 返回的数据不完整: 应为 ${size} 字节，只收到 ${seen} 字节`),
   );
 }
 
