@@ -25,3 +25,8 @@ export function assertSafePrefix(prefix: string): void {
   if (prefix === "") return;
   assertSafeKey(prefix.endsWith("/") ? prefix.slice(0, -1) : prefix);
 }
+
+/** How many folder levels below a channel's root `dirKey` lies ("" is the root: 0). Listing walks bound it. */
+export function keyDepth(dirKey: string): number {
+  return dirKey === "" ? 0 : dirKey.split("/").length;
+}

@@ -6,6 +6,7 @@
  * (S3 has the same rules in drivers/s3/list.ts.)
  */
 import { OAuthError } from "./errors";
+import { keyDepth } from "../drivers/object-key";
 
 /**
  * Pages in a row without a single entry that still claim more. A sound provider sends some at
@@ -27,8 +28,7 @@ export function invalidListing(label: string, why: string): OAuthError {
 
 /** Fails before the walk enters a folder deeper than MAX_WALK_DEPTH (`dirKey` relative to the root). */
 export function checkWalkDepth(label: string, dirKey: string): void {
-  const depth = dirKey === "" ? 0 : dirKey.split("/").length;
-  if (depth > MAX_WALK_DEPTH) throw invalidListing(label, `文件夹层级超过 ${MAX_WALK_DEPTH} 层（可能是循环的文件夹结构）`);
+  if (keyDepth(dirKey) > MAX_WALK_DEPTH) throw invalidListing(label, `文件夹层级超过 ${MAX_WALK_DEPTH} 层（可能是循环的文件夹结构）`);
 }
 
 /** The paging of one folder's listing: every token it is asked to follow must be new and the run of empty pages short. */

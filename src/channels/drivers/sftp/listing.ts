@@ -8,6 +8,7 @@
 import type { FileEntryWithStats, SFTPWrapper } from "ssh2";
 import { hasStatus, isSftpStatus, SFTP_STATUS, SftpError } from "./errors";
 import { sftpOps } from "./ops";
+import { keyDepth } from "../object-key";
 
 export interface ListLimits {
   /** READDIR entries per directory; an empty batch counts as one, so endless empty answers end too. */
@@ -26,8 +27,7 @@ function listError(dirKey: string, reason: string): SftpError {
 
 /** Throws when `dirKey` (a key relative to the channel's path) lies deeper than allowed. */
 export function checkDepth(dirKey: string, limits: ListLimits): void {
-  const depth = dirKey === "" ? 0 : dirKey.split("/").length;
-  if (depth > limits.depth) throw listError(dirKey, `目录层级超过 ${limits.depth} 层，已停止列出`);
+  if (keyDepth(dirKey) > limits.depth) throw listError(dirKey, `目录层级超过 ${limits.depth} 层，已停止列出`);
 }
 
 /**
