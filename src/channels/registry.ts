@@ -6,7 +6,7 @@ import type { Driver } from "./driver";
 import { channelErrorText } from "./drivers/driver-errors";
 import { createDriver, type DriverSite } from "./factory";
 import { HOST_KEY_OPTION, withHostKeyPin } from "./host-key-pin";
-import { ChannelRepo, type ChannelRow } from "./repo";
+import { ChannelRepo, type ChannelRow, type ChannelSecrets } from "./repo";
 
 /** `last_error` of a channel whose driver could not be constructed starts with this. */
 export const LOAD_FAILURE_MARKER = "加载失败：";
@@ -85,9 +85,7 @@ export class ChannelRegistry {
     const secrets = this.repo.secrets(row);
     secrets.config.token = token;
     if (secrets.inputs && Object.hasOwn(secrets.inputs, "token")) secrets.inputs.token = token;
-    const sealed = this.repo.replaceSecrets(id, secrets);
-    const loaded = this.channels.get(id);
-    if (loaded && !opts.rebuild) loaded.row = { ...loaded.row, config_sealed: sealed };
+    this.reseal(row, secrets, () => !opts.rebuild);
     this.log.info("存储渠道的 OAuth 令牌已刷新并保存", { channel: row.name });
   }
 
@@ -101,10 +99,18 @@ export class ChannelRegistry {
     if (!row) return;
     const secrets = this.repo.secrets(row);
     if (secrets.config[HOST_KEY_OPTION] || secrets.config.known_hosts_file) return;
-    const sealed = this.repo.replaceSecrets(id, withHostKeyPin(secrets, fingerprint));
-    const loaded = this.channels.get(id);
-    if (loaded?.row.config_sealed === row.config_sealed) loaded.row = { ...loaded.row, config_sealed: sealed };
+    this.reseal(row, withHostKeyPin(secrets, fingerprint), (loaded) => loaded.row.config_sealed === row.config_sealed);
     this.log.info("已记录 SFTP 服务器的主机密钥指纹", { channel: row.name, host_key_sha256: fingerprint });
+  }
+
+  /**
+   * Seals `secrets` as the channel's; when `keepDriver` says the loaded driver already works with
+   * them (its own refresh or trust), its row is patched in place so reload() does not rebuild it.
+   */
+  private reseal(row: ChannelRow, secrets: ChannelSecrets, keepDriver: (loaded: LoadedChannel) => boolean): void {
+    const sealed = this.repo.replaceSecrets(row.id, secrets);
+    const loaded = this.channels.get(row.id);
+    if (loaded && keepDriver(loaded)) loaded.row = { ...loaded.row, config_sealed: sealed };
   }
 
   /** Every channel, priority descending. */
