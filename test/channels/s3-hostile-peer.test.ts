@@ -169,7 +169,11 @@ describe("uploads are checked against what the peer stored (H3)", () => {
     const bytes = new Uint8Array([1, 2, 3, 4]);
     await driver.put("ok.bin", bytes, 4);
     expect(peer.keys(bucket)).toEqual(["ok.bin"]);
-    peer.onPut = () => new Response(null, { headers: { etag: `"${"0".repeat(32)}"` } });
+    // The peer stores something other than what was sent, and says so in its ETag.
+    peer.onPut = (req) => {
+      peer.objects.set(`${req.bucket}/${req.key}`, new Uint8Array([0xee]));
+      return new Response(null, { headers: { etag: `"${"0".repeat(32)}"` } });
+    };
     try {
       expect((await failure(driver.put("bad.bin", bytes, 4))).message).toBe("S3 上传校验失败：服务器保存的数据与发送的不一致（ETag 与 MD5 不符）");
       const stream = new Blob([new Uint8Array(200_000)]).stream();
@@ -177,6 +181,8 @@ describe("uploads are checked against what the peer stored (H3)", () => {
     } finally {
       peer.onPut = undefined;
     }
+    // The wrong objects were removed, not left for a listing, a drain or a read to find.
+    expect(peer.keys(bucket)).toEqual(["ok.bin"]);
   });
 
   test("ETags that are not an MD5 by design are not compared: multipart-style, a provider's own hash, SSE-KMS, none", async () => {

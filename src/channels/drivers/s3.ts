@@ -71,7 +71,15 @@ class S3ObjectDriver implements S3Driver {
       timeoutMs: this.timeoutMs + Math.ceil(size / 65536) * 1000,
     });
     await response.body?.cancel();
-    assertEtagMatches(response, md5());
+    try {
+      assertEtagMatches(response, md5());
+    } catch (err) {
+      // The peer now holds other bytes under this key (or a cut-off object): remove them, so
+      // nothing lists, drains or serves them until a retry overwrites the key. A failed delete
+      // changes nothing of the answer: the upload has failed either way.
+      await this.delete(key).catch(() => undefined);
+      throw err;
+    }
   }
 
   async get(key: string, range?: ByteRange): Promise<GetResult> {
