@@ -19,7 +19,7 @@ import { openAlert, resolveAlert } from "../ops/alerts";
 import { BACKFILL_JOB, runBackfill } from "./backfill";
 import type { Driver } from "./driver";
 import { channelErrorText } from "./drivers/driver-errors";
-import { deleteChannelRows, holdsSoleCopy, intentExists, intentSince, runningJobForChannel, storageKeyOfSha } from "./repos/drain";
+import { deleteChannelRows, holdsSoleCopy, intentExists, intentSince, ourImageKeyBound, runningJobForChannel, storageKeyOfSha } from "./repos/drain";
 
 export const DRAIN_JOB = "channel.drain";
 const SYSTEM_PREFIX = "_kura/";
@@ -90,6 +90,13 @@ function isOurImageObject(app: AppContext, channelId: number, key: string): bool
 export const DRAIN_BATCH = 100_000;
 
 /**
+ * System objects one drain attempt deletes at most. Kura keeps a few there (retained backups, a
+ * probe a crash left behind); a peer that lists fresh `_kura/` keys round after round would
+ * otherwise be deleted from for as long as it answers.
+ */
+export const SYSTEM_OBJECT_LIMIT = 10 * DRAIN_BATCH;
+
+/**
  * Up to DRAIN_BATCH of our keys under `prefix`, listed before any is deleted (deleting while a
  * backend pages through a listing can skip entries); `more` when the listing went on. The next
  * round lists again from the start, without what was deleted, so memory stays bounded even when
@@ -146,16 +153,22 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
   };
 
   try {
+    // A round never deletes more than could be ours: a peer whose listing does not shrink as we
+    // delete (fresh keys without end, or deleted keys listed again a round later) fails the drain.
+    const limits = { objects: ourImageKeyBound(app.db, channel_id), system_objects: SYSTEM_OBJECT_LIMIT };
     for (const [prefix, counter] of [
       ["img/", "objects"],
       [SYSTEM_PREFIX, "system_objects"],
     ] as const) {
       let previous = new Set<string>();
+      let deleted = 0;
       for (;;) {
         const { keys, more } = await collectBatch(app, driver, channel_id, prefix, ctx);
         // A key that is listed again after its delete succeeded: the peer claims deletes it does not
         // do (or lists what is gone), and another round would delete the same keys forever.
         if (keys.some((key) => previous.has(key))) throw new Error("已删除的对象仍出现在列表中");
+        deleted += keys.length;
+        if (deleted > limits[counter]) throw new Error(`列表中的对象多于本服务可能写入的数量（${limits[counter]}），列表可能有误`);
         for (const key of keys) await remove(key, counter);
         if (!more || failures > 0) break;
         previous = new Set(keys);

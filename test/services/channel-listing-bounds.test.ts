@@ -5,7 +5,7 @@
  * by a listing the test controls.
  */
 import { afterEach, beforeEach, expect, test } from "bun:test";
-import { DRAIN_BATCH, deleteChannel, runDrain } from "../../src/channels/drain";
+import { DRAIN_BATCH, SYSTEM_OBJECT_LIMIT, deleteChannel, runDrain } from "../../src/channels/drain";
 import type { Driver, ObjectInfo } from "../../src/channels/driver";
 import { reconcileChannel } from "../../src/channels/reconcile";
 import type { AppContext } from "../../src/context";
@@ -59,8 +59,63 @@ test("a peer that lists keys again after their delete succeeded fails the drain 
   deleteChannel(app, { id: "default", name: "admin" }, channel.row.id, true);
   const err = (await thrown(() => runDrain(app, { channel_id: channel.row.id }, jobCtx()))) as Error;
   expect(err.message).toBe("列出对象失败：已删除的对象仍出现在列表中");
-  const alert = app.db.query<{ message: string }, []>("SELECT message FROM alerts WHERE kind = 'drain_failed' AND resolved_at = ''").get();
-  expect(alert?.message).toBe("存储渠道 local 清空失败：列出对象失败：已删除的对象仍出现在列表中");
+  expect(drainAlert()).toBe("存储渠道 local 清空失败：列出对象失败：已删除的对象仍出现在列表中");
+  expect(app.channels.repo.byId(channel.row.id)?.deleting).toBeTruthy();
+});
+
+/** The open drain_failed alert's message, if any. */
+function drainAlert(): string | undefined {
+  return app.db.query<{ message: string }, []>("SELECT message FROM alerts WHERE kind = 'drain_failed' AND resolved_at = ''").get()?.message;
+}
+
+test("a peer that lists fresh system keys without end: the drain stops after SYSTEM_OBJECT_LIMIT deletes", async () => {
+  const channel = app.channels.list().find((c) => c.row.name === "local")!;
+  const driver = channel.driver as Driver;
+  let lists = 0;
+  let fresh = 0;
+  let deleted = 0;
+  driver.list = async function* (prefix: string): AsyncIterable<ObjectInfo> {
+    if (++lists > 30) throw new Error("测试：列表次数过多");
+    // Every round a new page of keys nobody listed before, as if the deletes made room for more.
+    if (prefix === "_kura/") for (;;) yield { key: `_kura/spawn/${fresh++}`, size: 1 };
+  };
+  driver.delete = async () => {
+    deleted++;
+  };
+  deleteChannel(app, { id: "default", name: "admin" }, channel.row.id, true);
+  const err = (await thrown(() => runDrain(app, { channel_id: channel.row.id }, jobCtx()))) as Error;
+  const reason = `列出对象失败：列表中的对象多于本服务可能写入的数量（${SYSTEM_OBJECT_LIMIT}），列表可能有误`;
+  expect(err.message).toBe(reason);
+  expect(deleted).toBe(SYSTEM_OBJECT_LIMIT);
+  expect(drainAlert()).toBe(`存储渠道 local 清空失败：${reason}`);
+  expect(app.channels.repo.byId(channel.row.id)?.deleting).toBeTruthy();
+});
+
+test("a listing that names our few image keys over and over fails before deleting more keys than there are blobs", async () => {
+  const channel = app.channels.list().find((c) => c.row.name === "local")!;
+  const insert = app.db.query<{ id: number }, [string, string]>(
+    "INSERT INTO blobs (sha256, storage_key, mime, size, width, height, created_at) VALUES (?, ?, 'image/png', 1, 1, 1, '2026-01-01 00:00:00') RETURNING id",
+  );
+  const keys = ["a", "b"].map((c) => {
+    const sha = c.repeat(64);
+    const key = `img/${sha.slice(0, 2)}/${sha.slice(2, 4)}/${sha}-00000001.png`;
+    insert.get(sha, key);
+    return key;
+  });
+  const driver = channel.driver as Driver;
+  let deleted = 0;
+  driver.list = async function* (prefix: string): AsyncIterable<ObjectInfo> {
+    // One page of 150,000 entries naming the same two objects: a peer repeating itself.
+    if (prefix === "img/") for (let i = 0; i < 150_000; i++) yield { key: keys[i % 2]!, size: 1 };
+  };
+  driver.delete = async () => {
+    deleted++;
+  };
+  deleteChannel(app, { id: "default", name: "admin" }, channel.row.id, true);
+  const err = (await thrown(() => runDrain(app, { channel_id: channel.row.id }, jobCtx()))) as Error;
+  const bound = app.db.query<{ n: number }, []>("SELECT max(id) AS n FROM blobs").get()!.n;
+  expect(err.message).toBe(`列出对象失败：列表中的对象多于本服务可能写入的数量（${bound}），列表可能有误`);
+  expect(deleted).toBe(0);
   expect(app.channels.repo.byId(channel.row.id)?.deleting).toBeTruthy();
 });
 

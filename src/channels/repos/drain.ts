@@ -41,3 +41,14 @@ export function storageKeyOfSha(db: Database, sha256: string): string | undefine
 export function intentExists(db: Database, channelId: number, storageKey: string): boolean {
   return !!db.query("SELECT 1 FROM upload_intents WHERE channel_id = ? AND storage_key = ? LIMIT 1").get(channelId, storageKey);
 }
+
+/**
+ * How many distinct image keys on the channel can be ours: one per blob ever recorded (ids only
+ * grow, so the largest is at least the number of blobs, read from the primary key at no cost at
+ * any size) plus the channel's upload intents.
+ */
+export function ourImageKeyBound(db: Database, channelId: number): number {
+  const blobs = db.query<{ n: number | null }, []>("SELECT max(id) AS n FROM blobs").get()?.n ?? 0;
+  const intents = db.query<{ n: number }, [number]>("SELECT count(*) AS n FROM upload_intents WHERE channel_id = ?").get(channelId)?.n ?? 0;
+  return blobs + intents;
+}
