@@ -1,4 +1,4 @@
-// Chevereto's urlencoded form (`key`, `format`, `expiration`, `source`) read as it streams in. Before, the body
+// Chevereto's urlencoded form (`key`, `format`, `expiration`, `source` or `image`) read as it streams in. Before, the body
 // (up to 2 × the base64 size of max_upload_mb, ~56 MB) was buffered, turned into a string and
 // parsed before the key was looked at: ~150 MB of memory per unauthenticated request. Now
 // memory stays at a chunk or two whatever the body: `key`, `format` and `expiration` are kept (1 KiB each),
@@ -46,7 +46,7 @@ function smallField(name: string, done: (value: string) => void): ValueSink {
 }
 
 /**
- * `source`: text while short; past SOURCE_TEXT_BYTES base64 decoded into a temp file (minus a
+ * `source` (or `image`): text while short; past SOURCE_TEXT_BYTES base64 decoded into a temp file (minus a
  * `data:…;base64,` prefix), with the image cap (413) enforced while it streams.
  */
 class SourceField implements ValueSink {
@@ -111,10 +111,18 @@ class SourceField implements ValueSink {
 /** The short text fields Chevereto's upload reads besides `source`; every other field is skipped. */
 export const CHEVERETO_TEXT_FIELDS: readonly string[] = ["key", "format", "expiration"];
 
+/** The fields that carry the image: Chevereto's `source`, and `image` (V4's ImgBB-compatible name). */
+export type SourceName = "source" | "image";
+
 export interface UrlencodedForm {
+  /** `key`, `format`, `expiration`, and the image as text under the name it came in (`source` or `image`). */
   fields: Record<string, string>;
-  /** `source` decoded from base64 into a temp file, when it was too long to keep as text. */
+  /** The image decoded from base64 into a temp file, when it was too long to keep as text. */
   file?: ReceivedFile;
+  /** The name the kept image (`file` or text) came in. */
+  from?: SourceName;
+  /** An `image` field was sent, even if a `source` won: Chevereto then answers in ImgBB's shape. */
+  imageSent?: boolean;
 }
 
 /**
@@ -136,10 +144,14 @@ export async function readUrlencodedForm(
   const form: UrlencodedForm = { fields: {} };
   if (!request.body) return form;
   const sink = (name: string): ValueSink | undefined => {
-    if (name === "source") {
+    if (name === "source" || name === "image") {
+      if (name === "image") form.imageSent = true;
+      // Chevereto reads `source ?? image`: once a source is kept, an image is skipped unread.
+      if (name === "image" && form.from === "source") return undefined;
       return new SourceField(tmpDir, maxBytes, (value) => {
+        form.from = name;
         if ("file" in value) form.file = value.file;
-        else form.fields.source = value.text;
+        else form.fields[name] = value.text;
       });
     }
     if (!CHEVERETO_TEXT_FIELDS.includes(name)) return undefined;
@@ -154,7 +166,8 @@ export async function readUrlencodedForm(
   const handle = async (event: FormEvent) => {
     if (event.type === "field") {
       current = event.nameTooLong ? undefined : sink(event.name);
-      // A later `source` replaces an earlier one (the last value wins, as in PHP's $_REQUEST).
+      // A later `source` replaces an earlier one (the last value wins, as in PHP's $_REQUEST), and
+      // an earlier `image`; a later `image` replaces an earlier `image` (a kept source skips it above).
       if (current instanceof SourceField) await dropSource(form);
     } else if (event.type === "value") await current?.write(event.bytes);
     else {
@@ -191,6 +204,8 @@ export async function readUrlencodedForm(
 
 async function dropSource(form: UrlencodedForm) {
   delete form.fields.source;
+  delete form.fields.image;
   if (form.file?.path) await rm(form.file.path, { force: true });
   form.file = undefined;
+  form.from = undefined;
 }

@@ -2,7 +2,7 @@
 // success {"status_code": 200, "success": {...}, "image": {...}, "status_txt": "OK"},
 // error {"status_code": n, "error": {"message", "code"}, "status_txt": "..."}.
 import { resizedUrl, thumbnailWidth } from "../shared/links";
-import { humanDate, type CompatImage } from "./common";
+import { humanDate, localTime, type CompatImage } from "./common";
 
 export type CheveretoFormat = "json" | "txt" | "redirect";
 
@@ -49,7 +49,8 @@ export function cheveretoImage(img: CompatImage, md5: string, now = Date.now()) 
     size: img.size,
     width: img.width,
     height: img.height,
-    date: img.createdAt,
+    // Chevereto's `date` is server-local time, `date_gmt` UTC.
+    date: localTime(img.createdAt),
     date_gmt: img.createdAt,
     // Chevereto's own column, GMT in the same format: when the image is deleted, or null.
     expiration_date_gmt: img.expireAt,
@@ -77,6 +78,21 @@ export function cheveretoImage(img: CompatImage, md5: string, now = Date.now()) 
 
 export function cheveretoSuccess(image: ReturnType<typeof cheveretoImage>) {
   return { status_code: 200, success: { message: "image uploaded", code: 200 }, image, status_txt: "OK" };
+}
+
+/**
+ * The answer when the source came as `image` (V4's ImgBB-compatible form, app/legacy/routes/api.php):
+ * `status` beside `status_code`, the image under `data` with `id` (its encoded id), and V4's
+ * "file uploaded" (that form exists only in V4). json_document_output adds `status_txt`.
+ */
+export function cheveretoImgbbSuccess(image: ReturnType<typeof cheveretoImage>) {
+  return {
+    status_code: 200,
+    status: 200,
+    success: { message: "file uploaded", code: 200 },
+    data: { ...image, id: image.id_encoded },
+    status_txt: "OK",
+  };
 }
 
 export function cheveretoError(status: number, message: string, code: number = status) {

@@ -54,6 +54,18 @@ export async function storedDigests(app: AppContext, view: ImageView): Promise<{
   return { md5: md5.digest("hex"), sha1: sha1.digest("hex") };
 }
 
+/**
+ * A stored UTC time (`YYYY-MM-DD HH:MM:SS`) in the server process's local time zone, same
+ * format: Lsky's `date` (Carbon in the app's timezone, PRC by default) and Chevereto's `date`
+ * (server-local, beside `date_gmt`). The zone is the process's (`TZ`, else /etc/localtime),
+ * which a systemd service or a container inherits from its host or unit.
+ */
+export function localTime(utc: string): string {
+  const d = new Date(`${utc.replace(" ", "T")}Z`);
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
 /** "刚刚", "5 分钟前", … like Lsky's `human_date` (Carbon diffForHumans in zh_CN). */
 export function humanDate(createdAt: string, now = Date.now()): string {
   const seconds = Math.max(0, Math.floor((now - Date.parse(`${createdAt.replace(" ", "T")}Z`)) / 1000));

@@ -2,7 +2,7 @@
 // of lsky-org/lsky-pro): every answer is {"status": bool, "message": "…", "data": …}.
 import { linkSet } from "../shared/links";
 import type { CompatImage } from "./common";
-import { humanDate } from "./common";
+import { humanDate, localTime } from "./common";
 
 /** Lsky answers `data: {}` when there is nothing to carry (Result.php: `$data ?: new \stdClass`). */
 export function lskyBody(status: boolean, message: string, data: unknown = {}) {
@@ -16,13 +16,32 @@ export function lskyResponse(httpStatus: number, status: boolean, message: strin
   });
 }
 
-/** `links` of an image (Image::links): the shared link builders, URL with the extension. */
+const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/**
+ * Lsky's `links.html` (Image::links): the tag HTML-escaped once more, `&lt;img src="…" alt="…"
+ * title="…" /&gt;`, as its pages show it for copying. Lsky pastes the name in raw; here the
+ * attribute values are escaped inside the tag before the tag is escaped, so a name with `"`, `<`
+ * or `&` neither ends the attribute of the copied tag nor becomes markup where the text is shown.
+ * For ordinary names this is byte for byte Lsky's string.
+ */
+export function lskyHtml(url: string, name: string): string {
+  // A control character (a line break) would split the copied tag.
+  const attr = escapeHtml(name.replace(/[\u0000-\u001f\u007f]/g, " "));
+  const tag = `<img src="${escapeHtml(url)}" alt="${attr}" title="${attr}" />`;
+  return tag.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/**
+ * `links` of an image (Image::links): `html` and `bbcode` in Lsky's forms; the Markdown forms
+ * and the thumbnail from the shared link builders, URL with the extension.
+ */
 export function lskyLinks(img: CompatImage) {
   const s = linkSet(img.url, img.fileName, img.widths);
   return {
     url: s.url,
-    html: s.html,
-    bbcode: s.bbcode,
+    html: lskyHtml(s.url, img.fileName),
+    bbcode: `[img]${s.url}[/img]`,
     markdown: s.markdown,
     markdown_with_link: s.markdown_with_link,
     thumbnail_url: s.thumbnail_url,
@@ -56,7 +75,8 @@ export function lskyListItem(img: CompatImage, now = Date.now()) {
     height: img.height,
     links: lskyLinks(img),
     human_date: humanDate(img.createdAt, now),
-    date: img.createdAt,
+    // Server-local time, as Lsky formats created_at in its app timezone.
+    date: localTime(img.createdAt),
     album: null,
   };
 }

@@ -91,8 +91,9 @@ describe("Lsky Pro V2 API", () => {
     expect(d.sha1).toBe(new Bun.CryptoHasher("sha1").update(png).digest("hex"));
     expect(d.links).toEqual({
       url,
-      html: `<img src="${url}" alt="图 1.png">`,
-      bbcode: `[url=${url}][img]${url}[/img][/url]`,
+      // Lsky's forms (Image::links): the tag HTML-escaped once more, and a bare [img].
+      html: `&lt;img src="${url}" alt="图 [1].png" title="图 [1].png" /&gt;`,
+      bbcode: `[img]${url}[/img]`,
       markdown: `![图 1.png](${url})`,
       markdown_with_link: `[![图 1.png](${url})](${url})`,
       thumbnail_url: `${url}?w=320`,

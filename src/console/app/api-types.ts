@@ -541,8 +541,9 @@ export interface LskyError {
 export interface LskyLinks {
   /** `/i/{id}.{ext}` 绝对地址 */
   url: string;
+  /** Lsky 的形式：再经一次 HTML 转义的标签 `&lt;img src="…" alt="…" title="…" /&gt;`（文件名在属性中先转义） */
   html: string;
-  /** `[url=…][img]…[/img][/url]` */
+  /** `[img]…[/img]` */
   bbcode: string;
   markdown: string;
   markdown_with_link: string;
@@ -575,6 +576,7 @@ export type LskyImageItem = LskyImageFields & {
   height: number;
   /** 相对时间，如“5 分钟前” */
   human_date: string;
+  /** 上传时间，服务进程所在时区的本地时间（TZ 或 /etc/localtime），与 Lsky 一样 */
   date: Timestamp;
   album: null;
 };
@@ -616,39 +618,58 @@ export interface CheveretoSuccess {
     code: 200;
   };
   status_txt: "OK";
-  image: {
-    /** 图片短 ID */
-    name: string;
-    extension: string;
-    /** 字节数 */
-    size: number;
-    width: number;
-    height: number;
-    date: Timestamp;
-    date_gmt: Timestamp;
-    /** 到期自动删除的时间（UTC），永久保存时为 null */
-    expiration_date_gmt: Timestamp | null;
-    title?: string;
-    description?: null;
-    nsfw?: number;
-    md5: string;
-    original_filename: string;
-    filename: string;
-    id_encoded: string;
-    mime: string;
-    size_formatted?: string;
-    /** `/i/{id}.{ext}` 绝对地址 */
-    url: string;
-    /** 没有查看页，与 url 相同 */
-    url_viewer: string;
-    url_short?: string;
-    image: CheveretoFile;
-    thumb: CheveretoFile;
-    medium: CheveretoFile;
-    display_url: string;
-    views?: number;
-    how_long_ago?: string;
+  image: CheveretoImage;
+}
+
+/** 以 `image` 而非 `source` 提交时（Chevereto V4 的 ImgBB 兼容形式）的成功响应：多出 `status`，图片在 `data` 中并带 `id` */
+export interface CheveretoImgbbSuccess {
+  status_code: 200;
+  status: 200;
+  success: {
+    message: "file uploaded";
+    code: 200;
   };
+  status_txt: "OK";
+  data: CheveretoImage & {
+    /** 图片短 ID（同 id_encoded） */
+    id: string;
+  };
+}
+
+export interface CheveretoImage {
+  /** 图片短 ID */
+  name: string;
+  extension: string;
+  /** 字节数 */
+  size: number;
+  width: number;
+  height: number;
+  /** 上传时间，服务进程所在时区的本地时间（TZ 或 /etc/localtime） */
+  date: Timestamp;
+  /** 上传时间（UTC） */
+  date_gmt: Timestamp;
+  /** 到期自动删除的时间（UTC），永久保存时为 null */
+  expiration_date_gmt: Timestamp | null;
+  title?: string;
+  description?: null;
+  nsfw?: number;
+  md5: string;
+  original_filename: string;
+  filename: string;
+  id_encoded: string;
+  mime: string;
+  size_formatted?: string;
+  /** `/i/{id}.{ext}` 绝对地址 */
+  url: string;
+  /** 没有查看页，与 url 相同 */
+  url_viewer: string;
+  url_short?: string;
+  image: CheveretoFile;
+  thumb: CheveretoFile;
+  medium: CheveretoFile;
+  display_url: string;
+  views?: number;
+  how_long_ago?: string;
 }
 
 export interface CheveretoError {

@@ -3,7 +3,7 @@
 // through the one upload pipeline (limits, quota, rate limits, idempotency, metrics).
 import { Elysia } from "elysia";
 import { authenticateUploadTokenText, type TokenPrincipal } from "../../auth/tokens";
-import { cheveretoError, cheveretoFormat, cheveretoImage, cheveretoSuccess, type CheveretoFormat } from "../../compat/chevereto";
+import { cheveretoError, cheveretoFormat, cheveretoImage, cheveretoImgbbSuccess, cheveretoSuccess, type CheveretoFormat } from "../../compat/chevereto";
 import { cheveretoSource, discardInput, readCheveretoInput, type CheveretoInput } from "../../compat/chevereto-input";
 import { cheveretoExpirationSeconds } from "../../compat/chevereto-expiration";
 import { compatImage, storedDigests } from "../../compat/common";
@@ -79,7 +79,9 @@ export function cheveretoRoutes(app: AppContext) {
       const view = app.images.view(outcome.id)!;
       const md5 = outcome.md5 ?? (await storedDigests(app, view)).md5;
       const image = cheveretoImage(compatImage(app, view, publicOrigin(request, app.settings.get().base_url)), md5);
-      return render(format, 200, cheveretoSuccess(image), image.url, image.url);
+      // A replay whose key was in the header or query leaves the body unread: only the query tells then.
+      const imgbb = input?.imgbb ?? query.has("image");
+      return render(format, 200, imgbb ? cheveretoImgbbSuccess(image) : cheveretoSuccess(image), image.url, image.url);
     } catch (caught) {
       const err = answerableError(app.log, request, caught);
       if (!err) {

@@ -42,12 +42,21 @@ const tokenBody = z.object({
   password: z.string().min(1).max(1024),
 });
 
+/** The token request's fields Laravel's `$request->validate` also finds in the query string. */
+const TOKEN_FIELDS = ["name", "email", "password"];
+
+const isJson = (type: string) => type.startsWith("application/json");
+const isForm = (type: string) => type.startsWith("application/x-www-form-urlencoded") || type.startsWith("multipart/form-data");
+
 /** A JSON, urlencoded or multipart body as a plain object (Laravel reads all three), or a 400 in Lsky's shape. */
-async function readForm(request: Request): Promise<unknown> {
-  const type = (request.headers.get("content-type") ?? "").toLowerCase();
+async function readBody(request: Request, type: string): Promise<unknown> {
   try {
-    if (type.startsWith("application/json")) return await request.json();
-    if (type.startsWith("application/x-www-form-urlencoded") || type.startsWith("multipart/form-data")) {
+    if (isJson(type)) {
+      // An empty JSON body adds nothing, as in Laravel: the query string may still carry the fields.
+      const text = await request.text();
+      return text.trim() === "" ? {} : JSON.parse(text);
+    }
+    if (isForm(type)) {
       const form = await request.formData();
       return Object.fromEntries([...form.entries()].filter(([, v]) => typeof v === "string"));
     }
@@ -55,6 +64,20 @@ async function readForm(request: Request): Promise<unknown> {
     throw badRequest("请求体格式无效");
   }
   throw badRequest("请求体必须是 JSON 或表单");
+}
+
+/**
+ * The token request's input as Laravel's `$request->input()` sees it: the body's fields over
+ * the query string's, so `POST /api/v1/tokens?email=…&password=…` without a body works too.
+ */
+async function readForm(request: Request): Promise<unknown> {
+  const type = (request.headers.get("content-type") ?? "").toLowerCase();
+  // PHP keeps the last of repeated query names, as Object.fromEntries does.
+  const query = Object.fromEntries([...new URL(request.url).searchParams].filter(([name]) => TOKEN_FIELDS.includes(name)));
+  // No body, or one Laravel cannot read (it adds nothing to the input): the query alone.
+  if (!isJson(type) && !isForm(type) && Object.keys(query).length > 0) return query;
+  const body = await readBody(request, type);
+  return body !== null && typeof body === "object" && !Array.isArray(body) ? { ...query, ...body } : body;
 }
 
 /**
@@ -190,12 +213,9 @@ export function lskyRoutes(app: AppContext) {
       .get("/api/v1/images", ({ request }) => lsky(app, request, () => list(request)))
       .delete("/api/v1/images/:key", ({ request, params }) => lsky(app, request, () => remove(request, params.key)))
       .get("/api/v1/profile", ({ request }) => lsky(app, request, () => profile(request)))
-      .get("/api/v1/strategies", ({ request }) =>
-        lsky(app, request, () => {
-          tokenFrom(app, request);
-          return ok("success", { strategies: [STRATEGY] });
-        }),
-      )
+      // Outside auth:sanctum in Lsky, which lists the guest group's strategies without a token;
+      // Kura has the one strategy for everyone, so a token (even a wrong one) changes nothing.
+      .get("/api/v1/strategies", ({ request }) => lsky(app, request, () => ok("success", { strategies: [STRATEGY] })))
       .get("/api/v1/albums", ({ request, query }) =>
         lsky(app, request, () => {
           tokenFrom(app, request);

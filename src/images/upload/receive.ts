@@ -54,10 +54,11 @@ export interface MultipartOptions {
   /** Name of the file part (default `file`). */
   fileField?: string;
   /**
-   * A text field that may carry a whole image as base64 (Chevereto's `source`): it may be
-   * as long as `base64Limit(maxBytes)` and is kept even if not in `allowedFields`.
+   * Text fields that may carry a whole image as base64 (Chevereto's `source` and `image`): each
+   * may be as long as `base64Limit(maxBytes)` and is kept even if not in `allowedFields`. The
+   * body as a whole still fits one such field, so a form cannot carry two long images.
    */
-  largeField?: string;
+  largeFields?: readonly string[];
   /**
    * Sees each kept text field as soon as it has arrived, before the rest of the body is read;
    * throwing ends the read with that error (Chevereto checks a key inside the form this way).
@@ -97,7 +98,8 @@ export async function parseMultipart(
   const type = request.headers.get("content-type") ?? "";
   if (!type.toLowerCase().startsWith("multipart/form-data")) throw new Invalid(`请求必须是 multipart/form-data，文件字段名为 ${fileField}`);
   if (!request.body) throw new Invalid("缺少请求体");
-  const textLimit = opts.largeField ? base64Limit(maxBytes) : FIELD_LIMIT_BYTES;
+  const largeFields = opts.largeFields ?? [];
+  const textLimit = largeFields.length > 0 ? base64Limit(maxBytes) : FIELD_LIMIT_BYTES;
   // The largest form that can be accepted: declared longer, it is refused unread; streamed, it
   // is refused once that much has arrived, whatever the excess is (an endless preamble, a
   // skipped part), instead of being read to Bun's limit.
@@ -105,10 +107,10 @@ export async function parseMultipart(
   checkDeclaredLength(request, bodyLimit, maxBytes);
   const declared = Number(request.headers.get("content-length") ?? NaN);
   const oversized = (name: string, value: string) =>
-    Buffer.byteLength(value) > (name === opts.largeField ? textLimit : FIELD_LIMIT_BYTES) ? fieldTooLong(name, maxBytes, opts.largeField) : undefined;
-  const keeps = (name: string) => name === opts.largeField || allowedFields.includes(name);
+    Buffer.byteLength(value) > (largeFields.includes(name) ? textLimit : FIELD_LIMIT_BYTES) ? fieldTooLong(name, maxBytes, largeFields) : undefined;
+  const keeps = (name: string) => largeFields.includes(name) || allowedFields.includes(name);
   const onField = opts.onField ?? (() => {});
-  const rules: FormRules = { maxBytes, textLimit, fileField, oversized, keeps, onField, largeField: opts.largeField };
+  const rules: FormRules = { maxBytes, textLimit, fileField, oversized, keeps, onField, largeFields };
   if (declared <= IN_MEMORY_UPLOAD_BYTES) {
     const body = await readDeclared(withIdleDeadline(request.body, idleMs), declared);
     // Bun's native parser only where it reads a form as busboy does (plain-form.ts); any
@@ -126,7 +128,7 @@ interface FormRules {
   /** Limit of the large field (base64 source) when there is one, else of every text field. */
   textLimit: number;
   fileField: string;
-  largeField: string | undefined;
+  largeFields: readonly string[];
   /** The error for a text field over its limit (in UTF-8 bytes), or undefined. */
   oversized: (name: string, value: string) => Error | undefined;
   keeps: (name: string) => boolean;
@@ -209,7 +211,7 @@ async function streamMultipart(
       });
       parser.on("field", (partName: string | undefined, value, info) => {
         const name = partName ?? "";
-        if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, rules.largeField));
+        if (info.valueTruncated || info.nameTruncated) return fail(fieldTooLong(name, maxBytes, rules.largeFields));
         const tooLong = oversized(name, value);
         if (tooLong) return fail(tooLong);
         if (!keeps(name)) return;
@@ -244,8 +246,8 @@ function closed(stream: WriteStream): Promise<void> {
   });
 }
 
-function fieldTooLong(name: string, maxBytes: number, largeField: string | undefined) {
-  return name === largeField ? tooLarge(maxBytes) : new Invalid(`表单字段 ${name} 超过 1 KiB`);
+function fieldTooLong(name: string, maxBytes: number, largeFields: readonly string[]) {
+  return largeFields.includes(name) ? tooLarge(maxBytes) : new Invalid(`表单字段 ${name} 超过 1 KiB`);
 }
 
 /**
