@@ -52,6 +52,8 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   const failures: unknown[] = [];
   for (const channel of candidates) {
     if (written.length >= need) break;
+    // Marked for deletion while an earlier candidate was being written to: its drain may have started.
+    if (!inService(app, channel)) continue;
     const intent = app.commits.run(() => insertIntent(app.db, channel.row.id, key, sqlTime()));
     const body = prepared.bytes ?? Bun.file(prepared.path!).stream();
     // A staging driver awaits this only after it has made the object's directory.
@@ -112,20 +114,48 @@ export async function storeReference(app: AppContext, prepared: PreparedImage, r
   }
 }
 
+/**
+ * What the upload planned on changed between the plan and the commit: the blob it counted on
+ * was physically deleted (or lost its last copy), or every channel it wrote to is being deleted
+ * (a purge checked for sole copies before this blob existed, and its drain would remove the only
+ * one). The upload undoes its writes and starts over: a fresh key, channels still in service.
+ */
+class PlanOutdated extends Error {}
+
+/** Plans outdated by the commit this many times in a row: not a race any more. */
+const MAX_PLANS = 3;
+
 async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
+  for (let plan = 1; ; plan++) {
+    try {
+      return await storePlanned(app, prepared, ref);
+    } catch (err) {
+      if (!(err instanceof PlanOutdated) || plan >= MAX_PLANS) throw err;
+    }
+  }
+}
+
+async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
   checkQuota(app, ref.userId, prepared.size);
   const existing = app.images.blobBySha(prepared.sha256);
   const needsBytes = !existing || app.images.doneReplicaCount(existing.id) === 0;
   const key = existing?.storage_key ?? storageKeyFor(prepared.sha256, prepared.ext);
   const { written, intents } = needsBytes ? await writeSynchronously(app, prepared, key) : { written: [], intents: [] };
   if (written.length) await holdAt("upload.before-commit", `key=${key}`);
-  if (written.length) await pauseAt("upload.commit", `key=${key}`);
+  await pauseAt("upload.commit", `key=${key} wrote=${written.length}`);
 
   let outcome: { id: string; ownsWrites: boolean };
   try {
     const dimensions = await prepared.dimensions;
     outcome = await app.commits.run(() => {
       checkQuota(app, ref.userId, prepared.size);
+      // The plan holds only if the blob it counted on is still the one recorded: a blob.delete
+      // job that claimed it meanwhile deletes its key's objects (ours too, written under that key),
+      // and a reference without bytes would add an image that can never be read.
+      const current = app.images.blobBySha(prepared.sha256);
+      if (existing && current?.id !== existing.id) throw new PlanOutdated();
+      if (!needsBytes && (!current || app.images.doneReplicaCount(current.id) === 0)) throw new PlanOutdated();
+      if (written.length && !written.some((channel) => inService(app, channel))) throw new PlanOutdated();
       const blob = upsertBlob(app, prepared, dimensions, key, written);
       const id = insertImage(app, blob.id, ref);
       const ownsWrites = blob.storage_key === key;
@@ -142,6 +172,12 @@ async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewRe
   // started): this reference now points at that blob, and the objects written here are nobody's.
   if (!outcome.ownsWrites && written.length) await undoWrites(app, key, written, intents);
   return outcome.id;
+}
+
+/** Still loaded and not being deleted (the registry reloads its rows when a channel is marked). */
+function inService(app: AppContext, channel: Writable): boolean {
+  const now = app.channels.get(channel.row.id);
+  return !!now && !now.row.deleting;
 }
 
 function upsertBlob(app: AppContext, prepared: PreparedImage, dimensions: Dimensions, key: string, written: Writable[]): BlobRow {

@@ -1,0 +1,141 @@
+/**
+ * Uploads racing the deletes that remove what they count on (race audit H1, H2). Deterministic:
+ * the upload is paused just before its commit (test-only pause point `upload.commit`) while the
+ * other side runs to its end, then released.
+ *
+ * - H1: a re-upload of bytes whose blob is stored writes nothing and becomes a reference to that
+ *   blob. If the blob's physical delete (`delete_grace_minutes` 0) ran in between, the reference
+ *   pointed at a new blob row under the old key with no copy anywhere: 200, then 503 for good.
+ * - H2: a purge of the channel an upload has just written its only copy to passed its sole-copy
+ *   check (no blob yet) and later drained that copy.
+ */
+import { Database } from "bun:sqlite";
+import { afterAll, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { useAdmin } from "../helpers/fixture";
+import { form, makeJpeg, sha256 } from "../helpers/images";
+
+const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
+const ARMED = join(pauseDir, "upload.commit");
+const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit", KURA_TEST_PAUSE_DIR: pauseDir } });
+afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
+
+function readDb<T>(sql: string, ...params: (string | number)[]): T[] {
+  const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+  try {
+    return db.query(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+async function until(what: string, done: () => boolean | Promise<boolean>, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(25);
+  }
+}
+
+const upload = (bytes: Buffer, name: string) => admin.json<{ id: string }>("POST", "/api/admin/upload", form(bytes, name, { exif_policy: "passthrough" }));
+
+/** Starts `run` paused at `upload.commit` (detail matching `filter`), runs `meanwhile`, then releases it. */
+async function pausedDuring<T>(filter: string, run: () => Promise<T>, meanwhile: () => Promise<void>): Promise<T> {
+  writeFileSync(ARMED, filter);
+  let pending: Promise<T> | undefined;
+  try {
+    pending = run();
+    await server.waitForLog(new RegExp(`kura-test-hook paused point=upload\\.commit key=\\S+ ${filter}`), 20_000);
+    await meanwhile();
+  } finally {
+    rmSync(ARMED, { force: true });
+    rmSync(`${ARMED}.held`, { force: true });
+  }
+  return pending;
+}
+
+async function served(id: string): Promise<{ status: number; sha: string }> {
+  const res = await fetch(server.url(`/i/${id}`));
+  return { status: res.status, sha: sha256(Buffer.from(await res.arrayBuffer())) };
+}
+
+test("H1: a re-upload whose blob is physically deleted before it commits stores its bytes again and serves them", async () => {
+  await admin.json("PUT", "/api/admin/config", { delete_grace_minutes: 0 });
+  const bytes = await makeJpeg(150, 100, 5151);
+  const digest = sha256(bytes);
+  const first = await upload(bytes, "first.jpg");
+
+  const again = await pausedDuring(
+    "wrote=0",
+    () => upload(bytes, "again.jpg"),
+    async () => {
+      // The only other reference goes; with no grace its blob row and object are removed at once.
+      expect((await admin.request("DELETE", `/api/admin/images/${first.id}`)).status).toBe(204);
+      await until("the blob's physical delete", () => readDb("SELECT id FROM blobs WHERE sha256 = ?", digest).length === 0);
+    },
+  );
+
+  expect(await served(again.id)).toEqual({ status: 200, sha: digest });
+  const blobs = readDb<{ id: number; storage_key: string }>("SELECT id, storage_key FROM blobs WHERE sha256 = ?", digest);
+  expect(blobs.length).toBe(1);
+  expect(readDb("SELECT state FROM blob_channels WHERE blob_id = ?", blobs[0]!.id)).toEqual([{ state: "done" }]);
+  expect(existsSync(join(server.dataDir, "storage", blobs[0]!.storage_key))).toBe(true);
+});
+
+test("H1: a re-upload that rewrites a blob's lost bytes under its key, while that blob is physically deleted, moves to a fresh key", async () => {
+  await admin.json("PUT", "/api/admin/config", { delete_grace_minutes: 0 });
+  const bytes = await makeJpeg(150, 100, 5252);
+  const digest = sha256(bytes);
+  const first = await upload(bytes, "first.jpg");
+  const [lost] = readDb<{ id: number; storage_key: string }>("SELECT id, storage_key FROM blobs WHERE sha256 = ?", digest);
+  const lostFile = join(server.dataDir, "storage", lost!.storage_key);
+  // The blob's only object goes missing; the read that finds out marks the replica failed.
+  rmSync(lostFile);
+  expect((await served(first.id)).status).not.toBe(200);
+  await until(
+    "the replica marked failed",
+    () => readDb<{ state: string }>("SELECT state FROM blob_channels WHERE blob_id = ?", lost!.id)[0]?.state === "failed",
+  );
+
+  // The re-upload writes the bytes again under the blob's key (wrote=1), and waits to commit.
+  const again = await pausedDuring(
+    "wrote=1",
+    () => upload(bytes, "again.jpg"),
+    async () => {
+      expect((await admin.request("DELETE", `/api/admin/images/${first.id}`)).status).toBe(204);
+      // The blob.delete job removes the row, then the objects under its key: the one just written too.
+      await until("the old blob's row and object gone", () => readDb("SELECT id FROM blobs WHERE sha256 = ?", digest).length === 0 && !existsSync(lostFile));
+    },
+  );
+
+  expect(await served(again.id)).toEqual({ status: 200, sha: digest });
+  const [blob] = readDb<{ storage_key: string }>("SELECT storage_key FROM blobs WHERE sha256 = ?", digest);
+  expect(blob!.storage_key).not.toBe(lost!.storage_key);
+  expect(existsSync(join(server.dataDir, "storage", blob!.storage_key))).toBe(true);
+});
+
+test("H2: an upload whose only copy went to a channel purged before it commits writes it again to a channel in service", async () => {
+  const bDir = join(server.dataDir, "channel-b");
+  mkdirSync(bDir);
+  // B is the best channel, so the upload writes its one synchronous copy there.
+  const b = await admin.json<{ id: number }>("POST", "/api/admin/channels", { name: "b", template: "local", inputs: { path: bDir }, priority: 1000 }, 201);
+  const bytes = await makeJpeg(150, 100, 5353);
+  const digest = sha256(bytes);
+
+  const uploaded = await pausedDuring(
+    "wrote=1",
+    () => upload(bytes, "late.jpg"),
+    async () => {
+      // The sole-copy check passes: the upload's blob does not exist yet.
+      expect((await admin.request("DELETE", `/api/admin/channels/${b.id}?purge=true`)).status).toBe(202);
+    },
+  );
+
+  const [blob] = readDb<{ id: number; storage_key: string }>("SELECT id, storage_key FROM blobs WHERE sha256 = ?", digest);
+  // Recorded on the channel in service only; nothing of it left on B for the drain to take.
+  expect(readDb("SELECT channel_id, state FROM blob_channels WHERE blob_id = ?", blob!.id)).toEqual([{ channel_id: 1, state: "done" }]);
+  expect(existsSync(join(bDir, blob!.storage_key))).toBe(false);
+  expect(await served(uploaded.id)).toEqual({ status: 200, sha: digest });
+});
