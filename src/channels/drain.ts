@@ -11,15 +11,24 @@ import { Conflict, NotFound } from "../errors";
 import type { AppContext } from "../context";
 import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
-import { STORAGE_KEY_PATTERN } from "../images/storage-key";
-import { REPLICATE_JOB } from "../images/store";
+import { STORAGE_KEY_PATTERN, sha256OfStorageKey } from "../images/storage-key";
+import { REPLICATE_JOB, scheduleReplication } from "../images/store";
 import { JobInterruptedError, type JobContext } from "../jobs/queue";
 import { audit, type AuditActor } from "../ops/audit";
 import { openAlert, resolveAlert } from "../ops/alerts";
 import { BACKFILL_JOB, runBackfill } from "./backfill";
 import type { Driver } from "./driver";
 import { channelErrorText } from "./drivers/driver-errors";
-import { deleteChannelRows, holdsSoleCopy, intentExists, intentSince, ourImageKeyBound, runningJobForChannel, storageKeyOfSha } from "./repos/drain";
+import {
+  deleteChannelRows,
+  holdsSoleCopy,
+  intentExists,
+  intentSince,
+  ourImageKeyBound,
+  runningJobForChannel,
+  soleCopyBlobId,
+  storageKeyOfSha,
+} from "./repos/drain";
 
 export const DRAIN_JOB = "channel.drain";
 const SYSTEM_PREFIX = "_kura/";
@@ -86,6 +95,25 @@ function isOurImageObject(app: AppContext, channelId: number, key: string): bool
   return intentExists(app.db, channelId, key);
 }
 
+/**
+ * Whether `key` is the last completed copy of a live image (it became that after the purge was
+ * accepted: another copy found damaged, say): it stays, and a copy to the channels in service is
+ * queued, so the next attempt can delete it once that copy is done.
+ */
+function keepsLastCopy(app: AppContext, channelId: number, key: string): boolean {
+  const sha256 = sha256OfStorageKey(key);
+  const blobId = sha256 === undefined ? undefined : soleCopyBlobId(app.db, channelId, sha256, key);
+  if (blobId === undefined) return false;
+  scheduleReplication(app, blobId);
+  return true;
+}
+
+class LastCopiesKept extends Error {
+  constructor(count: number) {
+    super(`${count} 个图片对象是唯一的完整副本，已安排复制到其他渠道，复制完成后继续清空`);
+  }
+}
+
 /** Keys held in memory at once: the listing is collected in rounds of this many, each then deleted. */
 export const DRAIN_BATCH = 100_000;
 
@@ -133,6 +161,7 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
   }
 
   const progress = loadProgress(app, channel_id);
+  let kept = 0;
   let failures = 0;
   let firstError = "";
   const remove = async (key: string, counter: keyof Progress) => {
@@ -169,14 +198,22 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
         if (keys.some((key) => previous.has(key))) throw new Error("已删除的对象仍出现在列表中");
         deleted += keys.length;
         if (deleted > limits[counter]) throw new Error(`列表中的对象多于本服务可能写入的数量（${limits[counter]}），列表可能有误`);
-        for (const key of keys) await remove(key, counter);
+        for (const key of keys) {
+          if (counter === "objects" && keepsLastCopy(app, channel_id, key)) kept++;
+          else await remove(key, counter);
+        }
         if (!more || failures > 0) break;
         previous = new Set(keys);
       }
     }
+    if (kept > 0) throw new LastCopiesKept(kept);
   } catch (err) {
     saveProgress(app, channel_id, progress);
     if (err instanceof JobInterruptedError || ctx.signal.aborted) throw err;
+    if (err instanceof LastCopiesKept) {
+      fail(err.message);
+      throw err;
+    }
     // A listing that fails means nothing can be deleted: a drain failure like any other.
     const reason = `列出对象失败：${channelErrorText(err)}`;
     fail(reason);

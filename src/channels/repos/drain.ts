@@ -16,6 +16,23 @@ export function holdsSoleCopy(db: Database, channelId: number): boolean {
     .get(channelId);
 }
 
+/**
+ * The live blob stored under this key (found by its sha256) whose only completed copy (among channels staying in service)
+ * is on this channel: the per-object form of holdsSoleCopy, for copies that became the last one
+ * after the purge was accepted (another copy found damaged, say).
+ */
+export function soleCopyBlobId(db: Database, channelId: number, sha256: string, storageKey: string): number | undefined {
+  return db
+    .query<{ id: number }, [number, string, string]>(
+      `SELECT b.id FROM blobs b JOIN blob_channels bc ON bc.blob_id = b.id AND bc.channel_id = ?1 AND bc.state = 'done'
+       WHERE b.sha256 = ?2 AND b.storage_key = ?3 AND b.pending_delete = 0
+         AND NOT EXISTS (
+           SELECT 1 FROM blob_channels o JOIN channels c ON c.id = o.channel_id
+           WHERE o.blob_id = b.id AND o.channel_id != ?1 AND o.state = 'done' AND c.deleting = 0)`,
+    )
+    .get(channelId, sha256, storageKey)?.id;
+}
+
 /** Removes the channel row and everything recorded about it, its meta entry `metaKey` included. */
 export function deleteChannelRows(db: Database, channelId: number, metaKey: string) {
   db.query("DELETE FROM upload_intents WHERE channel_id = ?").run(channelId);

@@ -1,0 +1,73 @@
+/**
+ * A purge drain never deletes the last completed copy of a live image (race audit H2). The purge
+ * was accepted while another channel held a copy too; that copy was then found damaged (marked
+ * `failed`), so the draining channel now holds the only good one. In process over the real
+ * context: replica states are set directly, the drain is run as its job would run it.
+ */
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import { existsSync, mkdirSync, copyFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { deleteChannel, runDrain } from "../../src/channels/drain";
+import { createChannel } from "../../src/channels/service";
+import type { AppContext } from "../../src/context";
+import type { UserRow } from "../../src/users/repo";
+import { makeJpeg } from "../helpers/images";
+import { serviceContext, thrown, uploadBytes } from "./harness";
+
+let app: AppContext;
+let admin: UserRow;
+let dataDir: string;
+let dispose: () => void;
+beforeEach(async () => {
+  ({ app, admin, dataDir, dispose } = await serviceContext());
+});
+afterEach(() => dispose());
+
+const jobCtx = () => ({ id: 1, kind: "channel.drain", attempt: 1, maxAttempts: 10, signal: new AbortController().signal, heartbeat: () => true });
+
+function setReplica(blobId: number, channelId: number, state: string) {
+  app.db
+    .query("INSERT OR REPLACE INTO blob_channels (blob_id, channel_id, state, updated_at) VALUES (?, ?, ?, '2026-01-01 00:00:00')")
+    .run(blobId, channelId, state);
+}
+
+test("the draining channel's copy that became the last good one stays, is copied elsewhere first, then goes", async () => {
+  const local = app.channels.list().find((c) => c.row.name === "local")!;
+  const twoDir = join(dataDir, "two");
+  mkdirSync(twoDir);
+  const two = await createChannel(app, admin, { name: "two", driver: "local", config: { path: twoDir }, priority: 1 });
+  const { id } = await uploadBytes(app, admin.id, await makeJpeg(64, 48, 8181));
+  const blob = app.images.blob(app.images.view(id)!.blob_id)!;
+  // Both channels hold a completed copy, so the purge of "two" is accepted.
+  const twoObject = join(twoDir, blob.storage_key);
+  const localObject = join(dataDir, "storage", blob.storage_key);
+  // The upload wrote to one of them; the copy to the other is made here instead of by a job.
+  const [from, to] = existsSync(twoObject) ? [twoObject, localObject] : [localObject, twoObject];
+  mkdirSync(dirname(to), { recursive: true });
+  copyFileSync(from, to);
+  setReplica(blob.id, local.row.id, "done");
+  setReplica(blob.id, two.id, "done");
+  expect(deleteChannel(app, { id: admin.id, name: admin.name }, two.id, true)).toBe(202);
+
+  // Then the copy on "local" is found damaged: the one on "two" is the last good one.
+  setReplica(blob.id, local.row.id, "failed");
+  const err = (await thrown(() => runDrain(app, { channel_id: two.id }, jobCtx()))) as Error;
+  const reason = "1 个图片对象是唯一的完整副本，已安排复制到其他渠道，复制完成后继续清空";
+  expect(err.message).toBe(reason);
+  expect(existsSync(twoObject)).toBe(true);
+  expect(app.channels.repo.byId(two.id)?.deleting).toBeTruthy();
+  const alert = app.db.query<{ message: string }, []>("SELECT message FROM alerts WHERE kind = 'drain_failed' AND resolved_at = ''").get();
+  expect(alert?.message).toBe(`存储渠道 two 清空失败：${reason}`);
+  const queued = app.db
+    .query<{ payload: string }, []>("SELECT payload FROM jobs WHERE kind = 'blob.replicate' AND state IN ('available', 'retryable')")
+    .all()
+    .map((j) => JSON.parse(j.payload));
+  expect(queued).toContainEqual({ blob_id: blob.id, channel_id: local.row.id });
+
+  // Once the copy to "local" is done, the next attempt deletes the object and removes the channel.
+  setReplica(blob.id, local.row.id, "done");
+  await runDrain(app, { channel_id: two.id }, jobCtx());
+  expect(existsSync(twoObject)).toBe(false);
+  expect(app.channels.repo.byId(two.id)).toBeUndefined();
+  expect(app.db.query("SELECT 1 FROM alerts WHERE kind = 'drain_failed' AND resolved_at = ''").get()).toBeNull();
+});
