@@ -67,9 +67,13 @@ export async function storeObject(
       };
     },
   });
-  const image = app.images.view(id)!;
-  rememberMd5(app, image.blob_id, digests!.md5);
-  setObjectMeta(app, id, meta);
+  // A DeleteObject of the same key may have run while the upload removed its temp files: the
+  // PUT still happened first, so it answers 200 (the delete then removed it, as S3 orders them).
+  const image = app.images.view(id);
+  if (image) {
+    rememberMd5(app, image.blob_id, digests!.md5);
+    setObjectMeta(app, id, meta);
+  }
   app.lookups.forget(id);
   app.lookups.forgetAlias(req.user.id, key);
   return { id, digests: digests! };
