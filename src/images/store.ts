@@ -1,4 +1,5 @@
-import { isDiskFull, QuotaExceeded, Unavailable } from "../errors";
+import { Forbidden, isDiskFull, QuotaExceeded, Unauthenticated, Unavailable } from "../errors";
+import { TokenRepo } from "../auth/tokens";
 import type { AppContext } from "../context";
 import { recordIdempotencyKey } from "./repos/idempotency";
 import { allIntents, deleteIntent, insertIntent } from "./repos/intents";
@@ -31,6 +32,19 @@ export const quotaFull = () => new QuotaExceeded();
 function checkQuota(app: AppContext, userId: string, size: number) {
   const quota = app.users.byId(userId)?.quota_bytes;
   if (quota !== null && quota !== undefined && app.images.usedBytes(userId) + size > quota) throw quotaFull();
+}
+
+/**
+ * In the commit: the uploader and the token it came with still exist and may upload. Either may
+ * have been deleted (a user with no images yet, a revoked token) or the user stopped while the
+ * body arrived; the upload then ends as the uploader's next request would, not on a foreign key.
+ */
+function checkUploader(app: AppContext, ref: NewReference, size: number) {
+  const user = app.users.byId(ref.userId);
+  if (!user) throw new Unauthenticated("上传者的账号已被删除");
+  if (ref.tokenId !== null && !new TokenRepo(app.db).byId(ref.tokenId)) throw new Unauthenticated("上传令牌已被删除");
+  if (user.disabled) throw new Forbidden("该账号已被停用");
+  checkQuota(app, ref.userId, size);
 }
 
 type Writable = LoadedChannel & { driver: Driver };
@@ -148,7 +162,7 @@ async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewRe
   try {
     const dimensions = await prepared.dimensions;
     outcome = await app.commits.run(() => {
-      checkQuota(app, ref.userId, prepared.size);
+      checkUploader(app, ref, prepared.size);
       // The plan holds only if the blob it counted on is still the one recorded: a blob.delete
       // job that claimed it meanwhile deletes its key's objects (ours too, written under that key),
       // and a reference without bytes would add an image that can never be read.

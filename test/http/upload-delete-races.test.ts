@@ -14,6 +14,7 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Session } from "../helpers/client";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 
@@ -47,7 +48,8 @@ async function pausedDuring<T>(filter: string, run: () => Promise<T>, meanwhile:
   let pending: Promise<T> | undefined;
   try {
     pending = run();
-    await server.waitForLog(new RegExp(`kura-test-hook paused point=upload\\.commit key=\\S+ ${filter}`), 20_000);
+    // The paused call takes the armed file (renames it to .held): the log holds earlier pauses too.
+    await until("the upload to pause", () => existsSync(`${ARMED}.held`));
     await meanwhile();
   } finally {
     rmSync(ARMED, { force: true });
@@ -116,6 +118,31 @@ test("H1: a re-upload that rewrites a blob's lost bytes under its key, while tha
   expect(existsSync(join(server.dataDir, "storage", blob!.storage_key))).toBe(true);
 });
 
+test("H1: a re-upload of a blob whose last copy is found missing before it commits writes the bytes again", async () => {
+  const bytes = await makeJpeg(150, 100, 5454);
+  const digest = sha256(bytes);
+  const first = await upload(bytes, "first.jpg");
+  const [blob] = readDb<{ id: number; storage_key: string }>("SELECT id, storage_key FROM blobs WHERE sha256 = ?", digest);
+  const file = join(server.dataDir, "storage", blob!.storage_key);
+
+  const again = await pausedDuring(
+    "wrote=0",
+    () => upload(bytes, "again.jpg"),
+    async () => {
+      // The blob stays (a reference holds it), but its only object goes and a read marks it failed.
+      rmSync(file);
+      expect((await served(first.id)).status).not.toBe(200);
+      await until(
+        "the replica marked failed",
+        () => readDb<{ state: string }>("SELECT state FROM blob_channels WHERE blob_id = ?", blob!.id)[0]?.state === "failed",
+      );
+    },
+  );
+
+  expect(await served(again.id)).toEqual({ status: 200, sha: digest });
+  expect(await served(first.id)).toEqual({ status: 200, sha: digest });
+});
+
 test("H2: an upload whose only copy went to a channel purged before it commits writes it again to a channel in service", async () => {
   const bDir = join(server.dataDir, "channel-b");
   mkdirSync(bDir);
@@ -138,4 +165,48 @@ test("H2: an upload whose only copy went to a channel purged before it commits w
   expect(readDb("SELECT channel_id, state FROM blob_channels WHERE blob_id = ?", blob!.id)).toEqual([{ channel_id: 1, state: "done" }]);
   expect(existsSync(join(bDir, blob!.storage_key))).toBe(false);
   expect(await served(uploaded.id)).toEqual({ status: 200, sha: digest });
+});
+
+test("L2: an upload whose user or token is deleted, or whose user is stopped, before it commits ends as their next request would", async () => {
+  await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 1_000_000 });
+  const tokenUpload = (token: string, seed: number) => async () => {
+    const res = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(await makeJpeg(80, 60, seed), "late.jpg"),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  const newUser = async (name: string) => {
+    const user = await admin.json<{ id: string }>("POST", "/api/admin/users", { name, password: `${name}-pass-1` }, 201);
+    const session = new Session(server);
+    expect((await session.login(name, `${name}-pass-1`)).status).toBe(200);
+    const { token } = await session.json<{ token: string }>("POST", "/api/admin/tokens", { name: "t" }, 201);
+    return { id: user.id, token };
+  };
+
+  // The token is revoked and deleted (a foreign key of the image row, until now a 500).
+  const own = await admin.json<{ id: number; token: string }>("POST", "/api/admin/tokens", { name: "going" }, 201);
+  const tokenGone = await pausedDuring("wrote=1", tokenUpload(own.token, 5401), async () => {
+    expect((await admin.request("POST", `/api/admin/tokens/${own.id}/revoke`)).status).toBe(204);
+    expect((await admin.request("DELETE", `/api/admin/tokens/${own.id}`)).status).toBe(204);
+  });
+  expect(tokenGone).toEqual({ status: 401, body: { error: "上传令牌已被删除" } });
+
+  // The user is deleted (allowed: no images yet).
+  const deleted = await newUser("racer-a");
+  const userGone = await pausedDuring("wrote=1", tokenUpload(deleted.token, 5402), async () => {
+    expect((await admin.request("DELETE", `/api/admin/users/${deleted.id}`)).status).toBe(204);
+  });
+  expect(userGone).toEqual({ status: 401, body: { error: "上传者的账号已被删除" } });
+
+  // The user is stopped.
+  const stopped = await newUser("racer-b");
+  const userStopped = await pausedDuring("wrote=1", tokenUpload(stopped.token, 5403), async () => {
+    const change = { name: "racer-b", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: true };
+    expect((await admin.request("PUT", `/api/admin/users/${stopped.id}`, change)).status).toBe(200);
+  });
+  expect(userStopped).toEqual({ status: 403, body: { error: "该账号已被停用" } });
+  expect(readDb("SELECT id FROM images WHERE user_id = ?", stopped.id)).toEqual([]);
+  expect(readDb("SELECT id FROM upload_intents")).toEqual([]);
 });
