@@ -7,7 +7,7 @@ import { openBlob } from "./read";
 import { ContentMismatchError } from "./verify";
 import { perceptualHash, phashToHex } from "./phash";
 import { PHASH_JOB, REPLICATE_JOB } from "./store";
-import { holdAt } from "../testing/hold-points";
+import { holdAt, pauseAt } from "../testing/hold-points";
 
 export { BLOB_DELETE_JOB } from "./job-names";
 import { BLOB_DELETE_JOB } from "./job-names";
@@ -29,12 +29,19 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
     const source = await openBlob(app, blob);
     if (source.channelId === channel_id) return;
     await holdAt("replicate.before-put", `key=${blob.storage_key} channel=${channel_id}`);
+    await pauseAt("replicate.put", `key=${blob.storage_key} channel=${channel_id}`);
     // The source stream is checked against the blob's SHA-256 (read.ts): wrong bytes fail the
     // put before their last chunk. A driver that stops reading at `size` would not see that
     // error, so the copy counts only once the whole body passed the check.
     await app.channels.put({ ...target, driver: target.driver }, blob.storage_key, source.stream, blob.size);
     if (!source.verified()) throw new ContentMismatchError();
     if (channelGone(app, channel_id)) return;
+    if (!app.images.blob(blob_id)) {
+      // Physically deleted while the copy was on its way (its delete job could not see this object
+      // yet): nothing will ever name it, so it goes now instead of at the next reconciliation.
+      await target.driver.delete(blob.storage_key).catch(() => {});
+      return;
+    }
     app.images.setReplica(blob_id, channel_id, "done", "", true);
   } catch (err) {
     if (channelGone(app, channel_id)) return;

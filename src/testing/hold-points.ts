@@ -56,7 +56,9 @@ export type PausePoint =
    */
   | "s3.multipart"
   /** An upload whose bytes are written (intents committed), before its reference's commit (images/store.ts). */
-  | "upload.commit";
+  | "upload.commit"
+  /** A replication job that has opened its source, before it writes the copy to the target (images/jobs.ts). */
+  | "replicate.put";
 
 export function pauseAt(point: PausePoint, detail: string): Promise<void> | undefined {
   const dir = process.env.KURA_TEST_PAUSE_DIR;

@@ -16,11 +16,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Session } from "../helpers/client";
 import { useAdmin } from "../helpers/fixture";
+import { listFiles } from "../helpers/files";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 
 const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
-const ARMED = join(pauseDir, "upload.commit");
-const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit", KURA_TEST_PAUSE_DIR: pauseDir } });
+const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit,replicate.put", KURA_TEST_PAUSE_DIR: pauseDir } });
 afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
 
 function readDb<T>(sql: string, ...params: (string | number)[]): T[] {
@@ -42,21 +42,25 @@ async function until(what: string, done: () => boolean | Promise<boolean>, ms = 
 
 const upload = (bytes: Buffer, name: string) => admin.json<{ id: string }>("POST", "/api/admin/upload", form(bytes, name, { exif_policy: "passthrough" }));
 
-/** Starts `run` paused at `upload.commit` (detail matching `filter`), runs `meanwhile`, then releases it. */
-async function pausedDuring<T>(filter: string, run: () => Promise<T>, meanwhile: () => Promise<void>): Promise<T> {
-  writeFileSync(ARMED, filter);
+/** Starts `run` paused at `point` (the first call whose detail contains `filter`), runs `meanwhile`, then releases it. */
+async function pausedAt<T>(point: string, filter: string, run: () => Promise<T>, meanwhile: () => Promise<void>): Promise<T> {
+  const armed = join(pauseDir, point);
+  writeFileSync(armed, filter);
   let pending: Promise<T> | undefined;
   try {
     pending = run();
     // The paused call takes the armed file (renames it to .held): the log holds earlier pauses too.
-    await until("the upload to pause", () => existsSync(`${ARMED}.held`));
+    await until(`a call to pause at ${point}`, () => existsSync(`${armed}.held`));
     await meanwhile();
   } finally {
-    rmSync(ARMED, { force: true });
-    rmSync(`${ARMED}.held`, { force: true });
+    rmSync(armed, { force: true });
+    rmSync(`${armed}.held`, { force: true });
   }
   return pending;
 }
+
+/** An upload paused just before its commit. */
+const pausedDuring = <T>(filter: string, run: () => Promise<T>, meanwhile: () => Promise<void>) => pausedAt("upload.commit", filter, run, meanwhile);
 
 async function served(id: string): Promise<{ status: number; sha: string }> {
   const res = await fetch(server.url(`/i/${id}`));
@@ -209,4 +213,35 @@ test("L2: an upload whose user or token is deleted, or whose user is stopped, be
   expect(userStopped).toEqual({ status: 403, body: { error: "该账号已被停用" } });
   expect(readDb("SELECT id FROM images WHERE user_id = ?", stopped.id)).toEqual([]);
   expect(readDb("SELECT id FROM upload_intents")).toEqual([]);
+});
+
+test("L3: a copy to another channel that lands after its blob was physically deleted is removed at once, without a failed job", async () => {
+  await admin.json("PUT", "/api/admin/config", { delete_grace_minutes: 0 });
+  const cDir = join(server.dataDir, "channel-c");
+  mkdirSync(cDir);
+  // C below the built-in channel: uploads write there first and a job copies them to C.
+  await admin.json("POST", "/api/admin/channels", { name: "c", template: "local", inputs: { path: cDir }, priority: -1000 }, 201);
+  const bytes = await makeJpeg(150, 100, 5555);
+  const digest = sha256(bytes);
+  const copyOnC = () => listFiles(cDir).filter((f) => f.includes(digest));
+
+  let id = "";
+  await pausedAt(
+    "replicate.put",
+    digest,
+    async () => {
+      id = (await upload(bytes, "short-lived.jpg")).id;
+    },
+    async () => {
+      // The job holds its source; the image goes and, with no grace, its blob row and objects.
+      await until("the upload", () => id !== "");
+      expect((await admin.request("DELETE", `/api/admin/images/${id}`)).status).toBe(204);
+      await until("the blob's physical delete", () => readDb("SELECT id FROM blobs WHERE sha256 = ?", digest).length === 0);
+    },
+  );
+  // Released, the copy is written, then removed, since no blob names it.
+  await until("the late copy on C removed", () => copyOnC().length === 0, 5_000);
+  await Bun.sleep(200);
+  expect(copyOnC()).toEqual([]);
+  expect(server.logs).not.toContain("FOREIGN KEY");
 });
