@@ -9,6 +9,7 @@ import { QueueWaitTimeoutError, SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
 import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
+import { pauseAt } from "../testing/hold-points";
 import { VariantCache } from "./variant-cache";
 
 /** How long a variant whose render failed is served as the original without a new attempt. */
@@ -156,7 +157,14 @@ export class VariantService {
   /** A rendered variant into the disk cache, the variants table and the hot bytes. */
   private async store(blob: VariantSource, width: number, format: DeliveryFormat, key: string, bytes: Buffer): Promise<VariantBytes> {
     this.failedUntil.delete(key);
+    await pauseAt("variant.store", `key=${key}`);
     const path = await this.cache.put(key, bytes);
+    if (!this.app.images.blob(blob.id)) {
+      // Physically deleted while it rendered (its dropBlob ran before this file existed): the
+      // request that started it still gets the bytes, but nothing of them is kept or recorded.
+      await this.cache.delete(key);
+      return { bytes: new Blob([bytes as Uint8Array<ArrayBuffer>]), size: bytes.length };
+    }
     this.app.images.recordVariant(blob.id, width, format, bytes.length);
     const body = this.hot.set(key, bytes);
     return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes: body, size: bytes.length };

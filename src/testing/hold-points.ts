@@ -58,7 +58,9 @@ export type PausePoint =
   /** An upload whose bytes are written (intents committed), before its reference's commit (images/store.ts). */
   | "upload.commit"
   /** A replication job that has opened its source, before it writes the copy to the target (images/jobs.ts). */
-  | "replicate.put";
+  | "replicate.put"
+  /** A rendered variant about to be written to the disk cache and recorded (delivery/variants.ts). */
+  | "variant.store";
 
 export function pauseAt(point: PausePoint, detail: string): Promise<void> | undefined {
   const dir = process.env.KURA_TEST_PAUSE_DIR;

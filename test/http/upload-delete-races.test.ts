@@ -20,7 +20,7 @@ import { listFiles } from "../helpers/files";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 
 const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
-const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit,replicate.put", KURA_TEST_PAUSE_DIR: pauseDir } });
+const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit,replicate.put,variant.store", KURA_TEST_PAUSE_DIR: pauseDir } });
 afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
 
 function readDb<T>(sql: string, ...params: (string | number)[]): T[] {
@@ -243,5 +243,28 @@ test("L3: a copy to another channel that lands after its blob was physically del
   await until("the late copy on C removed", () => copyOnC().length === 0, 5_000);
   await Bun.sleep(200);
   expect(copyOnC()).toEqual([]);
+  expect(server.logs).not.toContain("FOREIGN KEY");
+});
+
+test("L4: a variant rendered while its blob was physically deleted is served to its request and kept nowhere", async () => {
+  await admin.json("PUT", "/api/admin/config", { delete_grace_minutes: 0 });
+  const bytes = await makeJpeg(800, 600, 5656);
+  const digest = sha256(bytes);
+  const { id } = await upload(bytes, "resized.jpg");
+  const cached = () => listFiles(join(server.dataDir, "variants")).filter((f) => f.includes(digest));
+
+  const res = await pausedAt(
+    "variant.store",
+    digest,
+    () => fetch(server.url(`/i/${id}?w=320&format=webp`)),
+    async () => {
+      expect((await admin.request("DELETE", `/api/admin/images/${id}`)).status).toBe(204);
+      await until("the blob's physical delete", () => readDb("SELECT id FROM blobs WHERE sha256 = ?", digest).length === 0);
+    },
+  );
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toBe("image/webp");
+  expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(0);
+  expect(cached()).toEqual([]);
   expect(server.logs).not.toContain("FOREIGN KEY");
 });
