@@ -32,9 +32,18 @@ export class LoginThrottle {
 
   admitLogin(client: string, name: string): LoginAdmission {
     const from = clientKey(client);
-    const wait = Math.max(this.perAddress.take(from), this.perName.take(`${from}\0${name}`));
+    // An address already refused leaves no per-name bucket: a spray of fresh names from one
+    // address filled that map (one bucket per name, refused or not) to its bound.
+    const addressWait = this.perAddress.take(from);
+    // The name as a fixed-size digest: it is the client's text, up to 256 characters.
+    const wait = addressWait > 0 ? addressWait : this.perName.take(`${from}\0${Bun.hash(name).toString(36)}`);
     // Only failures count against the address: many people behind one NAT still get in.
     return this.verifyUnless(wait, () => this.perAddress.refund(from));
+  }
+
+  /** Buckets held per (address, name) and per address, for tests of the memory bound. */
+  get sizes(): { perName: number; perAddress: number } {
+    return { perName: this.perName.size, perAddress: this.perAddress.size };
   }
 
   /**

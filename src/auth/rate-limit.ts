@@ -2,6 +2,12 @@
 const PRUNE_FLOOR = 10_000;
 /** Hard bound: beyond it the least recently used buckets go, full or not (address churn at scale). */
 export const MAX_BUCKETS = 100_000;
+/**
+ * A take this long after the last prune prunes again, whatever the size: after a flood the map
+ * would otherwise keep its buckets (full long ago) until it doubled, which the bound never lets
+ * it do. One walk of at most MAX_BUCKETS entries (a few ms) every ten minutes.
+ */
+export const PRUNE_INTERVAL_MS = 10 * 60_000;
 
 /**
  * Token bucket per key (login: client address + user name). `take` returns 0 when
@@ -13,14 +19,18 @@ export const MAX_BUCKETS = 100_000;
  */
 export class TokenBucketLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
-  private pruneAt = PRUNE_FLOOR;
+  private pruneAt: number;
+  private prunedAt: number;
 
   constructor(
     private readonly burst: number,
     private readonly refillSeconds: number,
     private readonly now: () => number = Date.now,
     private readonly maxBuckets = MAX_BUCKETS,
-  ) {}
+  ) {
+    this.pruneAt = Math.min(PRUNE_FLOOR, maxBuckets);
+    this.prunedAt = now();
+  }
 
   get size(): number {
     return this.buckets.size;
@@ -49,9 +59,11 @@ export class TokenBucketLimiter {
   }
 
   private bound(now: number) {
-    if (this.buckets.size > this.pruneAt) {
+    if (this.buckets.size > this.pruneAt || now - this.prunedAt >= PRUNE_INTERVAL_MS) {
       this.prune(now);
-      this.pruneAt = Math.max(PRUNE_FLOOR, 2 * this.buckets.size);
+      this.prunedAt = now;
+      // Never above the bound: at the bound full buckets go before any that still count.
+      this.pruneAt = Math.min(this.maxBuckets, Math.max(PRUNE_FLOOR, 2 * this.buckets.size));
     }
     if (this.buckets.size <= this.maxBuckets) return;
     // A tenth at once: each walk from the front also steps over the entries deleted before, so

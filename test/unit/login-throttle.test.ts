@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { clientKey, LoginThrottle } from "../../src/auth/login-throttle";
-import { TokenBucketLimiter } from "../../src/auth/rate-limit";
+import { PRUNE_INTERVAL_MS, TokenBucketLimiter } from "../../src/auth/rate-limit";
 
 const SEED = 20261127;
 
@@ -206,6 +206,34 @@ describe("TokenBucketLimiter under address churn", () => {
     expect(limiter.take("hot")).toBeGreaterThan(0);
   });
 
+  test("after a flood the buckets that filled up again are dropped by a take ten minutes on, not kept for good", () => {
+    let now = 0;
+    const limiter = new TokenBucketLimiter(20, 15, () => now);
+    // A flood past the bound: the map stays at it (the threshold that follows a prune is capped there).
+    for (let i = 0; i < 250_000; i++) limiter.take(`flood-${i}`);
+    expect(limiter.size).toBeLessThanOrEqual(100_000);
+    expect(limiter.size).toBeGreaterThan(80_000);
+    now += 301_000; // every flood bucket is full again after 300 s
+    limiter.take("someone");
+    expect(limiter.size).toBeGreaterThan(80_000); // not yet: no scan per take
+    now += PRUNE_INTERVAL_MS;
+    limiter.take("someone else");
+    expect(limiter.size).toBeLessThanOrEqual(2);
+  });
+
+  test("at the bound, buckets that filled up again go before ones still counting (the prune threshold never exceeds the bound)", () => {
+    let now = 0;
+    const limiter = new TokenBucketLimiter(3, 10, () => now, 100);
+    for (let i = 0; i < 3; i++) limiter.take("drained"); // empty, and the least recently used
+    for (let i = 0; i < 99; i++) limiter.take(`old-${i}`);
+    now += 20_000; // the old buckets are full again; "drained" has refilled 2 of 3
+    limiter.take("new"); // the 101st: a prune runs first and frees the full ones, then nothing is evicted
+    expect(limiter.size).toBe(2);
+    expect(limiter.take("drained")).toBe(0);
+    expect(limiter.take("drained")).toBe(0);
+    expect(limiter.take("drained")).toBeGreaterThan(0);
+  });
+
   test("200,000 attempts from fresh addresses take under 2 s in all (no scan per attempt)", () => {
     // Each new address leaves a bucket that is not full for 300 s, so a prune frees nothing: before,
     // every attempt past 10,000 buckets walked all of them (~1 ms each at 100k).
@@ -215,5 +243,21 @@ describe("TokenBucketLimiter under address churn", () => {
     const elapsed = performance.now() - started;
     expect(limiter.size).toBeLessThanOrEqual(100_000);
     expect(elapsed).toBeLessThan(2_000);
+  });
+});
+
+describe("LoginThrottle under a spray of names", () => {
+  test("one address trying 10,000 fresh names leaves per-name buckets only for the attempts its address budget let through", () => {
+    const throttle = new LoginThrottle(5, 60, () => 0);
+    let admitted = 0;
+    for (let i = 0; i < 10_000; i++) {
+      const admission = throttle.admitLogin("203.0.113.9", `名字-${i}-${"x".repeat(200)}`);
+      if (admission.ok) {
+        admitted++;
+        admission.release(false);
+      }
+    }
+    expect(admitted).toBe(20); // the address's burst
+    expect(throttle.sizes).toEqual({ perName: 20, perAddress: 1 });
   });
 });
