@@ -31,7 +31,7 @@ test("every PUT racing DELETEs of its key answers 200 with the MD5 ETag; the key
     return statuses;
   };
   for (const key of keys) {
-    bodies.forEach((body, i) =>
+    for (const [i, body] of bodies.entries()) {
       puts.push(
         signedRequest(f, "PUT", path(key), { body, headers: { "content-type": "image/jpeg" } }).then(async (r) => ({
           status: r.status,
@@ -39,8 +39,8 @@ test("every PUT racing DELETEs of its key answers 200 with the MD5 ETag; the key
           text: r.status === 200 ? "" : await r.text(),
           body: i,
         })),
-      ),
-    );
+      );
+    }
     for (let d = 0; d < 2; d++) deletes.push(deleter(key));
   }
   const answered = await Promise.all(puts);
@@ -51,6 +51,10 @@ test("every PUT racing DELETEs of its key answers 200 with the MD5 ETag; the key
     const res = await signedRequest(f, "GET", path(key));
     if (res.status === 404) continue;
     expect(res.status).toBe(200);
-    expect(md5s).toContain(createHash("md5").update(Buffer.from(await res.arrayBuffer())).digest("hex"));
+    expect(md5s).toContain(
+      createHash("md5")
+        .update(Buffer.from(await res.arrayBuffer()))
+        .digest("hex"),
+    );
   }
 });
