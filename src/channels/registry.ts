@@ -8,6 +8,18 @@ import { createDriver, type DriverSite } from "./factory";
 import { HOST_KEY_OPTION, withHostKeyPin } from "./host-key-pin";
 import { ChannelRepo, type ChannelRow, type ChannelSecrets } from "./repo";
 
+/**
+ * How long a driver replaced by a config change (or left by a removed channel) stays open for the
+ * requests that still hold it. Then it is closed: an SFTP driver otherwise kept its SSH connection
+ * for the life of the process, one more for every change.
+ */
+export const RETIRED_DRIVER_GRACE_MS = 10 * 60_000;
+
+function retire(driver: Driver, afterMs: number) {
+  if (!driver.close) return;
+  setTimeout(() => void driver.close?.().catch(() => {}), afterMs).unref?.();
+}
+
 /** `last_error` of a channel whose driver could not be constructed starts with this. */
 export const LOAD_FAILURE_MARKER = "加载失败：";
 
@@ -29,6 +41,8 @@ export type DriverWrapper = (row: ChannelRow, driver: Driver) => Driver;
 export class ChannelRegistry {
   readonly repo: ChannelRepo;
   private channels = new Map<number, LoadedChannel>();
+  /** RETIRED_DRIVER_GRACE_MS; tests shorten it. */
+  retiredDriverGraceMs = RETIRED_DRIVER_GRACE_MS;
   constructor(
     db: Database,
     key: MasterKey,
@@ -53,6 +67,7 @@ export class ChannelRegistry {
       }
       next.set(row.id, this.load(row));
     }
+    for (const [id, old] of this.channels) if (old.driver && next.get(id)?.driver !== old.driver) retire(old.driver, this.retiredDriverGraceMs);
     this.channels = next;
   }
 
