@@ -68,7 +68,17 @@ export class ChannelRegistry {
       next.set(row.id, this.load(row));
     }
     for (const [id, old] of this.channels) if (old.driver && next.get(id)?.driver !== old.driver) retire(old.driver, this.retiredDriverGraceMs);
+    this.forgetPutSeries(next);
     this.channels = next;
+  }
+
+  /** The put counter's series of names no channel has any more (deleted or renamed): each would stay for good. */
+  private forgetPutSeries(next: Map<number, LoadedChannel>) {
+    const names = new Set([...next.values()].map((c) => c.row.name));
+    for (const old of this.channels.values()) {
+      if (names.has(old.row.name)) continue;
+      for (const result of ["ok", "error"]) this.metrics.channelPuts.remove({ channel: old.row.name, result });
+    }
   }
 
   private load(row: ChannelRow): LoadedChannel {
