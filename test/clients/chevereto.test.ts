@@ -1,7 +1,7 @@
 /** The Chevereto API v1 compatible upload, sent the way ShareX's built-in Chevereto uploader and bots send it. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { form, makeJpeg, makePng } from "../helpers/images";
-import { sha256, specJson, startClientFixture, type ClientFixture } from "./fixture";
+import { type ClientFixture, pngOrigin, sha256, specJson, startClientFixture } from "./fixture";
 
 describe("Chevereto API v1", () => {
   let f: ClientFixture;
@@ -12,11 +12,7 @@ describe("Chevereto API v1", () => {
     // URL sources go through the SSRF-safe import; the test's loopback origin is allowed explicitly.
     f = await startClientFixture({ KURA_IMPORT_ALLOW: "127.0.0.1/32" });
     originImage = await makePng(50, 30, 9);
-    origin = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: () => new Response(new Uint8Array(originImage), { headers: { "content-type": "image/png" } }),
-    });
+    origin = pngOrigin(originImage);
   });
   afterAll(async () => {
     origin.stop(true);

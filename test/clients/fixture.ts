@@ -53,3 +53,12 @@ export function picgoHome(dir: string, plugin: string, config: unknown): string 
 
 export const sha256 = (bytes: Uint8Array | ArrayBuffer) =>
   new Bun.CryptoHasher("sha256").update(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes).digest("hex");
+
+/** A loopback origin answering every request with `png`, for uploads whose source is an image URL. */
+export function pngOrigin(png: Uint8Array): ReturnType<typeof Bun.serve> {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => new Response(new Uint8Array(png), { headers: { "content-type": "image/png" } }),
+  });
+}

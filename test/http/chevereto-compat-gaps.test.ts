@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import sharp from "sharp";
 import { makePng } from "../helpers/images";
 import { expectNoUploadLeftovers } from "../helpers/leftovers";
-import { sha256, specJson, startClientFixture, type ClientFixture } from "../clients/fixture";
+import { pngOrigin, sha256, specJson, startClientFixture, type ClientFixture } from "../clients/fixture";
 
 /** Noise compresses badly: a PNG whose base64 is well over the 8 KiB a text field keeps. */
 const noisyPng = () =>
@@ -29,11 +29,7 @@ describe("Chevereto API v1: the small compatibility points", () => {
   beforeAll(async () => {
     f = await startClientFixture({ TZ: "Asia/Shanghai", KURA_IMPORT_ALLOW: "127.0.0.1/32" });
     originImage = await makePng(30, 20, 77);
-    origin = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: () => new Response(new Uint8Array(originImage), { headers: { "content-type": "image/png" } }),
-    });
+    origin = pngOrigin(originImage);
   });
   afterAll(async () => {
     origin.stop(true);
