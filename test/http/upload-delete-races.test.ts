@@ -1,13 +1,17 @@
 /**
- * Uploads racing the deletes that remove what they count on (race audit H1, H2). Deterministic:
- * the upload is paused just before its commit (test-only pause point `upload.commit`) while the
- * other side runs to its end, then released.
+ * Work racing the deletes that remove what it counts on (race audit H1, H2, L2–L4). Deterministic:
+ * the upload is paused just before its commit (test-only pause point `upload.commit`), or a
+ * replication before its put (`replicate.put`), or a render before it is cached (`variant.store`),
+ * while the other side runs to its end, then released.
  *
  * - H1: a re-upload of bytes whose blob is stored writes nothing and becomes a reference to that
  *   blob. If the blob's physical delete (`delete_grace_minutes` 0) ran in between, the reference
  *   pointed at a new blob row under the old key with no copy anywhere: 200, then 503 for good.
  * - H2: a purge of the channel an upload has just written its only copy to passed its sole-copy
  *   check (no blob yet) and later drained that copy.
+ * - L2: the uploader or its token deleted meanwhile: a 500 on the image row's foreign key.
+ * - L3, L4: a copy or a variant finished after the blob's physical delete: left behind, and a
+ *   foreign-key error (a failed job; a 500 for the request).
  */
 import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
