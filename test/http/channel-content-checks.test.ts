@@ -133,22 +133,29 @@ describe("content checks on reads from a misbehaving WebDAV peer", () => {
     const { id, bytes } = await upload(true, await largeJpeg(++seed));
     expect(bytes.length).toBeGreaterThan(2 * 1024 * 1024);
     dav.getMode = "flip";
-    const res = await get(id);
-    expect(res.status).toBe(200);
-    // The answer started before the end was checked, so it is aborted: never a complete body.
-    const got = await res.arrayBuffer().then(
-      (b) => b.byteLength,
-      () => -1,
-    );
-    expect(got).not.toBe(bytes.length);
-    // The wrong copy is marked failed (local holds a good one), so the next read goes to local.
-    await waitFor(
-      () => replicaOn(admin, id, davId),
-      (r) => r?.state !== "done" || r.last_error === "",
-      10_000,
-      "dav's replica marked failed or repaired",
-    );
-    await expectServed(id, bytes);
+    // The copy back to dav (read repair) is held, so dav's replica stays failed while the next
+    // read is made: repaired, it would be read (and cut) again, since dav still flips.
+    dav.holdPuts = true;
+    try {
+      const res = await get(id);
+      expect(res.status).toBe(200);
+      // The answer started before the end was checked, so it is aborted: never a complete body.
+      const got = await res.arrayBuffer().then(
+        (b) => b.byteLength,
+        () => -1,
+      );
+      expect(got).not.toBe(bytes.length);
+      // The wrong copy is marked failed (local holds a good one), so the next read goes to local.
+      await waitFor(
+        () => replicaOn(admin, id, davId),
+        (r) => r?.state !== "done",
+        10_000,
+        "dav's replica marked failed",
+      );
+      await expectServed(id, bytes);
+    } finally {
+      dav.releasePuts();
+    }
   }, 60_000);
 });
 
