@@ -124,7 +124,7 @@ describe("a listing that makes no progress fails instead of paging forever (M1)"
       return n > 1500 ? listResponse([], false) : listResponse([], true, `<NextContinuationToken>t${n}</NextContinuationToken>`);
     };
     try {
-      expect((await failure(listAll(driver))).message).toBe("S3 列表响应格式无效：连续 1000 页没有对象，分页没有进展");
+      expect((await failure(listAll(driver))).message).toBe("S3 列表响应格式无效：连续 1000 页没有条目，分页没有进展");
       expect(peer.lists(bucket).length).toBe(1001);
     } finally {
       peer.onList = undefined;

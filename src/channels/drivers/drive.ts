@@ -2,7 +2,7 @@ import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type 
 import type { OAuthApiClient } from "../oauth/api-client";
 import { baseName, byKey, dirOfPrefix, mayHoldPrefix, oauthClient, parentOf, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
 import { ApiRequestError, OAuthError } from "../oauth/errors";
-import { checkWalkDepth, PageGuard } from "../oauth/paging";
+import { checkWalkDepth, folderPageGuard } from "../oauth/paging";
 import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
 import { FILE_FIELDS, FOLDER_MIME, googleErrorCode, queryString, resolveDriveSettings, type DriveFile, type DriveSettings } from "./drive/config";
 import { DriveFolders } from "./drive/folders";
@@ -121,7 +121,7 @@ export class DriveDriver implements Driver {
    */
   private async *walk(folderId: string, dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
     checkWalkDepth("Google Drive", dirKey);
-    const guard = new PageGuard("Google Drive");
+    const guard = folderPageGuard("Google Drive");
     const q = `${queryString(folderId)} in parents and trashed = false`;
     let pageToken: string | undefined;
     do {

@@ -4,7 +4,7 @@ import { chunksOf, toBytes } from "../oauth/body";
 import { byKey, dirOfPrefix, mayHoldPrefix, oauthClient, roundTripProbe, type OAuthDriverOptions } from "../oauth/driver-kit";
 import { ApiRequestError, OAuthError } from "../oauth/errors";
 import { decodeName, DROPBOX_NAMES, encodePath } from "../oauth/names";
-import { checkWalkDepth, PageGuard } from "../oauth/paging";
+import { checkWalkDepth, folderPageGuard } from "../oauth/paging";
 import { rangedResult, refuseMissingOrBadRange } from "../oauth/ranged";
 import { dropboxErrorCode, dropboxPage, headerJson, resolveDropboxSettings, type DropboxEntry, type DropboxPage, type DropboxSettings } from "./dropbox/config";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
@@ -142,7 +142,7 @@ export class DropboxDriver implements Driver {
     const root = this.settings.root;
     const path = this.pathOf(root && dirKey ? `${root}/${dirKey}` : root || dirKey);
     const target = dirKey ? `${dirKey}/` : "/";
-    const guard = new PageGuard("Dropbox");
+    const guard = folderPageGuard("Dropbox");
     let page: DropboxPage;
     try {
       page = dropboxPage(await this.rpc("files/list_folder", { path, recursive: false, limit: 2000 }, target));

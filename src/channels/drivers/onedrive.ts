@@ -15,7 +15,7 @@ import {
   type GraphItem,
   type OnedriveSettings,
 } from "./onedrive/config";
-import { checkWalkDepth, PageGuard } from "../oauth/paging";
+import { checkWalkDepth, folderPageGuard } from "../oauth/paging";
 
 export { onedriveDriverOptions } from "./onedrive/config";
 
@@ -168,7 +168,7 @@ export class OnedriveDriver implements Driver {
    */
   private async *walk(dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
     checkWalkDepth("OneDrive", dirKey);
-    const guard = new PageGuard("OneDrive");
+    const guard = folderPageGuard("OneDrive");
     const root = this.settings.root;
     const rel = root && dirKey ? `${root}/${dirKey}` : root || dirKey;
     const base = await this.itemUrl(rel);
