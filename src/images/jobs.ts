@@ -8,6 +8,7 @@ import { ContentMismatchError } from "./verify";
 import { perceptualHash, phashToHex } from "./phash";
 import { PHASH_JOB, REPLICATE_JOB } from "./store";
 import { holdAt, pauseAt } from "../testing/hold-points";
+import { deleteIntent, insertIntent } from "./repos/intents";
 
 export { BLOB_DELETE_JOB } from "./job-names";
 import { BLOB_DELETE_JOB } from "./job-names";
@@ -65,27 +66,34 @@ function channelGone(app: AppContext, channelId: number): boolean {
 /**
  * Physically removes a blob whose reference count stayed zero through the grace period.
  * The row goes first (in a transaction that re-checks the count), then the objects, so an
- * upload of the same content afterwards creates a fresh blob with a fresh key.
+ * upload of the same content afterwards creates a fresh blob with a fresh key. Until its delete
+ * was tried, each object is named by an intent row written with the claim: a crash in between
+ * leaves them to the next start (resolveUploadIntents deletes what no blob owns, and the blob's
+ * cached variants with it), where nothing else would name them any more.
  */
 async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
   const claimed = app.db.transaction(() => {
     const blob = app.images.blob(blob_id);
     if (!blob || blob.ref_count > 0 || !blob.pending_delete) return undefined;
     if (blob.delete_after && blob.delete_after > sqlTime()) throw new Error("宽限期未到");
-    const replicas = app.images.replicas(blob_id);
+    const now = sqlTime();
+    const objects = app.images.replicas(blob_id).map((r) => ({ channelId: r.channel_id, intent: insertIntent(app.db, r.channel_id, blob.storage_key, now) }));
     app.images.deleteBlobRow(blob_id);
-    return { blob, channels: replicas.map((r) => r.channel_id) };
+    return { blob, objects };
   })();
   if (!claimed) return;
+  await holdAt("blob.after-claim", `key=${claimed.blob.storage_key}`);
   await app.variants.dropBlob(claimed.blob.sha256);
   const failures: string[] = [];
-  for (const channelId of claimed.channels) {
+  for (const { channelId, intent } of claimed.objects) {
     const channel = app.channels.get(channelId);
     try {
       await channel?.driver?.delete(claimed.blob.storage_key);
     } catch (err) {
       failures.push(`${channel?.row.name}: ${(err as Error).message}`);
     }
+    // Tried: a failure is the reconciliation's, as before (an intent would hide the key from it).
+    deleteIntent(app.db, intent);
   }
   // Left-over objects are orphans now; daily reconciliation removes them.
   if (failures.length) app.log.warn("删除图片对象失败，将由对账清理", { blob: blob_id, err: failures.join("; ") });

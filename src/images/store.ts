@@ -9,7 +9,7 @@ import { expiryTime, sqlTime } from "../db/time";
 import type { Driver } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import type { BlobRow } from "./repo";
-import { storageKeyFor } from "./storage-key";
+import { sha256OfStorageKey, storageKeyFor } from "./storage-key";
 import type { Dimensions, PreparedImage } from "./upload/prepare";
 import { holdAt, pauseAt } from "../testing/hold-points";
 import { awaitedLater } from "../shared/awaited-later";
@@ -260,6 +260,9 @@ export async function resolveUploadIntents(app: AppContext) {
     const channel = app.channels.get(row.channel_id);
     const owner = blobIdByStorageKey(app.db, row.storage_key);
     const owned = owner !== undefined && app.images.replicas(owner).some((r) => r.channel_id === row.channel_id && r.state === "done");
+    // A physical delete cut short (images/jobs.ts) may have left the blob's cached variants too.
+    const sha256 = sha256OfStorageKey(row.storage_key);
+    if (owner === undefined && sha256 && !app.images.blobBySha(sha256)) await app.variants.dropBlob(sha256);
     if (!owned) {
       if (!channel?.driver) continue; // keep the intent until the channel loads again
       try {

@@ -14,7 +14,9 @@ export type HoldPoint =
   /** Bytes written to the synchronous channels (intent rows exist), blob/image rows not committed yet. */
   | "upload.before-commit"
   /** Upload committed, a replication job about to copy the blob to another channel. */
-  | "replicate.before-put";
+  | "replicate.before-put"
+  /** A physical delete that removed the blob's row, before its cached variants and objects (images/jobs.ts). */
+  | "blob.after-claim";
 
 const enabled = new Set(
   (process.env.KURA_TEST_HOOKS ?? "")

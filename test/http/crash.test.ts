@@ -127,3 +127,37 @@ test("a kill between the commit and the replication keeps the row with its bytes
     rmSync(spare, { recursive: true, force: true });
   }
 }, 180_000);
+
+test("a kill inside a physical delete, after the blob's row went and before its objects did: the restart removes them and the cached variants", async () => {
+  const spare = mkdtempSync(join(tmpdir(), "kura-crash-spare-"));
+  const server = await KuraServer.start({ env: { KURA_TEST_HOOKS: "blob.after-claim" } });
+  let restarted: KuraServer | undefined;
+  try {
+    const admin = await adminSession(server, PASSWORD);
+    const channel = await admin.json("POST", "/api/admin/channels", { name: "spare", driver: "local", config: { path: spare }, priority: 1 }, 201);
+    await admin.json("PUT", "/api/admin/config", { delete_grace_minutes: 0 });
+    const bytes = await makeJpeg(800, 600, 741);
+    const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "gone.jpg", { exif_policy: "passthrough" }));
+    await waitReplicaState(admin, id, channel.id, "done");
+    expect((await fetch(server.url(`/i/${id}?w=320&format=webp`))).status).toBe(200);
+    const variants = join(server.dataDir, "variants");
+    expect(listFiles(variants).length).toBe(1);
+
+    expect((await admin.request("DELETE", `/api/admin/images/${id}`)).status).toBe(204);
+    const [key] = await waitHeld(server, "blob.after-claim", 1);
+    await server.stop("SIGKILL");
+    // Stopped right there: no row names the objects or the variant any more.
+    expect(readDb(server.dataDir, "SELECT id FROM blobs")).toEqual([]);
+    for (const dir of [spare, join(server.dataDir, "storage")]) expect(listFiles(dir)).toContain(key!);
+    expect(listFiles(variants).length).toBe(1);
+
+    restarted = await KuraServer.start({ dataDir: server.dataDir });
+    for (const dir of [spare, join(server.dataDir, "storage")]) expect(listFiles(dir).filter((f) => f.startsWith("img/"))).toEqual([]);
+    expect(listFiles(variants)).toEqual([]);
+    expect(readDb(server.dataDir, "SELECT id FROM upload_intents")).toEqual([]);
+  } finally {
+    await restarted?.dispose();
+    await server.dispose();
+    rmSync(spare, { recursive: true, force: true });
+  }
+}, 60_000);
