@@ -2,6 +2,7 @@ import { healthRound, startLoop } from "./channels/health";
 import { reconcileRound } from "./channels/reconcile";
 import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
+import { readMeta, writeMeta } from "./db/meta";
 import { scanRound } from "./images/dedup";
 import { FileNameIndexer } from "./images/file-name-indexer";
 import { PHASH_SWEEP_MS, PhashSweep } from "./images/phash-sweep";
@@ -39,7 +40,16 @@ export function startBackgroundLoops(app: AppContext) {
   }));
   // Waits beyond setTimeout's ~24.8 days are chained by startLoop's timer (jobs/long-timeout).
   const backupMs = () => app.settings.get().backup_interval_hours * 3_600_000;
-  const backup = startLoop("backup_interval_hours", app, backupMs, () => backupRound(app), { runAtStart: false });
+  const backup = startLoop(
+    "backup_interval_hours",
+    app,
+    backupMs,
+    recorded(app, "backup", () => backupRound(app)),
+    {
+      runAtStart: false,
+      firstDelayMs: remainingMs(app, "backup", backupMs()),
+    },
+  );
   app.settings.onChange((changed) => {
     for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();
     if (changed.includes("backup_interval_hours")) backup.reschedule();
@@ -60,13 +70,43 @@ export function startBackgroundLoops(app: AppContext) {
     () => fileNames.delayMs(),
     async () => void fileNames.round(app),
   );
-  // Reconciliation lists whole channels: first run a day after start, not at boot.
+  // Reconciliation lists whole channels: a day after the last round, not at boot.
+  const reconcileMs = RECONCILE_INTERVAL_SECONDS * 1000;
   const reconcile = startLoop(
     "reconcile",
     app,
-    () => RECONCILE_INTERVAL_SECONDS * 1000,
-    () => reconcileRound(app),
-    { runAtStart: false },
+    () => reconcileMs,
+    recorded(app, "reconcile", () => reconcileRound(app)),
+    {
+      runAtStart: false,
+      firstDelayMs: remainingMs(app, "reconcile", reconcileMs),
+    },
   );
   return [...loops.map((l) => l.loop), hashing, searchIndex, reconcile, backup];
+}
+
+/** A round of a daily-or-slower loop never comes sooner than this after a start. */
+export const SLOW_LOOP_START_DELAY_MS = 5 * 60_000;
+
+const lastRoundKey = (loop: string) => `loop_last_round:${loop}`;
+
+/**
+ * The wait before the first round of a slow loop: what is left of its interval since its last
+ * round (kept in `meta`), at least SLOW_LOOP_START_DELAY_MS. Counted from each start, a server
+ * restarted more often than the interval (a crash loop, daily deploys) never reconciled or backed
+ * up. The very first start counts as a round, so a new installation waits a whole interval.
+ */
+export function remainingMs(app: Pick<AppContext, "db">, loop: string, intervalMs: number, now = Date.now()): number {
+  const last = Number(readMeta(app.db, lastRoundKey(loop)));
+  if (!Number.isFinite(last) || last <= 0) {
+    writeMeta(app.db, lastRoundKey(loop), String(now));
+    return intervalMs;
+  }
+  // A clock set back since the last round never makes the wait longer than one interval.
+  return Math.max(SLOW_LOOP_START_DELAY_MS, Math.min(intervalMs, last + intervalMs - now));
+}
+
+/** `round`, then its time written down, failed or not (a failing round is retried at its interval, not at each start). */
+export function recorded(app: Pick<AppContext, "db">, loop: string, round: () => Promise<void>): () => Promise<void> {
+  return () => round().finally(() => writeMeta(app.db, lastRoundKey(loop), String(Date.now())));
 }

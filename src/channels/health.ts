@@ -7,14 +7,22 @@ import type { AppContext } from "../context";
  * round, and `reschedule()` (called when its setting changes) restarts the wait at once,
  * so a shorter interval applies without waiting out the old one.
  */
-export function startLoop(name: string, app: AppContext, intervalMs: () => number, round: () => Promise<void>, opts: { runAtStart?: boolean } = {}) {
+export function startLoop(
+  name: string,
+  app: AppContext,
+  intervalMs: () => number,
+  round: () => Promise<void>,
+  opts: { runAtStart?: boolean; firstDelayMs?: number } = {},
+) {
   let timer: LongTimeout | undefined;
   let stopped = false;
   let busy = false;
   let running: Promise<void> = Promise.resolve();
+  let firstDelay = opts.firstDelayMs;
   const schedule = () => {
     timer?.clear();
-    if (!stopped && !busy) timer = setLongTimeout(tick, intervalMs());
+    if (!stopped && !busy) timer = setLongTimeout(tick, firstDelay ?? intervalMs());
+    firstDelay = undefined;
   };
   const tick = () => {
     busy = true;
