@@ -9,7 +9,7 @@ import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { migrate, openDatabase } from "./db/open";
 import { snapshotBeforeMigration } from "./datadir/pre-migration";
 import { rebuildFileNameIndex } from "./images/repos/file-name-index";
-import { endRestoredSessions, fileStamp, resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
+import { endRestoredSessions, fileStamp, removeStagingLeftover, resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
 import { FINGERPRINT_KEY, snapshotProblem } from "./ops/snapshot-check";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
@@ -93,6 +93,7 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
   }
   // A restore staged by the previous process becomes the database, once the whole file proved
   // usable with this key; nothing is moved before that.
+  removeStagingLeftover(boot.dataDir);
   const staged = usableStagedSnapshot(boot.dataDir, dbPath, key, log);
   refuseLostDatabase(boot.dataDir, dbPath, staged);
   const fingerprint = readFingerprint(staged ?? dbPath);

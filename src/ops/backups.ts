@@ -235,6 +235,14 @@ export async function openSnapshot(app: AppContext, name: string): Promise<GetRe
   return undefined;
 }
 
+/**
+ * At start: a staging cut short by a kill (its own cleanup never ran) leaves `<staged>.partial`,
+ * as large as the database, which nothing would ever read or remove.
+ */
+export function removeStagingLeftover(dataDir: string): void {
+  rmSync(`${stagedPath(dataDir)}.partial`, { force: true });
+}
+
 /** Downloads the snapshot into the staging file; false when no healthy channel has it. */
 export async function stageSnapshot(app: AppContext, name: string): Promise<boolean> {
   const opened = await openSnapshot(app, name);

@@ -103,6 +103,16 @@ describe("restores and damaged data directories", () => {
     expect((await new Session(server).login("admin", PASSWORD)).status).toBe(200);
   });
 
+  test("a staging file a kill left behind (restore.staged.db.partial) is removed at the next start", async () => {
+    await server.stop();
+    copyFileSync(snapshot, join(dataDir, "restore.staged.db.partial"));
+    server = await KuraServer.start({ dataDir });
+    expect(existsSync(join(dataDir, "restore.staged.db.partial"))).toBe(false);
+    // Nothing was swapped in: the live database answers as before.
+    expect(server.logs).not.toContain("已换入快照");
+    expect((await new Session(server).login("admin", PASSWORD)).status).toBe(200);
+  });
+
   test("a new machine whose staged snapshot fails does not start as an empty installation", async () => {
     const fresh = tempDir("kura-restore-fresh-");
     copyFileSync(join(dataDir, "master.key"), join(fresh, "master.key"));
