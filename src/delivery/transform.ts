@@ -66,7 +66,9 @@ export function renderVariant(input: string | Buffer, opts: RenderOptions): Prom
 function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
   // Animated input keeps all frames only when the output can animate; otherwise we take the
   // first frame (loading all frames would encode them stacked into one tall still image).
-  let img = sharp(input, { animated: FORMATS_WITH_ANIMATION.has(opts.format), failOn: "error" });
+  // The upload already held the image to max_pixels_mp (up to 1,000 MP); sharp's own default
+  // limit (268 MP) would fail every render of a larger one that the setting allowed.
+  let img = sharp(input, { animated: FORMATS_WITH_ANIMATION.has(opts.format), failOn: "error", limitInputPixels: false });
   if (opts.timeoutMs && opts.timeoutMs > 0) {
     // libvips' own kill switch, whole seconds only; the JS timer below gives ms precision.
     img = img.timeout({ seconds: Math.min(3600, Math.ceil(opts.timeoutMs / 1000)) });

@@ -1,3 +1,4 @@
+import { crc32, deflateSync } from "node:zlib";
 import sharp from "sharp";
 
 /** Real encoded images made with sharp for the tests; `seed` varies the pixels so hashes differ. */
@@ -47,4 +48,27 @@ export function form(bytes: Uint8Array, fileName = "photo.jpg", fields: Record<s
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
   fd.append("file", new Blob([new Uint8Array(bytes)]), fileName);
   return fd;
+}
+
+/**
+ * A black bilevel (1-bit grayscale) PNG of any size, written by hand: a few KB of deflated zero
+ * rows, so a 269-megapixel image costs the test ~50 ms to make and sharp ~0.3 s to shrink.
+ */
+export function bilevelPng(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Uint8Array) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const out = Buffer.alloc(body.length + 8);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc32(body), body.length + 4);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 1; // bit depth; colour type 0 (grayscale), no interlace
+  // Each row: filter byte 0, then width bits.
+  const rows = Buffer.alloc(height * (Math.ceil(width / 8) + 1));
+  const signature = Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]);
+  return Buffer.concat([signature, chunk("IHDR", header), chunk("IDAT", deflateSync(rows, { level: 9 })), chunk("IEND", new Uint8Array())]);
 }
