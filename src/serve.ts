@@ -15,6 +15,7 @@ import { resolveBackupAlertAtStart } from "./ops/backups";
 import { tuneNativeMemory } from "./native/memory-tuning";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
+import { CONNECTION_IDLE_SECONDS } from "./http/idle-limits";
 
 /**
  * Largest body Bun will read at all: the largest legitimate one, an image at the highest
@@ -67,7 +68,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
       port: boot.listen.port,
       reusePort: threads.enabled,
       maxRequestBodySize: MAX_REQUEST_BODY,
-      idleTimeout: 120,
+      idleTimeout: CONNECTION_IDLE_SECONDS,
       fetch: entry.fetch,
       error: unhandledServerError(log),
     });

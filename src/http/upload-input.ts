@@ -2,6 +2,7 @@ import type { AppContext } from "../context";
 import { tempPath, type BodyLimits, type ReceivedFile } from "../images/upload/receive";
 import { fetchToFile, UrlImportError } from "../net/safe-fetch";
 import { ApiError } from "./errors";
+import { uploadIdleMs } from "./idle-limits";
 
 /** The per-image size cap in bytes (max_upload_mb), read per request so changes apply at once. */
 export const uploadMaxBytes = (app: AppContext) => app.settings.get().max_upload_mb * 1024 * 1024;
@@ -9,7 +10,7 @@ export const uploadMaxBytes = (app: AppContext) => app.settings.get().max_upload
 /** The size cap and the idle deadline every upload body is read under, per request like the cap. */
 export const uploadBodyLimits = (app: AppContext): BodyLimits => ({
   maxBytes: uploadMaxBytes(app),
-  idleMs: app.settings.get().upload_idle_timeout_seconds * 1000,
+  idleMs: uploadIdleMs(app.settings.get().upload_idle_timeout_seconds),
 });
 
 /**

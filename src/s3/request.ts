@@ -8,6 +8,7 @@ import type { AppContext } from "../context";
 import { rawTarget } from "../http/raw-url";
 import { S3Error } from "./errors";
 import { verifySigV4, type SigV4Auth } from "./sigv4";
+import { uploadIdleMs } from "../http/idle-limits";
 
 export interface S3Request {
   request: Request;
@@ -72,7 +73,7 @@ export function authenticateS3(app: AppContext, request: Request, requestId: str
   if (!hasUploadScope(found.token)) throw new S3Error("AccessDenied", "该上传令牌没有上传权限");
   new TokenRepo(app.db).touch(found.token);
   const { bucket, key } = splitS3Path(path);
-  const idleMs = app.settings.get().upload_idle_timeout_seconds * 1000;
+  const idleMs = uploadIdleMs(app.settings.get().upload_idle_timeout_seconds);
   return { request, method: request.method, bucket, key, query: parseQuery(query), auth, token: found.token, user: found.user, requestId, idleMs };
 }
 

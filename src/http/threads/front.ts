@@ -26,6 +26,7 @@ import { hasOrigin, rawTarget } from "../raw-url";
 import { FrontStatsBatch } from "./front-stats";
 import { handOver, type HandoverTarget } from "./handover";
 import type { FrontInit, FrontInvalidate, FrontStats } from "./protocol";
+import { CONNECTION_IDLE_SECONDS } from "../idle-limits";
 
 export class DeliveryFront {
   private settings: Settings;
@@ -80,7 +81,7 @@ export class DeliveryFront {
       port: init.port,
       reusePort: true,
       maxRequestBodySize: init.maxRequestBodySize,
-      idleTimeout: 120,
+      idleTimeout: CONNECTION_IDLE_SECONDS,
       fetch: (request) => this.handle(request),
       error: unhandledServerError(log),
     });
