@@ -4,25 +4,28 @@ import type { AppContext } from "../context";
 
 /**
  * A loop that runs `round` now and then every `intervalMs()`. The interval is re-read each
- * round, and `reschedule()` (called when its setting changes) restarts the wait at once,
- * so a shorter interval applies without waiting out the old one.
+ * round, and `reschedule()` (called when its setting changes) re-times the wait at once: the new
+ * interval counted from the end of the last round, so a shorter one applies without waiting out
+ * the old one, and changes in a row do not restart the wait each time (a setting changed more
+ * often than its interval stopped the loop).
  */
 export function startLoop(
   name: string,
   app: AppContext,
   intervalMs: () => number,
   round: () => Promise<void>,
-  opts: { runAtStart?: boolean; firstDelayMs?: number } = {},
+  opts: { runAtStart?: boolean; firstDelayMs?: number; now?: () => number } = {},
 ) {
+  const now = opts.now ?? Date.now;
   let timer: LongTimeout | undefined;
   let stopped = false;
   let busy = false;
   let running: Promise<void> = Promise.resolve();
-  let firstDelay = opts.firstDelayMs;
+  /** Where the interval counts from: the end of the last round (the first wait: as if one had ended). */
+  let anchor = now() + (opts.firstDelayMs ?? intervalMs()) - intervalMs();
   const schedule = () => {
     timer?.clear();
-    if (!stopped && !busy) timer = setLongTimeout(tick, firstDelay ?? intervalMs());
-    firstDelay = undefined;
+    if (!stopped && !busy) timer = setLongTimeout(tick, Math.max(0, anchor + intervalMs() - now()));
   };
   const tick = () => {
     busy = true;
@@ -30,6 +33,7 @@ export function startLoop(
       .catch((err) => app.log.error("后台任务执行失败", { loop: name, err: (err as Error).message }))
       .finally(() => {
         busy = false;
+        anchor = now();
         schedule();
       });
   };
