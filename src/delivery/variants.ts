@@ -40,6 +40,9 @@ export interface VariantDeps extends BlobReadDeps {
   metrics: Metrics;
 }
 
+/** Settings that decide whether a render can succeed. */
+const RENDER_LIMITS = ["process_timeout_ms", "process_workers", "process_formats", "max_pixels_mp"] as const;
+
 export class VariantService {
   readonly cache: VariantCache;
   /** Hot originals and variants in memory, shared with the original-serving path. */
@@ -60,6 +63,9 @@ export class VariantService {
     app.settings.onChange((changed, next) => {
       if (changed.includes("process_workers")) this.limiter.setLimit(next.process_workers);
       if (changed.includes("variants_cache_mb")) void this.cache.setMaxBytes(next.variants_cache_mb * 1024 * 1024);
+      // What made a render fail may be what was just changed (a deadline too short for it): each
+      // remembered failure gets its next try now rather than up to ten minutes later.
+      if (RENDER_LIMITS.some((key) => changed.includes(key))) this.failedUntil.clear();
     });
   }
 
