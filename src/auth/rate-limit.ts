@@ -23,8 +23,8 @@ export class TokenBucketLimiter {
   private prunedAt: number;
 
   constructor(
-    private readonly burst: number,
-    private readonly refillSeconds: number,
+    private burst: number,
+    private refillSeconds: number,
     private readonly now: () => number = Date.now,
     private readonly maxBuckets = MAX_BUCKETS,
   ) {
@@ -50,6 +50,18 @@ export class TokenBucketLimiter {
     this.buckets.set(key, { tokens: refilled - 1, at: now });
     this.bound(now);
     return 0;
+  }
+
+  /**
+   * New burst and refill period for every bucket, keeping what each has left: a raise adds the
+   * difference, a cut never adds anything. Starting every bucket full again (a new limiter) let a
+   * change and its undo hand out a whole extra burst.
+   */
+  resize(burst: number, refillSeconds: number): void {
+    const grown = Math.max(0, burst - this.burst);
+    for (const bucket of this.buckets.values()) bucket.tokens = Math.min(burst, bucket.tokens + grown);
+    this.burst = burst;
+    this.refillSeconds = refillSeconds;
   }
 
   /** Gives back a token taken for an attempt that turned out legitimate (never above the burst). */

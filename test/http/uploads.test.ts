@@ -265,6 +265,18 @@ describe("size, pixel and rate limits", () => {
     await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 1000 });
   });
 
+  test("a change of upload_rate_per_min keeps what each user has used: a change and its undo hand out no extra burst", async () => {
+    await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 2 });
+    const jpeg = await makeJpeg(8, 8, 2);
+    for (let i = 0; i < 2; i++) await admin.json("POST", "/api/admin/upload", form(jpeg, "r.jpg"));
+    await expectError(await admin.request("POST", "/api/admin/upload", form(jpeg, "r.jpg")), 429);
+    await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 3 });
+    await admin.json("POST", "/api/admin/upload", form(jpeg, "r.jpg")); // the one more a raise allows
+    await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 2 });
+    await expectError(await admin.request("POST", "/api/admin/upload", form(jpeg, "r.jpg")), 429);
+    await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 1000 });
+  });
+
   test("max_concurrent_uploads gives 429 while another upload is in flight", async () => {
     await admin.json("PUT", "/api/admin/config", { max_concurrent_uploads: 1 });
     const jpeg = await makeJpeg(16, 16, 4);

@@ -157,6 +157,20 @@ describe("TokenBucketLimiter refills", () => {
     expect([limiter.take("k"), limiter.take("k"), limiter.take("k")]).toEqual([0, 0, 10]);
   });
 
+  test("a new burst keeps what each bucket has left: a raise adds the difference, a cut adds nothing (settings audit L3)", () => {
+    const limiter = new TokenBucketLimiter(2, 30, () => 0);
+    expect([limiter.take("u"), limiter.take("u")]).toEqual([0, 0]);
+    expect(limiter.take("u")).toBeGreaterThan(0);
+    limiter.resize(3, 20); // one more per burst: one more now
+    expect(limiter.take("u")).toBe(0);
+    expect(limiter.take("u")).toBeGreaterThan(0);
+    limiter.resize(2, 30); // and back: nothing extra (a fresh limiter gave two more)
+    expect(limiter.take("u")).toBeGreaterThan(0);
+    expect(limiter.take("someone else")).toBe(0); // a user without a bucket starts full, at the new burst
+    expect(limiter.take("someone else")).toBe(0);
+    expect(limiter.take("someone else")).toBeGreaterThan(0);
+  });
+
   test("full buckets are forgotten once the map outgrows the prune threshold (10,000), the others kept", () => {
     let now = 0;
     const limiter = new TokenBucketLimiter(2, 10, () => now);

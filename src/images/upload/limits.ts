@@ -11,18 +11,14 @@ import { once } from "../../shared/once";
 export class UploadGate {
   private active = 0;
   private formKeyActive = 0;
-  private rate: TokenBucketLimiter;
+  private readonly rate: TokenBucketLimiter;
 
   constructor(private readonly settings: SettingsStore) {
-    this.rate = this.makeLimiter();
-    settings.onChange((changed) => {
-      if (changed.includes("upload_rate_per_min")) this.rate = this.makeLimiter();
+    const perMinute = settings.get().upload_rate_per_min;
+    this.rate = new TokenBucketLimiter(perMinute, 60 / perMinute);
+    settings.onChange((changed, next) => {
+      if (changed.includes("upload_rate_per_min")) this.rate.resize(next.upload_rate_per_min, 60 / next.upload_rate_per_min);
     });
-  }
-
-  private makeLimiter() {
-    const perMinute = this.settings.get().upload_rate_per_min;
-    return new TokenBucketLimiter(perMinute, 60 / perMinute);
   }
 
   /** Returns a release function; throws 429 with Retry-After when full. */
