@@ -27,6 +27,8 @@ export interface NewReference {
 }
 
 const noChannel = () => new Unavailable("没有可写入的健康存储渠道，请稍后重试");
+const tooFewChannels = (healthy: number, needed: number) =>
+  new Unavailable(`可写入的健康存储渠道只有 ${healthy} 个，少于 min_success 要求的 ${needed} 个，请稍后重试`, 30);
 export const quotaFull = () => new QuotaExceeded();
 
 function checkQuota(app: AppContext, userId: string, size: number) {
@@ -59,8 +61,11 @@ type Writable = LoadedChannel & { driver: Driver };
  */
 async function writeSynchronously(app: AppContext, prepared: PreparedImage, key: string): Promise<{ written: Writable[]; intents: number[] }> {
   const candidates = app.channels.writable();
-  const need = Math.min(app.settings.get().min_success, Math.max(candidates.length, 1));
+  const minSuccess = app.settings.get().min_success;
   if (candidates.length === 0) throw noChannel();
+  // Fewer healthy channels than min_success: say so before writing (and deleting again) anything.
+  if (candidates.length < minSuccess) throw tooFewChannels(candidates.length, minSuccess);
+  const need = minSuccess;
   const written: Writable[] = [];
   const intents: number[] = [];
   const failures: unknown[] = [];

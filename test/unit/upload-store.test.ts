@@ -195,7 +195,9 @@ describe("storeReference", () => {
     for (const c of channels) c.failPut = false;
     channels[1]!.healthy = false;
     channels[2]!.healthy = false;
-    expect(await apiError(storeReference(app, prepared(), ref()))).toBe("503:成功写入的存储渠道数量不足，请稍后重试");
+    const puts = channels[0]!.puts.length;
+    expect(await apiError(storeReference(app, prepared(), ref()))).toBe("503:可写入的健康存储渠道只有 1 个，少于 min_success 要求的 2 个，请稍后重试");
+    expect(channels[0]!.puts.length).toBe(puts); // refused before anything was written
     channels[0]!.healthy = false;
     expect(await apiError(storeReference(app, prepared(), ref()))).toBe("503:没有可写入的健康存储渠道，请稍后重试");
   });
