@@ -31,8 +31,7 @@ const tooFewChannels = (healthy: number, needed: number) =>
   new Unavailable(`可写入的健康存储渠道只有 ${healthy} 个，少于 min_success 要求的 ${needed} 个，请稍后重试`, 30);
 export const quotaFull = () => new QuotaExceeded();
 
-function checkQuota(app: AppContext, userId: string, size: number) {
-  const quota = app.users.byId(userId)?.quota_bytes;
+function checkQuota(app: AppContext, userId: string, size: number, quota = app.users.byId(userId)?.quota_bytes) {
   if (quota !== null && quota !== undefined && app.images.usedBytes(userId) + size > quota) throw quotaFull();
 }
 
@@ -46,7 +45,7 @@ function checkUploader(app: AppContext, ref: NewReference, size: number) {
   if (!user) throw new Unauthenticated("上传者的账号已被删除");
   if (ref.tokenId !== null && !new TokenRepo(app.db).byId(ref.tokenId)) throw new Unauthenticated("上传令牌已被删除");
   if (user.disabled) throw new Forbidden("该账号已被停用");
-  checkQuota(app, ref.userId, size);
+  checkQuota(app, ref.userId, size, user.quota_bytes);
 }
 
 type Writable = LoadedChannel & { driver: Driver };
@@ -175,7 +174,7 @@ async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewRe
       if (existing && current?.id !== existing.id) throw new PlanOutdated();
       if (!needsBytes && (!current || app.images.doneReplicaCount(current.id) === 0)) throw new PlanOutdated();
       if (written.length && !written.some((channel) => inService(app, channel))) throw new PlanOutdated();
-      const blob = upsertBlob(app, prepared, dimensions, key, written);
+      const blob = upsertBlob(app, prepared, dimensions, key, written, current);
       const id = insertImage(app, blob.id, ref);
       const ownsWrites = blob.storage_key === key;
       // Objects no blob owns keep their intents until they are deleted below, so a crash in
@@ -199,9 +198,10 @@ function inService(app: AppContext, channel: Writable): boolean {
   return !!now && !now.row.deleting;
 }
 
-function upsertBlob(app: AppContext, prepared: PreparedImage, dimensions: Dimensions, key: string, written: Writable[]): BlobRow {
+/** `current`: the blob with these bytes' sha256 as the commit found it (read just before, in the same unit). */
+function upsertBlob(app: AppContext, prepared: PreparedImage, dimensions: Dimensions, key: string, written: Writable[], current: BlobRow | undefined): BlobRow {
   const now = sqlTime();
-  let blob = app.images.blobBySha(prepared.sha256);
+  let blob = current;
   if (blob) {
     addBlobReference(app.db, blob.id);
   } else {
