@@ -155,8 +155,17 @@ export class ImageRepo {
     return this.db.query<ReplicaRow, [number]>("SELECT * FROM blob_channels WHERE blob_id = ?").all(blobId);
   }
 
-  doneReplicaCount(blobId: number): number {
-    return this.db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM blob_channels WHERE blob_id = ? AND state = 'done'").get(blobId)!.n;
+  /**
+   * Completed copies on channels staying in service: what a new reference may count on. A copy on
+   * a channel being purged is deleted by its drain whatever references it (a blob in its delete
+   * grace is nobody's sole copy when the purge is accepted).
+   */
+  copiesInService(blobId: number): number {
+    return this.db
+      .query<{ n: number }, [number]>(
+        "SELECT COUNT(*) AS n FROM blob_channels bc JOIN channels c ON c.id = bc.channel_id WHERE bc.blob_id = ? AND bc.state = 'done' AND c.deleting = 0",
+      )
+      .get(blobId)!.n;
   }
 
   setReplica(blobId: number, channelId: number, state: ReplicaState, error = "", countAttempt = false) {

@@ -156,7 +156,7 @@ async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewRe
 async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
   checkQuota(app, ref.userId, prepared.size);
   const existing = app.images.blobBySha(prepared.sha256);
-  const needsBytes = !existing || app.images.doneReplicaCount(existing.id) === 0;
+  const needsBytes = !existing || app.images.copiesInService(existing.id) === 0;
   const key = existing?.storage_key ?? storageKeyFor(prepared.sha256, prepared.ext);
   const { written, intents } = needsBytes ? await writeSynchronously(app, prepared, key) : { written: [], intents: [] };
   if (written.length) await holdAt("upload.before-commit", `key=${key}`);
@@ -172,7 +172,7 @@ async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewRe
       // and a reference without bytes would add an image that can never be read.
       const current = app.images.blobBySha(prepared.sha256);
       if (existing && current?.id !== existing.id) throw new PlanOutdated();
-      if (!needsBytes && (!current || app.images.doneReplicaCount(current.id) === 0)) throw new PlanOutdated();
+      if (!needsBytes && (!current || app.images.copiesInService(current.id) === 0)) throw new PlanOutdated();
       if (written.length && !written.some((channel) => inService(app, channel))) throw new PlanOutdated();
       const blob = upsertBlob(app, prepared, dimensions, key, written, current);
       const id = insertImage(app, blob.id, ref);

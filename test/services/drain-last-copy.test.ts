@@ -5,11 +5,13 @@
  * context: replica states are set directly, the drain is run as its job would run it.
  */
 import { afterEach, beforeEach, expect, test } from "bun:test";
-import { existsSync, mkdirSync, copyFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { deleteChannel, runDrain } from "../../src/channels/drain";
 import { createChannel } from "../../src/channels/service";
 import type { AppContext } from "../../src/context";
+import { deleteReference } from "../../src/images/delete";
+import { openBlob } from "../../src/images/read";
 import type { UserRow } from "../../src/users/repo";
 import { makeJpeg } from "../helpers/images";
 import { serviceContext, thrown, uploadBytes } from "./harness";
@@ -70,4 +72,26 @@ test("the draining channel's copy that became the last good one stays, is copied
   expect(existsSync(twoObject)).toBe(false);
   expect(app.channels.repo.byId(two.id)).toBeUndefined();
   expect(app.db.query("SELECT 1 FROM alerts WHERE kind = 'drain_failed' AND resolved_at = ''").get()).toBeNull();
+});
+
+test("a re-upload of bytes whose only copy is on a channel being purged stores them again, not a reference to nothing", async () => {
+  const twoDir = join(dataDir, "two");
+  mkdirSync(twoDir);
+  // The best channel: the upload's one synchronous copy goes there (the copy to "local" never runs here).
+  const two = await createChannel(app, admin, { name: "two", driver: "local", config: { path: twoDir }, priority: 100 });
+  const bytes = await makeJpeg(64, 48, 4242);
+  const first = await uploadBytes(app, admin.id, bytes);
+  const blob = app.images.blob(app.images.view(first.id)!.blob_id)!;
+  const object = join(twoDir, blob.storage_key);
+  expect(existsSync(object)).toBe(true);
+  // Deleted, the blob waits out its grace; a blob marked for deletion is nobody's sole copy, so the purge is accepted.
+  expect(deleteReference(app, first.id)).toBe(true);
+  expect(deleteChannel(app, { id: admin.id, name: admin.name }, two.id, true)).toBe(202);
+  // The drain deletes the object; the channel's row (and its done replica row) goes last.
+  rmSync(object);
+  const again = await uploadBytes(app, admin.id, bytes);
+  await runDrain(app, { channel_id: two.id }, jobCtx());
+  const stored = app.images.blob(app.images.view(again.id)!.blob_id)!;
+  const source = await openBlob(app, stored);
+  expect(Buffer.from(await new Response(source.stream).arrayBuffer()).equals(bytes)).toBe(true);
 });
