@@ -130,13 +130,14 @@ export const SYSTEM_OBJECT_LIMIT = 10 * DRAIN_BATCH;
  * round lists again from the start, without what was deleted, so memory stays bounded even when
  * a peer lists without end.
  */
-async function collectBatch(app: AppContext, driver: Driver, channelId: number, prefix: string, ctx: JobContext) {
+async function collectBatch(app: AppContext, driver: Driver, channelId: number, prefix: string, ctx: JobContext, kept: ReadonlySet<string>) {
   const keys: string[] = [];
   let listed = 0;
   for await (const info of driver.list(prefix)) {
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new JobInterruptedError("shutdown");
     // A long listing is progress too: without this the lease of a large drain lapses mid-list.
     if (++listed % 1000 === 0) ctx.heartbeat();
+    if (kept.has(info.key)) continue; // a last copy this attempt keeps (keepsLastCopy)
     if (prefix === SYSTEM_PREFIX || isOurImageObject(app, channelId, info.key)) keys.push(info.key);
     if (keys.length >= DRAIN_BATCH) return { keys, more: true };
   }
@@ -161,7 +162,8 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
   }
 
   const progress = loadProgress(app, channel_id);
-  let kept = 0;
+  /** Last copies this attempt keeps: left out of every later round (they are listed again). */
+  const kept = new Set<string>();
   let failures = 0;
   let firstError = "";
   const remove = async (key: string, counter: keyof Progress) => {
@@ -192,21 +194,24 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
       let previous = new Set<string>();
       let deleted = 0;
       for (;;) {
-        const { keys, more } = await collectBatch(app, driver, channel_id, prefix, ctx);
+        const { keys, more } = await collectBatch(app, driver, channel_id, prefix, ctx, kept);
         // A key that is listed again after its delete succeeded: the peer claims deletes it does not
         // do (or lists what is gone), and another round would delete the same keys forever.
         if (keys.some((key) => previous.has(key))) throw new Error("已删除的对象仍出现在列表中");
-        deleted += keys.length;
-        if (deleted > limits[counter]) throw new Error(`列表中的对象多于本服务可能写入的数量（${limits[counter]}），列表可能有误`);
+        const removed: string[] = [];
         for (const key of keys) {
-          if (counter === "objects" && keepsLastCopy(app, channel_id, key)) kept++;
-          else await remove(key, counter);
+          if (counter === "objects" && keepsLastCopy(app, channel_id, key)) kept.add(key);
+          else removed.push(key);
         }
-        if (!more || failures > 0) break;
-        previous = new Set(keys);
+        deleted += removed.length;
+        if (deleted > limits[counter]) throw new Error(`列表中的对象多于本服务可能写入的数量（${limits[counter]}），列表可能有误`);
+        for (const key of removed) await remove(key, counter);
+        // A batch's worth kept: nothing more to learn this attempt, the copies come first.
+        if (!more || failures > 0 || kept.size >= DRAIN_BATCH) break;
+        previous = new Set(removed);
       }
     }
-    if (kept > 0) throw new LastCopiesKept(kept);
+    if (kept.size > 0) throw new LastCopiesKept(kept.size);
   } catch (err) {
     saveProgress(app, channel_id, progress);
     if (err instanceof JobInterruptedError || ctx.signal.aborted) throw err;

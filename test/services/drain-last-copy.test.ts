@@ -7,11 +7,13 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { deleteChannel, runDrain } from "../../src/channels/drain";
+import { DRAIN_BATCH, deleteChannel, runDrain } from "../../src/channels/drain";
 import { createChannel } from "../../src/channels/service";
+import type { Driver, ObjectInfo } from "../../src/channels/driver";
 import type { AppContext } from "../../src/context";
 import { deleteReference } from "../../src/images/delete";
 import { openBlob } from "../../src/images/read";
+import { storageKeyFor } from "../../src/images/storage-key";
 import type { UserRow } from "../../src/users/repo";
 import { makeJpeg } from "../helpers/images";
 import { serviceContext, thrown, uploadBytes } from "./harness";
@@ -95,3 +97,41 @@ test("a re-upload of bytes whose only copy is on a channel being purged stores t
   const source = await openBlob(app, stored);
   expect(Buffer.from(await new Response(source.stream).arrayBuffer()).equals(bytes)).toBe(true);
 });
+
+test("a kept last copy in a drain of more than one round is not mistaken for a peer that lists deleted keys again", async () => {
+  const local = app.channels.list().find((c) => c.row.name === "local")!;
+  const twoDir = join(dataDir, "two");
+  mkdirSync(twoDir);
+  const two = await createChannel(app, admin, { name: "two", driver: "local", config: { path: twoDir }, priority: 1 });
+  // More of our objects than one round takes, each with a done copy on both channels.
+  const keys: string[] = [];
+  const blob = app.db.query(
+    "INSERT INTO blobs (sha256, storage_key, mime, size, width, height, ref_count, created_at) VALUES (?, ?, 'image/png', 1, 1, 1, 1, '2026-01-01 00:00:00')",
+  );
+  app.db.transaction(() => {
+    for (let i = 0; i < DRAIN_BATCH + 10; i++) {
+      const sha = new Bun.CryptoHasher("sha256").update(String(i)).digest("hex");
+      const key = storageKeyFor(sha, "png");
+      const id = Number(blob.run(sha, key).lastInsertRowid);
+      setReplica(id, local.row.id, "done");
+      setReplica(id, two.id, "done");
+      keys.push(key);
+    }
+  })();
+  keys.sort();
+  // "two" as a listing of what it holds, in key order, whose deletes are real.
+  const held = new Set(keys);
+  const driver = app.channels.get(two.id)!.driver as Driver;
+  driver.delete = async (key: string) => void held.delete(key);
+  driver.list = async function* (prefix: string): AsyncIterable<ObjectInfo> {
+    for (const key of [...held].sort()) if (key.startsWith(prefix)) yield { key, size: 1 };
+  };
+  expect(deleteChannel(app, { id: admin.id, name: admin.name }, two.id, true)).toBe(202);
+  // The first-listed object's other copy is found damaged: "two" holds its last good copy.
+  const firstBlob = app.db.query<{ id: number }, [string]>("SELECT id FROM blobs WHERE storage_key = ?").get(keys[0]!)!.id;
+  setReplica(firstBlob, local.row.id, "failed");
+
+  const err = (await thrown(() => runDrain(app, { channel_id: two.id }, jobCtx()))) as Error;
+  expect(err.message).toBe("1 个图片对象是唯一的完整副本，已安排复制到其他渠道，复制完成后继续清空");
+  expect([...held]).toEqual([keys[0]]); // every other object went, in both rounds
+}, 120_000);
