@@ -25,7 +25,8 @@ export function startLoop(
   let anchor = now() + (opts.firstDelayMs ?? intervalMs()) - intervalMs();
   const schedule = () => {
     timer?.clear();
-    if (!stopped && !busy) timer = setLongTimeout(tick, Math.max(0, anchor + intervalMs() - now()));
+    // Never longer than the interval: a clock set back since the anchor must not stall the loop.
+    if (!stopped && !busy) timer = setLongTimeout(tick, Math.min(intervalMs(), Math.max(0, anchor + intervalMs() - now())));
   };
   const tick = () => {
     busy = true;

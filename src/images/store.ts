@@ -148,7 +148,9 @@ async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewRe
     try {
       return await storePlanned(app, prepared, ref);
     } catch (err) {
-      if (!(err instanceof PlanOutdated) || plan >= MAX_PLANS) throw err;
+      if (!(err instanceof PlanOutdated)) throw err;
+      // Overtaken again and again: a busy moment a retry gets past, not a server fault.
+      if (plan >= MAX_PLANS) throw new Unavailable("图片存储状态正在变化，请稍后重试", 1);
     }
   }
 }

@@ -63,3 +63,20 @@ test("the first wait may be shorter than the interval (a slow loop resuming its 
   expect(rounds).toBe(1);
   await loop.stop();
 });
+
+test("a clock set back since the last round never makes the wait longer than the interval", async () => {
+  let clock = 1_000_000_000;
+  let rounds = 0;
+  const loop = startLoop(
+    "test",
+    app,
+    () => 200,
+    async () => void rounds++,
+    { runAtStart: false, now: () => clock },
+  );
+  clock -= 3_600_000; // an hour back
+  loop.reschedule();
+  await Bun.sleep(400);
+  expect(rounds).toBeGreaterThanOrEqual(1);
+  await loop.stop();
+});

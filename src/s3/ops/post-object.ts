@@ -16,6 +16,7 @@ import { entityTooLarge, S3Error } from "../errors";
 import { MAX_POLICY_BYTES, verifyPostPolicy } from "../post-policy";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
+import { uploadIdleMs } from "../../http/idle-limits";
 
 /** A form upload: no Authorization header or presigned query, a multipart/form-data body. */
 export function isPostPolicyUpload(request: Request, query: string): boolean {
@@ -75,7 +76,7 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
   const bodyLimit = uploadCap + FORM_OVERHEAD;
   if (Number(request.headers.get("content-length") ?? NaN) > bodyLimit) throw entityTooLarge(uploadCap);
   // The same idle deadline as every upload surface: a silent client is RequestTimeout (toS3Error).
-  const idleMs = app.settings.get().upload_idle_timeout_seconds * 1000;
+  const idleMs = uploadIdleMs(app.settings.get().upload_idle_timeout_seconds);
   const source = Readable.fromWeb(withIdleDeadline(request.body, idleMs, { bytes: bodyLimit, over: () => entityTooLarge(uploadCap) }) as never);
   const fields: Record<string, string> = {};
   let upload: Promise<Response> | undefined;
