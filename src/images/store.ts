@@ -221,7 +221,9 @@ function upsertBlob(app: AppContext, prepared: PreparedImage, dimensions: Dimens
   }
   // Only objects under the blob's own key are its replicas: a concurrent upload of the same
   // bytes that lost the race wrote under a key of its own.
-  if (blob.storage_key === key) for (const channel of written) app.images.setReplica(blob.id, channel.row.id, "done");
+  // A channel removed (purge=false) while the upload was on its way has no row to record a replica
+  // against; its copy stays behind with the rest of that channel's objects.
+  if (blob.storage_key === key) for (const channel of written) if (app.channels.get(channel.row.id)) app.images.setReplica(blob.id, channel.row.id, "done");
   scheduleReplication(app, blob.id);
   return blob;
 }

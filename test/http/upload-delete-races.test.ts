@@ -272,3 +272,26 @@ test("L4: a variant rendered while its blob was physically deleted is served to 
   expect(cached()).toEqual([]);
   expect(server.logs).not.toContain("FOREIGN KEY");
 });
+
+test("an upload whose second synchronous channel is removed (purge=false) before it commits is recorded on the one left", async () => {
+  const eDir = join(server.dataDir, "channel-e");
+  mkdirSync(eDir);
+  const e = await admin.json<{ id: number }>("POST", "/api/admin/channels", { name: "e", driver: "local", config: { path: eDir }, priority: 2000 }, 201);
+  await admin.json("PUT", "/api/admin/config", { min_success: 2 });
+  try {
+    const bytes = await makeJpeg(150, 100, 5757);
+    const uploaded = await pausedDuring(
+      "wrote=2",
+      () => upload(bytes, "two-copies.jpg"),
+      async () => {
+        // Its blob does not exist yet, so no sole copy stops the removal.
+        expect((await admin.request("DELETE", `/api/admin/channels/${e.id}?purge=false`)).status).toBe(204);
+      },
+    );
+    expect(await served(uploaded.id)).toEqual({ status: 200, sha: sha256(bytes) });
+    const [blob] = readDb<{ id: number }>("SELECT id FROM blobs WHERE sha256 = ?", sha256(bytes));
+    expect(readDb("SELECT channel_id, state FROM blob_channels WHERE blob_id = ?", blob!.id)).toContainEqual({ channel_id: 1, state: "done" });
+  } finally {
+    await admin.json("PUT", "/api/admin/config", { min_success: 1 });
+  }
+});
