@@ -186,9 +186,11 @@ class LocalDriver implements Driver {
 
   async probe(deep: boolean): Promise<void> {
     try {
-      await mkdir(this.base, { recursive: true });
-      const info = await stat(this.base);
-      if (!info.isDirectory()) throw new Error("不是目录");
+      // A file in the directory's place is named the same way every time: a recursive mkdir over it
+      // fails with EEXIST or succeeds depending on the moment, and the alert text followed that.
+      const found = await stat(this.base).catch(() => undefined);
+      if (found && !found.isDirectory()) throw new Error("路径已存在且不是目录");
+      if (!found) await mkdir(this.base, { recursive: true });
       await access(this.base, constants.R_OK | constants.W_OK | constants.X_OK);
     } catch (err) {
       throw new Error(`本地存储目录不可用: ${this.base}: ${describeFsError(err)}`);
