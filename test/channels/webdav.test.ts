@@ -209,9 +209,14 @@ describe("webdav peers that answer PROPFIND badly", () => {
     dav.propfindMode = "endless";
     const err = await errorOf(driver().probe(false));
     expect(err.message).toMatch(/WebDAV PROPFIND 的响应超过 8 MiB/);
-    await Bun.sleep(50);
-    // The rest is cancelled: the peer stops at what the socket buffers hold.
-    expect(dav.sentJunk).toBeLessThan(24 * 1024 * 1024);
+    // The rest is cancelled: the peer stops at what the socket buffers hold (how much that is
+    // depends on the machine's load: 27 MB were seen in a busy CI run), and sends no more.
+    let sent = -1;
+    while (dav.sentJunk !== sent) {
+      sent = dav.sentJunk;
+      await Bun.sleep(200);
+    }
+    expect(sent).toBeLessThan(64 * 1024 * 1024);
   });
 
   test("a connection dropped mid-answer is a Chinese error without the runtime's English", async () => {
