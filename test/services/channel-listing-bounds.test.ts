@@ -4,19 +4,15 @@
  * hold every listed key. In-process over the real context; the channel's driver is replaced
  * by a listing the test controls.
  */
-import { afterEach, beforeEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { DRAIN_BATCH, SYSTEM_OBJECT_LIMIT, deleteChannel, runDrain } from "../../src/channels/drain";
 import type { Driver, ObjectInfo } from "../../src/channels/driver";
 import { reconcileChannel } from "../../src/channels/reconcile";
 import type { AppContext } from "../../src/context";
-import { serviceContext, thrown } from "./harness";
+import { serviceContextPerTest, thrown } from "./harness";
 
 let app: AppContext;
-let dispose: () => void;
-beforeEach(async () => {
-  ({ app, dispose } = await serviceContext());
-});
-afterEach(() => dispose());
+serviceContextPerTest((ctx) => ({ app } = ctx));
 
 const jobCtx = () => ({ id: 1, kind: "channel.drain", attempt: 1, maxAttempts: 10, signal: new AbortController().signal, heartbeat: () => true });
 

@@ -4,7 +4,7 @@
  * `failed`), so the draining channel now holds the only good one. In process over the real
  * context: replica states are set directly, the drain is run as its job would run it.
  */
-import { afterEach, beforeEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { DRAIN_BATCH, deleteChannel, runDrain } from "../../src/channels/drain";
@@ -16,16 +16,12 @@ import { openBlob } from "../../src/images/read";
 import { storageKeyFor } from "../../src/images/storage-key";
 import type { UserRow } from "../../src/users/repo";
 import { makeJpeg } from "../helpers/images";
-import { serviceContext, thrown, uploadBytes } from "./harness";
+import { serviceContextPerTest, thrown, uploadBytes } from "./harness";
 
 let app: AppContext;
 let admin: UserRow;
 let dataDir: string;
-let dispose: () => void;
-beforeEach(async () => {
-  ({ app, admin, dataDir, dispose } = await serviceContext());
-});
-afterEach(() => dispose());
+serviceContextPerTest((ctx) => ({ app, admin, dataDir } = ctx));
 
 const jobCtx = () => ({ id: 1, kind: "channel.drain", attempt: 1, maxAttempts: 10, signal: new AbortController().signal, heartbeat: () => true });
 

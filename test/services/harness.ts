@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +24,19 @@ export async function serviceContext(): Promise<{ app: AppContext; admin: UserRo
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+export type ServiceContext = Awaited<ReturnType<typeof serviceContext>>;
+
+/** A fresh serviceContext() for every test of the file, disposed after it; `open` hands it to the file's variables. */
+export function serviceContextPerTest(open: (ctx: ServiceContext) => void): void {
+  let dispose = () => {};
+  beforeEach(async () => {
+    const ctx = await serviceContext();
+    dispose = ctx.dispose;
+    open(ctx);
+  });
+  afterEach(() => dispose());
 }
 
 let staged = 0;

@@ -3,7 +3,7 @@
  * that may still hold it had their time (memory audit L1): an SFTP driver kept its SSH connection
  * for the life of the process, one more for every change. In process, the grace shortened.
  */
-import { afterEach, beforeEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { deleteChannel } from "../../src/channels/drain";
@@ -11,17 +11,15 @@ import type { Driver } from "../../src/channels/driver";
 import { createChannel, updateChannel } from "../../src/channels/service";
 import type { AppContext } from "../../src/context";
 import type { UserRow } from "../../src/users/repo";
-import { serviceContext } from "./harness";
+import { serviceContextPerTest } from "./harness";
 
 let app: AppContext;
 let admin: UserRow;
 let dataDir: string;
-let dispose: () => void;
-beforeEach(async () => {
-  ({ app, admin, dataDir, dispose } = await serviceContext());
+serviceContextPerTest((ctx) => {
+  ({ app, admin, dataDir } = ctx);
   app.channels.retiredDriverGraceMs = 50;
 });
-afterEach(() => dispose());
 
 /** Counts close() calls on the channel's current driver. */
 function watchClose(channelId: number): { closes: number } {

@@ -3,17 +3,13 @@
  * the process restarted in between (crash audit L2): counted from each start, a server restarted
  * more often than daily never reconciled (crash leftovers stayed) or backed up on its own.
  */
-import { afterEach, beforeEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { AppContext } from "../../src/context";
 import { recorded, remainingMs, SLOW_LOOP_START_DELAY_MS } from "../../src/loops";
-import { serviceContext } from "./harness";
+import { serviceContextPerTest } from "./harness";
 
 let app: AppContext;
-let dispose: () => void;
-beforeEach(async () => {
-  ({ app, dispose } = await serviceContext());
-});
-afterEach(() => dispose());
+serviceContextPerTest((ctx) => ({ app } = ctx));
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
