@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import type { Bootstrap } from "../config/bootstrap";
 import { loadMasterKey, masterKeyPath } from "../config/master-key";
 import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
-import { stagedPath } from "../ops/backups";
+import { stagedPath, stagingPartialPath } from "../ops/backups";
 import { snapshotProblem } from "../ops/snapshot-check";
 
 /** Whether a service currently holds the data directory (the staged file then waits for its restart). */
@@ -52,7 +52,7 @@ export function restoreFromFile(boot: Bootstrap, file: string | undefined): numb
     return 1;
   }
   const target = stagedPath(boot.dataDir);
-  const partial = `${target}.partial`;
+  const partial = stagingPartialPath(boot.dataDir);
   try {
     mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
     copyFileSync(source, partial);

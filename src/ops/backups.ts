@@ -57,6 +57,8 @@ export function takenAt(name: string): string {
 }
 
 export const stagedPath = (dataDir: string) => join(dataDir, STAGED_FILE);
+/** Where a staging is written before its rename to stagedPath (console and CLI alike); the start removes a leftover. */
+export const stagingPartialPath = (dataDir: string) => `${stagedPath(dataDir)}.partial`;
 
 /** Snapshot names on one channel with their sizes. */
 async function listOn(channel: WritableChannel): Promise<Map<string, number>> {
@@ -240,7 +242,7 @@ export async function openSnapshot(app: AppContext, name: string): Promise<GetRe
  * as large as the database, which nothing would ever read or remove.
  */
 export function removeStagingLeftover(dataDir: string): void {
-  rmSync(`${stagedPath(dataDir)}.partial`, { force: true });
+  rmSync(stagingPartialPath(dataDir), { force: true });
 }
 
 /** Downloads the snapshot into the staging file; false when no healthy channel has it. */
@@ -248,7 +250,7 @@ export async function stageSnapshot(app: AppContext, name: string): Promise<bool
   const opened = await openSnapshot(app, name);
   if (!opened) return false;
   const target = stagedPath(app.bootstrap.dataDir);
-  const partial = `${target}.partial`;
+  const partial = stagingPartialPath(app.bootstrap.dataDir);
   try {
     await Bun.write(partial, new Response(opened.stream));
     // Cheap checks only (no page-by-page read inside a request): the start checks the whole file
