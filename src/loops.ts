@@ -40,16 +40,7 @@ export function startBackgroundLoops(app: AppContext) {
   }));
   // Waits beyond setTimeout's ~24.8 days are chained by startLoop's timer (jobs/long-timeout).
   const backupMs = () => app.settings.get().backup_interval_hours * 3_600_000;
-  const backup = startLoop(
-    "backup_interval_hours",
-    app,
-    backupMs,
-    recorded(app, "backup", () => backupRound(app)),
-    {
-      runAtStart: false,
-      firstDelayMs: remainingMs(app, "backup", backupMs()),
-    },
-  );
+  const backup = startSlowLoop(app, "backup_interval_hours", "backup", backupMs, () => backupRound(app));
   app.settings.onChange((changed) => {
     for (const { key, loop } of loops) if (changed.includes(key)) loop.reschedule();
     if (changed.includes("backup_interval_hours")) backup.reschedule();
@@ -71,18 +62,22 @@ export function startBackgroundLoops(app: AppContext) {
     async () => void fileNames.round(app),
   );
   // Reconciliation lists whole channels: a day after the last round, not at boot.
-  const reconcileMs = RECONCILE_INTERVAL_SECONDS * 1000;
-  const reconcile = startLoop(
-    "reconcile",
+  const reconcile = startSlowLoop(
     app,
-    () => reconcileMs,
-    recorded(app, "reconcile", () => reconcileRound(app)),
-    {
-      runAtStart: false,
-      firstDelayMs: remainingMs(app, "reconcile", reconcileMs),
-    },
+    "reconcile",
+    "reconcile",
+    () => RECONCILE_INTERVAL_SECONDS * 1000,
+    () => reconcileRound(app),
   );
   return [...loops.map((l) => l.loop), hashing, searchIndex, reconcile, backup];
+}
+
+/**
+ * A daily-or-slower loop (`name` for its log lines, `record` for its last round in `meta`): no
+ * round at start, the first one when what is left of its interval since the last round is up.
+ */
+function startSlowLoop(app: AppContext, name: string, record: string, intervalMs: () => number, round: () => Promise<void>) {
+  return startLoop(name, app, intervalMs, recorded(app, record, round), { runAtStart: false, firstDelayMs: remainingMs(app, record, intervalMs()) });
 }
 
 /** A round of a daily-or-slower loop never comes sooner than this after a start. */
