@@ -64,12 +64,11 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   if (candidates.length === 0) throw noChannel();
   // Fewer healthy channels than min_success: say so before writing (and deleting again) anything.
   if (candidates.length < minSuccess) throw tooFewChannels(candidates.length, minSuccess);
-  const need = minSuccess;
   const written: Writable[] = [];
   const intents: number[] = [];
   const failures: unknown[] = [];
   for (const channel of candidates) {
-    if (written.length >= need) break;
+    if (written.length >= minSuccess) break;
     // Marked for deletion while an earlier candidate was being written to: its drain may have started.
     if (!inService(app, channel)) continue;
     const intent = app.commits.run(() => insertIntent(app.db, channel.row.id, key, sqlTime()));
