@@ -2,6 +2,7 @@
 // uploaded image, its resized forms, legacy digests, and the token taken from other places
 // than `Authorization: Bearer`.
 import type { AppContext } from "../context";
+import { parseSqlTime } from "../db/time";
 import { extensionPath, imageExtension } from "../shared/links";
 import type { ImageView } from "../images/repo";
 import { openBlob } from "../images/read";
@@ -61,14 +62,14 @@ export async function storedDigests(app: AppContext, view: ImageView): Promise<{
  * which a systemd service or a container inherits from its host or unit.
  */
 export function localTime(utc: string): string {
-  const d = new Date(`${utc.replace(" ", "T")}Z`);
+  const d = parseSqlTime(utc);
   const p = (n: number) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
 /** "刚刚", "5 分钟前", … like Lsky's `human_date` (Carbon diffForHumans in zh_CN). */
 export function humanDate(createdAt: string, now = Date.now()): string {
-  const seconds = Math.max(0, Math.floor((now - Date.parse(`${createdAt.replace(" ", "T")}Z`)) / 1000));
+  const seconds = Math.max(0, Math.floor((now - parseSqlTime(createdAt).getTime()) / 1000));
   const steps: [number, string][] = [
     [365 * 86400, "年"],
     [30 * 86400, "个月"],
