@@ -1,6 +1,7 @@
 // Response shapes of the Lsky Pro V2 API (app/Http/Controllers/Api/V1/* and app/Http/Result.php
 // of lsky-org/lsky-pro): every answer is {"status": bool, "message": "…", "data": …}.
 import { linkSet } from "../shared/links";
+import { escapeMarkup } from "../shared/markup";
 import type { CompatImage } from "./common";
 import { humanDate, localTime } from "./common";
 
@@ -16,8 +17,6 @@ export function lskyResponse(httpStatus: number, status: boolean, message: strin
   });
 }
 
-const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-
 /**
  * Lsky's `links.html` (Image::links): the tag HTML-escaped once more, `&lt;img src="…" alt="…"
  * title="…" /&gt;`, as its pages show it for copying. Lsky pastes the name in raw; here the
@@ -27,8 +26,8 @@ const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "
  */
 export function lskyHtml(url: string, name: string): string {
   // A control character (a line break) would split the copied tag.
-  const attr = escapeHtml(name.replace(/[\u0000-\u001f\u007f]/g, " "));
-  const tag = `<img src="${escapeHtml(url)}" alt="${attr}" title="${attr}" />`;
+  const attr = escapeMarkup(name.replace(/[\u0000-\u001f\u007f]/g, " "));
+  const tag = `<img src="${escapeMarkup(url)}" alt="${attr}" title="${attr}" />`;
   return tag.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 

@@ -3,6 +3,7 @@
  * (CompleteMultipartUpload, Delete), built on the linear tokenizer of xml-reader.ts.
  */
 import { leafText, MalformedXmlError, parseXml, type XmlNode } from "./xml-reader";
+import { escapeMarkup } from "../shared/markup";
 
 export { decodeEntities } from "./xml-reader";
 
@@ -13,38 +14,19 @@ export interface Xml {
   readonly xml: string;
 }
 
-export function escapeXml(text: string): string {
-  return text.replace(/[&<>"'\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => {
-    switch (c) {
-      case "&":
-        return "&amp;";
-      case "<":
-        return "&lt;";
-      case ">":
-        return "&gt;";
-      case '"':
-        return "&quot;";
-      case "'":
-        return "&apos;";
-      default:
-        return `&#${c.charCodeAt(0)};`;
-    }
-  });
-}
-
 type Child = Xml | string | number | boolean | undefined | null | Child[];
 
 function render(child: Child): string {
   if (child === undefined || child === null) return "";
   if (Array.isArray(child)) return child.map(render).join("");
   if (typeof child === "object") return child.xml;
-  return escapeXml(String(child));
+  return escapeMarkup(String(child));
 }
 
 /** `<name attrs>children</name>`; text children are escaped, arrays flattened, undefined skipped. */
 export function el(name: string, children?: Child, attrs: Record<string, string> = {}): Xml {
   const a = Object.entries(attrs)
-    .map(([k, v]) => ` ${k}="${escapeXml(v)}"`)
+    .map(([k, v]) => ` ${k}="${escapeMarkup(v)}"`)
     .join("");
   const inner = render(children ?? "");
   return { xml: inner === "" ? `<${name}${a}></${name}>` : `<${name}${a}>${inner}</${name}>` };

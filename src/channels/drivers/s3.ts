@@ -4,6 +4,7 @@ import { partialResult, rangeHeader, wholeResult } from "./http-range";
 import type { HttpDriverOptions } from "./http-transport";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
 import { roundTripProbe } from "./round-trip-probe";
+import { escapeMarkup } from "../../shared/markup";
 import { S3Client } from "./s3/client";
 import { resolveS3Settings, type S3Settings } from "./s3/config";
 import { withReadErrorsMapped } from "./s3/body";
@@ -141,7 +142,7 @@ class S3ObjectDriver implements S3Driver {
   async createBucket(): Promise<void> {
     const constraint = this.settings.locationConstraint;
     const body = constraint
-      ? `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>${escapeXml(constraint)}</LocationConstraint></CreateBucketConfiguration>`
+      ? `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>${escapeMarkup(constraint)}</LocationConstraint></CreateBucketConfiguration>`
       : undefined;
     const headers: Record<string, string> = body ? { "Content-Type": "application/xml" } : {};
     if (this.settings.acl) headers["x-amz-acl"] = this.settings.acl;
@@ -163,8 +164,4 @@ class S3ObjectDriver implements S3Driver {
       throw err;
     }
   }
-}
-
-function escapeXml(value: string): string {
-  return value.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 }

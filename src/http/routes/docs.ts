@@ -3,6 +3,7 @@
 // `bun build --compile` embeds it in the executable (from source it is read from node_modules).
 import { Elysia } from "elysia";
 import { BUILD } from "../../version";
+import { escapeMarkup } from "../../shared/markup";
 // The package's `exports` map does not list the browser build, so it is addressed by path.
 import scalarScriptPath from "../../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
@@ -24,21 +25,17 @@ const configuration = {
   defaultOpenAllTags: false,
 };
 
-function escapeAttr(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
-}
-
 const page = `<!doctype html>
 <html lang="zh-CN">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Kura API 文档（${escapeAttr(BUILD.version)}）</title>
+<title>Kura API 文档（${escapeMarkup(BUILD.version)}）</title>
 <link rel="icon" href="data:,">
 </head>
 <body>
 <noscript>API 文档需要启用 JavaScript；原始文档见 <a href="/api/openapi.yaml">/api/openapi.yaml</a>。</noscript>
-<script id="api-reference" data-url="/api/openapi.yaml" data-configuration="${escapeAttr(JSON.stringify(configuration))}"></script>
+<script id="api-reference" data-url="/api/openapi.yaml" data-configuration="${escapeMarkup(JSON.stringify(configuration))}"></script>
 <script src="${DOCS_SCRIPT_PATH}"></script>
 </body>
 </html>
