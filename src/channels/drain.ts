@@ -11,7 +11,7 @@ import { Conflict, NotFound } from "../errors";
 import type { AppContext } from "../context";
 import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
-import { STORAGE_KEY_PATTERN, sha256OfStorageKey } from "../images/storage-key";
+import { sha256OfStorageKey } from "../images/storage-key";
 import { REPLICATE_JOB, scheduleReplication } from "../images/store";
 import { JobInterruptedError, type JobContext } from "../jobs/queue";
 import { audit, type AuditActor } from "../ops/audit";
@@ -89,8 +89,8 @@ function writesInFlight(app: AppContext, channelId: number): boolean {
 
 /** An image object is ours when its key is in our format and names a blob we know (or an upload intent on this channel). */
 function isOurImageObject(app: AppContext, channelId: number, key: string): boolean {
-  if (!STORAGE_KEY_PATTERN.test(key)) return false;
-  const sha256 = key.slice("img/ab/cd/".length, "img/ab/cd/".length + 64);
+  const sha256 = sha256OfStorageKey(key);
+  if (sha256 === undefined) return false;
   if (storageKeyOfSha(app.db, sha256) === key) return true;
   return intentExists(app.db, channelId, key);
 }
