@@ -4,6 +4,7 @@ import type { Bootstrap } from "../config/bootstrap";
 import { loadMasterKey, masterKeyPath } from "../config/master-key";
 import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
 import { stagedPath, stagingPartialPath } from "../ops/backups";
+import { BEFORE_RESTORE_KEEP } from "../ops/restore-copies";
 import { snapshotProblem } from "../ops/snapshot-check";
 
 /** Whether a service currently holds the data directory (the staged file then waits for its restart). */
@@ -67,8 +68,8 @@ export function restoreFromFile(boot: Bootstrap, file: string | undefined): numb
   console.log(`已暂存快照 ${source} → ${target}`);
   console.log(
     serviceRunning(boot.dataDir)
-      ? "Kura 正在运行：重启服务后换入（systemctl restart kura），原数据库会保留为 kura.db.before-restore-<时间>"
-      : "下次启动 Kura 时换入；若已有数据库，会保留为 kura.db.before-restore-<时间>",
+      ? `Kura 正在运行：重启服务后换入（systemctl restart kura），原数据库会保留为 kura.db.before-restore-<时间>（只保留最近 ${BEFORE_RESTORE_KEEP} 份）`
+      : `下次启动 Kura 时换入；若已有数据库，会保留为 kura.db.before-restore-<时间>（只保留最近 ${BEFORE_RESTORE_KEEP} 份）`,
   );
   return 0;
 }

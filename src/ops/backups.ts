@@ -19,6 +19,7 @@ import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
 import { Invalid, isDiskFull } from "../errors";
 import { snapshotProblem } from "./snapshot-check";
+import { pruneBeforeRestoreCopies } from "./restore-copies";
 import { deleteAllSessions } from "../auth/repo";
 
 export const BACKUP_PREFIX = "_kura/backups/";
@@ -269,18 +270,22 @@ export const fileStamp = () => new Date().toISOString().replace(/[-:]/g, "").rep
 
 /**
  * At start, before anything reads the database: swaps a staged snapshot in and keeps
- * the previous database (with its WAL files) next to it. Returns true when swapped.
+ * the previous database (with its WAL files) next to it, with at most the two copies that
+ * earlier restores kept (restore-copies.ts). Returns true when swapped.
  */
 export function swapInStagedSnapshot(dataDir: string, dbPath: string, log: Logger): boolean {
   const staged = stagedPath(dataDir);
   if (!existsSync(staged)) return false;
   const kept = `${dbPath}.before-restore-${fileStamp()}`;
-  if (existsSync(dbPath)) renameSync(dbPath, kept);
+  const hadDatabase = existsSync(dbPath);
+  if (hadDatabase) renameSync(dbPath, kept);
   for (const suffix of ["-wal", "-shm"]) {
     if (existsSync(dbPath + suffix)) renameSync(dbPath + suffix, kept + suffix);
   }
   renameSync(staged, dbPath);
   log.info("已换入快照，原数据库已保留", { previous: kept });
+  // Repeated restores would otherwise fill the data disk with whole copies of the database.
+  if (hadDatabase) pruneBeforeRestoreCopies(dbPath, kept, log);
   return true;
 }
 
