@@ -191,7 +191,7 @@ export class ChannelRegistry {
     if (publishAfter && !driver.stagesWrites) await publishAfter;
     try {
       await (driver.stagesWrites ? driver.put(key, body, size, publishAfter) : driver.put(key, body, size));
-      this.metrics.channelPuts.inc({ channel: channel.row.name, result: "ok" });
+      this.countPut(channel.row.id, "ok");
     } catch (err) {
       const notAllowed =
         publishAfter !== undefined &&
@@ -199,8 +199,18 @@ export class ChannelRegistry {
           () => false,
           () => true,
         ));
-      if (!notAllowed) this.metrics.channelPuts.inc({ channel: channel.row.name, result: "error" });
+      if (!notAllowed) this.countPut(channel.row.id, "error");
       throw err;
     }
+  }
+
+  /**
+   * Counted under the name the channel has when the put ends, not the one it had when it began: a
+   * put that outlived a rename would otherwise bring back the series forgetPutSeries dropped (for
+   * good), and one that outlived its channel is not counted at all.
+   */
+  private countPut(id: number, result: "ok" | "error") {
+    const now = this.channels.get(id);
+    if (now) this.metrics.channelPuts.inc({ channel: now.row.name, result });
   }
 }

@@ -1,15 +1,20 @@
 /**
  * kura_channel_puts_total is labelled by channel name: the series of a name no channel has any
  * more (renamed, deleted) go from /metrics instead of staying for the life of the process
- * (memory audit L2).
+ * (memory audit L2), and a put that ends after the rename does not bring the old name back.
  */
-import { expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { Database } from "bun:sqlite";
+import { afterAll, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
 
-const { server, admin } = useAdmin();
+const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
+const ARMED = join(pauseDir, "replicate.put");
+const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "replicate.put", KURA_TEST_PAUSE_DIR: pauseDir } });
+afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
 const metrics = async () => (await fetch(server.url("/metrics"))).text();
 
 test("renaming and deleting a channel drop its put series; the others stay", async () => {
@@ -37,4 +42,57 @@ test("renaming and deleting a channel drop its put series; the others stay", asy
   expect(text).not.toContain('kura_channel_puts_total{channel="renamed"');
   // The built-in channel's series (replication wrote both images there) is untouched.
   expect(text).toMatch(/kura_channel_puts_total\{channel="local",result="ok"\} [1-9]/);
+});
+
+test("a copy that lands after its channel was renamed counts under the new name; the old name's series does not come back", async () => {
+  const dir = join(server.dataDir, "late");
+  mkdirSync(dir);
+  // Below the built-in channel: the upload writes there, and a replication job copies to this one.
+  const { id } = await admin.json<{ id: number }>(
+    "POST",
+    "/api/admin/channels",
+    { name: "late", driver: "local", config: { path: dir }, priority: -1000 },
+    201,
+  );
+  // Replicas on this channel not done yet (the backfill of earlier images and the new upload's copy).
+  const copiesLeft = () => {
+    const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+    try {
+      return (db.query("SELECT count(*) AS n FROM blob_channels WHERE channel_id = ? AND state != 'done'").get(id) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+  const putSeries = async () => (await metrics()).split("\n").filter((line) => line.startsWith("kura_channel_puts_total{"));
+
+  // The job to this channel stops before its put: it has read the channel (and its name) already.
+  writeFileSync(ARMED, `channel=${id} `);
+  try {
+    await admin.json("POST", "/api/admin/upload", form(await makeJpeg(20, 20, 63), "c.jpg"));
+    const deadline = Date.now() + 20_000;
+    while (!existsSync(`${ARMED}.held`)) {
+      if (Date.now() > deadline) throw new Error("the copy to the channel never paused");
+      await Bun.sleep(25);
+    }
+    const view = await admin.json("GET", `/api/admin/channels/${id}/config`);
+    await admin.json("PUT", `/api/admin/channels/${id}`, {
+      name: "late-renamed",
+      priority: -1000,
+      allow_direct_link: false,
+      driver: "local",
+      config: view.config,
+    });
+  } finally {
+    rmSync(ARMED, { force: true });
+    rmSync(`${ARMED}.held`, { force: true });
+  }
+  const deadline = Date.now() + 20_000;
+  while (copiesLeft() > 0) {
+    if (Date.now() > deadline) throw new Error("the copies to the channel never finished");
+    await Bun.sleep(25);
+  }
+
+  const series = await putSeries();
+  expect(series.filter((line) => line.includes('channel="late"'))).toEqual([]);
+  expect(series.some((line) => /^kura_channel_puts_total\{channel="late-renamed",result="ok"\} [1-9]/.test(line))).toBe(true);
 });
