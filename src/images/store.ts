@@ -11,7 +11,7 @@ import type { LoadedChannel } from "../channels/registry";
 import type { BlobRow } from "./repo";
 import { sha256OfStorageKey, storageKeyFor } from "./storage-key";
 import type { Dimensions, PreparedImage } from "./upload/prepare";
-import { holdAt, pauseAt } from "../testing/hold-points";
+import { holdAt, markAt, pauseAt } from "../testing/hold-points";
 import { awaitedLater } from "../shared/awaited-later";
 
 export { PHASH_JOB, REPLICATE_JOB } from "./job-names";
@@ -154,10 +154,43 @@ async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewRe
   }
 }
 
-async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewReference): Promise<string> {
+/** Tail of each sha256's queue of uploads rewriting its blob's lost bytes; present only while one holds or waits. */
+const rewrites = new Map<string, Promise<void>>();
+
+/**
+ * Runs `fn` when no other upload of the same bytes is inside its own `whileRewriting`, in arrival
+ * order. Bytes whose blob lost every copy are written again under that blob's key, the same key
+ * for every upload of them: two at once wrote one object, and the undo of the one that failed or
+ * was overtaken deleted it while the other had not committed yet (which then answered 200 for an
+ * image nobody could read). One at a time, an undo can only remove its own writes. Only the main
+ * thread uploads, so an in-process queue is enough; the last one out removes the entry.
+ */
+async function whileRewriting<T>(sha256: string, fn: () => Promise<T>): Promise<T> {
+  const ahead = rewrites.get(sha256);
+  let release = () => {};
+  const mine = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  rewrites.set(sha256, mine);
+  try {
+    if (ahead) {
+      markAt("upload.rewrite-queued", `sha256=${sha256}`);
+      await ahead; // never rejects: each holder only resolves its promise
+    }
+    return await fn();
+  } finally {
+    release();
+    if (rewrites.get(sha256) === mine) rewrites.delete(sha256);
+  }
+}
+
+/** `rewriting`: inside whileRewriting for these bytes, so the plan may write under an existing blob's key. */
+async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewReference, rewriting = false): Promise<string> {
   checkQuota(app, ref.userId, prepared.size);
   const existing = app.images.blobBySha(prepared.sha256);
   const needsBytes = !existing || app.images.copiesInService(existing.id) === 0;
+  // Planned again once its turn comes: the one before may have stored the bytes meanwhile.
+  if (existing && needsBytes && !rewriting) return whileRewriting(prepared.sha256, () => storePlanned(app, prepared, ref, true));
   const key = existing?.storage_key ?? storageKeyFor(prepared.sha256, prepared.ext);
   const { written, intents } = needsBytes ? await writeSynchronously(app, prepared, key) : { written: [], intents: [] };
   if (written.length) await holdAt("upload.before-commit", `key=${key}`);

@@ -87,7 +87,9 @@ export function pauseAt(point: PausePoint, detail: string): Promise<void> | unde
  */
 export type MarkPoint =
   /** A multipart request waits for the lock another request of the same upload holds (s3/multipart-store.ts). */
-  "s3.multipart-queued";
+  | "s3.multipart-queued"
+  /** An upload that must write a blob's lost bytes again waits for another upload of the same bytes (images/store.ts). */
+  | "upload.rewrite-queued";
 
 export function markAt(point: MarkPoint, detail: string) {
   if (enabled.has(point)) process.stderr.write(`kura-test-hook reached point=${point} ${detail}\n`);

@@ -6,10 +6,14 @@
  *
  * Deterministic: the first upload is paused after its write, before its commit (test-only pause
  * point `upload.commit`), while the second one runs through.
+ *
+ * Bytes whose blob lost every copy are written again under that blob's key, so two such uploads at
+ * once wrote the same object: the one that failed (or was overtaken) deleted it in its undo while
+ * the other had not committed yet, and that one then answered 200 for an image nobody could read.
  */
 import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
@@ -18,13 +22,13 @@ import { form, makeJpeg, sha256 } from "../helpers/images";
 
 const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
 const ARMED = join(pauseDir, "upload.commit");
-const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit", KURA_TEST_PAUSE_DIR: pauseDir } });
+const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit,upload.rewrite-queued", KURA_TEST_PAUSE_DIR: pauseDir } });
 afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
 
-function readDb<T>(sql: string): T[] {
+function readDb<T>(sql: string, ...params: (string | number)[]): T[] {
   const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
   try {
-    return db.query(sql).all() as T[];
+    return db.query(sql).all(...params) as T[];
   } finally {
     db.close();
   }
@@ -59,5 +63,68 @@ test("the upload that commits second keeps no object of its own: one file, one b
   for (const id of [firstId, secondId]) {
     const res = await fetch(server.url(`/i/${id}`));
     expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+  }
+});
+
+test("two re-uploads of bytes whose copies were all lost: the one that fails leaves the other's object, which serves its image", async () => {
+  const bytes = await makeJpeg(150, 100, 4343);
+  const digest = sha256(bytes);
+  const upload = (name: string) => admin.request("POST", "/api/admin/upload", form(bytes, name, { exif_policy: "passthrough" }));
+  const first = await admin.json<{ id: string }>("POST", "/api/admin/upload", form(bytes, "first.jpg", { exif_policy: "passthrough" }));
+  const [lost] = readDb<{ id: number; storage_key: string }>("SELECT id, storage_key FROM blobs WHERE sha256 = ?", digest);
+  const object = join(server.dataDir, "storage", lost!.storage_key);
+  // The blob's only object goes missing; the read that finds out marks the replica failed.
+  rmSync(object);
+  expect((await fetch(server.url(`/i/${first.id}`))).status).not.toBe(200);
+  for (
+    const deadline = Date.now() + 20_000;
+    readDb<{ state: string }>("SELECT state FROM blob_channels WHERE blob_id = ?", lost!.id)[0]?.state !== "failed";
+  ) {
+    if (Date.now() > deadline) throw new Error("the replica was never marked failed");
+    await Bun.sleep(25);
+  }
+  // A second channel below the built-in one where this key cannot be written (a directory holds its
+  // place): an upload that must write two copies writes the built-in one, fails here and undoes.
+  const bDir = join(server.dataDir, "channel-b");
+  mkdirSync(join(bDir, lost!.storage_key), { recursive: true });
+  await admin.json("POST", "/api/admin/channels", { name: "b", driver: "local", config: { path: bDir }, priority: -1000 }, 201);
+
+  writeFileSync(ARMED, "wrote=1");
+  let paused: Promise<Response> | undefined;
+  let other: Promise<Response> | undefined;
+  try {
+    // Written again under the blob's key (one copy asked for), waiting to commit.
+    paused = upload("again.jpg");
+    for (const deadline = Date.now() + 20_000; !existsSync(`${ARMED}.held`); ) {
+      if (Date.now() > deadline) throw new Error("the re-upload never paused");
+      await Bun.sleep(25);
+    }
+    await admin.json("PUT", "/api/admin/config", { min_success: 2 });
+    // The other one writes the same key, fails on B and undoes its writes, or waits for the first.
+    let settled = false;
+    other = upload("other.jpg").finally(() => {
+      settled = true;
+    });
+    for (const deadline = Date.now() + 20_000; !settled && !server.logs.includes("point=upload.rewrite-queued"); ) {
+      if (Date.now() > deadline) throw new Error("the second re-upload neither ended nor queued");
+      await Bun.sleep(25);
+    }
+  } finally {
+    rmSync(ARMED, { force: true });
+    rmSync(`${ARMED}.held`, { force: true });
+  }
+  try {
+    const again = await paused;
+    expect(again.status).toBe(200);
+    const { id } = (await again.json()) as { id: string };
+    const res = await fetch(server.url(`/i/${id}`));
+    expect(res.status).toBe(200);
+    expect(sha256(Buffer.from(await res.arrayBuffer()))).toBe(digest);
+    expect(existsSync(object)).toBe(true);
+    // Waited for the first and found its copy: a reference to the same blob.
+    const second = await other!;
+    expect(second.status).toBe(200);
+  } finally {
+    await admin.json("PUT", "/api/admin/config", { min_success: 1 });
   }
 });
