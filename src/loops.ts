@@ -4,6 +4,7 @@ import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
 import { readMeta, writeMeta } from "./db/meta";
 import { scanRound } from "./images/dedup";
+import { watchDeleteGrace } from "./images/delete";
 import { FileNameIndexer } from "./images/file-name-indexer";
 import { PHASH_SWEEP_MS, PhashSweep } from "./images/phash-sweep";
 import { judgeCold, sweepRound } from "./images/sweep";
@@ -47,6 +48,8 @@ export function startBackgroundLoops(app: AppContext) {
     // A new cold threshold re-judges the cleanup list now, not at the next sweep.
     if (changed.includes("cold_cleanup_days")) void judgeCold(app).catch((err) => app.log.error("清理列表重新判定失败", { err: (err as Error).message }));
   });
+  // A new delete grace re-times the physical deletes already waiting (delete.ts).
+  watchDeleteGrace(app);
   const phash = new PhashSweep();
   const hashing = startLoop(
     "phash",

@@ -66,6 +66,7 @@ const settingsShape = {
   backup_interval_hours: duration("hours", 1),
   backup_keep: int(1, 10_000),
   cleanup_sweep_seconds: duration("seconds", 1),
+  // A change re-times the physical deletes already waiting (images/delete.ts, retimePendingDeletes).
   delete_grace_minutes: duration("minutes"),
   default_ttl_hours: duration("hours"),
   activity_flush_seconds: duration("seconds", 1),
