@@ -36,20 +36,26 @@ export async function reconcileChannel(app: AppContext, channel: LoadedChannel, 
   // not what a peer lists (one that loops with fresh keys would otherwise fill it without end).
   const unseen = new Set<string>();
   for (const [key, row] of known) if (row.state === "done") unseen.add(key);
-  for await (const object of driver.list("")) {
-    result.objects++;
-    result.bytes += object.size;
-    unseen.delete(object.key);
-    if (object.key.startsWith("_kura/") || known.has(object.key) || intents.has(object.key)) continue;
-    const modified = object.modified?.getTime();
-    const ours = STORAGE_KEY_PATTERN.test(object.key) && modified !== undefined && modified >= boundAt;
-    if (!ours) {
-      result.foreign++;
-      continue;
+  // A listing may outlast the grace of a driver a config change replaces meanwhile: it stays open until this ends.
+  const release = app.channels.hold(driver);
+  try {
+    for await (const object of driver.list("")) {
+      result.objects++;
+      result.bytes += object.size;
+      unseen.delete(object.key);
+      if (object.key.startsWith("_kura/") || known.has(object.key) || intents.has(object.key)) continue;
+      const modified = object.modified?.getTime();
+      const ours = STORAGE_KEY_PATTERN.test(object.key) && modified !== undefined && modified >= boundAt;
+      if (!ours) {
+        result.foreign++;
+        continue;
+      }
+      if (now - modified < IN_FLIGHT_GRACE_MS) continue;
+      await driver.delete(object.key);
+      result.orphans_deleted++;
     }
-    if (now - modified < IN_FLIGHT_GRACE_MS) continue;
-    await driver.delete(object.key);
-    result.orphans_deleted++;
+  } finally {
+    release();
   }
   for (const key of unseen) {
     const row = known.get(key)!;

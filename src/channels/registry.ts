@@ -10,15 +10,11 @@ import { ChannelRepo, type ChannelRow, type ChannelSecrets } from "./repo";
 
 /**
  * How long a driver replaced by a config change (or left by a removed channel) stays open for the
- * requests that still hold it. Then it is closed: an SFTP driver otherwise kept its SSH connection
- * for the life of the process, one more for every change.
+ * requests that still use it. Then it is closed, once no holder (a listing: `hold`) still uses it:
+ * an SFTP driver otherwise kept its SSH connection for the life of the process, one more for every
+ * change.
  */
 export const RETIRED_DRIVER_GRACE_MS = 10 * 60_000;
-
-function retire(driver: Driver, afterMs: number) {
-  if (!driver.close) return;
-  setTimeout(() => void driver.close?.().catch(() => {}), afterMs).unref?.();
-}
 
 /** `last_error` of a channel whose driver could not be constructed starts with this. */
 export const LOAD_FAILURE_MARKER = "加载失败：";
@@ -43,6 +39,10 @@ export class ChannelRegistry {
   private channels = new Map<number, LoadedChannel>();
   /** RETIRED_DRIVER_GRACE_MS; tests shorten it. */
   retiredDriverGraceMs = RETIRED_DRIVER_GRACE_MS;
+  /** Holders per driver (hold()); a driver has an entry only while held. */
+  private readonly holders = new Map<Driver, number>();
+  /** Retired drivers whose grace is over, waiting for their last holder to let go. */
+  private readonly closable = new Set<Driver>();
   constructor(
     db: Database,
     key: MasterKey,
@@ -67,9 +67,44 @@ export class ChannelRegistry {
       }
       next.set(row.id, this.load(row));
     }
-    for (const [id, old] of this.channels) if (old.driver && next.get(id)?.driver !== old.driver) retire(old.driver, this.retiredDriverGraceMs);
+    for (const [id, old] of this.channels) if (old.driver && next.get(id)?.driver !== old.driver) this.retire(old.driver);
     this.forgetPutSeries(next);
     this.channels = next;
+  }
+
+  private retire(driver: Driver) {
+    if (!driver.close) return;
+    const graceOver = () => {
+      this.closable.add(driver);
+      this.closeIfFree(driver);
+    };
+    setTimeout(graceOver, this.retiredDriverGraceMs).unref?.();
+  }
+
+  private closeIfFree(driver: Driver) {
+    if (!this.closable.has(driver) || this.holders.has(driver)) return;
+    this.closable.delete(driver);
+    void driver.close?.().catch(() => {});
+  }
+
+  /**
+   * Keeps `driver` open for work that may outlast the retired drivers' grace (a reconciliation
+   * listing of a large channel takes hours): a driver retired meanwhile is closed only once the
+   * last holder calls the returned release (once; more calls do nothing).
+   */
+  hold(driver: Driver): () => void {
+    this.holders.set(driver, (this.holders.get(driver) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.holders.get(driver) ?? 1) - 1;
+      if (left > 0) this.holders.set(driver, left);
+      else {
+        this.holders.delete(driver);
+        this.closeIfFree(driver);
+      }
+    };
   }
 
   /** The put counter's series of names no channel has any more (deleted or renamed): each would stay for good. */
