@@ -101,17 +101,21 @@ describe("host keys (M2: README, 'SFTP host keys')", () => {
     const firstUse = driverFor({ onHostKey: (fp) => seen.push(fp) });
     const pinned = driverFor({}, { known_hosts_file: knownHosts });
     const unchecked = driverFor({}, { known_hosts_file: "none" });
-    for (const d of [firstUse, pinned, unchecked]) await d.probe(false);
-    expect(seen).toEqual([peer.fingerprint()]);
-    for (const d of [firstUse, pinned, unchecked]) await d.close?.();
+    try {
+      for (const d of [firstUse, pinned, unchecked]) await d.probe(false);
+      expect(seen).toEqual([peer.fingerprint()]);
 
-    await peer.replaceHostKey();
-    const offered = peer.stats.passwordsOffered;
-    expect((await errorOf(pinned.probe(false))).message).toContain("主机密钥与 known_hosts 中记录的不一致");
-    expect((await errorOf(firstUse.probe(false))).message).toContain("主机密钥与记录的指纹不一致");
-    expect(peer.stats.passwordsOffered).toBe(offered);
-    // The explicit opt-out accepts the impostor and hands it the password.
-    await unchecked.probe(false);
-    expect(peer.stats.passwordsOffered).toBe(offered + 1);
+      // The restart drops their connections (a closed driver would connect no more): each connects again.
+      await peer.replaceHostKey();
+      const offered = peer.stats.passwordsOffered;
+      expect((await errorOf(pinned.probe(false))).message).toContain("主机密钥与 known_hosts 中记录的不一致");
+      expect((await errorOf(firstUse.probe(false))).message).toContain("主机密钥与记录的指纹不一致");
+      expect(peer.stats.passwordsOffered).toBe(offered);
+      // The explicit opt-out accepts the impostor and hands it the password.
+      await unchecked.probe(false);
+      expect(peer.stats.passwordsOffered).toBe(offered + 1);
+    } finally {
+      for (const d of [firstUse, pinned, unchecked]) await d.close?.();
+    }
   });
 });

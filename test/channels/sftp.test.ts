@@ -172,6 +172,25 @@ describe("sftp server restarts", () => {
   });
 });
 
+describe("a closed driver", () => {
+  /** This process's established TCP connections to the test sshd. */
+  const connections = async () => {
+    const out = await new Response(Bun.spawn(["ss", "-tnpH", "state", "established", `( dport = :${sshd.port} )`]).stdout).text();
+    return out.split("\n").filter((line) => line.includes(`pid=${process.pid},`)).length;
+  };
+
+  test("connects no more: a call that outlived it (a listing of a retired channel driver) fails instead of opening a connection nobody closes", async () => {
+    const driver = createSftpDriver(config({ path: join(storage, "closed") }));
+    await driver.put("obj", new Uint8Array([1]), 1);
+    await driver.close?.();
+    const before = await connections();
+    for (const call of [() => driver.head("obj"), () => listKeys(driver, ""), () => driver.probe(false)]) {
+      expect((await errorOf(call())).message).toContain("SFTP 连接已关闭");
+    }
+    expect(await connections()).toBeLessThanOrEqual(before);
+  });
+});
+
 describe("an SFTP server that hangs while its SSH connection lives on", () => {
   const TIMEOUT_MS = 1_000;
   /** One request deadline, a reconnect and a loaded machine. */

@@ -27,6 +27,8 @@ export function hostKeyFingerprint(key: Buffer): string {
 
 export class SftpSession {
   private current: Promise<Live> | null = null;
+  /** Set by close(): no connection is opened again (a call that outlived its driver would leave one open for good). */
+  private closed = false;
   /** The configured pin, or the key trusted on this session's first connection: reconnects must meet the same server. */
   private pinned: string | null;
 
@@ -54,6 +56,7 @@ export class SftpSession {
 
   private async live(): Promise<Live> {
     for (;;) {
+      if (this.closed) throw new SftpError("SFTP 连接已关闭（渠道配置已更改或渠道已删除），不再重新连接");
       if (!this.current) {
         const attempt = this.connect();
         this.current = attempt;
@@ -158,6 +161,7 @@ export class SftpSession {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const current = this.current;
     this.current = null;
     const live = await current?.catch(() => null);
