@@ -3,7 +3,7 @@ import { reconcileRound } from "./channels/reconcile";
 import { RECONCILE_INTERVAL_SECONDS } from "./config/settings-schema";
 import type { AppContext } from "./context";
 import { readMeta, writeMeta } from "./db/meta";
-import { scanRound } from "./images/dedup";
+import { queueScanRound, stopRescans } from "./images/dedup";
 import { watchDeleteGrace } from "./images/delete";
 import { FileNameIndexer } from "./images/file-name-indexer";
 import { PHASH_SWEEP_MS, PhashSweep } from "./images/phash-sweep";
@@ -33,7 +33,7 @@ export function startBackgroundLoops(app: AppContext) {
       await sweepRound(app);
       await expireMultipartUploads(app);
     },
-    dedup_scan_seconds: async () => void (await scanRound(app)),
+    dedup_scan_seconds: async () => void (await queueScanRound(app)),
   };
   const loops = (Object.keys(rounds) as SecondsSetting[]).map((key) => ({
     key,
@@ -47,6 +47,11 @@ export function startBackgroundLoops(app: AppContext) {
     if (changed.includes("backup_interval_hours")) backup.reschedule();
     // A new cold threshold re-judges the cleanup list now, not at the next sweep.
     if (changed.includes("cold_cleanup_days")) void judgeCold(app).catch((err) => app.log.error("清理列表重新判定失败", { err: (err as Error).message }));
+  });
+  // A raised similarity distance rescans the blobs already indexed now, not at the next round (dedup.ts).
+  app.settings.onChange((changed) => {
+    if (changed.includes("dedup_phash_max_distance"))
+      void queueScanRound(app).catch((err) => app.log.error("相似图片重新扫描失败", { err: (err as Error).message }));
   });
   // A new delete grace re-times the physical deletes already waiting (delete.ts).
   watchDeleteGrace(app);
@@ -72,7 +77,9 @@ export function startBackgroundLoops(app: AppContext) {
     () => RECONCILE_INTERVAL_SECONDS * 1000,
     () => reconcileRound(app),
   );
-  return [...loops.map((l) => l.loop), hashing, searchIndex, reconcile, backup];
+  // Stopped alongside the loops: a rescan after a raised distance can take long on a large library.
+  const rescans = { stop: async () => stopRescans(app) };
+  return [...loops.map((l) => l.loop), hashing, searchIndex, reconcile, backup, rescans];
 }
 
 /**

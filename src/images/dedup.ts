@@ -7,6 +7,7 @@ import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
 import { audit, type AuditActor } from "../ops/audit";
 import { scheduleBlobDelete } from "./delete";
+import { RescanStoppedError, rescanPairsInWorker } from "./dedup-rescan";
 import { PHASH_HEX, PhashIndex, phashToInt } from "./phash-index";
 import {
   type CandidateRow,
@@ -31,6 +32,11 @@ interface Watermark {
   after: number;
   /** Blobs at or below `after` that could not be compared last time (no hash yet, or pending delete). */
   waiting: number[];
+  /**
+   * The `dedup_phash_max_distance` the blobs at or below `after` were compared with (absent in
+   * watermarks of earlier versions: then the current one). A larger setting rescans them.
+   */
+  distance?: number;
 }
 
 function readWatermark(app: AppContext): Watermark {
@@ -38,7 +44,7 @@ function readWatermark(app: AppContext): Watermark {
   if (value === undefined) return { after: 0, waiting: [] };
   try {
     const parsed = JSON.parse(value) as Watermark;
-    if (Number.isInteger(parsed.after) && Array.isArray(parsed.waiting)) return parsed;
+    if (Number.isInteger(parsed.after) && Array.isArray(parsed.waiting) && (parsed.distance === undefined || Number.isInteger(parsed.distance))) return parsed;
   } catch {
     // A damaged row only costs one full re-scan: pairs already stored are ignored.
   }
@@ -71,6 +77,19 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   const index = new PhashIndex(app.db);
   let compared = 0;
   let found = 0;
+  // A raised distance: the blobs already indexed were compared with a smaller one. Every pair
+  // within the new one is found again, off the loop; pairs already stored (in any state) stay.
+  if (mark.after > 0 && maxDistance > (mark.distance ?? maxDistance)) {
+    try {
+      found += await rescanIndexed(app, maxDistance);
+    } catch (err) {
+      if (!(err instanceof RescanStoppedError)) throw err;
+      app.log.info(err.message);
+      return { compared, found };
+    }
+    mark.distance = maxDistance;
+    saveWatermark(app, mark);
+  }
   const compare = (blob: Candidate) => {
     const hash = phashToInt(blob.phash);
     const now = sqlTime();
@@ -92,7 +111,7 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
     app.db.transaction(() => {
       for (const blob of slice) if (ready(blob)) compare(blob);
       after = slice.at(-1)!.id;
-      saveWatermark(app, { after, waiting: notReady(app, after) });
+      saveWatermark(app, { after, waiting: notReady(app, after), distance: maxDistance });
     })();
     changed = true;
     if (slice.length < SLICE) break;
@@ -100,9 +119,45 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   }
   // Blobs compared earlier that went pending-delete wait again: if revived, they are compared anew.
   const waiting = notReady(app, after);
-  if (changed || waiting.join() !== mark.waiting.join()) saveWatermark(app, { after, waiting });
+  // A lowered distance is recorded too, so raising it again later rescans what was compared meanwhile.
+  if (changed || waiting.join() !== mark.waiting.join() || mark.distance !== maxDistance) saveWatermark(app, { after, waiting, distance: maxDistance });
   if (found) app.log.info("相似图片扫描完成", { compared, found });
   return { compared, found };
+}
+
+const rounds = new WeakMap<AppContext, Promise<unknown>>();
+const stopping = new WeakMap<AppContext, AbortController>();
+
+/** At shutdown: a rescan in progress ends now (its worker is terminated) instead of holding the stop. */
+export function stopRescans(app: AppContext): void {
+  if (!stopping.has(app)) stopping.set(app, new AbortController());
+  stopping.get(app)!.abort();
+}
+
+/** scanRound, one at a time: the loop's rounds and the one a changed distance asks for never interleave. */
+export function queueScanRound(app: AppContext): Promise<{ compared: number; found: number }> {
+  const next = (rounds.get(app) ?? Promise.resolve()).catch(() => undefined).then(() => scanRound(app));
+  rounds.set(app, next);
+  return next;
+}
+
+/**
+ * Stores every pair of indexed blobs within `maxDistance` (dedup-rescan.ts computes them in a
+ * worker); each batch of pairs is one small transaction. Returns how many pairs were new.
+ */
+async function rescanIndexed(app: AppContext, maxDistance: number): Promise<number> {
+  app.log.info("相似判定阈值已调大，正在后台重新扫描已索引的图片", { distance: maxDistance });
+  let found = 0;
+  if (!stopping.has(app)) stopping.set(app, new AbortController());
+  const store = (triples: number[]) => {
+    const now = sqlTime();
+    app.db.transaction(() => {
+      for (let i = 0; i < triples.length; i += 3) found += insertCandidate(app.db, triples[i]!, triples[i + 1]!, triples[i + 2]!, now);
+    })();
+  };
+  const indexed = await rescanPairsInWorker(app.db.filename, maxDistance, store, stopping.get(app)!.signal);
+  app.log.info("相似图片重新扫描完成", { distance: maxDistance, blobs: indexed, found });
+  return found;
 }
 
 /** The pair awaiting review: NotFound for an unknown id, Conflict once it was decided. */

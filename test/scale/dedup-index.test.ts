@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { scanRound } from "../../src/images/dedup";
+import { scanRound, stopRescans } from "../../src/images/dedup";
 import { hamming, phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
 
@@ -129,3 +129,122 @@ test("the incremental index finds exactly the pairs a brute-force scan finds; an
     rmSync(dir, { recursive: true, force: true });
   }
 }, 120_000);
+
+test("a raised distance rescans the indexed blobs in a worker: pairs equal brute force at every distance, a lowered one keeps pairs", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kura-dedup-raise-"));
+  const ctx = await openContext(dir);
+  try {
+    const { app } = ctx;
+    const insert = app.db.query(
+      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, pending_delete, created_at)
+       VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, ?, '2026-01-01 00:00:00')`,
+    );
+    let n = 0;
+    const add = (phash: string, pendingDelete = 0) => Number(insert.run(`sha-${n++}`, phash, pendingDelete).lastInsertRowid);
+    const random = rng(20261128);
+    app.db.transaction(() => {
+      for (const [i, h] of population(2500, random).entries()) add(h, i === 77 ? 1 : 0);
+    })();
+    const live = () => app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs WHERE phash != '' AND pending_delete = 0").all();
+    const stored = () =>
+      app.db
+        .query<{ p: string }, []>("SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates")
+        .all()
+        .map((r) => r.p)
+        .sort();
+    const setDistance = (d: number) => app.settings.update({ dedup_phash_max_distance: d });
+
+    await scanRound(app);
+    expect(stored()).toEqual(bruteForce(live(), 6));
+    // 7–20: the worker probes chunk neighbourhoods (radius 1–2); 21 and up: every pair.
+    for (const d of [7, 13, 20, 21]) {
+      setDistance(d);
+      const t0 = performance.now();
+      await scanRound(app);
+      console.log(`rescan at distance ${d}: ${(performance.now() - t0).toFixed(0)} ms, ${stored().length} pairs`);
+      expect(stored()).toEqual(bruteForce(live(), d));
+    }
+    // Lowered: pairs already listed stay; blobs scanned from now on are paired within the new distance only.
+    setDistance(5);
+    const before = stored();
+    const oldIds = new Set(live().map((b) => b.id));
+    for (const h of population(150, random)) add(h);
+    await scanRound(app);
+    const involvesNew = (p: string) =>
+      p
+        .split("-")
+        .slice(0, 2)
+        .some((id) => !oldIds.has(Number(id)));
+    expect(stored()).toEqual([...before, ...bruteForce(live(), 5).filter(involvesNew)].sort());
+    // Raised again: what was scanned at 5 meanwhile is rescanned too.
+    setDistance(9);
+    await scanRound(app);
+    expect(stored()).toEqual([...new Set([...before, ...bruteForce(live(), 9)])].sort());
+  } finally {
+    ctx.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
+
+test("the rescan is exact up to the largest allowed distance (64: every pair)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kura-dedup-64-"));
+  const ctx = await openContext(dir);
+  try {
+    const { app } = ctx;
+    const insert = app.db.query(
+      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
+       VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, '2026-01-01 00:00:00')`,
+    );
+    const hashes = population(60, rng(64));
+    for (const [i, h] of hashes.entries()) insert.run(`sha-${i}`, h);
+    await scanRound(app);
+    const blobs = app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs").all();
+    for (const d of [35, 64]) {
+      app.settings.update({ dedup_phash_max_distance: d });
+      await scanRound(app);
+      const stored = app.db.query<{ p: string }, []>("SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates").all();
+      expect(stored.map((r) => r.p).sort()).toEqual(bruteForce(blobs, d));
+    }
+    expect(bruteForce(blobs, 64)).toHaveLength((60 * 59) / 2);
+  } finally {
+    ctx.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);
+
+test("a stop ends a long rescan at once; the next round after a start does it again", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kura-dedup-stop-"));
+  let ctx = await openContext(dir);
+  try {
+    const insert = ctx.app.db.query(
+      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
+       VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, '2026-01-01 00:00:00')`,
+    );
+    ctx.app.db.transaction(() => {
+      for (const [i, h] of population(4000, rng(5)).entries()) insert.run(`sha-${i}`, h);
+    })();
+    await scanRound(ctx.app);
+    const pairs = () => ctx.app.db.query<{ n: number }, []>("SELECT count(*) AS n FROM dedup_candidates").get()!.n;
+    const atSix = pairs();
+    // Distance 40 pairs nearly all of the 8 million pairs: a rescan far longer than this test.
+    ctx.app.settings.update({ dedup_phash_max_distance: 40 });
+    const round = scanRound(ctx.app);
+    await Bun.sleep(500);
+    const t0 = performance.now();
+    stopRescans(ctx.app);
+    expect(await round).toMatchObject({ compared: 0 });
+    expect(performance.now() - t0).toBeLessThan(500);
+    expect(ctx.logs.some((l) => l.msg.includes("相似图片重新扫描将在下次启动后重做"))).toBe(true);
+    ctx.close();
+    // After a restart at a smaller raise, the rescan is still owed (the watermark kept distance 6).
+    ctx = await openContext(dir);
+    ctx.app.settings.update({ dedup_phash_max_distance: 9 });
+    const before = pairs();
+    expect(before).toBeGreaterThanOrEqual(atSix);
+    await scanRound(ctx.app);
+    expect(ctx.logs.some((l) => l.msg === "相似图片重新扫描完成")).toBe(true);
+  } finally {
+    ctx.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);
