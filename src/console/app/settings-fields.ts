@@ -90,11 +90,11 @@ export const SETTING_GROUPS: SettingGroup[] = [
     fields: [
       bool("ttl_renew_on_access", "访问时续期", "有有效期的图片被访问时重新计时"),
       int("cleanup_sweep_seconds", "过期清理间隔", "秒"),
-      int("delete_grace_minutes", "删除宽限期", "分钟", "引用归零后经过这段时间才物理删除"),
+      int("delete_grace_minutes", "删除宽限期", "分钟", "引用归零后经过这段时间才物理删除；修改后，尚未执行的删除也按新值重新计时"),
       int("cold_cleanup_days", "冷图判定", "天", "超过这么久未被访问进入待清理列表；0 表示关闭"),
       int("activity_flush_seconds", "访问统计写入间隔", "秒"),
       int("dedup_scan_seconds", "相似图片扫描间隔", "秒"),
-      int("dedup_phash_max_distance", "相似判定阈值", "位（0–64）", "感知哈希的汉明距离，越小越严格"),
+      int("dedup_phash_max_distance", "相似判定阈值", "位（0–64）", "感知哈希的汉明距离，越小越严格；调大后会在后台重新扫描已有图片，调小时已列出的候选保留"),
     ],
   },
   {
