@@ -79,8 +79,13 @@ async function measure(dataDir: string) {
     };
     // The /i/ probe asks for an image whose bytes exist (the seed writes a few real blobs).
     const realId = findRealImage(dataDir);
+    // It must answer 200 with its bytes: an error answer (a seed whose bytes fail the SHA-256
+    // check answers 503) would time the error path, not delivery.
+    const probeAnswer = await fetch(`${server.base}/i/${realId}`);
+    const probeBytes = (await probeAnswer.arrayBuffer()).byteLength;
+    if (probeAnswer.status !== 200 || probeBytes === 0)
+      throw new Error(`探测图片 /i/${realId} 应返回 200 和图片数据，实际 HTTP ${probeAnswer.status}、${probeBytes} 字节；请用当前的 seed 重新生成数据目录`);
     const probe = new StallProbe([`${server.base}/healthz`, `${server.base}/i/${realId}`]);
-    await fetch(`${server.base}/i/${realId}`);
     console.error(`  idle RSS ${fmtMiB(rss())} MiB`);
 
     const op = async (label: string, run: () => Promise<unknown>) => {

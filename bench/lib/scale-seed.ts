@@ -1,6 +1,7 @@
 // `bench/scale.ts seed`: a realistic large library written in bulk through Kura's own
 // startup path (openDataDir, migrations, createAppContext, UserRepo, storageKeyFor,
 // newShortId, phash index helpers), so the data dir is exactly what a server would open.
+import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createAppContext } from "../../src/app-context";
@@ -119,9 +120,12 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
           phash = BigInt.asUintN(64, v).toString(16).padStart(16, "0");
         } else phash = hex8(random() * 2 ** 32) + hex8(random() * 2 ** 32);
         hashes.push(phash);
-        const sha = hex8(id) + hex8(random() * 2 ** 32) + "0".repeat(48);
-        const key = storageKeyFor(sha, "jpg");
         const realBytes = id <= REAL_BLOBS ? real[id - 1]! : undefined;
+        // Delivery verifies the bytes it reads against the blob's sha256 (a mismatch answers 503),
+        // so a blob with real bytes carries their true hash; the others only need a unique one.
+        const fakeSha = hex8(id) + hex8(random() * 2 ** 32) + "0".repeat(48);
+        const sha = realBytes ? createHash("sha256").update(realBytes).digest("hex") : fakeSha;
+        const key = storageKeyFor(sha, "jpg");
         const size = realBytes?.length ?? 30_000 + Math.floor(random() * 400_000);
         const createdAt = sqlTime(now - span + (span * (id - 1)) / blobCount);
         insertBlob.run(id, sha, phash, key, size, realBytes ? 320 : 1024, realBytes ? 240 : 768, refs[id]!, createdAt);
