@@ -6,7 +6,8 @@ import { randomReadable } from "./auth/secrets";
 import type { Bootstrap } from "./config/bootstrap";
 import { loadMasterKey, type MasterKey, writeNewMasterKeyFile } from "./config/master-key";
 import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
-import { migrate, openDatabase } from "./db/open";
+import { MIGRATIONS } from "./db/migrations";
+import { migrate, openDatabase, schemaVersion } from "./db/open";
 import { snapshotBeforeMigration } from "./datadir/pre-migration";
 import { rebuildFileNameIndex } from "./images/repos/file-name-index";
 import { endRestoredSessions, fileStamp, removeStagingLeftover, resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
@@ -42,9 +43,10 @@ function hasWalFrames(path: string): boolean {
   }
 }
 
-/** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
-export function storedFingerprint(path: string): string | undefined {
-  if (!existsSync(path)) return undefined;
+/**
+ * Opens an existing database without writing anything (no -wal/-shm created, no recovery).
+ */
+export function openReadOnly(path: string): Database {
   // Frames left in the WAL mean the last process never ran its final checkpoint (a crash, a
   // kill -9), perhaps in the middle of one: the file alone may then be half copied from the WAL,
   // so it is read through the WAL, with `readonly_shm` so that SQLite indexes the WAL in memory
@@ -52,7 +54,13 @@ export function storedFingerprint(path: string): string | undefined {
   // Otherwise immutable: a plain read-only open of a WAL database would still create -wal/-shm
   // files. Either way no file is touched.
   const mode = hasWalFrames(path) && existsSync(`${path}-shm`) ? "mode=ro&readonly_shm=1" : "immutable=1";
-  const db = new Database(`file:${encodeURI(path)}?${mode}`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+  return new Database(`file:${encodeURI(path)}?${mode}`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+}
+
+/** Reads the stored master-key fingerprint without writing anything; undefined for a new database. */
+export function storedFingerprint(path: string): string | undefined {
+  if (!existsSync(path)) return undefined;
+  const db = openReadOnly(path);
   try {
     if (!hasMetaTable(db)) return undefined;
     return readMeta(db, FINGERPRINT_KEY);
@@ -65,11 +73,16 @@ export function storedFingerprint(path: string): string | undefined {
  * For one-shot commands: opens the existing data directory (never creating one), or logs why
  * it cannot be used and returns the exit code.
  */
-export function openExistingDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } | number {
+export function openExistingDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}): { db: Database; key: MasterKey } | number {
   try {
     requireExistingDatabase(boot);
-    return openDataDir(boot, log);
+    return openDataDir(boot, log, opts);
   } catch (err) {
+    if (err instanceof MigrationPendingError) {
+      if (opts.rethrowPending) throw err;
+      log.error(err.message, { found: err.found, latest: err.latest });
+      return 1;
+    }
     if (err instanceof StartupError) {
       log.error("无法打开数据目录", { err: err.message });
       return 1;
@@ -78,11 +91,52 @@ export function openExistingDataDir(boot: Bootstrap, log: Logger): { db: Databas
   }
 }
 
+export interface OpenOptions {
+  /**
+   * This process holds the data directory's lock (kura.lock): only then may it swap in a staged
+   * restore or remove a staging leftover. A command run beside a running service (false) opens the
+   * live database as it is and leaves the staged file for the service's next start. Default true.
+   */
+  ownsDataDir?: boolean;
+  /**
+   * Whether an older schema is migrated (the service's start). False (one-shot commands): an older
+   * schema is refused with MigrationPendingError before anything is swapped, copied or changed, so
+   * the old binary, perhaps still the installed service, keeps working on it. Default true.
+   */
+  migrate?: boolean;
+  /** openExistingDataDir: a MigrationPendingError is thrown to the caller instead of logged. */
+  rethrowPending?: boolean;
+}
+
+/** The database (`path`) has an older schema and this command does not migrate. */
+export class MigrationPendingError extends StartupError {
+  constructor(
+    readonly path: string,
+    readonly found: number,
+    readonly latest: number,
+  ) {
+    super(
+      `数据库结构版本 ${found} 低于本程序的 ${latest}：此命令不迁移数据库。请先用新版本启动服务（启动时自动迁移，并先保存迁移前副本 kura.db.before-migration-v${found}-<时间>），再运行此命令；或使用与数据库同一版本的 kura`,
+    );
+  }
+}
+
+/** The schema version of an existing file, read without writing anything. */
+export function storedSchemaVersion(path: string): number {
+  const db = openReadOnly(path);
+  try {
+    return schemaVersion(db);
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * Opens the data directory: checks the master key against the database BEFORE
  * writing anything, generates a key for a new database, runs migrations.
  */
-export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: MasterKey } {
+export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}): { db: Database; key: MasterKey } {
+  const owns = opts.ownsDataDir ?? true;
   mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
   const dbPath = databasePath(boot.dataDir);
   let key: MasterKey | undefined;
@@ -93,10 +147,17 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
   }
   // A restore staged by the previous process becomes the database, once the whole file proved
   // usable with this key; nothing is moved before that.
-  removeStagingLeftover(boot.dataDir);
-  const staged = usableStagedSnapshot(boot.dataDir, dbPath, key, log);
+  let staged: string | undefined;
+  if (owns) {
+    removeStagingLeftover(boot.dataDir);
+    staged = usableStagedSnapshot(boot.dataDir, dbPath, key, log);
+  } else if (existsSync(stagedPath(boot.dataDir))) {
+    // The running service owns the directory: renaming its open database would split it in two.
+    log.info("Kura 服务正在运行：暂存的快照不由此命令换入，留待服务下次启动时换入（systemctl restart kura）", { staged: stagedPath(boot.dataDir) });
+  }
   refuseLostDatabase(boot.dataDir, dbPath, staged);
   const fingerprint = readFingerprint(staged ?? dbPath);
+  if (opts.migrate === false) refusePendingMigration(staged ?? dbPath);
   if (fingerprint !== undefined) {
     if (!key) throw new StartupError("主密钥缺失：未设置 KURA_MASTER_KEY，数据目录中也没有 master.key");
     if (key.fingerprint !== fingerprint) throw new StartupError("主密钥与数据库记录的指纹不匹配");
@@ -137,6 +198,19 @@ export function openDataDir(boot: Bootstrap, log: Logger): { db: Database; key: 
     rebuildFileNameIndex(db);
   }
   return { db, key };
+}
+
+/** For a command that does not migrate: an older schema in `path` is refused before anything changes. */
+function refusePendingMigration(path: string): void {
+  if (!existsSync(path) || statSync(path).size === 0) return;
+  let found: number;
+  try {
+    found = storedSchemaVersion(path);
+  } catch {
+    return; // a damaged file fails below with its own message
+  }
+  const latest = MIGRATIONS.at(-1)?.version ?? 0;
+  if (found > 0 && found < latest) throw new MigrationPendingError(path, found, latest);
 }
 
 /**

@@ -1,12 +1,28 @@
-import { ensureBuiltinAdmin, openExistingDataDir, seedDefaultPassword } from "./boot";
+import { ensureBuiltinAdmin, openExistingDataDir, requireExistingDatabase, seedDefaultPassword, StartupError } from "./boot";
 import { SessionStore } from "./auth/sessions";
 import type { Bootstrap } from "./config/bootstrap";
+import { DataDirError, lockIfFree } from "./datadir/lock";
 import { log } from "./ops/log";
 import { BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 
-/** `kura reset-password [name]`: re-seeds the factory default password and ends the user's sessions. */
+/**
+ * `kura reset-password [name]`: re-seeds the factory default password and ends the user's sessions.
+ * Works beside a running service (one row, through SQLite's own locking), but only the process that
+ * holds the data directory's lock swaps in a staged restore; and it never migrates an older schema.
+ */
 export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME): Promise<number> {
-  const opened = openExistingDataDir(boot, log);
+  let lock;
+  try {
+    requireExistingDatabase(boot);
+    lock = lockIfFree(boot.dataDir);
+  } catch (err) {
+    if (err instanceof StartupError || err instanceof DataDirError) {
+      log.error("无法打开数据目录", { err: err.message });
+      return 1;
+    }
+    throw err;
+  }
+  const opened = openExistingDataDir(boot, log, { ownsDataDir: lock !== undefined, migrate: false });
   if (typeof opened === "number") return opened;
   const { db, key } = opened;
   try {
@@ -22,5 +38,6 @@ export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME):
     return 0;
   } finally {
     db.close();
+    lock?.release();
   }
 }

@@ -1,3 +1,5 @@
+import type { Database } from "bun:sqlite";
+import { type MigrationPendingError, openReadOnly } from "../boot";
 import type { Bootstrap } from "../config/bootstrap";
 import type { AppContext } from "../context";
 import { type CountedTable, foreignKeyViolations, integrityCheck, rowCount } from "../db/health";
@@ -38,16 +40,53 @@ async function checkChannels(app: AppContext): Promise<Finding[]> {
   return findings;
 }
 
+function report(findings: Finding[], done: string): number {
+  for (const f of findings) console.log(`${f.ok ? "[正常]" : "[异常]"} ${f.line}`);
+  const bad = findings.filter((f) => !f.ok).length;
+  console.log(bad ? `检查完成：${bad} 项异常` : done);
+  return bad ? 1 : 0;
+}
+
+/**
+ * An older schema than this binary's: the check stays read-only (the old binary may still be the
+ * installed service, and a migrated file would no longer start it). The file is read without
+ * writing anything; channels are not probed, since their code needs the current schema.
+ */
+function checkBeforeMigration(pending: MigrationPendingError): number {
+  let db: Database;
+  try {
+    db = openReadOnly(pending.path);
+  } catch (err) {
+    console.log(`[异常] 无法只读打开数据库 ${pending.path}：${(err as Error).message}`);
+    return 1;
+  }
+  try {
+    const integrity = integrityCheck(db);
+    const integrityOk = integrity.length === 1 && integrity[0] === "ok";
+    const foreign = foreignKeyViolations(db);
+    return report(
+      [
+        { ok: integrityOk, line: `数据库完整性：${integrityOk ? "正常" : integrity.slice(0, 5).join("；")}` },
+        { ok: foreign === 0, line: `外键检查：${foreign === 0 ? "正常" : `${foreign} 处引用失效`}` },
+        {
+          ok: true,
+          line: `结构版本：${pending.found}，本程序会迁移到 ${pending.latest}：下次用本程序启动服务时自动迁移（迁移前先保存副本 kura.db.before-migration-v${pending.found}-<时间>）；kura check 不做迁移，未改动任何文件`,
+        },
+      ],
+      "检查完成：数据库正常；存储渠道要在迁移后检查（用新版本启动服务后再运行 kura check）",
+    );
+  } finally {
+    db.close();
+  }
+}
+
 /** `kura check`: verifies the database and probes every channel; exit 1 when anything is wrong. */
 export async function checkDataDir(boot: Bootstrap): Promise<number> {
-  const app = await openForMaintenance(boot, "check");
+  const app = await openForMaintenance(boot, "check", "report");
   if (typeof app === "number") return app;
+  if (!("db" in app)) return checkBeforeMigration(app);
   try {
-    const findings = [...checkDatabase(app), ...(await checkChannels(app))];
-    for (const f of findings) console.log(`${f.ok ? "[正常]" : "[异常]"} ${f.line}`);
-    const bad = findings.filter((f) => !f.ok).length;
-    console.log(bad ? `检查完成：${bad} 项异常` : "检查完成：全部正常");
-    return bad ? 1 : 0;
+    return report([...checkDatabase(app), ...(await checkChannels(app))], "检查完成：全部正常");
   } finally {
     app.db.close();
   }

@@ -1,5 +1,5 @@
 import { createAppContext } from "../app-context";
-import { openExistingDataDir, requireExistingDatabase, StartupError } from "../boot";
+import { MigrationPendingError, openExistingDataDir, requireExistingDatabase, StartupError } from "../boot";
 import type { Bootstrap } from "../config/bootstrap";
 import type { AppContext } from "../context";
 import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
@@ -9,9 +9,17 @@ import { log } from "../ops/log";
  * Opens the service's existing data directory for a one-shot command (backup, check):
  * never creates one, and takes the instance lock, because building the context undoes
  * crash leftovers (staged uploads, upload intents) that a running service still owns.
- * Returns an exit code when the directory cannot be used.
+ * Never migrates an older schema (the installed service may still be the old binary): `check`
+ * (`pending: "report"`) gets the MigrationPendingError back to report on the file read-only,
+ * other commands exit 1 with its message. Returns an exit code when the directory cannot be used.
  */
-export async function openForMaintenance(boot: Bootstrap, command: string): Promise<AppContext | number> {
+export async function openForMaintenance(boot: Bootstrap, command: string): Promise<AppContext | number>;
+export async function openForMaintenance(boot: Bootstrap, command: string, pending: "report"): Promise<AppContext | MigrationPendingError | number>;
+export async function openForMaintenance(
+  boot: Bootstrap,
+  command: string,
+  pending: "refuse" | "report" = "refuse",
+): Promise<AppContext | MigrationPendingError | number> {
   try {
     requireExistingDatabase(boot);
     lockDataDir(boot.dataDir);
@@ -26,7 +34,13 @@ export async function openForMaintenance(boot: Bootstrap, command: string): Prom
     }
     throw err;
   }
-  const opened = openExistingDataDir(boot, log);
+  let opened;
+  try {
+    opened = openExistingDataDir(boot, log, pending === "report" ? { migrate: false, rethrowPending: true } : { migrate: false });
+  } catch (err) {
+    if (err instanceof MigrationPendingError) return err;
+    throw err;
+  }
   if (typeof opened === "number") return opened;
   return createAppContext(boot, opened.db, opened.key, log, () => {});
 }

@@ -54,3 +54,17 @@ export function lockDataDir(dataDir: string): { release(): void } {
     },
   };
 }
+
+/**
+ * For a command that also works beside a running service (reset-password): the lock when no
+ * other process holds the directory (the command then owns it, as a start would), undefined when
+ * a service holds it.
+ */
+export function lockIfFree(dataDir: string): { release(): void } | undefined {
+  try {
+    return lockDataDir(dataDir);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) return undefined;
+    throw err;
+  }
+}
