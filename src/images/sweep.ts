@@ -1,4 +1,5 @@
 import type { AppContext } from "../context";
+import { drainInSlices } from "../db/sliced";
 import { sqlTime } from "../db/time";
 import { SYSTEM_ACTOR, audit } from "../ops/audit";
 import { pruneAudit } from "../ops/repo";
@@ -31,8 +32,12 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
   return { expired: expired.length, flagged };
 }
 
-/** Rows re-flagged per statement, so re-judging a large library yields between steps. */
-const JUDGE_BATCH = 2_000;
+/**
+ * Rows re-flagged per statement. Each row moves between two partial indexes of a large table
+ * (random pages), ~0.1 ms a row at a million images, so a statement stays a few milliseconds
+ * and drainInSlices groups statements into ~10 ms slices.
+ */
+const JUDGE_STEP = 50;
 
 /**
  * Re-judges the cleanup list against `cold_cleanup_days`: flags references not publicly
@@ -40,23 +45,17 @@ const JUDGE_BATCH = 2_000;
  * threshold was raised or set to 0), so the list never goes stale. Only cold marks are
  * re-decided: a superseded image stays listed whatever its accesses. Each statement names the
  * condition of its partial index (migration 0007; an exempt image is never flagged) and
- * changes at most JUDGE_BATCH rows, and the loop yields between statements: a round costs
- * the rows that change, in small steps, never a pass over the library.
+ * changes at most JUDGE_STEP rows; statements run in ~10 ms slices with a turn of the loop
+ * between (db/sliced.ts). A settings save runs the first slice in its own request, so a small
+ * library's list changes at once, while a million images' re-judge costs that request ~10 ms
+ * and delivery never waits long for it: a round costs the rows that change, in small steps,
+ * never a pass over the library.
  */
 export async function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): Promise<{ flagged: number; unflagged: number }> {
   const days = app.settings.get().cold_cleanup_days;
   const cutoff = days > 0 ? sqlTime(now - days * 86_400_000) : undefined;
-  const drain = async (batch: () => number) => {
-    let total = 0;
-    for (;;) {
-      const changed = batch();
-      total += changed;
-      if (changed < JUDGE_BATCH) return total;
-      await Bun.sleep(0);
-    }
-  };
-  const unflagged = await drain(() => unflagColdBatch(app.db, cutoff, JUDGE_BATCH));
-  const flagged = cutoff ? await drain(() => flagColdBatch(app.db, cutoff, JUDGE_BATCH)) : 0;
+  const unflagged = await drainInSlices(app.db, (limit) => unflagColdBatch(app.db, cutoff, limit), JUDGE_STEP);
+  const flagged = cutoff ? await drainInSlices(app.db, (limit) => flagColdBatch(app.db, cutoff, limit), JUDGE_STEP) : 0;
   return { flagged, unflagged };
 }
 
