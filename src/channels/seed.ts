@@ -1,4 +1,5 @@
-import { isAbsolute, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { AppContext } from "../context";
 import { readMeta, writeMeta } from "../db/meta";
 
@@ -26,18 +27,55 @@ export async function seedDefaultChannel(app: AppContext) {
 /**
  * Older versions stored the default channel's absolute path. A local channel pointing
  * exactly at <data_dir>/storage is rewritten to the relative form (the config is sealed
- * with the master key, so this runs in code, not in an SQL migration). Idempotent.
+ * with the master key, so this runs in code, not in an SQL migration). So is the built-in
+ * channel when its absolute path is an older data directory's `…/storage` default (a snapshot
+ * of such a version restored at another path, a directory moved before upgrading): it would
+ * otherwise keep writing outside this data directory, on a path of the old machine. Idempotent.
  */
 export function relativizeDefaultChannel(app: AppContext) {
   const storage = resolve(app.paths.storage);
+  const builtin = builtinChannelId(app);
   for (const row of app.channels.repo.all()) {
     if (row.driver !== "local") continue;
     const secrets = app.channels.repo.secrets(row);
     const path = secrets.config.path?.trim();
-    if (!path || !isAbsolute(path) || resolve(path) !== storage) continue;
+    if (!path || !isAbsolute(path)) continue;
+    const own = resolve(path) === storage;
+    if (!own && !(row.id === builtin && isOldDefaultStorage(path, secrets))) continue;
     secrets.config.path = DEFAULT_STORAGE_PATH;
     if (secrets.inputs && Object.hasOwn(secrets.inputs, "path")) secrets.inputs.path = DEFAULT_STORAGE_PATH;
     app.channels.repo.replaceSecrets(row.id, secrets);
-    app.log.info("本地存储渠道路径已改为相对数据目录", { channel: row.name, path: DEFAULT_STORAGE_PATH });
+    if (own) app.log.info("本地存储渠道路径已改为相对数据目录", { channel: row.name, path: DEFAULT_STORAGE_PATH });
+    else {
+      app.log.warn("内置本地存储渠道指向另一个数据目录的 storage（旧版本保存的绝对路径），已改为当前数据目录的 storage", {
+        channel: row.name,
+        from: path,
+        path: DEFAULT_STORAGE_PATH,
+      });
+    }
   }
+}
+
+/**
+ * The channel the seed created, identified as the seed made it: the first channel (it is only
+ * created when there is none), still named `local`, a local disk with nothing but a path.
+ */
+function builtinChannelId(app: AppContext): number | undefined {
+  const first = app.db
+    .query<{ id: number; name: string; driver: string; template: string }, []>("SELECT id, name, driver, template FROM channels ORDER BY id LIMIT 1")
+    .get();
+  if (!first || first.name !== "local" || first.driver !== "local" || first.template) return undefined;
+  return first.id;
+}
+
+/**
+ * Whether `path` is recognisably an older data directory's default `…/storage`, not a place an
+ * admin chose: the seed's shape (a path and nothing else), named `storage`, and either gone (the
+ * other machine, a directory since moved) or inside another Kura data directory (a copy).
+ */
+function isOldDefaultStorage(path: string, secrets: { config: Record<string, string>; inputs?: Record<string, string> }): boolean {
+  if (Object.keys(secrets.config).length !== 1 || secrets.inputs || basename(resolve(path)) !== DEFAULT_STORAGE_PATH) return false;
+  if (!existsSync(path)) return true;
+  const parent = dirname(resolve(path));
+  return existsSync(join(parent, "kura.db")) || existsSync(join(parent, "master.key"));
 }
