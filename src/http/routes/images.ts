@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { AppContext } from "../../context";
+import { deleteImagesInSlices } from "../../images/batch-delete";
 import { deleteReference } from "../../images/delete";
 import { listImages } from "../../images/repos/list";
 import type { ImageQuery } from "../../images/repos/image-filter";
@@ -49,22 +50,12 @@ export function imageRoutes(app: AppContext) {
     })
     .post("/api/admin/images/batch-delete", ({ body, principal: p }) => {
       const { ids } = parseBody(batchBody, body);
-      let deleted = 0;
-      const failed: { id: string; error: string }[] = [];
-      // Each id stands alone: one that cannot be deleted (its transaction rolled back) is
-      // reported and the rest still go, instead of a 500 after some were already deleted.
-      for (const id of ids) {
-        try {
-          if (visible(p, id) && deleteReference(app, id)) {
-            deleted++;
-            audit(app.db, p.user, "image.delete", id);
-          } else failed.push({ id, error: "图片不存在" });
-        } catch (err) {
-          app.log.error("批量删除中的一张图片删除失败", { image: id, err: (err as Error).message });
-          failed.push({ id, error: "删除失败，请稍后重试" });
-        }
-      }
-      return { deleted, failed };
+      return deleteImagesInSlices(
+        app,
+        ids,
+        (id) => visible(p, id) !== undefined,
+        (id) => audit(app.db, p.user, "image.delete", id),
+      );
     })
     .get("/api/admin/images/:id", ({ params, principal: p }) => {
       const v = visible(p, params.id);
