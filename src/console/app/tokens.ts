@@ -3,7 +3,8 @@
 import { api, query } from "./api";
 import { badge, busy, copyField, errorText, fmtTime, h, openModal, parseUtc, replace, toast } from "./dom";
 import { clientSnippets } from "./snippets";
-import type { Page, S3Credential, Token, TokenIssued, ViewContext } from "./types";
+import type { Page, S3Credential, Token, TokenIssued, User, ViewContext } from "./types";
+import { dataTable, hashParams, messageRow, renderPager } from "./ui";
 
 function tokenState(t: Token): "active" | "revoked" | "expired" {
   if (t.revoked_at) return "revoked";
@@ -62,9 +63,22 @@ function showS3(cred: S3Credential, name: string): void {
   ).dialog.id = "s3-credential";
 }
 
+const PAGE_SIZE = 50;
+
+/**
+ * The caller's tokens, paged with the list's total. Admins pick any user (spec 4.6: an admin lists a
+ * chosen user's tokens and may revoke or delete them; issuing, rotating and S3 credentials stay the
+ * owner's own), also reached from the users page as #tokens?user=<id>.
+ */
 export function tokensView(ctx: ViewContext): HTMLElement {
-  const tbody = h("tbody");
+  const isAdmin = ctx.me.user.role === "admin";
+  const { table, tbody } = dataTable("token-table", ["名称", "前缀", "状态", "签发时间", "过期时间", "最近使用", ""]);
+  const pager = h("div", { class: "pager", id: "token-pager" });
+  const count = h("span", { class: "muted", id: "token-count" });
   const base = `/api/admin/tokens`;
+  let page = 1;
+  let owner = (isAdmin && hashParams().get("user")) || ctx.me.user.id;
+  const own = () => owner === ctx.me.user.id;
 
   const row = (t: Token): HTMLElement => {
     const state = tokenState(t);
@@ -76,12 +90,15 @@ export function tokensView(ctx: ViewContext): HTMLElement {
       actions.append(b);
     };
     if (state === "active") {
-      act("S3 凭据", async () => showS3(await api<S3Credential>("POST", `${path}/s3-credential`), t.name));
-      act("轮换", async () => {
-        if (!confirm(`轮换“${t.name}”会生成新明文，旧明文和旧 S3 凭据立即失效。继续？`)) return;
-        showIssued(ctx, await api<TokenIssued>("POST", `${path}/rotate`), `已轮换：${t.name}`);
-        await load();
-      });
+      // The server keeps rotation and S3 credentials to the token's owner (404 for anyone else).
+      if (own()) {
+        act("S3 凭据", async () => showS3(await api<S3Credential>("POST", `${path}/s3-credential`), t.name));
+        act("轮换", async () => {
+          if (!confirm(`轮换“${t.name}”会生成新明文，旧明文和旧 S3 凭据立即失效。继续？`)) return;
+          showIssued(ctx, await api<TokenIssued>("POST", `${path}/rotate`), `已轮换：${t.name}`);
+          await load();
+        });
+      }
       act(
         "吊销",
         async () => {
@@ -106,7 +123,7 @@ export function tokensView(ctx: ViewContext): HTMLElement {
     }
     return h(
       "tr",
-      { dataset: { name: t.name } },
+      { dataset: { name: t.name, id: String(t.id) } },
       h("td", null, t.name),
       h("td", null, h("code", null, t.prefix)),
       h("td", null, STATE_BADGE[state]()),
@@ -119,10 +136,21 @@ export function tokensView(ctx: ViewContext): HTMLElement {
 
   async function load(): Promise<void> {
     try {
-      const data = await api<Page<Token>>("GET", `${base}${query({ page_size: 100 })}`);
-      replace(tbody, ...(data.items.length ? data.items.map(row) : [h("tr", null, h("td", { colSpan: 7, class: "empty" }, "还没有上传令牌"))]));
+      const data = await api<Page<Token>>("GET", `${base}${query({ page, page_size: PAGE_SIZE, user_id: own() ? undefined : owner })}`);
+      const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
+      // A revoke or delete on the last page can leave it empty: show the new last page.
+      if (page > pages) {
+        page = pages;
+        return load();
+      }
+      count.textContent = `共 ${data.total} 个`;
+      replace(tbody, ...(data.items.length ? data.items.map(row) : [messageRow(7, own() ? "还没有上传令牌" : "该用户没有上传令牌")]));
+      renderPager(pager, page, pages, (p) => {
+        page = p;
+        void load();
+      });
     } catch (err) {
-      replace(tbody, h("tr", null, h("td", { colSpan: 7, class: "error" }, `加载失败：${errorText(err)}`)));
+      replace(tbody, messageRow(7, `加载失败：${errorText(err)}`, "error"));
     }
   }
 
@@ -138,22 +166,48 @@ export function tokensView(ctx: ViewContext): HTMLElement {
       const issued = await api<TokenIssued>("POST", base, body);
       form.reset();
       showIssued(ctx, issued, `已签发：${issued.name}`);
+      page = 1;
       await load();
     });
   });
+  const otherNote = h(
+    "p",
+    { class: "notice", id: "token-other-user", hidden: true },
+    "正在查看其他用户的令牌：可以吊销或删除，签发、轮换和 S3 凭据只能由令牌所有者操作。",
+  );
 
+  const userSelect = h("select", { name: "token_user", "aria-label": "令牌所属用户" }, h("option", { value: ctx.me.user.id }, `${ctx.me.user.name}（我）`));
+  const showOwner = () => {
+    form.hidden = !own();
+    otherNote.hidden = own();
+  };
+  if (isAdmin) {
+    userSelect.addEventListener("change", () => {
+      owner = userSelect.value;
+      page = 1;
+      showOwner();
+      void load();
+    });
+    api<Page<User>>("GET", "/api/admin/users").then(
+      (users) => {
+        for (const u of users.items) if (u.id !== ctx.me.user.id) userSelect.append(h("option", { value: u.id }, u.name));
+        userSelect.value = owner;
+      },
+      // Without the list the page still shows the chosen user's tokens.
+      () => undefined,
+    );
+  }
+  showOwner();
   void load();
   return h(
     "section",
     { class: "view" },
-    h("h1", null, "上传令牌"),
+    h("div", { class: "toolbar" }, h("h1", null, "上传令牌"), count),
     h("p", { class: "muted" }, "令牌用于 PicGo、ShareX、curl 和 S3 客户端上传（Authorization: Bearer <令牌>）。"),
+    isAdmin ? h("label", { class: "field" }, h("span", null, "所属用户"), userSelect) : null,
+    otherNote,
     form,
-    h(
-      "table",
-      { class: "table", id: "token-table" },
-      h("thead", null, h("tr", null, ...["名称", "前缀", "状态", "签发时间", "过期时间", "最近使用", ""].map((t) => h("th", null, t)))),
-      tbody,
-    ),
+    h("div", { class: "table-wrap" }, table),
+    pager,
   );
 }

@@ -123,6 +123,7 @@ export function usersView(ctx: ViewContext): HTMLElement {
     };
     act("编辑", async () => editUser(ctx, u, () => void load()));
     actions.append(h("a", { class: "button small", href: `#images?user=${encodeURIComponent(u.id)}` }, "查看图片"));
+    actions.append(h("a", { class: "button small", href: `#tokens?user=${encodeURIComponent(u.id)}` }, "查看令牌"));
     act("重置密码", async () => resetPassword(u));
     if (u.id !== ctx.me.user.id) {
       act(u.disabled ? "启用" : "停用", async () => {

