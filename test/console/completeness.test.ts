@@ -78,6 +78,42 @@ describe("the console shows what the server can do", () => {
     expect(await page.locator("#token-form").isVisible()).toBe(true);
   });
 
+  test("#settings: CDN purge state is stated, with what it lacks; every key is a field with its range", async () => {
+    await openPage(page, "settings");
+    const state = page.locator("#cdn-purge-state");
+    await state.waitFor();
+    expect(await state.textContent()).toContain("未开启（缺少站点地址、CDN Zone ID、CDN API 令牌）");
+    await page.locator("#set-cdn_provider_zone_id").fill("zone123");
+    await page.locator("#set-cdn_provider_api_token").fill("cf-token-value");
+    await page.locator("#settings-form button[type=submit]").click();
+    await page.getByText("已保存 2 项").waitFor();
+    await page.locator("#cdn-purge-state", { hasText: "未开启（缺少站点地址）" }).waitFor();
+    expect((await seeded.api.json("GET", "/api/admin/config/full")).derived.cdn_purge_enabled).toBe(false);
+    await page.locator("#set-base_url").fill("https://img.example.com");
+    await page.locator("#settings-form button[type=submit]").click();
+    await page.locator("#cdn-purge-state", { hasText: "已开启" }).waitFor();
+    expect((await seeded.api.json("GET", "/api/admin/config/full")).derived.cdn_purge_enabled).toBe(true);
+
+    const s3 = page.locator("#settings-form .setting[data-key=s3_multipart_expiry_hours]");
+    expect(await s3.locator("input").inputValue()).toBe("24");
+    expect(await s3.textContent()).toContain("允许 1–876000");
+    const mb = page.locator("#settings-form .setting[data-key=max_upload_mb]");
+    expect(await mb.textContent()).toContain("允许 1–10240");
+    await mb.locator("input").fill("999999");
+    await page.locator("#settings-form button[type=submit]").click();
+    await mb.locator(".field-error", { hasText: "允许 1–10240" }).waitFor();
+    // A key with a digit in it is matched to its field too.
+    await s3.locator("input").fill("0");
+    await mb.locator("input").fill("20");
+    await page.locator("#settings-form button[type=submit]").click();
+    await s3.locator(".field-error", { hasText: "允许 1–876000" }).waitFor();
+    await s3.locator("input").fill("48");
+    await page.locator("#settings-form button[type=submit]").click();
+    await s3.locator(".field-error", { hasText: "允许" }).waitFor({ state: "detached" });
+    await page.locator("#settings-dirty").waitFor({ state: "hidden" });
+    expect((await seeded.api.json("GET", "/api/admin/config/full")).settings.s3_multipart_expiry_hours).toBe(48);
+  });
+
   test("no page errors, console errors or foreign requests", () => {
     expect(problems).toEqual([]);
   });

@@ -286,7 +286,7 @@ describe("console pages", () => {
     expect(await field.getAttribute("class")).toContain("invalid");
     expect((await seeded.api.json("GET", "/api/admin/config/full")).settings.max_upload_mb).toBe(20);
     // Every runtime key has a field.
-    expect(await page.locator("#settings-form .setting[data-key]").count()).toBe(37);
+    expect(await page.locator("#settings-form .setting[data-key]").count()).toBe(38);
     await shot(page, "settings-1440");
 
     acceptDialogs = false;

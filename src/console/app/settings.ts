@@ -13,7 +13,8 @@ function control(spec: SettingSpec, value: unknown): Control {
   const name = spec.key;
   const kind = spec.kind;
   if (kind === "bool") return h("input", { type: "checkbox", name, id: `set-${name}`, checked: value === true });
-  if (kind === "int") return h("input", { type: "number", name, id: `set-${name}`, step: 1, value: String(value ?? ""), inputMode: "numeric" });
+  if (kind === "int")
+    return h("input", { type: "number", name, id: `set-${name}`, step: 1, min: spec.min, max: spec.max, value: String(value ?? ""), inputMode: "numeric" });
   if (kind === "widths") return h("input", { name, id: `set-${name}`, value: Array.isArray(value) ? value.join(", ") : "" });
   if (kind === "text") return h("input", { name, id: `set-${name}`, value: String(value ?? ""), spellcheck: false });
   if (kind === "secret") return h("input", { type: "password", name, id: `set-${name}`, value: "", autocomplete: "new-password" });
@@ -46,6 +47,36 @@ function readControl(spec: SettingSpec, el: Control): unknown {
     return nums.every((n) => Number.isInteger(n)) ? nums : undefined;
   }
   return kind === "text" ? el.value.trim() : el.value;
+}
+
+/** The accepted range of an integer setting, as its hint and in its error: "允许 1–10240". */
+function rangeText(spec: SettingSpec): string {
+  return spec.min === undefined || spec.max === undefined ? "" : `允许 ${spec.min}–${spec.max}`;
+}
+
+/** The hint under a field: its own text, then its range (integers) or whether a secret is set. */
+function hintText(spec: SettingSpec, full: FullConfig): string {
+  if (spec.kind === "secret") return `${full.derived.cdn_api_token_set ? "已设置。" : "未设置。"}${spec.hint ?? ""}`;
+  return [spec.hint, rangeText(spec)].filter(Boolean).join("；");
+}
+
+/**
+ * Whether deletes really purge the CDN (derived.cdn_purge_enabled) and, when not, which of the three
+ * settings it needs is missing: a takedown must not be believed purged while /i/ stays cached for a year.
+ */
+function cdnState(full: FullConfig): HTMLElement {
+  if (full.derived.cdn_purge_enabled)
+    return h("p", { class: "ok-text", id: "cdn-purge-state" }, "CDN 缓存清除：已开启。删除图片时会清除其在 Cloudflare 上的缓存。");
+  const missing = [
+    full.settings.base_url ? "" : "站点地址",
+    full.settings.cdn_provider_zone_id ? "" : "CDN Zone ID",
+    full.derived.cdn_api_token_set ? "" : "CDN API 令牌",
+  ].filter(Boolean);
+  return h(
+    "p",
+    { class: "warn-text", id: "cdn-purge-state" },
+    `CDN 缓存清除：未开启（缺少${missing.join("、")}）。删除图片时不会清除 CDN 缓存；如果站点前面有 CDN，已删除的图片可能仍被缓存，最长一年。`,
+  );
 }
 
 /** Empty width lists and null both mean "no resizing"; compare them as equal. */
@@ -110,6 +141,7 @@ export function settingsView(ctx: ViewContext): HTMLElement {
         "fieldset",
         { class: "setting-group", id: `group-${g.id}` },
         h("legend", null, g.title),
+        g.id === "alerts" ? cdnState(full) : null,
         ...g.fields.map((spec) => {
           const el = control(spec, settings[spec.key]);
           const error = h("small", { class: "field-error", role: "alert" });
@@ -119,9 +151,7 @@ export function settingsView(ctx: ViewContext): HTMLElement {
             { class: spec.kind === "bool" ? "setting check" : "setting", dataset: { key: spec.key } },
             label,
             h("div", { class: "setting-control" }, el, spec.kind === "secret" ? h("label", { class: "inline-check" }, clearToken, "清除") : null),
-            spec.hint || spec.kind === "secret"
-              ? h("small", { class: "muted" }, spec.kind === "secret" ? `${full.derived.cdn_api_token_set ? "已设置。" : "未设置。"}${spec.hint}` : spec.hint)
-              : null,
+            hintText(spec, full) ? h("small", { class: "muted" }, hintText(spec, full)) : null,
             error,
           );
           controls.set(spec, { el, error, row });
@@ -162,8 +192,11 @@ export function settingsView(ctx: ViewContext): HTMLElement {
           ctx.origin = ctx.config.base_url || location.origin;
         },
         (msg) => {
-          const key = /配置项 ([a-z_]+)/.exec(msg)?.[1];
-          if (!key || !showFieldError(key, msg)) formError.textContent = msg;
+          const key = /配置项 ([a-z_0-9]+)/.exec(msg)?.[1];
+          const spec = SETTING_GROUPS.flatMap((g) => g.fields).find((f) => f.key === key);
+          // The server names the key but not its range: add it for integers.
+          const text = spec && rangeText(spec) && !msg.includes("允许") ? `${msg}（${rangeText(spec)}）` : msg;
+          if (!key || !showFieldError(key, text)) formError.textContent = msg;
           else formError.textContent = "保存失败，请检查标出的字段";
         },
       );
