@@ -114,6 +114,25 @@ describe("the console shows what the server can do", () => {
     expect((await seeded.api.json("GET", "/api/admin/config/full")).settings.s3_multipart_expiry_hours).toBe(48);
   });
 
+  test("login: the rate-limit message says how long to wait (Retry-After)", async () => {
+    const fresh = await watchedPage(browser, base, DESKTOP, problems);
+    await fresh.goto(`${base}/`);
+    const error = fresh.locator("#login-form .error");
+    for (let i = 0; i < 6; i++) {
+      await fresh.locator("#login-form input[name=name]").fill("nobody");
+      await fresh.locator("#login-form input[name=password]").fill(`wrong-password-${i}`);
+      await fresh.locator("#login-form button[type=submit]").click();
+      await fresh.waitForFunction(
+        () =>
+          (document.querySelector("#login-form .error")?.textContent ?? "") !== "" &&
+          !document.querySelector<HTMLButtonElement>("#login-form button[type=submit]")?.disabled,
+      );
+      if (i < 5) await fresh.evaluate(() => (document.querySelector("#login-form .error")!.textContent = ""));
+    }
+    expect(await error.textContent()).toMatch(/登录尝试过于频繁，请 \d+ 秒后再试/);
+    await fresh.context().close();
+  });
+
   test("no page errors, console errors or foreign requests", () => {
     expect(problems).toEqual([]);
   });

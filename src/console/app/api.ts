@@ -22,11 +22,20 @@ export function onUnauthorized(handler: () => void): void {
   onSessionLost = handler;
 }
 
-function errorMessage(status: number, body: unknown): string {
-  if (body && typeof body === "object" && typeof (body as { error?: unknown }).error === "string") {
-    return (body as { error: string }).error;
-  }
-  return `请求失败（HTTP ${status}）`;
+function errorMessage(status: number, body: unknown, retryAfter: string | null = null): string {
+  const message =
+    body && typeof body === "object" && typeof (body as { error?: unknown }).error === "string"
+      ? (body as { error: string }).error
+      : `请求失败（HTTP ${status}）`;
+  return status === 429 ? withWait(message, retryAfter) : message;
+}
+
+/** A 429's Retry-After (seconds) in its message, so people know how long to wait: "请 58 秒后再试". */
+function withWait(message: string, retryAfter: string | null): string {
+  const seconds = /^\d+$/.test(retryAfter?.trim() ?? "") ? Number(retryAfter) : undefined;
+  if (seconds === undefined || seconds <= 0) return message;
+  const wait = seconds >= 120 ? `${Math.ceil(seconds / 60)} 分钟` : `${seconds} 秒`;
+  return message.includes("请稍后再试") ? message.replace("请稍后再试", `请 ${wait}后再试`) : `${message}（请 ${wait}后再试）`;
 }
 
 export async function api<T = unknown>(method: string, path: string, body?: unknown, opts: { quiet401?: boolean } = {}): Promise<T> {
@@ -50,7 +59,7 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   }
   if (!res.ok) {
     if (res.status === 401 && !opts.quiet401) onSessionLost?.();
-    throw new ApiError(res.status, errorMessage(res.status, data));
+    throw new ApiError(res.status, errorMessage(res.status, data, res.headers.get("retry-after")));
   }
   return data as T;
 }
@@ -77,7 +86,7 @@ export function uploadFile<T>(path: string, form: FormData, onProgress: (fractio
       }
       if (xhr.status >= 200 && xhr.status < 300) return resolve(data as T);
       if (xhr.status === 401) onSessionLost?.();
-      reject(new ApiError(xhr.status, errorMessage(xhr.status, data)));
+      reject(new ApiError(xhr.status, errorMessage(xhr.status, data, xhr.getResponseHeader("retry-after"))));
     };
     xhr.send(form);
   });
