@@ -114,6 +114,26 @@ describe("the console shows what the server can do", () => {
     expect((await seeded.api.json("GET", "/api/admin/config/full")).settings.s3_multipart_expiry_hours).toBe(48);
   });
 
+  test("#images: a page number typed into the pager opens that page; cursor 加载更多 still appends", async () => {
+    await openPage(page, "images");
+    await page.locator("#image-count", { hasText: "第 1 / 2 页" }).waitFor();
+    const jump = page.locator("#image-pager input[name=goto_page]");
+    await jump.fill("2");
+    await jump.press("Enter");
+    await page.getByText("第 2 / 2 页").waitFor();
+    expect(await page.locator("#image-pager button[aria-current=page]").textContent()).toBe("2");
+    // Out of range: the browser's validity message, no request, the page stays.
+    await jump.fill("9");
+    await jump.press("Enter");
+    expect(await jump.evaluate((el) => (el as HTMLInputElement).validationMessage)).toContain("1 到 2");
+    expect(await page.locator("#image-pager button[aria-current=page]").textContent()).toBe("2");
+    await jump.fill("1");
+    await jump.press("Enter");
+    await page.getByText("第 1 / 2 页").waitFor();
+    await page.locator("#image-more").click();
+    await page.getByText("第 1–2 / 2 页").waitFor();
+  });
+
   test("login: the rate-limit message says how long to wait (Retry-After)", async () => {
     const fresh = await watchedPage(browser, base, DESKTOP, problems);
     await fresh.goto(`${base}/`);

@@ -126,10 +126,16 @@ export function imagesView(ctx: ViewContext): HTMLElement {
     const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
     const last = page + extra;
     count.textContent = extra ? `共 ${total} 张 · 第 ${page}–${last} / ${pages} 页（已显示 ${shown.length} 张）` : `共 ${total} 张 · 第 ${page} / ${pages} 页`;
-    renderPager(pager, last, pages, (p) => {
-      page = p;
-      void load();
-    });
+    renderPager(
+      pager,
+      last,
+      pages,
+      (p) => {
+        page = p;
+        void load();
+      },
+      { jump: true },
+    );
     more.hidden = !nextCursor;
   }
 

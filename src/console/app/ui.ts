@@ -24,10 +24,39 @@ export function pageNumbers(page: number, pages: number): (number | "…")[] {
   return out;
 }
 
-export function renderPager(box: HTMLElement, page: number, pages: number, go: (page: number) => void): void {
+/**
+ * ‹ 1 … 4 5 [6] 7 8 … 20 ›. With `jump`, also a "go to page" field for lists too long to click
+ * through (page 5000 of 40000 is one entry, not 2500 clicks).
+ */
+export function renderPager(box: HTMLElement, page: number, pages: number, go: (page: number) => void, opts: { jump?: boolean } = {}): void {
   if (pages <= 1) {
     replace(box);
     return;
+  }
+  let jump: HTMLElement | null = null;
+  if (opts.jump) {
+    const input = h("input", {
+      type: "number",
+      name: "goto_page",
+      min: 1,
+      max: pages,
+      step: 1,
+      class: "narrow",
+      "aria-label": `跳到第几页（1–${pages}）`,
+      placeholder: "页码",
+    });
+    jump = h("form", { class: "pager-jump", novalidate: true }, input, h("button", { type: "submit", class: "small" }, "跳转"));
+    jump.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const p = Number(input.value);
+      if (!Number.isInteger(p) || p < 1 || p > pages) {
+        input.setCustomValidity(`请输入 1 到 ${pages} 之间的页码`);
+        input.reportValidity();
+        return;
+      }
+      go(p);
+    });
+    input.addEventListener("input", () => input.setCustomValidity(""));
   }
   replace(
     box,
@@ -48,6 +77,7 @@ export function renderPager(box: HTMLElement, page: number, pages: number, go: (
           ),
     ),
     h("button", { type: "button", class: "small", disabled: page >= pages, onclick: () => go(page + 1), "aria-label": "下一页" }, "下一页 ›"),
+    jump,
   );
 }
 
