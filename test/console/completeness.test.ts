@@ -134,6 +134,17 @@ describe("the console shows what the server can do", () => {
     await page.getByText("第 1–2 / 2 页").waitFor();
   });
 
+  test("#audit: 已解除 finds resolved alerts that lie beyond the first page of all alerts", async () => {
+    await openPage(page, "audit");
+    await page.locator("select[name=alert_status]").selectOption("resolved");
+    await page.locator("#alert-history tr[data-id]", { hasText: "旧告警 59" }).waitFor();
+    expect(await page.locator("#alert-history tr[data-id]").count()).toBe(50);
+    await page.locator("#alert-history").locator("xpath=../..").locator(".pager button[data-page='2']").click();
+    await page.locator("#alert-history tr[data-id]", { hasText: "旧告警 0" }).waitFor();
+    expect(await page.locator("#alert-history tr[data-id]").count()).toBe(10);
+    expect(await page.locator("#alert-history").textContent()).not.toContain("未解除 ");
+  });
+
   test("login: the rate-limit message says how long to wait (Retry-After)", async () => {
     const fresh = await watchedPage(browser, base, DESKTOP, problems);
     await fresh.goto(`${base}/`);

@@ -110,10 +110,40 @@ function auditSection(users: User[]): HTMLElement {
   return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "审计日志"), count), form, error, h("div", { class: "table-wrap" }, table), pager);
 }
 
+/** Server pages of the full history read per view of resolved alerts, at most (100 alerts each). */
+const RESOLVED_SCAN_PAGES = 20;
+const SCAN_PAGE_SIZE = 100;
+
+/**
+ * Resolved alerts, which the API cannot filter (it lists open ones, or all): the full history is read
+ * newest first, 100 at a time, keeping the resolved ones, until the wanted page is filled. Bounded per
+ * view; what was read is kept for the next page.
+ */
+function resolvedScanner() {
+  const found: Alert[] = [];
+  let next = 1;
+  let done = false;
+  return {
+    async page(p: number): Promise<{ items: Alert[]; pages: number; done: boolean; read: number }> {
+      for (let reads = 0; !done && found.length < p * PAGE_SIZE && reads < RESOLVED_SCAN_PAGES; reads++) {
+        const data = await api<Page<Alert>>("GET", `/api/admin/alerts${query({ status: "all", page: next, page_size: SCAN_PAGE_SIZE })}`);
+        found.push(...data.items.filter((a) => a.resolved_at));
+        done = data.items.length < SCAN_PAGE_SIZE || next * SCAN_PAGE_SIZE >= data.total;
+        next++;
+      }
+      const known = Math.max(1, Math.ceil(found.length / PAGE_SIZE));
+      // Not read to the end yet: one more page may hold more.
+      return { items: found.slice((p - 1) * PAGE_SIZE, p * PAGE_SIZE), pages: done ? known : Math.max(known, p) + 1, done, read: (next - 1) * SCAN_PAGE_SIZE };
+    },
+  };
+}
+
 function alertSection(): HTMLElement {
   let page = 1;
+  let resolved = resolvedScanner();
   const { table, tbody } = dataTable("alert-history", ["状态", "类型", "对象", "说明", "产生", "解除"]);
   const pager = h("div", { class: "pager" });
+  const note = h("p", { class: "muted", id: "alert-scan-note" });
   const status = h(
     "select",
     { name: "alert_status", "aria-label": "告警状态" },
@@ -125,14 +155,21 @@ function alertSection(): HTMLElement {
     page = p;
     void load();
   };
+  /** The rows of this page and the pager's page count, for the chosen status. */
+  const fetchPage = async (): Promise<{ items: Alert[]; pages: number }> => {
+    note.textContent = "";
+    if (status.value === "open") return { items: (await api<Page<Alert>>("GET", "/api/admin/alerts")).items, pages: 1 };
+    if (status.value === "resolved") {
+      const r = await resolved.page(page);
+      if (!r.done && r.items.length < PAGE_SIZE) note.textContent = `已查看最近 ${r.read} 条告警；更早的已解除告警请翻到下一页继续查找。`;
+      return r;
+    }
+    const data = await api<Page<Alert>>("GET", `/api/admin/alerts${query({ status: "all", page, page_size: PAGE_SIZE })}`);
+    return { items: data.items, pages: Math.max(1, Math.ceil(data.total / PAGE_SIZE)) };
+  };
   const load = async () => {
     try {
-      // Open alerts come unpaged without `status`; the full history is paged.
-      const data = await api<Page<Alert>>(
-        "GET",
-        status.value === "open" ? "/api/admin/alerts" : `/api/admin/alerts?status=all&page=${page}&page_size=${PAGE_SIZE}`,
-      );
-      const items = status.value === "resolved" ? data.items.filter((a) => a.resolved_at) : data.items;
+      const { items, pages } = await fetchPage();
       replace(
         tbody,
         ...(items.length
@@ -150,14 +187,17 @@ function alertSection(): HTMLElement {
             )
           : [messageRow(6, "没有告警")]),
       );
-      renderPager(pager, page, status.value === "open" ? 1 : Math.max(1, Math.ceil(data.total / PAGE_SIZE)), show);
+      renderPager(pager, page, pages, show);
     } catch (err) {
       replace(tbody, messageRow(6, `加载失败：${errorText(err)}`, "error"));
     }
   };
-  status.addEventListener("change", () => show(1));
+  status.addEventListener("change", () => {
+    resolved = resolvedScanner();
+    show(1);
+  });
   void load();
-  return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "告警历史"), status), h("div", { class: "table-wrap" }, table), pager);
+  return h("section", null, h("div", { class: "toolbar" }, h("h2", null, "告警历史"), status), h("div", { class: "table-wrap" }, table), note, pager);
 }
 
 export function auditView(_ctx: ViewContext): HTMLElement {
