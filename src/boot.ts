@@ -8,7 +8,7 @@ import { loadMasterKey, type MasterKey, writeNewMasterKeyFile } from "./config/m
 import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { MIGRATIONS } from "./db/migrations";
 import { migrate, openDatabase, schemaVersion } from "./db/open";
-import { snapshotBeforeMigration } from "./datadir/pre-migration";
+import { finishUpgrade, snapshotBeforeMigration } from "./datadir/pre-migration";
 import { rebuildFileNameIndex } from "./images/repos/file-name-index";
 import { endRestoredSessions, fileStamp, removeStagingLeftover, resetChannelBindings, stagedPath, swapInStagedSnapshot } from "./ops/backups";
 import { FINGERPRINT_KEY, snapshotProblem } from "./ops/snapshot-check";
@@ -176,6 +176,7 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
     // A newer schema refuses inside migrate() before anything is copied or changed.
     snapshotBeforeMigration(db, dbPath, log);
     migrate(db);
+    finishUpgrade(db);
   } catch (err) {
     db.close();
     throw new StartupError((err as Error).message);

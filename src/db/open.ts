@@ -13,6 +13,19 @@ export function openDatabase(path: string): Database {
 
 export class SchemaTooNewError extends Error {}
 
+/** One migration failed; it was rolled back whole. The message is Chinese, SQLite's own text the detail. */
+export class MigrationFailedError extends Error {
+  constructor(
+    readonly migration: Migration,
+    at: number,
+    readonly cause: unknown,
+  ) {
+    super(
+      `数据库结构迁移 ${migration.name}（第 ${migration.version} 步）失败，这一步已整体回滚，数据库结构版本停在 ${at}（详情：${(cause as Error)?.message ?? String(cause)}）`,
+    );
+  }
+}
+
 /** Highest migration recorded in the database; 0 for a new or pre-migration file. */
 export function schemaVersion(db: Database): number {
   const table = db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'").get();
@@ -37,10 +50,14 @@ export function migrate(db: Database, migrations: Migration[] = MIGRATIONS): num
   const applied: number[] = [];
   for (const m of migrations) {
     if (m.version <= current) continue;
-    db.transaction(() => {
-      db.exec(m.sql);
-      db.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, sqlTime());
-    })();
+    try {
+      db.transaction(() => {
+        db.exec(m.sql);
+        db.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, sqlTime());
+      })();
+    } catch (err) {
+      throw new MigrationFailedError(m, applied.at(-1) ?? current, err);
+    }
     applied.push(m.version);
   }
   return applied;

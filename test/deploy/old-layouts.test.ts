@@ -1,17 +1,20 @@
 /**
  * What older installations leave behind and a start of this version must put right: a built-in
- * channel holding another data directory's absolute `…/storage` path.
+ * channel holding another data directory's absolute `…/storage` path; and the copies an upgrade
+ * keeps (one per real upgrade, complete or absent, bounded in number).
  */
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { cpSync, existsSync, writeFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MasterKey } from "../../src/config/master-key";
 import { adminSession, Session } from "../helpers/client";
 import { listFiles } from "../helpers/files";
 import { form, makeJpeg, sha256 } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
+import { KuraServer, runCli } from "../helpers/server";
+import { MIGRATIONS } from "../../src/db/migrations";
+import { migrate, openDatabase, schemaVersion } from "../../src/db/open";
 
 const temps: string[] = [];
 function tempDir(prefix: string): string {
@@ -119,4 +122,73 @@ describe("the built-in channel follows the data directory", () => {
       await server.stop();
     }
   }, 60_000);
+});
+
+describe("copies before a migration", () => {
+  const latest = MIGRATIONS.at(-1)!;
+  const COPY = /^kura\.db\.before-migration-v(\d+)-\d{8}-\d{6}\.\d{3}$/;
+  const copies = (dir: string) =>
+    readdirSync(dir)
+      .filter((f) => COPY.test(f))
+      .sort();
+  const versionOf = (file: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return schemaVersion(db);
+    } finally {
+      db.close();
+    }
+  };
+
+  test("an upgrade that keeps failing makes one complete copy of the real old version, not one per start; old copies are pruned to 3", async () => {
+    const dir = tempDir("kura-failing-upgrade-");
+    const { key, text } = MasterKey.generate();
+    writeFileSync(join(dir, "master.key"), `${text}\n`, { mode: 0o600 });
+    const from = latest.version - 2;
+    const db = openDatabase(join(dir, "kura.db"));
+    migrate(db, MIGRATIONS.slice(0, -2));
+    db.query("INSERT INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
+    // The last migration fails every time, whatever it contains (as a dev-branch database did).
+    db.exec(`CREATE TRIGGER fail_last BEFORE INSERT ON schema_migrations WHEN NEW.version = ${latest.version} BEGIN SELECT RAISE(ABORT, 'boom'); END`);
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    db.close();
+    // Copies of earlier upgrades, and what a kill inside VACUUM INTO leaves.
+    for (const name of ["v1-20200101-000000.000", "v2-20210101-000000.000", "v3-20220101-000000.000"])
+      writeFileSync(join(dir, `kura.db.before-migration-${name}`), "old");
+    writeFileSync(join(dir, "kura.db.before-migration-v3-20230101-000000.000.partial"), "half");
+    writeFileSync(join(dir, "kura.db.before-migration-v3-20230101-000000.000.partial-journal"), "half");
+
+    for (let start = 0; start < 3; start++) {
+      const r = await runCli(["serve"], { KURA_DATA_DIR: dir, KURA_LISTEN: "127.0.0.1:0" });
+      expect(r.code, r.err).toBe(1);
+      expect(r.err).toContain(
+        `数据库结构迁移 ${latest.name}（第 ${latest.version} 步）失败，这一步已整体回滚，数据库结构版本停在 ${latest.version - 1}（详情：boom）`,
+      );
+      if (start === 0) {
+        expect(r.err).toContain(`迁移数据库结构前已保存快照 from=${from} to=${latest.version}`);
+        expect(r.err).toContain("已删除较早的迁移前数据库副本 removed=kura.db.before-migration-v1-20200101-000000.000 kept=3");
+      } else {
+        // The database is now one step further, but the copy to go back to is still the one of the real old version.
+        expect(r.err).toContain(`上次升级未完成，保留那次升级前的数据库副本，不再另存 from=${from} current=${latest.version - 1}`);
+      }
+    }
+    const made = copies(dir).filter((f) => !f.includes("-2020") && !f.includes("-2021") && !f.includes("-2022"));
+    expect(made).toHaveLength(1);
+    expect(COPY.exec(made[0]!)![1]).toBe(String(from));
+    expect(versionOf(join(dir, made[0]!))).toBe(from);
+    expect(copies(dir)).toHaveLength(3);
+    expect(readdirSync(dir).filter((f) => f.includes(".partial"))).toEqual([]);
+
+    // Fixed: the upgrade finishes, and the next one would get its own copy.
+    const fix = new Database(join(dir, "kura.db"));
+    fix.exec("DROP TRIGGER fail_last");
+    fix.close();
+    const server = await KuraServer.start({ dataDir: dir });
+    await server.stop();
+    expect(versionOf(join(dir, "kura.db"))).toBe(latest.version);
+    const after = new Database(join(dir, "kura.db"), { readonly: true });
+    expect(after.query("SELECT value FROM meta WHERE key = 'upgrade_in_progress'").get()).toBeNull();
+    after.close();
+    expect(copies(dir)).toHaveLength(3);
+  }, 120_000);
 });
