@@ -134,6 +134,14 @@ describe("the console shows what the server can do", () => {
     await page.getByText("第 1–2 / 2 页").waitFor();
   });
 
+  test("#images: the source-token filter offers every one of the owner's tokens, not the newest 100", async () => {
+    await openPage(page, "images");
+    await page.locator("select[name=owner]").selectOption({ label: "admin" });
+    // "全部来源" and the admin's tokens (one was deleted above).
+    await page.waitForFunction((n) => document.querySelectorAll("select[name=token] option").length === n, TOKENS);
+    expect(await page.locator("select[name=token] option", { hasText: "bulk-token-001" }).count()).toBe(1);
+  });
+
   test("#audit: 已解除 finds resolved alerts that lie beyond the first page of all alerts", async () => {
     await openPage(page, "audit");
     await page.locator("select[name=alert_status]").selectOption("resolved");

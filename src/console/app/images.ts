@@ -11,6 +11,8 @@ import type { Image, Page, Token, User, ViewContext } from "./types";
 import { hashParams, localInputToUtc, renderPager } from "./ui";
 
 const PAGE_SIZE = 24;
+/** Requests of 100 tokens read for the token filter, at most. */
+const TOKEN_PAGES = 50;
 
 export function imagesView(ctx: ViewContext): HTMLElement {
   const isAdmin = ctx.me.user.role === "admin";
@@ -154,14 +156,22 @@ export function imagesView(ctx: ViewContext): HTMLElement {
   }
   more.addEventListener("click", () => void busy(more, loadMore));
 
-  /** Token choices follow the owner filter (admins) or are the person's own tokens. */
+  /** Token choices follow the owner filter (admins) or are the person's own tokens: all of them, 100 per request. */
+  let tokenLoads = 0;
   async function loadTokens(): Promise<void> {
     const user = isAdmin ? owner.value : "";
+    const load = ++tokenLoads;
     replace(token, h("option", { value: "" }, "全部来源"));
     if (isAdmin && !user) return;
     try {
-      const data = await api<Page<Token>>("GET", `/api/admin/tokens${query({ page_size: 100, user_id: user })}`);
-      for (const t of data.items) token.append(h("option", { value: String(t.id) }, t.name));
+      for (let p = 1, seen = 0; p <= TOKEN_PAGES; p++) {
+        const data = await api<Page<Token>>("GET", `/api/admin/tokens${query({ page: p, page_size: 100, user_id: user })}`);
+        // The owner changed meanwhile: a newer load fills the list.
+        if (load !== tokenLoads) return;
+        for (const t of data.items) token.append(h("option", { value: String(t.id) }, t.name));
+        seen += data.items.length;
+        if (!data.items.length || seen >= data.total) break;
+      }
     } catch {
       // The token filter is optional; the list still works without it.
     }
