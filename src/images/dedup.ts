@@ -7,13 +7,15 @@ import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
 import { audit, type AuditActor } from "../ops/audit";
 import { scheduleBlobDelete } from "./delete";
-import { RescanStoppedError, rescanPairsInWorker } from "./dedup-rescan";
-import { PHASH_HEX, PhashIndex, phashToInt } from "./phash-index";
+import { pairsInWorker, RescanStoppedError } from "./dedup-rescan";
+import { MIH_MAX_DISTANCE, PHASH_HEX, PhashIndex, phashToInt } from "./phash-index";
 import {
+  anyReadyBetween,
   type CandidateRow,
   candidateById,
   dismissOtherPairsOf,
   insertCandidate,
+  maxBlobId,
   moveImagesToBlob,
   notReadyBlobIds,
   type ScanBlob,
@@ -69,7 +71,8 @@ const ready = (b: Candidate) => !b.pending_delete && PHASH_HEX.test(b.phash);
  * candidate with blob_a < blob_b, then joins the index. New blobs are taken a slice at a time
  * with a yield in between, and the watermark is saved after each slice, so a first scan of a
  * million blobs runs in small steps and resumes where it stopped. A round with nothing new
- * reads a few index rows and writes nothing.
+ * reads a few index rows and writes nothing. Above MIH_MAX_DISTANCE the index cannot answer,
+ * and the new blobs are compared in a worker instead (scanFreshInWorker).
  */
 export async function scanRound(app: AppContext): Promise<{ compared: number; found: number }> {
   const maxDistance = app.settings.get().dedup_phash_max_distance;
@@ -89,6 +92,20 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
     }
     mark.distance = maxDistance;
     saveWatermark(app, mark);
+  }
+  // Beyond what the index answers, comparing a new blob means comparing it with every hash: in the worker.
+  if (maxDistance > MIH_MAX_DISTANCE) {
+    try {
+      const fresh = await scanFreshInWorker(app, mark, maxDistance, index);
+      compared += fresh.compared;
+      found += fresh.found;
+    } catch (err) {
+      if (!(err instanceof RescanStoppedError)) throw err;
+      app.log.info(err.message);
+      return { compared, found };
+    }
+    if (found) app.log.info("相似图片扫描完成", { compared, found });
+    return { compared, found };
   }
   const compare = (blob: Candidate) => {
     const hash = phashToInt(blob.phash);
@@ -141,6 +158,64 @@ export function queueScanRound(app: AppContext): Promise<{ compared: number; fou
   return next;
 }
 
+/** Stores a batch of [blobA, blobB, distance, …] in one transaction; returns how many pairs were new. */
+function storePairs(app: AppContext, triples: number[]): number {
+  const now = sqlTime();
+  let found = 0;
+  app.db.transaction(() => {
+    for (let i = 0; i < triples.length; i += 3) found += insertCandidate(app.db, triples[i]!, triples[i + 1]!, triples[i + 2]!, now);
+  })();
+  return found;
+}
+
+function stopSignal(app: AppContext): AbortSignal {
+  if (!stopping.has(app)) stopping.set(app, new AbortController());
+  return stopping.get(app)!.signal;
+}
+
+/**
+ * The incremental round above MIH_MAX_DISTANCE: the blobs new since the watermark (up to the
+ * highest id now; later ones wait for the next round) and the waiting ones now ready are
+ * compared in the worker with every indexed hash and with each other. Only once their pairs
+ * are stored do they join the index (a slice at a time, with a yield in between) and the
+ * watermark move on, so a crash or a stop in between redoes the round and loses no pair.
+ */
+async function scanFreshInWorker(app: AppContext, mark: Watermark, maxDistance: number, index: PhashIndex): Promise<{ compared: number; found: number }> {
+  const upTo = Math.max(mark.after, maxBlobId(app.db));
+  const waitingReady = mark.waiting.some((id) => {
+    const b = scanBlob(app.db, id);
+    return !!b && ready(b);
+  });
+  if (!waitingReady && !anyReadyBetween(app.db, mark.after, upTo)) {
+    // Nothing to compare: only the waiting list and the distance can have changed.
+    const waiting = notReady(app, upTo);
+    if (upTo !== mark.after || waiting.join() !== mark.waiting.join() || mark.distance !== maxDistance)
+      saveWatermark(app, { after: upTo, waiting, distance: maxDistance });
+    return { compared: 0, found: 0 };
+  }
+  let found = 0;
+  const signal = stopSignal(app);
+  const scan = await pairsInWorker(app.db.filename, maxDistance, (triples) => (found += storePairs(app, triples)), signal, {
+    after: mark.after,
+    upTo,
+    waiting: mark.waiting,
+  });
+  for (let i = 0; i < scan.fresh.length; i += SLICE) {
+    app.db.transaction(() => {
+      for (const id of scan.fresh.slice(i, i + SLICE)) {
+        const blob = scanBlob(app.db, id);
+        if (blob && PHASH_HEX.test(blob.phash)) index.add(id, phashToInt(blob.phash));
+      }
+    })();
+    await Bun.sleep(1);
+    if (signal.aborted) throw new RescanStoppedError();
+  }
+  // Blobs not ready when the worker read them wait, even if they became ready since.
+  const waiting = [...new Set([...notReady(app, upTo), ...scan.skipped])].sort((a, b) => a - b);
+  saveWatermark(app, { after: upTo, waiting, distance: maxDistance });
+  return { compared: scan.fresh.length, found };
+}
+
 /**
  * Stores every pair of indexed blobs within `maxDistance` (dedup-rescan.ts computes them in a
  * worker); each batch of pairs is one small transaction. Returns how many pairs were new.
@@ -148,15 +223,8 @@ export function queueScanRound(app: AppContext): Promise<{ compared: number; fou
 async function rescanIndexed(app: AppContext, maxDistance: number): Promise<number> {
   app.log.info("相似判定阈值已调大，正在后台重新扫描已索引的图片", { distance: maxDistance });
   let found = 0;
-  if (!stopping.has(app)) stopping.set(app, new AbortController());
-  const store = (triples: number[]) => {
-    const now = sqlTime();
-    app.db.transaction(() => {
-      for (let i = 0; i < triples.length; i += 3) found += insertCandidate(app.db, triples[i]!, triples[i + 1]!, triples[i + 2]!, now);
-    })();
-  };
-  const indexed = await rescanPairsInWorker(app.db.filename, maxDistance, store, stopping.get(app)!.signal);
-  app.log.info("相似图片重新扫描完成", { distance: maxDistance, blobs: indexed, found });
+  const scan = await pairsInWorker(app.db.filename, maxDistance, (triples) => (found += storePairs(app, triples)), stopSignal(app));
+  app.log.info("相似图片重新扫描完成", { distance: maxDistance, blobs: scan.blobs, found });
   return found;
 }
 

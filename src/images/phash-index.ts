@@ -59,10 +59,12 @@ export class PhashIndex {
   }
 
   /**
-   * Indexed blobs within `maxDistance` of `hash` (other than `self`). Up to 6 this is 7
-   * index probes; a larger setting cannot be answered by the index and compares every hash.
+   * Indexed blobs within `maxDistance` of `hash` (other than `self`): 7 index probes. The index
+   * cannot answer a larger distance than MIH_MAX_DISTANCE (that would compare every hash on
+   * the caller's thread); dedup.ts compares those in a worker (dedup-rescan.ts).
    */
   near(hash: bigint, maxDistance: number, self: number): Neighbour[] {
+    if (maxDistance > MIH_MAX_DISTANCE) throw new RangeError(`PhashIndex.near answers distances up to ${MIH_MAX_DISTANCE}, not ${maxDistance}`);
     const seen = new Set<number>([self]);
     const out: Neighbour[] = [];
     const consider = (row: PhashRow) => {
@@ -72,10 +74,6 @@ export class PhashIndex {
       const distance = hamming(hash, row.hash);
       if (distance <= maxDistance) out.push({ blobId, distance });
     };
-    if (maxDistance > MIH_MAX_DISTANCE) {
-      for (const row of this.sql.everything.iterate()) consider(row);
-      return out;
-    }
     phashChunks(hash).forEach((value, chunk) => {
       for (const row of this.sql.probe.iterate(chunk, value)) consider(row);
     });

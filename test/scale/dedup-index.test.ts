@@ -5,55 +5,7 @@ import { join } from "node:path";
 import { scanRound, stopRescans } from "../../src/images/dedup";
 import { hamming, phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
-
-/** mulberry32: a fixed-seed generator, so the hash population is the same every run. */
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const hex64 = (n: bigint) => BigInt.asUintN(64, n).toString(16).padStart(16, "0");
-
-/** Clusters of near-duplicates: a base hash and variants 0–9 bits away, so pairs fall on both sides of 6. */
-function population(count: number, random: () => number): string[] {
-  const out: string[] = [];
-  while (out.length < count) {
-    const base = (BigInt(Math.floor(random() * 2 ** 32)) << 32n) | BigInt(Math.floor(random() * 2 ** 32));
-    const variants = 1 + Math.floor(random() * 8);
-    for (let v = 0; v < variants && out.length < count; v++) {
-      let h = base;
-      const flips = Math.floor(random() * 10);
-      for (let f = 0; f < flips; f++) h ^= 1n << BigInt(Math.floor(random() * 64));
-      out.push(hex64(h));
-    }
-  }
-  return out;
-}
-
-function popcount32(x: number): number {
-  let c = 0;
-  for (; x; x &= x - 1) c++;
-  return c;
-}
-
-/** Every pair, compared on two 32-bit halves (independent of the BigInt code under test). */
-function bruteForce(blobs: { id: number; phash: string }[], maxDistance: number): string[] {
-  const pairs: string[] = [];
-  const hs = blobs.map((b) => ({ id: b.id, hi: parseInt(b.phash.slice(0, 8), 16) | 0, lo: parseInt(b.phash.slice(8), 16) | 0 }));
-  for (let i = 0; i < hs.length; i++) {
-    const a = hs[i]!;
-    for (let j = i + 1; j < hs.length; j++) {
-      const b = hs[j]!;
-      const d = popcount32(a.hi ^ b.hi) + popcount32(a.lo ^ b.lo);
-      if (d <= maxDistance) pairs.push(`${Math.min(a.id, b.id)}-${Math.max(a.id, b.id)}-${d}`);
-    }
-  }
-  return pairs.sort();
-}
+import { bruteForce, population, rng } from "../helpers/phashes";
 
 test("chunks cover all 64 bits: any two hashes within distance 6 share a chunk", () => {
   const random = rng(7);

@@ -22,6 +22,16 @@ export function scanBlob(db: Database, id: number): ScanBlob | undefined {
   return db.query<ScanBlob, [number]>("SELECT id, phash, pending_delete FROM blobs WHERE id = ?").get(id) ?? undefined;
 }
 
+/** The highest blob id (0 without blobs). */
+export function maxBlobId(db: Database): number {
+  return db.query<{ id: number | null }, []>("SELECT max(id) AS id FROM blobs").get()?.id ?? 0;
+}
+
+/** Whether a blob with an id in (after, upTo] is ready to compare (hashed, not pending delete). */
+export function anyReadyBetween(db: Database, after: number, upTo: number): boolean {
+  return !!db.query("SELECT 1 FROM blobs WHERE id > ? AND id <= ? AND phash != '' AND pending_delete = 0 LIMIT 1").get(after, upTo);
+}
+
 /** The next `limit` blobs after `after` in id order. */
 export function scanBlobsAfter(db: Database, after: number, limit: number): ScanBlob[] {
   return db.query<ScanBlob, [number, number]>("SELECT id, phash, pending_delete FROM blobs WHERE id > ? ORDER BY id LIMIT ?").all(after, limit);

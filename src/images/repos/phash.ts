@@ -8,8 +8,6 @@ export interface PhashStatements {
   insert: Statement;
   /** The blobs whose hash has `value` in chunk `chunk`. */
   probe: Statement<PhashRow, [number, number]>;
-  /** Every indexed blob once (chunk 0), for distances the index cannot answer. */
-  everything: Statement<PhashRow, []>;
 }
 
 /** Hashes come back as bigint (they are signed 64-bit). Blobs waiting for their physical delete are left out (they come back if revived). */
@@ -21,9 +19,6 @@ export function phashStatements(db: Database): PhashStatements {
         `SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id
          WHERE p.chunk = ? AND p.value = ? AND b.pending_delete = 0`,
       )
-      .safeIntegers(true),
-    everything: db
-      .query<PhashRow, []>("SELECT p.blob_id, p.hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id WHERE p.chunk = 0 AND b.pending_delete = 0")
       .safeIntegers(true),
   };
 }

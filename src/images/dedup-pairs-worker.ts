@@ -1,0 +1,146 @@
+/**
+ * Source of the worker that finds near-duplicate pairs (dedup-rescan.ts starts it). It runs in
+ * a Bun Worker from text (shared/inline-worker.ts), so it may import only what the runtime
+ * provides.
+ *
+ * It opens its own read-only connection and, in one read transaction, loads every indexed,
+ * not pending-delete hash (table phash_index) into typed arrays, about 50 bytes a blob. With
+ * `fresh` it also reads the blobs new to the scan (ids in (after, upTo], and the waiting ids)
+ * that are ready (not pending delete, a valid hash); these go after the indexed ones, and an
+ * indexed blob that is also fresh (a revived one) counts as fresh only. The outer loop then
+ * runs over the fresh blobs alone, so every pair that involves at least one of them is
+ * emitted exactly once (fresh×indexed and fresh×fresh); without `fresh` every blob is outer
+ * (the full rescan after a raised distance). Pairs come back as [blobA, blobB, distance, …]
+ * with blobA < blobB, `batch` at a time, each batch computed when the main thread asks.
+ *
+ * Exact for every allowed distance d (0–64), by the generalised pigeonhole rule of multi-index
+ * hashing: two hashes within d differ in at most ⌊d/7⌋ bits in at least one of the 7 chunks.
+ * Up to d = 20 (radius ≤ 2) the worker probes, per chunk, every value within that radius in a
+ * bucket table; beyond that the probes would cost more than comparing every pair, which it
+ * then does (such a distance pairs nearly everything anyway).
+ *
+ * The last answer is { blobs, fresh, skipped }: how many blobs were read, the fresh blobs
+ * compared, and the ones in the fresh range or waiting list that were not ready (they wait).
+ */
+export const PAIRS_WORKER_SOURCE = `
+import { Database } from "bun:sqlite";
+let pairs;
+self.onmessage = (event) => {
+  const m = event.data;
+  try {
+    if (m.type === "start") pairs = findPairs(m);
+    const next = pairs.next();
+    postMessage(next.done ? { type: "done", result: next.value } : { type: "pairs", pairs: next.value });
+  } catch (err) {
+    postMessage({ type: "error", error: String((err && err.message) || err) });
+  }
+};
+const HEX = /^[0-9a-fA-F]{16}$/;
+function popcount(x) {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+/** Every mask of \`bits\` bits with at most \`radius\` bits set. */
+function masks(bits, radius) {
+  const out = [];
+  for (let m = 0; m < 1 << bits; m++) if (popcount(m) <= radius) out.push(m);
+  return out;
+}
+function* findPairs({ path, distance, batch, chunkBits, fresh }) {
+  const k = chunkBits.length;
+  // Read row by row into small-integer arrays: a million BigInt row objects at once would not be.
+  const idList = [], hiList = [], loList = [], chunkList = [];
+  const push = (id, hash) => {
+    let u = BigInt.asUintN(64, hash);
+    idList.push(id);
+    hiList.push(Number(u >> 32n) | 0);
+    loList.push(Number(u & 0xffffffffn) | 0);
+    for (let c = 0; c < k; c++) {
+      chunkList.push(Number(u & ((1n << BigInt(chunkBits[c])) - 1n)));
+      u >>= BigInt(chunkBits[c]);
+    }
+  };
+  const freshIds = [], freshHex = [], skipped = [];
+  const isFresh = new Set();
+  const db = new Database(path, { readonly: true });
+  try {
+    db.run("PRAGMA busy_timeout = 5000");
+    db.run("BEGIN");
+    if (fresh) {
+      const take = (row) => {
+        if (isFresh.has(row.id)) return;
+        if (row.pending_delete === 0 && HEX.test(row.phash)) {
+          isFresh.add(row.id);
+          freshIds.push(row.id);
+          freshHex.push(row.phash);
+        } else if (row.phash === "" || row.pending_delete !== 0) skipped.push(row.id); // may become ready
+      };
+      const waiting = db.query("SELECT id, phash, pending_delete FROM blobs WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id");
+      for (const row of waiting.iterate(JSON.stringify(fresh.waiting))) take(row);
+      const range = db.query("SELECT id, phash, pending_delete FROM blobs WHERE id > ? AND id <= ? ORDER BY id");
+      for (const row of range.iterate(fresh.after, fresh.upTo)) take(row);
+    }
+    const rows = db
+      .query("SELECT p.blob_id AS id, p.hash AS hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id WHERE p.chunk = 0 AND b.pending_delete = 0 ORDER BY p.blob_id")
+      .safeIntegers(true);
+    for (const row of rows.iterate()) {
+      const id = Number(row.id);
+      if (!isFresh.has(id)) push(id, row.hash);
+    }
+    db.run("COMMIT");
+  } finally {
+    db.close();
+  }
+  // Outer blobs are [from, n): the fresh ones, or every blob for a full rescan.
+  const from = fresh ? idList.length : 0;
+  for (let f = 0; f < freshIds.length; f++) push(freshIds[f], BigInt("0x" + freshHex[f]));
+  freshHex.length = 0;
+  const n = idList.length;
+  const ids = Float64Array.from(idList), hi = Int32Array.from(hiList), lo = Int32Array.from(loList), chunks = Int32Array.from(chunkList);
+  idList.length = hiList.length = loList.length = chunkList.length = 0;
+  let out = [];
+  // j pairs with the outer i unless j is outer too and not after i (that pair is, or was, i's turn the other way).
+  const emit = (i, j, d) => (ids[i] < ids[j] ? out.push(ids[i], ids[j], d) : out.push(ids[j], ids[i], d));
+  const radius = Math.floor(distance / k);
+  if (radius > 2) {
+    for (let i = from; i < n; i++) {
+      for (let j = 0; j < n; j++) {
+        if (j >= from && j <= i) continue;
+        const d = popcount(hi[i] ^ hi[j]) + popcount(lo[i] ^ lo[j]);
+        if (d <= distance) emit(i, j, d);
+      }
+      if (out.length >= batch * 3) { yield out; out = []; }
+    }
+  } else {
+    // Per chunk, a bucket table (counting sort): members of value v are order[start[v]..start[v+1]).
+    const tables = chunkBits.map((bits, c) => {
+      const start = new Int32Array((1 << bits) + 1);
+      for (let i = 0; i < n; i++) start[chunks[i * k + c] + 1]++;
+      for (let v = 0; v < 1 << bits; v++) start[v + 1] += start[v];
+      const fill = start.slice(0, -1), order = new Int32Array(n);
+      for (let i = 0; i < n; i++) order[fill[chunks[i * k + c]]++] = i;
+      return { start, order, masks: masks(bits, radius) };
+    });
+    const seen = new Int32Array(n).fill(-1);
+    for (let i = from; i < n; i++) {
+      for (let c = 0; c < k; c++) {
+        const { start, order, masks: flips } = tables[c];
+        const v = chunks[i * k + c];
+        for (const flip of flips) {
+          const w = v ^ flip;
+          for (let p = start[w]; p < start[w + 1]; p++) {
+            const j = order[p];
+            if ((j >= from && j <= i) || seen[j] === i) continue;
+            seen[j] = i;
+            const d = popcount(hi[i] ^ hi[j]) + popcount(lo[i] ^ lo[j]);
+            if (d <= distance) emit(i, j, d);
+          }
+        }
+      }
+      if (out.length >= batch * 3) { yield out; out = []; }
+    }
+  }
+  if (out.length) yield out;
+  return { blobs: n, fresh: freshIds, skipped };
+}`;
