@@ -153,6 +153,24 @@ describe("the console shows what the server can do", () => {
     expect(await page.locator("#alert-history").textContent()).not.toContain("未解除 ");
   });
 
+  test("long unbroken names wrap inside their table instead of pushing row actions off the card (1440 px)", async () => {
+    await seeded.api.json("POST", "/api/admin/users", { name: "U".repeat(64), password: "long-user-password-1" }, 201);
+    await seeded.api.json("POST", "/api/admin/referer-whitelist", { pattern: `${"a".repeat(60)}.${"b".repeat(60)}.${"c".repeat(60)}.example.com` }, 201);
+    for (const [view, table] of [
+      ["users", "#user-table"],
+      ["referers", "#referer-table"],
+    ] as const) {
+      await openPage(page, view);
+      await page.locator(`${table} tbody tr`, { hasText: view === "users" ? "UUUU" : "aaaa" }).waitFor();
+      const fit = await page.evaluate((sel) => {
+        const t = document.querySelector(sel)!;
+        const card = t.closest(".view")!;
+        return { page: document.documentElement.scrollWidth, tableRight: t.getBoundingClientRect().right, cardRight: card.getBoundingClientRect().right };
+      }, table);
+      expect({ view, page: fit.page <= DESKTOP.width, inCard: fit.tableRight <= fit.cardRight + 1 }).toEqual({ view, page: true, inCard: true });
+    }
+  });
+
   test("login: the rate-limit message says how long to wait (Retry-After)", async () => {
     const fresh = await watchedPage(browser, base, DESKTOP, problems);
     await fresh.goto(`${base}/`);
