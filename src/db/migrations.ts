@@ -10,6 +10,7 @@ import m0007 from "../../migrations/0007_scale.sql" with { type: "text" };
 import m0008 from "../../migrations/0008_search_backlog.sql" with { type: "text" };
 import m0009 from "../../migrations/0009_top_images_partial.sql" with { type: "text" };
 import m0010 from "../../migrations/0010_blobs_storage_key_by_sha.sql" with { type: "text" };
+import m0011 from "../../migrations/0011_review_lists.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -28,4 +29,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 8, name: "0008_search_backlog.sql", sql: m0008 },
   { version: 9, name: "0009_top_images_partial.sql", sql: m0009 },
   { version: 10, name: "0010_blobs_storage_key_by_sha.sql", sql: m0010 },
+  { version: 11, name: "0011_review_lists.sql", sql: m0011 },
 ];

@@ -127,7 +127,7 @@ test("similar-image scan, merge and dismiss; the cold-image cleanup list", async
     await admin2.json("POST", `/api/admin/dedup/${cc}/dismiss`, undefined, 204);
     await expectError(await admin2.request("POST", `/api/admin/dedup/${cc}/dismiss`), 409);
     await expectError(await admin2.request("POST", "/api/admin/dedup/999999/dismiss"), 404);
-    expect(await admin2.json("GET", "/api/admin/dedup")).toEqual({ items: [], total: 0 });
+    expect(await admin2.json("GET", "/api/admin/dedup")).toEqual({ items: [], total: 0, next_cursor: null });
 
     // Cleanup review: flagged and not exempt only, longest unused first.
     const rw = new Database(join(server.dataDir, "kura.db"));

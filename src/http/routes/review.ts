@@ -13,7 +13,7 @@ export function reviewRoutes(app: AppContext) {
   return sessionRoutes(app, "admin")
     .get("/api/admin/dedup", ({ query }) => {
       const { pageSize, offset } = pagination(query);
-      return listDedupPairs(app.db, { limit: pageSize, offset });
+      return listDedupPairs(app.db, { limit: pageSize, offset, cursor: query.cursor || undefined });
     })
     .post("/api/admin/dedup/:id/merge", ({ params, body, set, principal: p }) => {
       const id = idParam(params.id);
@@ -30,6 +30,6 @@ export function reviewRoutes(app: AppContext) {
     })
     .get("/api/admin/cleanup", ({ query }) => {
       const { pageSize, offset } = pagination(query);
-      return listCleanup(app.db, { limit: pageSize, offset });
+      return listCleanup(app.db, { limit: pageSize, offset, cursor: query.cursor || undefined });
     });
 }

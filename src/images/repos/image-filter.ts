@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { libraryUsage, userUsage } from "../../ops/repos/usage";
 import { fileNameMatchSql } from "./file-name-index";
+import { cleanupCounts } from "./review";
 
 /**
  * The filters of every image list (the console/API list, the Lsky Pro list): one definition,
@@ -50,12 +51,14 @@ export function imageConditions(q: ImageQuery): { sql: string[]; args: (string |
 export const whereOf = (sql: string[]) => (sql.length ? `WHERE ${sql.join(" AND ")}` : "");
 
 /**
- * How many images match; without filters other than the owner, the usage rollup answers, not a
- * scan. `conditions` are the query's own `imageConditions`, which the caller builds for its page anyway.
+ * How many images match; without filters other than the owner (and "exempt only"), a rollup or
+ * counter answers, not a scan. `conditions` are the query's own `imageConditions`, which the caller builds for its page anyway.
  */
 export function countImages(db: Database, q: ImageQuery, conditions: ReturnType<typeof imageConditions>): number {
-  const onlyOwner = !q.search && q.tokenId === undefined && !q.since && !q.until && !q.exempt;
-  if (onlyOwner) return q.userId === undefined ? libraryUsage(db).images : userUsage(db, q.userId).images;
+  const noOtherFilter = !q.search && q.tokenId === undefined && !q.since && !q.until;
+  if (noOtherFilter && !q.exempt) return q.userId === undefined ? libraryUsage(db).images : userUsage(db, q.userId).images;
+  // Everyone's exempt images: the counter of migration 0011 (with an owner, their partial index).
+  if (noOtherFilter && q.userId === undefined) return cleanupCounts(db).exempt;
   const { sql, args } = conditions;
   return db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${whereOf(sql)}`).get(...args)!.n;
 }

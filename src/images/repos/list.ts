@@ -14,19 +14,27 @@ export interface ImageListPage {
   nextCursor: string | null;
 }
 
-interface Position {
-  createdAt: string;
+/**
+ * Where a keyset page ends: the sort key of its last row (upload time here; the review lists
+ * use the cold age or the pair distance) and its rowid as the tie-break.
+ */
+export interface Position<K extends string | number = string> {
+  key: K;
   rowid: number;
 }
 
-export function encodeCursor(p: Position): string {
-  return Buffer.from(JSON.stringify([p.createdAt, p.rowid])).toString("base64url");
+export function encodeCursor(p: Position<string | number>): string {
+  return Buffer.from(JSON.stringify([p.key, p.rowid])).toString("base64url");
 }
 
-export function decodeCursor(text: string): Position {
+/** `kind` is the sort key's type in this list: a cursor of another list (or damaged) is a 400. */
+export function decodeCursor(text: string): Position;
+export function decodeCursor(text: string, kind: "number"): Position<number>;
+export function decodeCursor(text: string, kind: "string" | "number" = "string"): Position<string | number> {
   try {
-    const [createdAt, rowid] = JSON.parse(Buffer.from(text, "base64url").toString()) as unknown[];
-    if (typeof createdAt === "string" && Number.isSafeInteger(rowid)) return { createdAt, rowid: rowid as number };
+    const [key, rowid] = JSON.parse(Buffer.from(text, "base64url").toString()) as unknown[];
+    const keyOk = kind === "string" ? typeof key === "string" : Number.isSafeInteger(key);
+    if (keyOk && Number.isSafeInteger(rowid)) return { key: key as string | number, rowid: rowid as number };
   } catch {
     // falls through to the refusal
   }
@@ -43,7 +51,7 @@ export function listImages(db: Database, filter: ImageQuery, paging: { pageSize:
     const after = decodeCursor(paging.cursor);
     // Row-value comparison walks the (created_at, rowid) index backwards from the cursor.
     pageSql.push("(i.created_at, i.rowid) < (?, ?)");
-    pageArgs.push(after.createdAt, after.rowid);
+    pageArgs.push(after.key, after.rowid);
   }
   const where = whereOf(pageSql);
   const offset = paging.cursor !== undefined ? 0 : paging.offset;
@@ -62,6 +70,6 @@ export function listImages(db: Database, filter: ImageQuery, paging: { pageSize:
   return {
     rows: rows.map(({ _rowid: _, ...r }) => r as ImageView),
     total,
-    nextCursor: more && last ? encodeCursor({ createdAt: last.created_at, rowid: last._rowid }) : null,
+    nextCursor: more && last ? encodeCursor({ key: last.created_at, rowid: last._rowid }) : null,
   };
 }

@@ -1,6 +1,6 @@
 /** SQL of the dashboards (spec 2.13): reads along the indexes and rollups of migration 0007, never a sort of the library. */
 import type { Database } from "bun:sqlite";
-import { LISTABLE_DEDUP } from "../../images/repos/review";
+import { cleanupCounts, LISTABLE_DEDUP } from "../../images/repos/review";
 
 export interface TopImageRow {
   id: string;
@@ -63,7 +63,7 @@ const count = (db: Database, sql: string) => db.query<{ n: number }, []>(sql).ge
 export function reviewCounts(db: Database): { users: number; pending_cleanup: number; pending_dedup: number } {
   return {
     users: count(db, "SELECT COUNT(*) AS n FROM users"),
-    pending_cleanup: count(db, "SELECT COUNT(*) AS n FROM images WHERE pending_cleanup = 1 AND cleanup_exempt = 0"),
+    pending_cleanup: cleanupCounts(db).listed,
     pending_dedup: count(db, `SELECT COUNT(*) AS n ${LISTABLE_DEDUP}`),
   };
 }

@@ -46,8 +46,9 @@ export function channelUsage(db: Database): Map<number, ChannelUsage> {
 }
 
 /**
- * Recomputes both rollups from the rows (the same sums migration 0007 backfills with). For
- * bulk loaders that insert with the triggers set aside, e.g. bench/scale.ts seed.
+ * Recomputes both rollups, and the cleanup counter, from the rows (the same sums migrations 0007
+ * and 0011 backfill with). For bulk loaders that insert with the triggers set aside, e.g.
+ * bench/scale.ts seed.
  */
 export function rebuildUsageRollups(db: Database) {
   db.transaction(() => {
@@ -60,5 +61,8 @@ export function rebuildUsageRollups(db: Database) {
       SELECT bc.channel_id, COALESCE(SUM(bc.state = 'done'), 0), COALESCE(SUM(CASE WHEN bc.state = 'done' THEN b.size ELSE 0 END), 0),
              COALESCE(SUM(bc.state = 'pending'), 0), COALESCE(SUM(bc.state = 'failed'), 0)
       FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id GROUP BY bc.channel_id`);
+    // The cleanup counter (migration 0011) is kept by triggers too.
+    db.exec(`UPDATE cleanup_counts SET listed = (SELECT COUNT(*) FROM images WHERE pending_cleanup = 1 AND cleanup_exempt = 0),
+      exempt = (SELECT COUNT(*) FROM images WHERE cleanup_exempt = 1)`);
   })();
 }
