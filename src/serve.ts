@@ -10,6 +10,7 @@ import { DeliveryThreadPool } from "./http/threads/pool";
 import { unhandledServerError } from "./http/disk-full";
 import { resumeInterruptedBackup } from "./ops/backups";
 import { DataDirError, lockDataDir } from "./datadir/lock";
+import { tightenDataDirPermissions } from "./datadir/permissions";
 import { startBackgroundLoops } from "./loops";
 import { resolveBackupAlertAtStart } from "./ops/backups";
 import { tuneNativeMemory } from "./native/memory-tuning";
@@ -47,6 +48,8 @@ export async function serve(boot: Bootstrap): Promise<number> {
     throw err;
   }
   const { db, key } = opened;
+  // Files an older version created world-readable, made as private as this version creates them.
+  tightenDataDirPermissions(boot.dataDir, log);
   tuneNativeMemory();
   await ensureBuiltinAdmin(db, log);
 

@@ -1,11 +1,25 @@
 /**
  * What older installations leave behind and a start of this version must put right: a built-in
  * channel holding another data directory's absolute `…/storage` path; and the copies an upgrade
- * keeps (one per real upgrade, complete or absent, bounded in number).
+ * keeps (one per real upgrade, complete or absent, bounded in number); files left readable by
+ * group and others before the umask 077 change.
  */
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
-import { cpSync, existsSync, writeFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  statSync,
+  writeFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MasterKey } from "../../src/config/master-key";
@@ -191,4 +205,50 @@ describe("copies before a migration", () => {
     after.close();
     expect(copies(dir)).toHaveLength(3);
   }, 120_000);
+});
+
+describe("permissions left by versions before umask 077", () => {
+  test("a start takes the data directory, its files, subdirectories and snapshots to 0700/0600, logs it once, and skips files of another owner", async () => {
+    const dir = join(tempDir("kura-perms-"), "data");
+    mkdirSync(dir);
+    const first = await KuraServer.start({ dataDir: dir });
+    const snap = await (await admin(first)).json("POST", "/api/admin/backups", undefined, 201);
+    await first.stop();
+    const backup = join("storage", "_kura", "backups", snap.name);
+    // What an installation created under umask 022 looks like.
+    const loose: Record<string, number> = {
+      ".": 0o755,
+      "kura.db": 0o644,
+      "master.key": 0o644,
+      storage: 0o755,
+      variants: 0o755,
+      "storage/_kura": 0o755,
+      "storage/_kura/backups": 0o755,
+      [backup]: 0o644,
+    };
+    for (const [rel, mode] of Object.entries(loose)) chmodSync(join(dir, rel), mode);
+    // A file that belongs to someone else (say, left by a command run as another user).
+    const foreign = "kura.db.before-migration-v1-20200101-000000.000";
+    writeFileSync(join(dir, foreign), "x", { mode: 0o644 });
+    chmodSync(join(dir, foreign), 0o644);
+    const owned = process.getuid?.() === 0;
+    if (owned) chownSync(join(dir, foreign), 65534, 65534);
+    const modeOf = (rel: string) => statSync(join(dir, rel)).mode & 0o777;
+
+    const server = await KuraServer.start({ dataDir: dir });
+    await server.stop();
+    for (const [rel, mode] of Object.entries(loose)) expect([rel, modeOf(rel)]).toEqual([rel, statSync(join(dir, rel)).isDirectory() ? 0o700 : mode & 0o700]);
+    expect(server.logs.match(/已收紧旧版本创建的数据目录权限/g)).toHaveLength(1);
+    expect(server.logs).toMatch(/已收紧旧版本创建的数据目录权限（组和其他用户不再可读） count=\d+ changed=/);
+    // The WAL files SQLite made with the database's old mode are caught too.
+    for (const entry of ["kura.db(644→600)", "kura.db-wal(644→600)", `${backup}(644→600)`, ".(755→700)"]) expect(server.logs).toContain(entry);
+    if (owned) {
+      expect(modeOf(foreign)).toBe(0o644);
+      expect(server.logs).toMatch(new RegExp(`数据目录中有文件不属于运行 Kura 的用户，未改其权限" paths=${foreign.replaceAll(".", "\\.")}`));
+    }
+    // Nothing left to do: no line at the next start.
+    const again = await KuraServer.start({ dataDir: dir });
+    await again.stop();
+    expect(again.logs).not.toContain("已收紧旧版本创建的数据目录权限");
+  }, 60_000);
 });
