@@ -8,13 +8,13 @@ import type { Database } from "bun:sqlite";
  */
 
 /** Trigram FTS needs at least 3 characters; shorter terms fall back to a LIKE scan of every name. */
-const FTS_MIN_CHARS = 3;
+export const FTS_MIN_CHARS = 3;
 
 /** An FTS5 phrase: the term in double quotes, inner quotes doubled, matches it as a substring. */
-const ftsPhrase = (term: string) => `"${term.replace(/"/g, '""')}"`;
+export const ftsPhrase = (term: string) => `"${term.replace(/"/g, '""')}"`;
 
 /** A LIKE pattern matching `term` literally anywhere (% _ and \ escaped; pair with ESCAPE '\'). */
-const likeSubstring = (term: string) => `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+export const likeSubstring = (term: string) => `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * The condition "the file name of `i` contains `term`" and its arguments. Long terms use the FTS5
