@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { Session } from "../helpers/client";
+import { form, makeJpeg } from "../helpers/images";
 import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, seedServer, sharedBrowser, type Seeded, watchedPage } from "./harness";
 
 const TOKENS = 130;
@@ -31,8 +32,8 @@ beforeAll(async () => {
   const insert = db.query(
     "INSERT INTO alerts (kind, target, message, opened_at, resolved_at, open_delivered, resolved_delivered) VALUES (?, ?, ?, ?, ?, 1, 1)",
   );
-  for (let i = 0; i < 60; i++) insert.run("channel_down", `old-${i}`, `旧告警 ${i}`, "2025-01-01 00:00:00", "2025-01-02 00:00:00");
-  for (let i = 0; i < 55; i++) insert.run("channel_down", `gone-${i}`, `未解除 ${i}`, "2026-01-01 00:00:00", "");
+  for (let i = 0; i < 60; i++) insert.run("channel_unhealthy", `old-${i}`, `旧告警 ${i}`, "2025-01-01 00:00:00", "2025-01-02 00:00:00");
+  for (let i = 0; i < 55; i++) insert.run("channel_unhealthy", `gone-${i}`, `未解除 ${i}`, "2026-01-01 00:00:00", "");
   db.close();
   page = await watchedPage(browser, base, DESKTOP, problems);
   page.on("dialog", (d) => void d.accept());
@@ -169,6 +170,40 @@ describe("the console shows what the server can do", () => {
       }, table);
       expect({ view, page: fit.page <= DESKTOP.width, inCard: fit.tableRight <= fit.cardRight + 1 }).toEqual({ view, page: true, inCard: true });
     }
+  });
+
+  test("image detail shows owner, shared-file count and cleanup state; the dashboard's top images open their image", async () => {
+    const bytes = await makeJpeg(64, 48, 4242);
+    const alice = new Session(seeded.server);
+    expect((await alice.login("alice", "alice-password-1")).status).toBe(200);
+    const theirs = (await alice.json("POST", "/api/admin/upload", form(bytes, "alice-photo.jpg"))).id as string;
+    await seeded.api.json("POST", "/api/admin/upload", form(bytes, "admin-copy.jpg"));
+    const detail = page.locator("#image-detail");
+    const open = async (name: string) => {
+      await openPage(page, "images");
+      // An earlier test may have left an owner chosen.
+      await page.locator("select[name=owner]").selectOption("");
+      await page.locator("input[name=search]").fill(name);
+      await page.locator("#image-count", { hasText: "共 1 张" }).waitFor();
+      await page.locator("#image-grid figure", { hasText: name }).locator("button.thumb").click();
+      await detail.locator(".facts", { hasText: name }).waitFor();
+      await detail.locator(".facts").waitFor();
+    };
+    await open("alice-photo");
+    const owner = (await seeded.api.json("GET", `/api/admin/images/${theirs}`)).user_id as string;
+    expect(await detail.locator("#detail-owner").getAttribute("href")).toBe(`#images?user=${owner}`);
+    expect(await detail.textContent()).toContain("2 张图片共用这份文件");
+    await detail.getByRole("button", { name: "关闭" }).click();
+    await open("old-poster");
+    expect(await detail.textContent()).toContain("在待清理列表中");
+    await detail.getByRole("button", { name: "关闭" }).click();
+
+    const top = (await seeded.api.json("GET", "/api/admin/dashboard")).top_images[0];
+    await openPage(page, "dashboard");
+    await page.locator(`#top-images a[data-id='${top.id}']`).click();
+    await detail.locator(".facts").waitFor();
+    expect(await detail.locator(".facts").textContent()).toContain(top.id);
+    await detail.getByRole("button", { name: "关闭" }).click();
   });
 
   test("login: the rate-limit message says how long to wait (Retry-After)", async () => {

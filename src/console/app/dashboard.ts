@@ -3,6 +3,7 @@
 // regular user, their own usage against the quota.
 import { api } from "./api";
 import { badge, errorText, fmtBytes, fmtTime, h, replace } from "./dom";
+import { openImageDetail } from "./image-detail";
 import { ALERT_KINDS } from "./labels";
 import { thumbUrl } from "./links";
 import type { AdminDashboard, Alert, Channel, Page, TopImage, UserDashboard, ViewContext } from "./types";
@@ -18,7 +19,23 @@ function topImages(ctx: ViewContext, items: TopImage[]): HTMLElement {
         "li",
         null,
         h("img", { src: thumbUrl(ctx, t.id), alt: "", loading: "lazy", width: 48, height: 36 }),
-        h("a", { href: `#images`, class: "name", title: t.file_name }, t.file_name),
+        // Opens that image's detail (links, replicas, delete), not just the images tab.
+        h(
+          "a",
+          {
+            href: "#images",
+            class: "name",
+            title: t.file_name,
+            dataset: { id: t.id },
+            onclick: (e: Event) => {
+              e.preventDefault();
+              const link = e.currentTarget as HTMLElement;
+              // A delete or change there reloads the dashboard (dashboardView listens).
+              openImageDetail(ctx, t.id, () => link.dispatchEvent(new Event("image-changed", { bubbles: true })));
+            },
+          },
+          t.file_name,
+        ),
         h("span", { class: "muted" }, `${t.access_count} 次 · ${fmtBytes(t.size)}`),
       ),
     ),
@@ -160,6 +177,7 @@ export function dashboardView(ctx: ViewContext): HTMLElement {
     }
   };
   void load();
+  body.addEventListener("image-changed", () => void load());
   return h(
     "section",
     { class: "view", id: "dashboard-view" },

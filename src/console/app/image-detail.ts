@@ -123,6 +123,7 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
           ["来源", img.token_name ? `令牌 ${img.token_name}` : "控制台"],
           ["访问", `${img.access_count} 次，最近 ${fmtTime(img.last_access_at, "从未")}`],
           ["过期", expiryText(img)],
+          ...ownerFacts(ctx, img),
           ["SHA-256", h("code", { class: "hash" }, img.sha256)],
         ]),
         h("div", { class: "result-url" }, href ? h("a", { href, target: "_blank", rel: "noopener" }, url) : url),
@@ -136,6 +137,25 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
     exempt,
     h("div", { class: "actions" }, del),
   );
+}
+
+/**
+ * Who owns the image (admins see others' images), how many images share its bytes (a delete frees
+ * the file only with the last), and whether it waits in the review tab's cleanup list.
+ */
+function ownerFacts(ctx: ViewContext, img: Image): [string, string | Node][] {
+  const out: [string, string | Node][] = [];
+  if (ctx.me.user.role === "admin") {
+    out.push([
+      "所有者",
+      img.user_id === ctx.me.user.id
+        ? "我"
+        : h("a", { href: `#images?user=${encodeURIComponent(img.user_id)}`, id: "detail-owner" }, h("code", null, img.user_id), " · 查看其图片"),
+    ]);
+  }
+  out.push(["文件引用", img.ref_count > 1 ? `${img.ref_count} 张图片共用这份文件，最后一张删除后才释放存储` : "仅此一张"]);
+  out.push(["待清理", img.pending_cleanup ? badge("在待清理列表中", "warn") : "否"]);
+  return out;
 }
 
 export function openImageDetail(ctx: ViewContext, id: string, changed: () => void): void {
