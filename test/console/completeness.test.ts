@@ -94,6 +94,8 @@ describe("the console shows what the server can do", () => {
     await page.locator("#settings-form button[type=submit]").click();
     await page.locator("#cdn-purge-state", { hasText: "已开启" }).waitFor();
     expect((await seeded.api.json("GET", "/api/admin/config/full")).derived.cdn_purge_enabled).toBe(true);
+    // The other derived value the server reports is shown too.
+    expect(await page.locator(".facts").textContent()).toContain("渠道对账间隔86400 秒");
 
     const s3 = page.locator("#settings-form .setting[data-key=s3_multipart_expiry_hours]");
     expect(await s3.locator("input").inputValue()).toBe("24");

@@ -232,6 +232,7 @@ export function settingsView(ctx: ViewContext): HTMLElement {
           ["可信代理", b.trusted_proxies || "（无）"],
           ["/metrics 允许", b.metrics_allow || "（关闭）"],
           ["登录限流", `${full.derived.login_burst} 次，每 ${full.derived.login_refill_seconds} 秒恢复一次`],
+          ["渠道对账间隔", `${full.derived.reconcile_interval_seconds} 秒`],
         ].flatMap(([k, v]) => [h("dt", null, k!), h("dd", null, h("code", null, v!))]),
       ),
     );
