@@ -21,9 +21,9 @@ function totals(app: AppContext, userId?: string) {
 }
 
 /** Spec 2.13: the administrator's overview. `channels` is what tells it apart from the user view. */
-export function adminDashboard(app: AppContext) {
+export async function adminDashboard(app: AppContext) {
+  const counts = await reviewCounts(app.db);
   const t = totals(app);
-  const counts = reviewCounts(app.db);
   const usage = channelUsage(app.db);
   const channels = app.channels.list();
   // Off-site: a healthy, non-draining channel that is not the local disk.

@@ -3,7 +3,8 @@
  * file with 150k images, 120k of them on the cleanup list, every statement the lists run walks
  * an index in order (no table scan, no temp B-tree sort, no COUNT over the list: `total` is
  * migration 0011's counter), deep pages by number equal a brute-force sort, and the counter
- * equals a count after every kind of change the product makes.
+ * equals a count after every kind of change the product makes. The dedup list's exact count, which
+ * no counter can follow, is taken in steps of 1,000 pending pairs with the loop turning between.
  */
 import type { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -12,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/db/open";
 import { listImages } from "../../src/images/repos/list";
-import { cleanupCounts, listCleanup, listDedupPairs } from "../../src/images/repos/review";
+import { cleanupCounts, countListableDedup, LISTABLE_DEDUP, listCleanup, listDedupPairs } from "../../src/images/repos/review";
 
 const N = 150_000;
 const FLAGGED = 120_000;
@@ -176,21 +177,61 @@ test("exempt only (everyone, one owner) reads the exempt partial indexes, and it
   }
 });
 
-test("dedup pages by (distance, id) through dedup_pending_order, with a cursor", () => {
+test("dedup pages by (distance, id) through dedup_pending_order, with a cursor", async () => {
   const r = recording();
-  const first = listDedupPairs(r.db, { limit: 2, offset: 0 });
+  const first = await listDedupPairs(r.db, { limit: 2, offset: 0 });
   expect(first.items.map((p) => [p.distance, p.id])).toEqual([
     [1, 2],
     [2, 4],
   ]);
-  const rest = listDedupPairs(r.db, { limit: 2, offset: 0, cursor: first.next_cursor! });
+  const rest = await listDedupPairs(r.db, { limit: 2, offset: 0, cursor: first.next_cursor! });
   expect(rest.items.map((p) => [p.distance, p.id])).toEqual([
     [3, 1],
     [3, 3],
   ]);
   expect(rest.next_cursor).toBeNull();
+  expect(rest.total).toBe(4);
   const pages = r.seen.filter((s) => s.sql.includes("ORDER BY c.distance"));
   const lines = pages.flatMap((s) => plan(s.sql, s.args));
   expect(pages.flatMap((s) => sorts(s.sql, s.args))).toEqual([]);
   expect(lines.some((l) => l.includes("dedup_pending_order"))).toBe(true);
+});
+
+test("the listable-pair count is exact and taken in bounded steps along the pending ids", async () => {
+  const PAIRS = 25_000;
+  const blob = db.query(
+    "INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, pending_delete, created_at) VALUES (?, '', ?, 'image/png', 10, 1, 1, 1, ?, '2025-01-01 00:00:00') RETURNING id",
+  );
+  const image = db.query("INSERT INTO images (id, blob_id, user_id, file_name, created_at) VALUES (?, ?, 'u1', 'p.png', '2025-01-01 00:00:00')");
+  const pair = db.query("INSERT OR IGNORE INTO dedup_candidates (blob_a, blob_b, distance, state, created_at) VALUES (?, ?, ?, ?, '2025-01-01 00:00:00')");
+  db.transaction(() => {
+    const ids: number[] = [];
+    // Every 7th blob waits for deletion, every 11th has no image: their pairs are not listable.
+    for (let k = 0; k < 3_000; k++) {
+      const id = (blob.get(`p${k}x`.padEnd(64, "0"), `p${k}`, k % 7 === 0 ? 1 : 0) as { id: number }).id;
+      if (k % 11) image.run(`p${k}`, id);
+      ids.push(id);
+    }
+    for (let n = 0; n < PAIRS; n++) {
+      const a = ids[n % ids.length]!;
+      const b = ids[(n * 31 + 1 + Math.floor(n / ids.length)) % ids.length]!;
+      if (a !== b) pair.run(Math.min(a, b), Math.max(a, b), n % 9, n % 13 === 0 ? "dismissed" : "pending");
+    }
+  })();
+  const exact = db.query<{ n: number }, []>(`SELECT COUNT(*) AS n ${LISTABLE_DEDUP}`).get()!.n;
+  const pending = db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM dedup_candidates WHERE state = 'pending'").get()!.n;
+  expect(exact).toBeGreaterThan(1_000);
+  expect(exact).toBeLessThan(pending);
+  const r = recording();
+  expect(await countListableDedup(r.db)).toBe(exact);
+  const steps = r.seen.filter((s) => s.sql.includes("c.id > ? AND c.id <= ?"));
+  expect(steps.length).toBe(Math.ceil(pending / 1_000) + (pending % 1_000 === 0 ? 1 : 0));
+  for (const s of steps) {
+    const [from, to] = s.args as [number, number];
+    const inRange = db
+      .query<{ n: number }, [number, number]>("SELECT COUNT(*) AS n FROM dedup_candidates WHERE state = 'pending' AND id > ? AND id <= ?")
+      .get(from, to)!.n;
+    expect(inRange).toBeLessThanOrEqual(1_000);
+  }
+  expect((await listDedupPairs(db, { limit: 5, offset: 0 })).total).toBe(exact);
 });

@@ -46,7 +46,7 @@ function readCursor(text: string): [string, number] {
 const writeCursor = (createdAt: string, rowid: number) => Buffer.from(JSON.stringify([createdAt, rowid])).toString("base64url");
 
 /** Yields the loop once the work since the last yield ran for SLICE_MS. */
-class Slicer {
+export class Slicer {
   private started = performance.now();
   async step(): Promise<void> {
     if (performance.now() - this.started < SLICE_MS) return;

@@ -1,6 +1,6 @@
 /** SQL of the dashboards (spec 2.13): reads along the indexes and rollups of migration 0007, never a sort of the library. */
 import type { Database } from "bun:sqlite";
-import { cleanupCounts, LISTABLE_DEDUP } from "../../images/repos/review";
+import { cleanupCounts, countListableDedup } from "../../images/repos/review";
 
 export interface TopImageRow {
   id: string;
@@ -60,10 +60,10 @@ export function perUserUsage(db: Database): UserUsageRow[] {
 const count = (db: Database, sql: string) => db.query<{ n: number }, []>(sql).get()!.n;
 
 /** The admin overview's counters: users, images awaiting cleanup review, duplicate pairs awaiting review. */
-export function reviewCounts(db: Database): { users: number; pending_cleanup: number; pending_dedup: number } {
+export async function reviewCounts(db: Database): Promise<{ users: number; pending_cleanup: number; pending_dedup: number }> {
   return {
     users: count(db, "SELECT COUNT(*) AS n FROM users"),
     pending_cleanup: cleanupCounts(db).listed,
-    pending_dedup: count(db, `SELECT COUNT(*) AS n ${LISTABLE_DEDUP}`),
+    pending_dedup: await countListableDedup(db),
   };
 }
