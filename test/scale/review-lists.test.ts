@@ -234,4 +234,16 @@ test("the listable-pair count is exact and taken in bounded steps along the pend
     expect(inRange).toBeLessThanOrEqual(1_000);
   }
   expect((await listDedupPairs(db, { limit: 5, offset: 0 })).total).toBe(exact);
+
+  // Page numbers at every depth equal one OFFSET statement, yet no statement skips 1,000 pairs or more.
+  const oneStatement = db.query<{ id: number }, [number]>(`SELECT c.id ${LISTABLE_DEDUP} ORDER BY c.distance, c.id LIMIT 20 OFFSET ?`);
+  for (const offset of [0, 20, 980, 1_000, 2_500, Math.floor(exact / 2), exact - 20, exact - 7, exact, exact + 20]) {
+    const p = recording();
+    const got = await listDedupPairs(p.db, { limit: 20, offset });
+    expect({ offset, ids: got.items.map((i) => i.id) }).toEqual({ offset, ids: oneStatement.all(offset).map((x) => x.id) });
+    expect(got.next_cursor !== null).toBe(offset + 20 < exact);
+    const skips = p.seen.filter((s) => /OFFSET \?\s*$/.test(s.sql) && s.sql.includes("c.blob_a")).map((s) => s.args.at(-1) as number);
+    expect(skips.length).toBe(1);
+    expect(skips[0]!).toBeLessThan(1_000);
+  }
 });
