@@ -130,7 +130,35 @@ async function measure(dataDir: string) {
     await op("image list page 5000 (OFFSET)", get("/api/admin/images?page=5000", admin));
     await op("image list next page by cursor", get(`/api/admin/images?page_size=100&cursor=${encodeURIComponent(firstPage.next_cursor)}`, admin));
     await op("image list search=holiday_12 (FTS5 trigram)", get("/api/admin/images?search=holiday_12", admin));
+    await op("image list search=I (short term, walked in steps)", get("/api/admin/images?search=I", admin));
+    await op("image list search=zz (short term, no match: the whole walk)", get("/api/admin/images?search=zz", admin));
+    await op("image list search=IMG (a tenth of the names)", get("/api/admin/images?search=IMG", admin));
     await op("cleanup list page 1", get("/api/admin/cleanup", admin));
+    // A cold_cleanup_days save re-judges every image in the background: timed from the save until
+    // the cleanup list's count (read from the file, not through the server) has not moved for 1 s.
+    const listed = countOnDisk(dataDir, "SELECT listed AS n FROM cleanup_counts");
+    for (const days of [1, 0]) {
+      await op(`PUT cold_cleanup_days=${days} and the re-judge that follows (to 1 s without change)`, async () => {
+        const res = await fetch(`${server.base}/api/admin/config`, {
+          method: "PUT",
+          headers: { ...admin, "content-type": "application/json" },
+          body: JSON.stringify({ cold_cleanup_days: days }),
+        });
+        if (res.status !== 200) throw new Error(`config: HTTP ${res.status} ${await res.text()}`);
+        await settled(listed);
+      });
+      console.error(`    cleanup list now ${listed()} images`);
+    }
+    const hundred = firstPage.items.map((i) => i.id).slice(0, 100);
+    await op("batch delete of 100 images", async () => {
+      const res = await fetch(`${server.base}/api/admin/images/batch-delete`, {
+        method: "POST",
+        headers: { ...admin, "content-type": "application/json" },
+        body: JSON.stringify({ ids: hundred }),
+      });
+      const body = (await res.json()) as { deleted: number };
+      if (res.status !== 200 || body.deleted !== hundred.length) throw new Error(`batch delete: HTTP ${res.status} ${JSON.stringify(body)}`);
+    });
     console.log(`\n库规模：${firstPage.total} 张图片；${machineSummary()}；启动到 /healthz：${server.startupMs.toFixed(0)} ms\n`);
   } finally {
     server.proc.kill("SIGTERM");
@@ -158,6 +186,27 @@ async function measure(dataDir: string) {
   db.close();
   rows.push(["startup to /healthz", startupMs.toFixed(0), "—", "—", "—"]);
   console.log(table(["操作", "耗时 ms", "/healthz 最长 ms", "/i/ 最长 ms", "RSS 峰值增量 MiB"], rows));
+}
+
+/** A count read from the data dir's database on a read-only connection of its own (the server's loop is not involved). */
+function countOnDisk(dataDir: string, sql: string): () => number {
+  const db = new Database(join(dataDir, "kura.db"), { readonly: true });
+  const query = db.query<{ n: number }, []>(sql);
+  return () => query.get()!.n;
+}
+
+/** Resolves once `read()` has returned the same value for 1 s (polled every 100 ms). */
+async function settled(read: () => number): Promise<void> {
+  let value = read();
+  let since = performance.now();
+  while (performance.now() - since < 1000) {
+    await Bun.sleep(100);
+    const now = read();
+    if (now !== value) {
+      value = now;
+      since = performance.now();
+    }
+  }
 }
 
 /** An image whose blob got real bytes from the seed (the oldest blobs), read from the database file. */
