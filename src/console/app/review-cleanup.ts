@@ -135,10 +135,16 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
       count.textContent = `${total} 张`;
       shown = data.items;
       replace(tbody, ...(shown.length ? shown.map(row) : [messageRow(7, "没有待清理的图片")]));
-      renderPager(pager, page, pages, (p) => {
-        page = p;
-        void load();
-      });
+      renderPager(
+        pager,
+        page,
+        pages,
+        (p) => {
+          page = p;
+          void load();
+        },
+        { jump: true },
+      );
       if (running) for (const b of pager.querySelectorAll("button")) b.disabled = true;
       sync();
     } catch (err) {

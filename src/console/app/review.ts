@@ -63,10 +63,16 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
         return load();
       }
       count.textContent = `${data.total} 组`;
-      renderPager(pager, page, pages, (p) => {
-        page = p;
-        void load();
-      });
+      renderPager(
+        pager,
+        page,
+        pages,
+        (p) => {
+          page = p;
+          void load();
+        },
+        { jump: true },
+      );
       if (!data.items.length) return replace(list, h("p", { class: "empty" }, "没有待处理的相似图片"));
       const owners = await ownersOf(
         data.items.flatMap((c) => [c.a.image_id, c.b.image_id]),
