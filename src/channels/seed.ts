@@ -64,7 +64,7 @@ function builtinChannelId(app: AppContext): number | undefined {
   const first = app.db
     .query<{ id: number; name: string; driver: string; template: string }, []>("SELECT id, name, driver, template FROM channels ORDER BY id LIMIT 1")
     .get();
-  if (!first || first.name !== "local" || first.driver !== "local" || first.template) return undefined;
+  if (first?.name !== "local" || first.driver !== "local" || first.template) return undefined;
   return first.id;
 }
 

@@ -52,7 +52,7 @@ export function loadEmbeddedSharpAddon(embedded: EmbeddedSharp): unknown {
       failures.push(`  ${candidate.dir}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  throw new Error(`无法加载内嵌的 sharp 原生模块（${embedded.platform}）。可设置 KURA_NATIVE_DIR 指定一个可写且允许执行的目录。\n` + failures.join("\n"));
+  throw new Error(`无法加载内嵌的 sharp 原生模块（${embedded.platform}）。可设置 KURA_NATIVE_DIR 指定一个可写且允许执行的目录。\n${failures.join("\n")}`);
 }
 
 /** Returns the directory holding a complete copy, extracting it atomically if needed. */

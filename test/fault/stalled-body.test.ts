@@ -6,7 +6,6 @@
  * source stalls holds its slot meanwhile; others wait for one at most process_timeout_ms.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { join } from "node:path";
 import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, sha256 } from "../helpers/images";
