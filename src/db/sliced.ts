@@ -12,12 +12,21 @@ export const SLICE_MS = 10;
  * indexes) costs more than the statements, so a slice cut by the statements' time alone held the
  * loop 30-170 ms. A step must be small (`limit` rows of indexed work): the longest pause is about
  * one slice, whatever the number of rows to change in all. Each slice commits, so work cut short
- * by a stop keeps what was done. Returns the rows changed in all.
+ * by a stop keeps what was done. `stopped()` ends the drain between slices. Returns the rows
+ * changed in all.
  */
-export async function drainInSlices(db: Database, step: (limit: number) => number, limit: number, sliceMs = SLICE_MS): Promise<number> {
+export async function drainInSlices(
+  db: Database,
+  step: (limit: number) => number,
+  limit: number,
+  opts: { sliceMs?: number; stopped?: () => boolean } = {},
+): Promise<number> {
+  const sliceMs = opts.sliceMs ?? SLICE_MS;
   let total = 0;
   let steps = 1;
   for (;;) {
+    // Checked before each slice (so also after each yield): a drain made stale by newer work ends.
+    if (opts.stopped?.()) return total;
     const started = performance.now();
     const done = db.transaction(() => {
       for (let i = 0; i < steps; i++) {

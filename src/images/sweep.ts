@@ -52,12 +52,20 @@ const JUDGE_STEP = 50;
  * never a pass over the library.
  */
 export async function judgeCold(app: Pick<AppContext, "db" | "settings">, now = Date.now()): Promise<{ flagged: number; unflagged: number }> {
+  // Only the newest run goes on: a save of 1 then 0 would otherwise leave the first run
+  // flagging (with its old cutoff) what the second unflags, for as long as both last.
+  const run = (judgeRuns.get(app.db) ?? 0) + 1;
+  judgeRuns.set(app.db, run);
+  const stopped = () => judgeRuns.get(app.db) !== run;
   const days = app.settings.get().cold_cleanup_days;
   const cutoff = days > 0 ? sqlTime(now - days * 86_400_000) : undefined;
-  const unflagged = await drainInSlices(app.db, (limit) => unflagColdBatch(app.db, cutoff, limit), JUDGE_STEP);
-  const flagged = cutoff ? await drainInSlices(app.db, (limit) => flagColdBatch(app.db, cutoff, limit), JUDGE_STEP) : 0;
+  const unflagged = await drainInSlices(app.db, (limit) => unflagColdBatch(app.db, cutoff, limit), JUDGE_STEP, { stopped });
+  const flagged = cutoff ? await drainInSlices(app.db, (limit) => flagColdBatch(app.db, cutoff, limit), JUDGE_STEP, { stopped }) : 0;
   return { flagged, unflagged };
 }
+
+/** The number of the newest re-judge per database (judgeCold). */
+const judgeRuns = new WeakMap<object, number>();
 
 /** Rows that only matter for a while: ended sessions, old idempotency keys, audit past its retention. */
 function pruneHousekeeping(app: AppContext, now: number) {

@@ -58,6 +58,19 @@ test("a cold_cleanup_days change re-judges in ~10 ms slices, the caller's turn i
       // loaded machine adds pauses of its own.
       expect(longest).toBeLessThan(total / 15);
     }
+
+    // A save of 1 and then 0 while the first re-judge still runs: only the newest goes on, so the
+    // list ends empty (the first run, left going, flagged with its old cutoff what the second unflagged).
+    app.settings.update({ cold_cleanup_days: 1 });
+    const first = judgeCold(app);
+    await Bun.sleep(100);
+    app.settings.update({ cold_cleanup_days: 0 });
+    const second = await judgeCold(app);
+    const cut = await first;
+    expect(cut.flagged).toBeGreaterThan(0);
+    expect(cut.flagged).toBeLessThan(IMAGES);
+    expect(second.unflagged).toBe(cut.flagged);
+    expect(listed()).toBe(0);
   } finally {
     ctx.close();
     rmSync(dir, { recursive: true, force: true });
