@@ -2,10 +2,9 @@
  * The S3 view of a user's images: every live image with an object_key is an object, its key the alias.
  * Keeps the two S3-only columns (blobs.md5 for ETags, images.s3_meta for x-amz-meta-* headers).
  */
-import { createHash } from "node:crypto";
 import type { AppContext } from "../context";
-import { openBlob } from "../images/read";
 import { folderByKey, isFolderKey } from "./folders";
+import { hashBlob } from "./md5-backfill";
 import type { S3Object } from "./object";
 import { selectObject, selectObjectsFrom, setBlobMd5, updateObjectMeta, userHasObjects } from "./repo";
 import { validObjectKey } from "./request";
@@ -47,13 +46,13 @@ export function rememberMd5(app: AppContext, blobId: number, md5: string) {
   setBlobMd5(app.db, blobId, md5);
 }
 
-/** The blob's MD5 hex; blobs stored before S3 support are hashed once from their bytes and remembered. */
+/**
+ * The blob's MD5 hex for one object (HEAD, GET, CopyObject); a blob stored without one is hashed once
+ * from its bytes and remembered. Listings never call this: they use `listingEtag` (md5-backfill.ts).
+ */
 export async function md5Of(app: AppContext, object: S3Object): Promise<string> {
   if (object.md5) return object.md5;
-  const { stream } = await openBlob(app, { id: object.blob_id, storage_key: object.storage_key });
-  const hash = createHash("md5");
-  for await (const chunk of stream) hash.update(chunk);
-  const md5 = hash.digest("hex");
+  const md5 = await hashBlob(app, object.blob_id, object.storage_key);
   rememberMd5(app, object.blob_id, md5);
   object.md5 = md5;
   return md5;

@@ -9,4 +9,6 @@ export interface S3Object {
   size: number;
   md5: string;
   storage_key: string;
+  /** The blob's SHA-256 hex ('' for folder markers). */
+  sha256: string;
 }

@@ -10,12 +10,12 @@ export const FOLDER_MIME = "application/x-directory";
 /** Columns shaped like OBJECT_SQL, so listings can merge both kinds. */
 export const FOLDER_OBJECT_SQL = `
   SELECT '' AS id, 0 AS blob_id, f.object_key, f.created_at, '' AS s3_meta, '${FOLDER_MIME}' AS mime, 0 AS size,
-         '${EMPTY_MD5}' AS md5, '' AS storage_key
+         '${EMPTY_MD5}' AS md5, '' AS storage_key, '' AS sha256
   FROM s3_folder_markers f`;
 
 /** Every image with an object_key is an object; its columns with the blob's. */
 const OBJECT_SQL = `
-  SELECT i.id, i.blob_id, i.object_key, i.created_at, i.s3_meta, b.mime, b.size, b.md5, b.storage_key
+  SELECT i.id, i.blob_id, i.object_key, i.created_at, i.s3_meta, b.mime, b.size, b.md5, b.storage_key, b.sha256
   FROM images i JOIN blobs b ON b.id = i.blob_id`;
 
 /** Expired images are gone for S3 clients even before the sweeper removes them. */
@@ -62,6 +62,11 @@ export function updateObjectMeta(db: Database, imageId: string, metaJson: string
 /** Records a blob's MD5 the first time it is known (all references share the bytes). */
 export function setBlobMd5(db: Database, blobId: number, md5: string) {
   db.query("UPDATE blobs SET md5 = ? WHERE id = ? AND md5 = ''").run(md5, blobId);
+}
+
+/** The blob's stored MD5 ('' when not known yet), undefined when the blob is gone. */
+export function blobMd5(db: Database, blobId: number): string | undefined {
+  return db.query<{ md5: string }, [number]>("SELECT md5 FROM blobs WHERE id = ?").get(blobId)?.md5;
 }
 
 export function selectFolder(db: Database, userId: string, key: string): S3Object | undefined {

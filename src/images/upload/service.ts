@@ -4,6 +4,7 @@ import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
 import { truncateText } from "../../shared/text";
 import { findIdempotencyKey } from "../repos/idempotency";
+import { rememberMd5 } from "../../s3/object-repo";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -26,6 +27,8 @@ export interface UploadRequest {
   idempotencyKey?: string | null;
   /** Also compute MD5 and SHA-1 of the stored bytes (the Lsky Pro answer carries them). */
   digests?: boolean;
+  /** The caller stores the MD5 itself (S3 hashes the body while receiving it): no second pass for an object key. */
+  md5Known?: boolean;
   /** Receives the body into a temp file (multipart, URL import, raw) together with its options. */
   receive: () => Promise<{ file: ReceivedFile; options: UploadOptions }>;
 }
@@ -151,8 +154,12 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
       ttlSeconds: ttl || null,
       idempotencyKey: key || undefined,
     });
+    // A keyed image is an S3 object: its MD5 is its ETag, which listings must not compute from the bytes.
+    const digests = req.digests || (options.objectKey && !req.md5Known) ? await legacyDigests(prepared) : undefined;
+    const blobId = digests && app.images.view(id)?.blob_id;
+    if (digests && blobId) rememberMd5(app, blobId, digests.md5);
     outcome = "ok";
-    return { id, replayed: false, ...(req.digests ? await legacyDigests(prepared) : {}) };
+    return { id, replayed: false, ...(req.digests ? digests : {}) };
   } catch (err) {
     // Invalid input is the client's fault whichever surface reported it: S3 body errors
     // (BadDigest, EntityTooLarge, IncompleteBody) are 4xx S3Errors, not domain errors.

@@ -7,7 +7,8 @@ import type { AppContext } from "../../context";
 import { SLICE_MS } from "../../db/sliced";
 import { parseSqlTime } from "../../db/time";
 import { S3Error } from "../errors";
-import { md5Of, objectsFrom, type S3Object } from "../object-repo";
+import { listingEtag } from "../md5-backfill";
+import { objectsFrom, type S3Object } from "../object-repo";
 import type { S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 
@@ -143,14 +144,15 @@ function encoder(req: S3Request): (s: string) => string {
   return (s) => encodeURIComponent(s);
 }
 
-async function contentsXml(app: AppContext, page: ListPage, enc: (s: string) => string) {
+/** Never reads an object's bytes: an object without a stored MD5 gets a stand-in ETag (see listingEtag). */
+function contentsXml(app: AppContext, page: ListPage, enc: (s: string) => string) {
   const items = [];
   for (const o of page.contents) {
     items.push(
       el("Contents", [
         el("Key", enc(o.object_key)),
         el("LastModified", parseSqlTime(o.created_at).toISOString()),
-        el("ETag", `"${await md5Of(app, o)}"`),
+        el("ETag", `"${listingEtag(app, o)}"`),
         el("Size", o.size),
         el("StorageClass", "STANDARD"),
       ]),
@@ -179,7 +181,7 @@ export async function listObjectsV1(app: AppContext, req: S3Request, sliceMs?: n
         req.query.has("encoding-type") ? el("EncodingType", "url") : undefined,
         el("IsTruncated", page.truncated),
         page.truncated && delimiter && page.last ? el("NextMarker", enc(page.last.value)) : undefined,
-        await contentsXml(app, page, enc),
+        contentsXml(app, page, enc),
       ],
       { xmlns: S3_NS },
     ),
@@ -221,7 +223,7 @@ export async function listObjectsV2(app: AppContext, req: S3Request, sliceMs?: n
         token ? el("ContinuationToken", token) : undefined,
         page.truncated && page.last ? el("NextContinuationToken", encodeToken(page.last)) : undefined,
         after ? el("StartAfter", enc(after)) : undefined,
-        await contentsXml(app, page, enc),
+        contentsXml(app, page, enc),
       ],
       { xmlns: S3_NS },
     ),

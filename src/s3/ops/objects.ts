@@ -58,6 +58,7 @@ export async function storeObject(
   const { id } = await runUpload(app, gate, {
     userId: req.user.id,
     tokenId: req.token.id,
+    md5Known: true,
     receive: async () => {
       const path = tempPath(app.paths.tmp, "s3");
       digests = await receive(path);
