@@ -39,6 +39,7 @@ export const SERIAL: Record<string, string> = {
   "test/scale/dedup-index.test.ts": "an idle dedup round under 100 ms",
   "test/scale/dedup-worker-scan.test.ts": "the longest event-loop pause of a dedup round over 250k indexed hashes stays under half the round",
   "test/scale/batch-delete-slices.test.ts": "the longest event-loop pause of a 100-image batch delete stays under a third of it",
+  "test/scale/s3-delete-objects-slices.test.ts": "the longest event-loop pause of an S3 DeleteObjects of 1,000 keys stays under a third of it",
   "test/scale/image-search-slices.test.ts": "the longest event-loop pause of a search that walks 200k names stays under a third of it",
   "test/scale/cold-rejudge.test.ts": "the longest event-loop pause while 10k images are re-judged cold stays under a fifteenth of the run",
   "test/scale/delete-retime.test.ts": "the longest event-loop pause while 40k pending deletes are re-timed stays under half the run",

@@ -4,6 +4,7 @@
  */
 import { basename } from "node:path";
 import type { AppContext } from "../../context";
+import { SLICE_MS } from "../../db/sliced";
 import { parseSqlTime } from "../../db/time";
 import { HEAD_LENGTH_HEADER } from "../../delivery/serve-image";
 import { deleteReference } from "../../images/delete";
@@ -17,7 +18,7 @@ import { deleteFolder, EMPTY_MD5, isFolderKey, isFolderObject, putFolder } from 
 import { S3Error, malformedXml, noSuchKey } from "../errors";
 import { md5Of, objectByKey, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
 import { keyBytes, MAX_KEY_BYTES, requestMeta, validObjectKey, type S3Request } from "../request";
-import { el, parseDeleteObjects, xmlResponse } from "../xml";
+import { el, parseDeleteObjects, xmlResponse, type Xml } from "../xml";
 
 export const maxUploadBytes = (app: AppContext) => app.settings.get().max_upload_mb * 1024 * 1024;
 
@@ -204,7 +205,7 @@ export function deleteObject(app: AppContext, req: S3Request): Response {
 }
 
 /** Deletes the reference like an admin delete (CDN purge included) and audits it as the token's user. */
-function removeKey(app: AppContext, req: S3Request, key: string) {
+function removeKey(app: AppContext, req: Pick<S3Request, "user" | "token">, key: string) {
   if (isFolderKey(key)) {
     deleteFolder(app, req.user.id, key);
     return;
@@ -215,17 +216,39 @@ function removeKey(app: AppContext, req: S3Request, key: string) {
   app.lookups.forgetAlias(req.user.id, key);
 }
 
-/** POST ?delete: up to 1000 keys; each reported as Deleted (unless Quiet) or as an Error. */
+/** POST ?delete: up to 1000 keys; each reported as Deleted (unless Quiet) or as an Error, in the order given. */
 export async function deleteObjects(app: AppContext, req: S3Request): Promise<Response> {
   const parsed = parseDeleteObjects(await readXmlBody(req));
   if (!parsed) throw malformedXml();
-  const results = parsed.keys.map((key) => {
+  return xmlResponse(el("DeleteResult", await deleteKeys(app, req, parsed.keys, parsed.quiet), { xmlns: "http://s3.amazonaws.com/doc/2006-03-01/" }));
+}
+
+/**
+ * The result elements of deleting `keys`. A delete costs ~0.3-0.8 ms at a million images (1,000 keys
+ * once held the loop 336-786 ms), so the loop is yielded whenever the deletes since the last yield
+ * have run for `sliceMs`; each key is looked up again after a yield (one deleted meanwhile is reported
+ * Deleted, as S3 does for a key that is not there).
+ */
+export async function deleteKeys(
+  app: AppContext,
+  req: Pick<S3Request, "user" | "token">,
+  keys: string[],
+  quiet: boolean,
+  sliceMs = SLICE_MS,
+): Promise<(Xml | undefined)[]> {
+  const results: (Xml | undefined)[] = [];
+  let sliceStarted = performance.now();
+  for (const key of keys) {
+    if (performance.now() - sliceStarted >= sliceMs) {
+      await Bun.sleep(1);
+      sliceStarted = performance.now();
+    }
     try {
       removeKey(app, req, key);
-      return parsed.quiet ? undefined : el("Deleted", el("Key", key));
+      results.push(quiet ? undefined : el("Deleted", el("Key", key)));
     } catch {
-      return el("Error", [el("Key", key), el("Code", "InternalError"), el("Message", "删除失败")]);
+      results.push(el("Error", [el("Key", key), el("Code", "InternalError"), el("Message", "删除失败")]));
     }
-  });
-  return xmlResponse(el("DeleteResult", results, { xmlns: "http://s3.amazonaws.com/doc/2006-03-01/" }));
+  }
+  return results;
 }
