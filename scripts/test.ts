@@ -42,6 +42,7 @@ export const SERIAL: Record<string, string> = {
   "test/scale/s3-delete-objects-slices.test.ts": "the longest event-loop pause of an S3 DeleteObjects of 1,000 keys stays under a third of it",
   "test/scale/image-search-slices.test.ts": "the longest event-loop pause of a search that walks 200k names stays under a third of it",
   "test/scale/cold-rejudge.test.ts": "the longest event-loop pause while 10k images are re-judged cold stays under a fifteenth of the run",
+  "test/scale/audit-log-scale.test.ts": "the longest event-loop pause while 200k expired audit entries are pruned stays under a third of it",
   "test/scale/delete-retime.test.ts": "the longest event-loop pause while 40k pending deletes are re-timed stays under half the run",
   "test/unit/s3-xml-reader.test.ts": "1 MiB of hostile XML parsed under 100 ms",
   "test/s3/hardening.test.ts": "hostile DeleteObjects bodies refused under 100 ms over HTTP",

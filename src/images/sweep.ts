@@ -2,7 +2,7 @@ import type { AppContext } from "../context";
 import { drainInSlices } from "../db/sliced";
 import { sqlTime } from "../db/time";
 import { SYSTEM_ACTOR, audit } from "../ops/audit";
-import { pruneAudit } from "../ops/repo";
+import { pruneAuditBatch } from "../ops/repo";
 import { deleteReference } from "./delete";
 import { expiredImageIds, flagColdBatch, unflagColdBatch } from "./repos/cleanup";
 import { pruneIdempotencyKeys } from "./repos/idempotency";
@@ -28,7 +28,7 @@ export async function sweepRound(app: AppContext, now = Date.now()): Promise<{ e
   }
   const { flagged } = await judgeCold(app, now);
   if (expired.length || flagged) app.log.info("清理扫描完成", { expired: expired.length, flagged });
-  pruneHousekeeping(app, now);
+  await pruneHousekeeping(app, now);
   return { expired: expired.length, flagged };
 }
 
@@ -67,10 +67,19 @@ export async function judgeCold(app: Pick<AppContext, "db" | "settings">, now = 
 /** The number of the newest re-judge per database (judgeCold). */
 const judgeRuns = new WeakMap<object, number>();
 
-/** Rows that only matter for a while: ended sessions, old idempotency keys, audit past its retention. */
-function pruneHousekeeping(app: AppContext, now: number) {
+/** Audit entries deleted per statement: each row leaves the table and four indexes (random pages). */
+const AUDIT_PRUNE_STEP = 200;
+
+/**
+ * Rows that only matter for a while: ended sessions, old idempotency keys, audit past its
+ * retention. The audit prune runs in ~10 ms slices (db/sliced.ts): a lowered
+ * `audit_retention_days` on a million-row log, or the first sweep after an outage, has
+ * hundreds of thousands of rows to drop.
+ */
+async function pruneHousekeeping(app: AppContext, now: number) {
   const s = app.settings.get();
   app.sessions.pruneExpired(now);
   pruneIdempotencyKeys(app.db, sqlTime(now - s.idempotency_key_ttl_hours * 3_600_000));
-  pruneAudit(app.db, sqlTime(now - s.audit_retention_days * 86_400_000));
+  const before = sqlTime(now - s.audit_retention_days * 86_400_000);
+  await drainInSlices(app.db, (limit) => pruneAuditBatch(app.db, before, limit), AUDIT_PRUNE_STEP);
 }
