@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { AppContext } from "../context";
 import { openBlob } from "../images/read";
 import type { S3Object } from "./object";
-import { blobMd5, setBlobMd5 } from "./repo";
+import { blobMd5, setBlobMd5 } from "../images/repos/blob-md5";
 
 /** Blobs waiting at most; a listing of a huge un-hashed bucket queues the rest on its next pages. */
 const MAX_QUEUED = 10_000;

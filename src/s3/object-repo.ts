@@ -6,7 +6,8 @@ import type { AppContext } from "../context";
 import { folderByKey, isFolderKey } from "./folders";
 import { hashBlob } from "./md5-backfill";
 import type { S3Object } from "./object";
-import { selectObject, selectObjectsFrom, setBlobMd5, updateObjectMeta, userHasObjects } from "./repo";
+import { setBlobMd5 } from "../images/repos/blob-md5";
+import { selectObject, selectObjectsFrom, updateObjectMeta, userHasObjects } from "./repo";
 import { validObjectKey } from "./request";
 
 export type { S3Object } from "./object";

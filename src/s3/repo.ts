@@ -59,16 +59,6 @@ export function updateObjectMeta(db: Database, imageId: string, metaJson: string
   db.query("UPDATE images SET s3_meta = ? WHERE id = ?").run(metaJson, imageId);
 }
 
-/** Records a blob's MD5 the first time it is known (all references share the bytes). */
-export function setBlobMd5(db: Database, blobId: number, md5: string) {
-  db.query("UPDATE blobs SET md5 = ? WHERE id = ? AND md5 = ''").run(md5, blobId);
-}
-
-/** The blob's stored MD5 ('' when not known yet), undefined when the blob is gone. */
-export function blobMd5(db: Database, blobId: number): string | undefined {
-  return db.query<{ md5: string }, [number]>("SELECT md5 FROM blobs WHERE id = ?").get(blobId)?.md5;
-}
-
 export function selectFolder(db: Database, userId: string, key: string): S3Object | undefined {
   return db.query<S3Object, [string, string]>(`${FOLDER_OBJECT_SQL} WHERE f.user_id = ? AND f.object_key = ?`).get(userId, key) ?? undefined;
 }

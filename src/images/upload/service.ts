@@ -4,7 +4,7 @@ import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
 import { truncateText } from "../../shared/text";
 import { findIdempotencyKey } from "../repos/idempotency";
-import { rememberMd5 } from "../../s3/object-repo";
+import { setBlobMd5 } from "../repos/blob-md5";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -157,7 +157,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
     // A keyed image is an S3 object: its MD5 is its ETag, which listings must not compute from the bytes.
     const digests = req.digests || (options.objectKey && !req.md5Known) ? await legacyDigests(prepared) : undefined;
     const blobId = digests && app.images.view(id)?.blob_id;
-    if (digests && blobId) rememberMd5(app, blobId, digests.md5);
+    if (digests && blobId) setBlobMd5(app.db, blobId, digests.md5);
     outcome = "ok";
     return { id, replayed: false, ...(req.digests ? digests : {}) };
   } catch (err) {
