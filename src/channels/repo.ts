@@ -40,6 +40,11 @@ export class ChannelRepo {
     return this.db.query<ChannelRow, [number]>("SELECT * FROM channels WHERE id = ?").get(id) ?? undefined;
   }
 
+  /** The channel with the lowest id (the seed's, when the seed made one). */
+  first(): ChannelRow | undefined {
+    return this.db.query<ChannelRow, []>("SELECT * FROM channels ORDER BY id LIMIT 1").get() ?? undefined;
+  }
+
   /** Whether any channel exists (deleting ones included). */
   any(): boolean {
     return !!this.db.query("SELECT 1 FROM channels LIMIT 1").get();

@@ -61,9 +61,7 @@ export function relativizeDefaultChannel(app: AppContext) {
  * created when there is none), still named `local`, a local disk with nothing but a path.
  */
 function builtinChannelId(app: AppContext): number | undefined {
-  const first = app.db
-    .query<{ id: number; name: string; driver: string; template: string }, []>("SELECT id, name, driver, template FROM channels ORDER BY id LIMIT 1")
-    .get();
+  const first = app.channels.repo.first();
   if (first?.name !== "local" || first.driver !== "local" || first.template) return undefined;
   return first.id;
 }
