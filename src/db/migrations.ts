@@ -12,6 +12,7 @@ import m0009 from "../../migrations/0009_top_images_partial.sql" with { type: "t
 import m0010 from "../../migrations/0010_blobs_storage_key_by_sha.sql" with { type: "text" };
 import m0011 from "../../migrations/0011_review_lists.sql" with { type: "text" };
 import m0013 from "../../migrations/0013_dedup_audit_scale.sql" with { type: "text" };
+import m0014 from "../../migrations/0014_list_scale.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -32,4 +33,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 10, name: "0010_blobs_storage_key_by_sha.sql", sql: m0010 },
   { version: 11, name: "0011_review_lists.sql", sql: m0011 },
   { version: 13, name: "0013_dedup_audit_scale.sql", sql: m0013 },
+  { version: 14, name: "0014_list_scale.sql", sql: m0014 },
 ];

@@ -158,7 +158,7 @@ describe("copies before a migration", () => {
     const dir = tempDir("kura-failing-upgrade-");
     const { key, text } = MasterKey.generate();
     writeFileSync(join(dir, "master.key"), `${text}\n`, { mode: 0o600 });
-    const from = latest.version - 2;
+    const from = MIGRATIONS.at(-3)!.version;
     const db = openDatabase(join(dir, "kura.db"));
     migrate(db, MIGRATIONS.slice(0, -2));
     db.query("INSERT INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
@@ -176,14 +176,14 @@ describe("copies before a migration", () => {
       const r = await runCli(["serve"], { KURA_DATA_DIR: dir, KURA_LISTEN: "127.0.0.1:0" });
       expect(r.code, r.err).toBe(1);
       expect(r.err).toContain(
-        `数据库结构迁移 ${latest.name}（第 ${latest.version} 步）失败，这一步已整体回滚，数据库结构版本停在 ${latest.version - 1}（详情：boom）`,
+        `数据库结构迁移 ${latest.name}（第 ${latest.version} 步）失败，这一步已整体回滚，数据库结构版本停在 ${MIGRATIONS.at(-2)!.version}（详情：boom）`,
       );
       if (start === 0) {
         expect(r.err).toContain(`迁移数据库结构前已保存快照 from=${from} to=${latest.version}`);
         expect(r.err).toContain("已删除较早的迁移前数据库副本 removed=kura.db.before-migration-v1-20200101-000000.000 kept=3");
       } else {
         // The database is now one step further, but the copy to go back to is still the one of the real old version.
-        expect(r.err).toContain(`上次升级未完成，保留那次升级前的数据库副本，不再另存 from=${from} current=${latest.version - 1}`);
+        expect(r.err).toContain(`上次升级未完成，保留那次升级前的数据库副本，不再另存 from=${from} current=${MIGRATIONS.at(-2)!.version}`);
       }
     }
     const made = copies(dir).filter((f) => !f.includes("-2020") && !f.includes("-2021") && !f.includes("-2022"));

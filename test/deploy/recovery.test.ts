@@ -47,17 +47,17 @@ describe("upgrade: a snapshot before migrating an existing database", () => {
     old.query("INSERT INTO meta (key, value) VALUES ('master_key_fingerprint', ?)").run(key.fingerprint);
     old.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     old.close();
-    const before = MIGRATIONS.length - 1;
+    const before = MIGRATIONS.at(-2)!.version;
 
     const server = await KuraServer.start({ dataDir: dir });
-    await server.waitForLog(new RegExp(`迁移数据库结构前已保存快照 from=${before} to=${MIGRATIONS.length}`));
+    await server.waitForLog(new RegExp(`迁移数据库结构前已保存快照 from=${before} to=${MIGRATIONS.at(-1)!.version}`));
     await server.stop();
     const snaps = preMigrationFiles(dir);
     expect(snaps.length).toBe(1);
     expect(snaps[0]).toStartWith(`kura.db.before-migration-v${before}-`);
     expect(versionOf(join(dir, snaps[0]!))).toBe(before);
     expect(statSync(join(dir, snaps[0]!)).mode & 0o077).toBe(0);
-    expect(versionOf(join(dir, "kura.db"))).toBe(MIGRATIONS.length);
+    expect(versionOf(join(dir, "kura.db"))).toBe(MIGRATIONS.at(-1)!.version);
 
     // Nothing to migrate: no further copy.
     const again = await KuraServer.start({ dataDir: dir });
