@@ -45,6 +45,8 @@ export function listImages(db: Database, filter: ImageQuery, paging: { pageSize:
   const conditions = imageConditions(filter);
   const { sql, args } = conditions;
   const total = countImages(db, filter, conditions);
+  // A page number past the end: nothing to skip to (OFFSET would walk every match first).
+  if (paging.cursor === undefined && paging.offset >= total) return { rows: [], total, nextCursor: null };
   const pageSql = [...sql];
   const pageArgs = [...args];
   if (paging.cursor !== undefined) {
