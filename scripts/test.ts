@@ -41,6 +41,7 @@ export const SERIAL: Record<string, string> = {
   "test/scale/batch-delete-slices.test.ts": "the longest event-loop pause of a 100-image batch delete stays under a third of it",
   "test/scale/s3-delete-objects-slices.test.ts": "the longest event-loop pause of an S3 DeleteObjects of 1,000 keys stays under a third of it",
   "test/scale/image-search-slices.test.ts": "the longest event-loop pause of a search that walks 200k names stays under a third of it",
+  "test/scale/user-list.test.ts": "the longest event-loop pause of a Lsky keyword walk over a 150k-image user stays under a third of it",
   "test/scale/cold-rejudge.test.ts": "the longest event-loop pause while 10k images are re-judged cold stays under a fifteenth of the run",
   "test/scale/audit-log-scale.test.ts": "the longest event-loop pause while 200k expired audit entries are pruned stays under a third of it",
   "test/scale/delete-retime.test.ts": "the longest event-loop pause while 40k pending deletes are re-timed stays under half the run",

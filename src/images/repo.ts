@@ -2,7 +2,6 @@ import type { Database } from "bun:sqlite";
 import { expiryTime, sqlTime } from "../db/time";
 import { userUsage } from "../ops/repos/usage";
 import { newShortId } from "./short-id";
-import { countImages, imageConditions, whereOf, type ImageQuery } from "./repos/image-filter";
 
 export interface BlobRow {
   id: number;
@@ -63,22 +62,8 @@ export const IMAGE_VIEW_SQL = `
   SELECT i.*, b.mime, b.size, b.width, b.height, b.sha256, b.ref_count, b.storage_key, t.name AS token_name
   FROM images i JOIN blobs b ON b.id = i.blob_id LEFT JOIN tokens t ON t.id = i.token_id`;
 
-/** A filter over image references, as the admin list offers it; every field narrows the list. */
-/** List orders: by upload time or by size, each with a stable tie-break. */
+/** List orders (the Lsky Pro list's): by upload time or by size, each with the rowid as tie-break (repos/user-list.ts). */
 export type ImageOrder = "newest" | "earliest" | "largest" | "smallest";
-
-const ORDER_SQL: Record<ImageOrder, string> = {
-  newest: "i.created_at DESC, i.rowid DESC",
-  earliest: "i.created_at ASC, i.rowid ASC",
-  largest: "b.size DESC, i.rowid DESC",
-  smallest: "b.size ASC, i.rowid ASC",
-};
-
-export interface Page {
-  limit: number;
-  offset: number;
-  order?: ImageOrder;
-}
 
 /** How long the set of channels holding a blob may be reused on the read path. */
 const DONE_CHANNELS_TTL_MS = 2_000;
@@ -87,17 +72,6 @@ export class ImageRepo {
   private readonly doneCache = new Map<number, { ids: number[]; at: number }>();
 
   constructor(private readonly db: Database) {}
-
-  /** One page of references matching the query (newest first unless told), and how many match in all. */
-  list(q: ImageQuery, page: Page): { rows: ImageView[]; total: number } {
-    const conditions = imageConditions(q);
-    const { sql, args } = conditions;
-    const total = countImages(this.db, q, conditions);
-    const rows = this.db
-      .query<ImageView, typeof args>(`${IMAGE_VIEW_SQL} ${whereOf(sql)} ORDER BY ${ORDER_SQL[page.order ?? "newest"]} LIMIT ? OFFSET ?`)
-      .all(...args, page.limit, page.offset);
-    return { rows, total };
-  }
 
   /** A new lifetime counted from now (0 seconds = permanent). */
   setTtl(id: string, seconds: number, now = Date.now()): void {

@@ -12,6 +12,7 @@ import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
 import type { ImageOrder } from "../../images/repo";
+import { listUserImages } from "../../images/repos/user-list";
 import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
 import { audit } from "../../ops/audit";
@@ -140,7 +141,7 @@ export function lskyRoutes(app: AppContext) {
     return ok("上传成功", lskyUploaded(compatImage(app, view, origin(request)), digests));
   };
 
-  const list = (request: Request) => {
+  const list = async (request: Request) => {
     const t = tokenFrom(app, request);
     const query = new URL(request.url).searchParams;
     // PHP keeps the last of repeated query names.
@@ -151,10 +152,11 @@ export function lskyRoutes(app: AppContext) {
     const answer = (items: unknown[], total: number) => ok("success", lskyPage(items, total, page, PER_PAGE, path, query));
     // There are no albums: asking for one (Lsky's `(int) album_id` non-zero) gives its (empty) content, as for an empty album.
     if (phpIntIsNonZero(param("album_id"))) return answer([], 0);
-    const { rows, total } = app.images.list(
-      { userId: t.user.id, search: param("keyword") || undefined },
-      { limit: PER_PAGE, offset: Math.min((page - 1) * PER_PAGE, Number.MAX_SAFE_INTEGER), order: ORDERS.get(param("order") ?? "") ?? "newest" },
-    );
+    // In steps with turns of the loop between, from the user's own indexes (user-list.ts).
+    const { rows, total } = await listUserImages(app.db, t.user.id, param("keyword") || undefined, ORDERS.get(param("order") ?? "") ?? "newest", {
+      limit: PER_PAGE,
+      offset: Math.min((page - 1) * PER_PAGE, Number.MAX_SAFE_INTEGER),
+    });
     const base = origin(request);
     return answer(
       rows.map((v) => lskyListItem(compatImage(app, v, base))),

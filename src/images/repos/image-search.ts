@@ -24,14 +24,14 @@ import { type ImageListPage, listImages } from "./list";
  * letters outside ASCII that have case keep the one-statement list: the first costs a few ms, and
  * only FTS5 folds the case of the second (LIKE folds ASCII only, so the walk could not match it).
  */
-const SPARSE = 2_000;
+export const SPARSE = 2_000;
 const WALK_ROWS = 2_000;
 const COUNT_ROWS = 10_000;
 /** Above every `(created_at, rowid)`: where a walk without cursor starts. */
 const TOP: [string, number] = ["9999-12-31 23:59:59", Number.MAX_SAFE_INTEGER];
 
 /** A term LIKE matches exactly as the trigram index does: no letter outside ASCII that has case. */
-const likeMatchesAsFts = (term: string) => [...term].every((ch) => ch.charCodeAt(0) < 128 || ch.toLowerCase() === ch.toUpperCase());
+export const likeMatchesAsFts = (term: string) => [...term].every((ch) => ch.charCodeAt(0) < 128 || ch.toLowerCase() === ch.toUpperCase());
 
 /** Same format as list.ts's cursors ([created_at, rowid] as base64url JSON), so either list reads the other's. */
 function readCursor(text: string): [string, number] {
@@ -67,7 +67,7 @@ export async function searchImages(db: Database, filter: ImageQuery, paging: { p
 }
 
 /** How many names the FTS5 index matches, counting at most `limit` (a read of its doclist). */
-function ftsMatchesUpTo(db: Database, term: string, limit: number): number {
+export function ftsMatchesUpTo(db: Database, term: string, limit: number): number {
   return db
     .query<{ n: number }, [string, number]>("SELECT count(*) AS n FROM (SELECT rowid FROM images_fts WHERE images_fts MATCH ? LIMIT ?)")
     .get(ftsPhrase(term), limit)!.n;
@@ -118,7 +118,7 @@ async function walkPage(
 }
 
 /** The list views of `rowids`, in their order. */
-function viewsOf(db: Database, rowids: number[]): ImageView[] {
+export function viewsOf(db: Database, rowids: number[]): ImageView[] {
   if (!rowids.length) return [];
   const found = db
     .query<ImageView & { _rowid: number }, [string]>(
