@@ -37,6 +37,7 @@ export const SERIAL: Record<string, string> = {
   "test/http/hardening-body-cap.test.ts": "RSS growth while oversized bodies stream in",
   "test/http/chevereto-memory.test.ts": "peak RSS of 8 parallel 54 MB unauthenticated Chevereto urlencoded bodies",
   "test/scale/dedup-index.test.ts": "an idle dedup round under 100 ms",
+  "test/scale/dedup-burst.test.ts": "the longest event-loop pause of a dedup round over 600 near-identical blobs stays under an eighth of it",
   "test/scale/dedup-worker-scan.test.ts": "the longest event-loop pause of a dedup round over 250k indexed hashes stays under half the round",
   "test/scale/batch-delete-slices.test.ts": "the longest event-loop pause of a 100-image batch delete stays under a third of it",
   "test/scale/s3-delete-objects-slices.test.ts": "the longest event-loop pause of an S3 DeleteObjects of 1,000 keys stays under a third of it",

@@ -8,10 +8,12 @@
  * `fresh` it also reads the blobs new to the scan (ids in (after, upTo], and the waiting ids)
  * that are ready (not pending delete, a valid hash); these go after the indexed ones, and an
  * indexed blob that is also fresh (a revived one) counts as fresh only. The outer loop then
- * runs over the fresh blobs alone, so every pair that involves at least one of them is
- * emitted exactly once (fresh×indexed and fresh×fresh); without `fresh` every blob is outer
- * (the full rescan after a raised distance). Pairs come back as [blobA, blobB, distance, …]
- * with blobA < blobB, `batch` at a time, each batch computed when the main thread asks.
+ * runs over the fresh blobs alone, each in turn with the blobs before it (every indexed one and
+ * the fresh ones read before it), as the index path compares a round's blobs one after another;
+ * without `fresh` every blob is outer, in id order (the full rescan after a raised distance).
+ * Each outer blob keeps its `cap` nearest candidates within the distance (ties: the lower id;
+ * dedup-rescan.ts PAIRS_PER_BLOB). Pairs come back as [blobA, blobB, distance, …] with
+ * blobA < blobB, `batch` at a time, each batch computed when the main thread asks.
  *
  * Exact for every allowed distance d (0–64), by the generalised pigeonhole rule of multi-index
  * hashing: two hashes within d differ in at most ⌊d/7⌋ bits in at least one of the 7 chunks.
@@ -47,7 +49,7 @@ function masks(bits, radius) {
   for (let m = 0; m < 1 << bits; m++) if (popcount(m) <= radius) out.push(m);
   return out;
 }
-function* findPairs({ path, distance, batch, chunkBits, fresh }) {
+function* findPairs({ path, distance, batch, cap, chunkBits, fresh }) {
   const k = chunkBits.length;
   // Read row by row into small-integer arrays: a million BigInt row objects at once would not be.
   const idList = [], hiList = [], loList = [], chunkList = [];
@@ -100,16 +102,36 @@ function* findPairs({ path, distance, batch, chunkBits, fresh }) {
   const ids = Float64Array.from(idList), hi = Int32Array.from(hiList), lo = Int32Array.from(loList), chunks = Int32Array.from(chunkList);
   idList.length = hiList.length = loList.length = chunkList.length = 0;
   let out = [];
-  // j pairs with the outer i unless j is outer too and not after i (that pair is, or was, i's turn the other way).
-  const emit = (i, j, d) => (ids[i] < ids[j] ? out.push(ids[i], ids[j], d) : out.push(ids[j], ids[i], d));
+  // The outer i's candidates are the blobs before it (j < i); it keeps the cap nearest, sorted by (distance, id).
+  const bestD = new Int32Array(cap), bestJ = new Int32Array(cap);
+  let kept = 0;
+  const consider = (j, d) => {
+    const id = ids[j];
+    if (kept === cap && (d > bestD[cap - 1] || (d === bestD[cap - 1] && id > ids[bestJ[cap - 1]]))) return;
+    let p = kept < cap ? kept++ : cap - 1;
+    for (; p > 0 && (bestD[p - 1] > d || (bestD[p - 1] === d && ids[bestJ[p - 1]] > id)); p--) {
+      bestD[p] = bestD[p - 1];
+      bestJ[p] = bestJ[p - 1];
+    }
+    bestD[p] = d;
+    bestJ[p] = j;
+  };
+  const emit = (i) => {
+    for (let q = 0; q < kept; q++) {
+      const j = bestJ[q];
+      if (ids[i] < ids[j]) out.push(ids[i], ids[j], bestD[q]);
+      else out.push(ids[j], ids[i], bestD[q]);
+    }
+    kept = 0;
+  };
   const radius = Math.floor(distance / k);
   if (radius > 2) {
     for (let i = from; i < n; i++) {
-      for (let j = 0; j < n; j++) {
-        if (j >= from && j <= i) continue;
+      for (let j = 0; j < i; j++) {
         const d = popcount(hi[i] ^ hi[j]) + popcount(lo[i] ^ lo[j]);
-        if (d <= distance) emit(i, j, d);
+        if (d <= distance) consider(j, d);
       }
+      emit(i);
       if (out.length >= batch * 3) { yield out; out = []; }
     }
   } else {
@@ -131,13 +153,14 @@ function* findPairs({ path, distance, batch, chunkBits, fresh }) {
           const w = v ^ flip;
           for (let p = start[w]; p < start[w + 1]; p++) {
             const j = order[p];
-            if ((j >= from && j <= i) || seen[j] === i) continue;
+            if (j >= i || seen[j] === i) continue;
             seen[j] = i;
             const d = popcount(hi[i] ^ hi[j]) + popcount(lo[i] ^ lo[j]);
-            if (d <= distance) emit(i, j, d);
+            if (d <= distance) consider(j, d);
           }
         }
       }
+      emit(i);
       if (out.length >= batch * 3) { yield out; out = []; }
     }
   }

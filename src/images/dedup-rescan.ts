@@ -17,8 +17,18 @@ export class RescanStoppedError extends Error {
   }
 }
 
-/** Pairs handed over per message (the main thread stores each batch in one transaction). */
+/** Pairs handed over per message (the main thread stores each batch in ~10 ms slices, then asks for the next). */
 const PAIRS_PER_BATCH = 1000;
+
+/**
+ * Pairs a blob gets at its turn in a scan: the nearest PAIRS_PER_BLOB (ties: the lower blob id)
+ * of the blobs within the distance that were compared before it. A burst of 1,300 near-identical
+ * uploads otherwise stored ~350k pairs (every one with every other), a list nobody reviews and
+ * whose counting and paging slowed with it; with the cap such a cluster stays connected (each
+ * blob points at its nearest earlier ones) at ≤20 pairs a blob. The index path (dedup.ts) and
+ * the worker below apply the same rule.
+ */
+export const PAIRS_PER_BLOB = 20;
 
 /** The blobs new to an incremental round: ids in (after, upTo], and the waiting ids (at or below `after`). */
 export interface FreshBlobs {
@@ -37,15 +47,17 @@ export interface PairScan {
 }
 
 /**
- * Calls `onPairs` with [blobA, blobB, distance, …] (blobA < blobB), batch by batch, for every
- * pair within `distance`: of indexed, not pending-delete blobs; or, with `fresh`, every pair
- * that involves at least one ready fresh blob (fresh×indexed and fresh×fresh), each once.
- * Rejects when the worker fails or dies, or with RescanStoppedError when `signal` aborts.
+ * Calls `onPairs` with [blobA, blobB, distance, …] (blobA < blobB), batch by batch, for the pairs
+ * within `distance`, each blob in turn with its PAIRS_PER_BLOB nearest among the blobs before it:
+ * of indexed, not pending-delete blobs, in id order; or, with `fresh`, each ready fresh blob in
+ * the scan's order with the indexed blobs and the fresh ones before it. The next batch is asked
+ * for once `onPairs` (and the promise it returns) is done. Rejects when the worker fails or dies,
+ * or with RescanStoppedError when `signal` aborts.
  */
 export function pairsInWorker(
   dbPath: string,
   distance: number,
-  onPairs: (triples: number[]) => void,
+  onPairs: (triples: number[]) => void | Promise<void>,
   signal?: AbortSignal,
   fresh?: FreshBlobs,
 ): Promise<PairScan> {
@@ -65,17 +77,16 @@ export function pairsInWorker(
     worker.onmessage = (event: MessageEvent<{ type: string; pairs?: number[]; result?: PairScan; error?: string }>) => {
       const m = event.data;
       if (m.type === "pairs") {
-        try {
-          onPairs(m.pairs!);
-        } catch (err) {
-          settle(() => reject(err));
-          return;
-        }
-        worker.postMessage({ type: "next" });
+        Promise.resolve()
+          .then(() => onPairs(m.pairs!))
+          .then(
+            () => settled || worker.postMessage({ type: "next" }),
+            (err) => settle(() => reject(err)),
+          );
       } else if (m.type === "done") settle(() => resolve(m.result!));
       else settle(() => reject(new Error(m.error)));
     };
     onWorkerDeath(worker, (reason) => settle(() => reject(new Error(reason))));
-    worker.postMessage({ type: "start", path: dbPath, distance, batch: PAIRS_PER_BATCH, chunkBits: [...CHUNK_BITS], fresh });
+    worker.postMessage({ type: "start", path: dbPath, distance, batch: PAIRS_PER_BATCH, cap: PAIRS_PER_BLOB, chunkBits: [...CHUNK_BITS], fresh });
   });
 }

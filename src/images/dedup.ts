@@ -7,7 +7,8 @@ import { readMeta, writeMeta } from "../db/meta";
 import { sqlTime } from "../db/time";
 import { audit, type AuditActor } from "../ops/audit";
 import { scheduleBlobDelete } from "./delete";
-import { pairsInWorker, RescanStoppedError } from "./dedup-rescan";
+import { SLICE_MS, drainInSlices } from "../db/sliced";
+import { PAIRS_PER_BLOB, pairsInWorker, RescanStoppedError } from "./dedup-rescan";
 import { MIH_MAX_DISTANCE, PHASH_HEX, PhashIndex, phashToInt } from "./phash-index";
 import {
   anyReadyBetween,
@@ -26,8 +27,12 @@ import {
 
 /** `meta` row remembering how far the scan got, so each round only compares what is new. */
 const WATERMARK_KEY = "dedup_scan_watermark";
-/** New blobs indexed per transaction before yielding, so a first scan of a large library never stalls requests. */
-const SLICE = 100;
+/** New blobs read per statement (a slice compares as many of them as fit in its time). */
+const READ_BLOBS = 100;
+/** Fresh blobs a worker round indexes per statement group (7 index rows each); drainInSlices fits them to ~10 ms. */
+const INDEX_STEP = 10;
+/** Pairs stored per statement group of a worker batch; drainInSlices fits them to ~10 ms. */
+const STORE_STEP = 50;
 
 interface Watermark {
   /** Every blob with a higher id is new to the scan. */
@@ -65,13 +70,15 @@ type Candidate = ScanBlob;
 const ready = (b: Candidate) => !b.pending_delete && PHASH_HEX.test(b.phash);
 
 /**
- * One scan round, incremental (multi-index hashing, see phash-index.ts): each blob hashed
- * since the previous round, and each waiting one now ready, probes the index for blobs within
- * `dedup_phash_max_distance`, stores every pair not already known (in any state) as a pending
- * candidate with blob_a < blob_b, then joins the index. New blobs are taken a slice at a time
- * with a yield in between, and the watermark is saved after each slice, so a first scan of a
- * million blobs runs in small steps and resumes where it stopped. A round with nothing new
- * reads a few index rows and writes nothing. Above MIH_MAX_DISTANCE the index cannot answer,
+ * One scan round, incremental (multi-index hashing, see phash-index.ts): each waiting blob now
+ * ready, then each blob hashed since the previous round, in turn probes the index for blobs
+ * within `dedup_phash_max_distance`, stores its PAIRS_PER_BLOB nearest (ties: lower id) not
+ * already known (in any state) as pending candidates with blob_a < blob_b, then joins the index.
+ * Blobs are compared in time slices (~10 ms, commit included) with a turn of the loop between,
+ * and each slice saves the watermark with its pairs (the waiting blobs not reached yet stay
+ * waiting), so a burst of near-identical uploads or a first scan of a million blobs never holds
+ * the loop for long, and a stop resumes where it was without losing a pair. A round with nothing
+ * new reads a few index rows and writes nothing. Above MIH_MAX_DISTANCE the index cannot answer,
  * and the new blobs are compared in a worker instead (scanFreshInWorker).
  */
 export async function scanRound(app: AppContext): Promise<{ compared: number; found: number }> {
@@ -110,29 +117,58 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   const compare = (blob: Candidate) => {
     const hash = phashToInt(blob.phash);
     const now = sqlTime();
-    for (const n of index.near(hash, maxDistance, blob.id)) {
-      found += insertCandidate(app.db, Math.min(blob.id, n.blobId), Math.max(blob.id, n.blobId), n.distance, now);
-    }
+    const nearest = index
+      .near(hash, maxDistance, blob.id)
+      .sort((x, y) => x.distance - y.distance || x.blobId - y.blobId)
+      .slice(0, PAIRS_PER_BLOB);
+    for (const n of nearest) found += insertCandidate(app.db, Math.min(blob.id, n.blobId), Math.max(blob.id, n.blobId), n.distance, now);
     index.add(blob.id, hash);
     compared++;
   };
 
-  const waitingNow = mark.waiting.map((id) => scanBlob(app.db, id)).filter((b): b is Candidate => !!b && ready(b));
-  if (waitingNow.length) app.db.transaction(() => waitingNow.forEach(compare))();
-
+  // Waiting blobs first (in id order, as the worker reads them), then the new ones by id.
+  let waitingLeft = mark.waiting.slice();
   let after = mark.after;
-  let changed = waitingNow.length > 0;
-  for (;;) {
-    const slice = scanBlobsAfter(app.db, after, SLICE);
-    if (!slice.length) break;
+  let changed = false;
+  let commitMs = 0;
+  const signal = stopSignal(app);
+  for (let more = true; more; ) {
+    const started = performance.now();
+    let worked = 0;
+    let statementsDone = started;
     app.db.transaction(() => {
-      for (const blob of slice) if (ready(blob)) compare(blob);
-      after = slice.at(-1)!.id;
-      saveWatermark(app, { after, waiting: notReady(app, after), distance: maxDistance });
+      // The statements get what is left of the slice after the last commit's time.
+      const budget = Math.max(1, SLICE_MS - commitMs);
+      let fresh: ScanBlob[] = [];
+      while (worked === 0 || performance.now() - started < budget) {
+        if (waitingLeft.length) {
+          const blob = scanBlob(app.db, waitingLeft[0]!);
+          waitingLeft = waitingLeft.slice(1);
+          if (blob && ready(blob)) compare(blob);
+          worked++;
+          continue;
+        }
+        if (!fresh.length) fresh = scanBlobsAfter(app.db, after, READ_BLOBS);
+        const blob = fresh.shift();
+        if (!blob) {
+          more = false;
+          break;
+        }
+        if (ready(blob)) compare(blob);
+        after = blob.id;
+        worked++;
+      }
+      if (worked) saveWatermark(app, { after, waiting: [...new Set([...waitingLeft, ...notReady(app, after)])].sort((a, b) => a - b), distance: maxDistance });
+      statementsDone = performance.now();
     })();
-    changed = true;
-    if (slice.length < SLICE) break;
+    if (worked) changed = true;
+    commitMs = Math.min(SLICE_MS / 2, performance.now() - statementsDone);
+    if (!more) break;
     await Bun.sleep(1);
+    if (signal.aborted) {
+      app.log.info("服务正在停止，相似图片扫描将在下次启动后继续", { compared });
+      return { compared, found };
+    }
   }
   // Blobs compared earlier that went pending-delete wait again: if revived, they are compared anew.
   const waiting = notReady(app, after);
@@ -158,13 +194,21 @@ export function queueScanRound(app: AppContext): Promise<{ compared: number; fou
   return next;
 }
 
-/** Stores a batch of [blobA, blobB, distance, …] in one transaction; returns how many pairs were new. */
-function storePairs(app: AppContext, triples: number[]): number {
+/** Stores a batch of [blobA, blobB, distance, …] in ~10 ms transactions with a turn of the loop between; returns how many pairs were new. */
+async function storePairs(app: AppContext, triples: number[]): Promise<number> {
   const now = sqlTime();
   let found = 0;
-  app.db.transaction(() => {
-    for (let i = 0; i < triples.length; i += 3) found += insertCandidate(app.db, triples[i]!, triples[i + 1]!, triples[i + 2]!, now);
-  })();
+  let at = 0;
+  await drainInSlices(
+    app.db,
+    (limit) => {
+      const end = Math.min(triples.length, at + limit * 3);
+      const stored = (end - at) / 3;
+      for (; at < end; at += 3) found += insertCandidate(app.db, triples[at]!, triples[at + 1]!, triples[at + 2]!, now);
+      return stored;
+    },
+    STORE_STEP,
+  );
   return found;
 }
 
@@ -195,21 +239,32 @@ async function scanFreshInWorker(app: AppContext, mark: Watermark, maxDistance: 
   }
   let found = 0;
   const signal = stopSignal(app);
-  const scan = await pairsInWorker(app.db.filename, maxDistance, (triples) => (found += storePairs(app, triples)), signal, {
-    after: mark.after,
-    upTo,
-    waiting: mark.waiting,
-  });
-  for (let i = 0; i < scan.fresh.length; i += SLICE) {
-    app.db.transaction(() => {
-      for (const id of scan.fresh.slice(i, i + SLICE)) {
-        const blob = scanBlob(app.db, id);
-        if (blob && PHASH_HEX.test(blob.phash)) index.add(id, phashToInt(blob.phash));
-      }
-    })();
-    await Bun.sleep(1);
-    if (signal.aborted) throw new RescanStoppedError();
-  }
+  const scan = await pairsInWorker(
+    app.db.filename,
+    maxDistance,
+    async (triples) => {
+      found += await storePairs(app, triples);
+    },
+    signal,
+    {
+      after: mark.after,
+      upTo,
+      waiting: mark.waiting,
+    },
+  );
+  let at = 0;
+  const addToIndex = (limit: number) => {
+    const ids = scan.fresh.slice(at, at + limit);
+    at += ids.length;
+    for (const id of ids) {
+      const blob = scanBlob(app.db, id);
+      if (blob && PHASH_HEX.test(blob.phash)) index.add(id, phashToInt(blob.phash));
+    }
+    return ids.length;
+  };
+  // Stopped part way: the watermark did not move, so the next round compares them again (pairs and index rows are kept once).
+  await drainInSlices(app.db, addToIndex, INDEX_STEP, { stopped: () => signal.aborted });
+  if (signal.aborted) throw new RescanStoppedError();
   // Blobs not ready when the worker read them wait, even if they became ready since.
   const waiting = [...new Set([...notReady(app, upTo), ...scan.skipped])].sort((a, b) => a - b);
   saveWatermark(app, { after: upTo, waiting, distance: maxDistance });
@@ -217,13 +272,21 @@ async function scanFreshInWorker(app: AppContext, mark: Watermark, maxDistance: 
 }
 
 /**
- * Stores every pair of indexed blobs within `maxDistance` (dedup-rescan.ts computes them in a
- * worker); each batch of pairs is one small transaction. Returns how many pairs were new.
+ * Stores the pairs of indexed blobs within `maxDistance`, each blob (in id order) with its
+ * PAIRS_PER_BLOB nearest of the lower ids (dedup-rescan.ts computes them in a worker); each
+ * batch is stored in ~10 ms slices. Returns how many pairs were new.
  */
 async function rescanIndexed(app: AppContext, maxDistance: number): Promise<number> {
   app.log.info("相似判定阈值已调大，正在后台重新扫描已索引的图片", { distance: maxDistance });
   let found = 0;
-  const scan = await pairsInWorker(app.db.filename, maxDistance, (triples) => (found += storePairs(app, triples)), stopSignal(app));
+  const scan = await pairsInWorker(
+    app.db.filename,
+    maxDistance,
+    async (triples) => {
+      found += await storePairs(app, triples);
+    },
+    stopSignal(app),
+  );
   app.log.info("相似图片重新扫描完成", { distance: maxDistance, blobs: scan.blobs, found });
   return found;
 }

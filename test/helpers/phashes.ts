@@ -73,3 +73,31 @@ export function blobInserter(db: Database): (phash: string, pendingDelete?: numb
   );
   return (phash, pendingDelete = 0) => Number(insert.run(`sha-${crypto.randomUUID()}`, phash, pendingDelete).lastInsertRowid);
 }
+
+/**
+ * The pairs scans store with the per-blob cap (dedup-rescan.ts PAIRS_PER_BLOB), computed by
+ * brute force: `rounds` are the blobs in the order the scans compared them (round after round);
+ * each blob, at its turn, is paired with its `cap` nearest within `maxDistance` (ties: the lower
+ * id) of the blobs compared before it. A full rescan is one round of the indexed blobs in id order.
+ */
+export function cappedPairs(rounds: { id: number; phash: string }[][], maxDistance: number, cap = 20): string[] {
+  const pairs: string[] = [];
+  const before: ReturnType<typeof halves>[] = [];
+  for (const round of rounds) {
+    for (const blob of round) {
+      const a = halves(blob);
+      const near: { id: number; d: number }[] = [];
+      for (const b of before) {
+        const d = popcount32(a.hi ^ b.hi) + popcount32(a.lo ^ b.lo);
+        if (d <= maxDistance) near.push({ id: b.id, d });
+      }
+      near.sort((x, y) => x.d - y.d || x.id - y.id);
+      for (const n of near.slice(0, cap)) pairs.push(`${Math.min(a.id, n.id)}-${Math.max(a.id, n.id)}-${n.d}`);
+      before.push(a);
+    }
+  }
+  return pairs.sort();
+}
+
+/** The ready blobs in id order. */
+export const liveById = (db: Database) => liveBlobs(db).sort((a, b) => a.id - b.id);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { scanRound, stopRescans } from "../../src/images/dedup";
 import { hamming, phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
-import { bruteForce, population, rng } from "../helpers/phashes";
+import { bruteForce, cappedPairs, liveById, population, rng } from "../helpers/phashes";
 
 test("chunks cover all 64 bits: any two hashes within distance 6 share a chunk", () => {
   const random = rng(7);
@@ -82,7 +82,7 @@ test("the incremental index finds exactly the pairs a brute-force scan finds; an
   }
 }, 120_000);
 
-test("a raised distance rescans the indexed blobs in a worker: pairs equal brute force at every distance, a lowered one keeps pairs", async () => {
+test("a raised distance rescans the indexed blobs in a worker: pairs equal brute force (with the per-blob cap) at every distance, a lowered one keeps pairs", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-raise-"));
   const ctx = await openContext(dir);
   try {
@@ -108,37 +108,43 @@ test("a raised distance rescans the indexed blobs in a worker: pairs equal brute
 
     await scanRound(app);
     expect(stored()).toEqual(bruteForce(live(), 6));
-    // 7–20: the worker probes chunk neighbourhoods (radius 1–2); 21 and up: every pair.
+    // 7–20: the worker probes chunk neighbourhoods (radius 1–2); 21 and up: every pair. Each rescan adds, per blob,
+    // its 20 nearest among the lower ids (at 20 and 21 some blobs have more than 20 within the distance).
+    const union = (...lists: string[][]) => [...new Set(lists.flat())].sort();
     for (const d of [7, 13, 20, 21]) {
+      const previous = stored();
       setDistance(d);
       const t0 = performance.now();
       await scanRound(app);
       console.log(`rescan at distance ${d}: ${(performance.now() - t0).toFixed(0)} ms, ${stored().length} pairs`);
-      expect(stored()).toEqual(bruteForce(live(), d));
+      expect(stored()).toEqual(union(previous, cappedPairs([liveById(app.db)], d)));
     }
+    expect(bruteForce(live(), 21).length).toBeGreaterThan(cappedPairs([liveById(app.db)], 21).length);
     // Lowered: pairs already listed stay; blobs scanned from now on are paired within the new distance only.
     setDistance(5);
     const before = stored();
-    const oldIds = new Set(live().map((b) => b.id));
-    for (const h of population(150, random)) add(h);
+    const old = liveById(app.db);
+    const fresh: { id: number; phash: string }[] = [];
+    for (const phash of population(150, random)) fresh.push({ id: add(phash), phash });
     await scanRound(app);
     const involvesNew = (p: string) =>
       p
         .split("-")
         .slice(0, 2)
-        .some((id) => !oldIds.has(Number(id)));
-    expect(stored()).toEqual([...before, ...bruteForce(live(), 5).filter(involvesNew)].sort());
+        .some((id) => fresh.some((f) => f.id === Number(id)));
+    expect(stored()).toEqual(union(before, cappedPairs([old, fresh], 5).filter(involvesNew)));
     // Raised again: what was scanned at 5 meanwhile is rescanned too.
+    const beforeRaise = stored();
     setDistance(9);
     await scanRound(app);
-    expect(stored()).toEqual([...new Set([...before, ...bruteForce(live(), 9)])].sort());
+    expect(stored()).toEqual(union(beforeRaise, cappedPairs([liveById(app.db)], 9)));
   } finally {
     ctx.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }, 120_000);
 
-test("the rescan is exact up to the largest allowed distance (64: every pair)", async () => {
+test("the rescan is exact up to the largest allowed distance (64: every pair, each blob's 20 nearest kept)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-64-"));
   const ctx = await openContext(dir);
   try {
@@ -150,14 +156,18 @@ test("the rescan is exact up to the largest allowed distance (64: every pair)", 
     const hashes = population(60, rng(64));
     for (const [i, h] of hashes.entries()) insert.run(`sha-${i}`, h);
     await scanRound(app);
-    const blobs = app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs").all();
+    const blobs = app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs ORDER BY id").all();
+    let expected = bruteForce(blobs, 6);
     for (const d of [35, 64]) {
       app.settings.update({ dedup_phash_max_distance: d });
       await scanRound(app);
       const stored = app.db.query<{ p: string }, []>("SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates").all();
-      expect(stored.map((r) => r.p).sort()).toEqual(bruteForce(blobs, d));
+      expected = [...new Set([...expected, ...cappedPairs([blobs], d)])].sort();
+      expect(stored.map((r) => r.p).sort()).toEqual(expected);
     }
     expect(bruteForce(blobs, 64)).toHaveLength((60 * 59) / 2);
+    // At 64 every blob is within reach of every other: blob k (from 0) gets min(k, 20) pairs.
+    expect(cappedPairs([blobs], 64)).toHaveLength((20 * 19) / 2 + 40 * 20);
   } finally {
     ctx.close();
     rmSync(dir, { recursive: true, force: true });
@@ -173,12 +183,12 @@ test("a stop ends a long rescan at once; the next round after a start does it ag
        VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, '2026-01-01 00:00:00')`,
     );
     ctx.app.db.transaction(() => {
-      for (const [i, h] of population(4000, rng(5)).entries()) insert.run(`sha-${i}`, h);
+      for (const [i, h] of population(10_000, rng(5)).entries()) insert.run(`sha-${i}`, h);
     })();
     await scanRound(ctx.app);
     const pairs = () => ctx.app.db.query<{ n: number }, []>("SELECT count(*) AS n FROM dedup_candidates").get()!.n;
     const atSix = pairs();
-    // Distance 40 pairs nearly all of the 8 million pairs: a rescan far longer than this test.
+    // Distance 40 is within reach of nearly all of the 50 million pairs: 200k pairs kept (20 a blob), a rescan far longer than this test.
     ctx.app.settings.update({ dedup_phash_max_distance: 40 });
     const round = scanRound(ctx.app);
     await Bun.sleep(500);

@@ -117,7 +117,13 @@ export const SETTING_GROUPS: SettingGroup[] = [
       int("cold_cleanup_days", "冷图判定", dur("days"), "天", "超过这么久未被访问进入待清理列表；0 表示关闭"),
       int("activity_flush_seconds", "访问统计写入间隔", dur("seconds", 1), "秒"),
       int("dedup_scan_seconds", "相似图片扫描间隔", dur("seconds", 1), "秒"),
-      int("dedup_phash_max_distance", "相似判定阈值", r(0, 64), "位", "感知哈希的汉明距离，越小越严格；调大后会在后台重新扫描已有图片，调小时已列出的候选保留"),
+      int(
+        "dedup_phash_max_distance",
+        "相似判定阈值",
+        r(0, 64),
+        "位",
+        "感知哈希的汉明距离，越小越严格；调大后会在后台重新扫描已有图片，调小时已列出的候选保留；每张图片最多与此前扫描过的最接近的 20 张组成候选",
+      ),
     ],
   },
   {
