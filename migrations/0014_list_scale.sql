@@ -24,3 +24,7 @@ END;
 -- the owner's whole images_user index looking for the token's few rows.
 DROP INDEX images_token;
 CREATE INDEX images_token ON images(token_id, created_at) WHERE token_id IS NOT NULL;
+
+-- A keyword in one user's list counts the user's own names: with the names in an index of their
+-- own, a count over 141k of them is index-only (~20 ms in steps) instead of a table read per row (~80 ms).
+CREATE INDEX images_user_name ON images(user_id, file_name);
