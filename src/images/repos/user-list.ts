@@ -90,9 +90,13 @@ export async function listUserImages(
   const viaDoclist = long ? await countThroughDoclist(db, userId, keyword, slicer) : undefined;
   const { total, hits } = viaDoclist !== undefined ? { total: viaDoclist, hits: null } : await countOwnNames(db, userId, keyword, slicer);
   if (page.offset >= total) return { rows: [], total };
-  // Few matches: the count found them all; many: the first pages are near, the walk finds them.
-  const rowids = hits ? ordered(db, hits, walk).slice(page.offset, page.offset + page.limit) : await walkMatches(db, userId, keyword, walk, page, slicer);
-  return { rows: viewsOf(db, rowids), total };
+  // Few matches: the count found them all. Many: the walk finds the page, from the nearer end.
+  if (hits) return { rows: viewsOf(db, ordered(db, hits, walk).slice(page.offset, page.offset + page.limit)), total };
+  const take = Math.min(page.limit, total - page.offset);
+  const fromEnd = page.offset > total / 2;
+  const skip = fromEnd ? total - page.offset - take : page.offset;
+  const rowids = await walkMatches(db, userId, keyword, fromEnd ? reverse(walk) : walk, { offset: skip, limit: take }, slicer);
+  return { rows: viewsOf(db, fromEnd ? rowids.reverse() : rowids), total };
 }
 
 /** The rowids of entries skip … skip+take of the walk, from the index alone: HOP entries per step to the page, then the page. */
