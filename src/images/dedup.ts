@@ -117,11 +117,8 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
   const compare = (blob: Candidate) => {
     const hash = phashToInt(blob.phash);
     const now = sqlTime();
-    const nearest = index
-      .near(hash, maxDistance, blob.id)
-      .sort((x, y) => x.distance - y.distance || x.blobId - y.blobId)
-      .slice(0, PAIRS_PER_BLOB);
-    for (const n of nearest) found += insertCandidate(app.db, Math.min(blob.id, n.blobId), Math.max(blob.id, n.blobId), n.distance, now);
+    for (const n of index.near(hash, maxDistance, blob.id, PAIRS_PER_BLOB))
+      found += insertCandidate(app.db, Math.min(blob.id, n.blobId), Math.max(blob.id, n.blobId), n.distance, now);
     index.add(blob.id, hash);
     compared++;
   };

@@ -59,24 +59,32 @@ export class PhashIndex {
   }
 
   /**
-   * Indexed blobs within `maxDistance` of `hash` (other than `self`): 7 index probes. The index
-   * cannot answer a larger distance than MIH_MAX_DISTANCE (that would compare every hash on
-   * the caller's thread); dedup.ts compares those in a worker (dedup-rescan.ts).
+   * The `limit` indexed blobs nearest to `hash` within `maxDistance` (other than `self`, and not
+   * waiting for their physical delete), nearest first (ties: the lower id): 7 index probes, then
+   * a pending-delete check for the nearest rows only. The index cannot answer a larger distance
+   * than MIH_MAX_DISTANCE (that would compare every hash on the caller's thread); dedup.ts
+   * compares those in a worker (dedup-rescan.ts).
    */
-  near(hash: bigint, maxDistance: number, self: number): Neighbour[] {
+  near(hash: bigint, maxDistance: number, self: number, limit = Number.POSITIVE_INFINITY): Neighbour[] {
     if (maxDistance > MIH_MAX_DISTANCE) throw new RangeError(`PhashIndex.near answers distances up to ${MIH_MAX_DISTANCE}, not ${maxDistance}`);
     const seen = new Set<number>([self]);
-    const out: Neighbour[] = [];
+    const within: Neighbour[] = [];
     const consider = (row: PhashRow) => {
       const blobId = Number(row.blob_id);
       if (seen.has(blobId)) return;
       seen.add(blobId);
       const distance = hamming(hash, row.hash);
-      if (distance <= maxDistance) out.push({ blobId, distance });
+      if (distance <= maxDistance) within.push({ blobId, distance });
     };
     phashChunks(hash).forEach((value, chunk) => {
       for (const row of this.sql.probe.iterate(chunk, value)) consider(row);
     });
+    within.sort((a, b) => a.distance - b.distance || a.blobId - b.blobId);
+    const out: Neighbour[] = [];
+    for (const n of within) {
+      if (out.length >= limit) break;
+      if (!this.sql.pendingDelete.get(n.blobId)) out.push(n);
+    }
     return out;
   }
 }
