@@ -61,6 +61,32 @@ export function countImages(db: Database, q: ImageQuery, conditions: ReturnType<
   if (noOtherFilter && !q.exempt) return q.userId === undefined ? libraryUsage(db).images : userUsage(db, q.userId).images;
   // Everyone's exempt images: the counter of migration 0011 (with an owner, their partial index).
   if (noOtherFilter && q.userId === undefined) return cleanupCounts(db).exempt;
+  if (!q.search && q.tokenId === undefined && !q.exempt) {
+    const byComplement = dateRangeCount(db, q);
+    if (byComplement !== undefined) return byComplement;
+  }
   const { sql, args } = conditions;
   return db.query<{ n: number }, typeof args>(`SELECT COUNT(*) AS n FROM images i ${whereOf(sql)}`).get(...args)!.n;
+}
+
+/**
+ * A date range (with or without an owner) counted as the rollup minus the rows outside it, when
+ * those are at most half: a range covering (nearly) everything no longer counts a million index
+ * entries (75 ms, audit 10 LOW); undefined when the range holds the fewer rows, which the caller
+ * counts directly. Either way at most about half of the index is read.
+ */
+function dateRangeCount(db: Database, q: ImageQuery): number | undefined {
+  if (q.since && q.until && q.since >= q.until) return 0; // empty (would fall back to a cheap direct count anyway)
+  const all = q.userId === undefined ? libraryUsage(db).images : userUsage(db, q.userId).images;
+  const owner = q.userId === undefined ? "" : "i.user_id = ? AND ";
+  const ownerArgs = q.userId === undefined ? [] : [q.userId];
+  const half = Math.floor(all / 2) + 1;
+  const upTo = (cond: string, value: string, limit: number) =>
+    db
+      .query<{ n: number }, (string | number)[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM images i WHERE ${owner}${cond} LIMIT ?)`)
+      .get(...ownerArgs, value, limit)!.n;
+  let outside = 0;
+  if (q.since) outside += upTo("i.created_at < ?", q.since, half);
+  if (q.until && outside < half) outside += upTo("i.created_at >= ?", q.until, half - outside);
+  return outside < half ? all - outside : undefined;
 }
