@@ -107,6 +107,8 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
   const insertReplica = db.query("INSERT INTO blob_channels (blob_id, channel_id, state, updated_at) VALUES (?, ?, 'done', ?)");
   const insertChunk = db.query("INSERT OR IGNORE INTO phash_index (chunk, value, blob_id, hash) VALUES (?, ?, ?, ?)");
   const hashes: string[] = [];
+  // Each image carries its blob's size (migration 0014; its trigger is set aside with the others).
+  const blobSizes = new Int32Array(blobCount + 1);
   const BATCH = 20_000;
   for (let start = 1; start <= blobCount; start += BATCH) {
     db.transaction(() => {
@@ -128,6 +130,7 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
         const key = storageKeyFor(sha, "jpg");
         const size = realBytes?.length ?? 30_000 + Math.floor(random() * 400_000);
         const createdAt = sqlTime(now - span + (span * (id - 1)) / blobCount);
+        blobSizes[id] = size;
         insertBlob.run(id, sha, phash, key, size, realBytes ? 320 : 1024, realBytes ? 240 : 768, refs[id]!, createdAt);
         insertReplica.run(id, channelId, createdAt);
         const hash = phashToInt(phash);
@@ -147,8 +150,8 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
   );
 
   const insertImage = db.query(
-    `INSERT INTO images (id, blob_id, user_id, file_name, expire_at, ttl_seconds, last_public_access_at, access_count, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO images (id, blob_id, user_id, file_name, expire_at, ttl_seconds, last_public_access_at, access_count, created_at, blob_size)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const ids = new Set<string>();
   for (let start = 0; start < imageCount; start += BATCH) {
@@ -174,6 +177,7 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
           lastAccess,
           accesses,
           sqlTime(createdMs),
+          blobSizes[blobOfImage[i]!]!,
         );
       }
     })();
