@@ -107,7 +107,7 @@ export async function seedLibrary(dataDir: string, imageCount: number, progress:
   const insertReplica = db.query("INSERT INTO blob_channels (blob_id, channel_id, state, updated_at) VALUES (?, ?, 'done', ?)");
   const insertChunk = db.query("INSERT OR IGNORE INTO phash_index (chunk, value, blob_id, hash) VALUES (?, ?, ?, ?)");
   const hashes: string[] = [];
-  // Each image carries its blob's size (migration 0014; its trigger is set aside with the others).
+  // Each image carries its blob's size (migration 0013; its trigger is set aside with the others).
   const blobSizes = new Int32Array(blobCount + 1);
   const BATCH = 20_000;
   for (let start = 1; start <= blobCount; start += BATCH) {

@@ -11,8 +11,8 @@ import m0008 from "../../migrations/0008_search_backlog.sql" with { type: "text"
 import m0009 from "../../migrations/0009_top_images_partial.sql" with { type: "text" };
 import m0010 from "../../migrations/0010_blobs_storage_key_by_sha.sql" with { type: "text" };
 import m0011 from "../../migrations/0011_review_lists.sql" with { type: "text" };
-import m0013 from "../../migrations/0013_dedup_audit_scale.sql" with { type: "text" };
-import m0014 from "../../migrations/0014_list_scale.sql" with { type: "text" };
+import m0012 from "../../migrations/0012_dedup_audit_scale.sql" with { type: "text" };
+import m0013 from "../../migrations/0013_list_scale.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -32,6 +32,6 @@ export const MIGRATIONS: Migration[] = [
   { version: 9, name: "0009_top_images_partial.sql", sql: m0009 },
   { version: 10, name: "0010_blobs_storage_key_by_sha.sql", sql: m0010 },
   { version: 11, name: "0011_review_lists.sql", sql: m0011 },
-  { version: 13, name: "0013_dedup_audit_scale.sql", sql: m0013 },
-  { version: 14, name: "0014_list_scale.sql", sql: m0014 },
+  { version: 12, name: "0012_dedup_audit_scale.sql", sql: m0012 },
+  { version: 13, name: "0013_list_scale.sql", sql: m0013 },
 ];

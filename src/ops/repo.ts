@@ -60,7 +60,7 @@ export function listAlerts(db: Database, page: Page): { items: unknown[]; total:
 
 /**
  * Audit entries matching the query, newest first (ties by id). Each exact filter has an index
- * ending in created_at (migration 0013), so the page and its COUNT walk one index range.
+ * ending in created_at (migration 0012), so the page and its COUNT walk one index range.
  */
 export function listAudit(db: Database, q: AuditQuery, page: Page): { items: Record<string, unknown>[]; total: number } {
   const where: string[] = [];

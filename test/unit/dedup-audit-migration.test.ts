@@ -6,14 +6,14 @@ import { MIGRATIONS } from "../../src/db/migrations";
 import { migrate, openDatabase } from "../../src/db/open";
 
 /**
- * Migration 0013: pending similar-image pairs beyond the 20 nearest of their later blob are
+ * Migration 0012: pending similar-image pairs beyond the 20 nearest of their later blob are
  * dropped (the cap the scan now applies); decided pairs and other blobs' pairs stay.
  */
 test("pending pairs beyond each blob's 20 nearest are dropped; decided ones stay", () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-mig13-"));
   try {
     const db = openDatabase(join(dir, "kura.db"));
-    const index = MIGRATIONS.findIndex((m) => m.name === "0013_dedup_audit_scale.sql");
+    const index = MIGRATIONS.findIndex((m) => m.name === "0012_dedup_audit_scale.sql");
     migrate(db, MIGRATIONS.slice(0, index));
     const blob = db.query(
       "INSERT INTO blobs (sha256, storage_key, mime, size, width, height, ref_count, created_at) VALUES (?, 'k', 'image/jpeg', 1, 1, 1, 1, '2025-01-01')",

@@ -6,14 +6,14 @@ import { MIGRATIONS } from "../../src/db/migrations";
 import { migrate, openDatabase } from "../../src/db/open";
 
 /**
- * Migration 0014: every image carries its blob's size (the Lsky list's size orders walk
+ * Migration 0013: every image carries its blob's size (the Lsky list's size orders walk
  * images_user_size), filled in for existing rows and kept in step by its triggers.
  */
 test("images.blob_size is backfilled and follows inserts, merges and size corrections", () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-mig14-"));
   try {
     const db = openDatabase(join(dir, "kura.db"));
-    const index = MIGRATIONS.findIndex((m) => m.name === "0014_list_scale.sql");
+    const index = MIGRATIONS.findIndex((m) => m.name === "0013_list_scale.sql");
     migrate(db, MIGRATIONS.slice(0, index));
     db.exec("INSERT INTO users (id, name, role, password_hash, created_at) VALUES ('u', 'u', 'user', 'x', '2025-01-01 00:00:00')");
     const blob = db.query(

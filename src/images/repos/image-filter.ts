@@ -24,7 +24,7 @@ export function imageConditions(q: ImageQuery): { sql: string[]; args: (string |
   const sql: string[] = [];
   const args: (string | number)[] = [];
   if (q.userId !== undefined) {
-    // With a token, its (token_id, created_at) index (migration 0014) serves the list: the unary +
+    // With a token, its (token_id, created_at) index (migration 0013) serves the list: the unary +
     // keeps the planner off the owner's index, which it would walk whole for a token's few rows.
     sql.push(q.tokenId !== undefined ? "+i.user_id = ?" : "i.user_id = ?");
     args.push(q.userId);

@@ -21,8 +21,9 @@ export interface NewImageRow {
 
 export function insertImageRow(db: Database, row: NewImageRow): void {
   db.query(
-    `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    // blob_size (migration 0013) from the blob's row, which the upload has just read or written.
+    `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at, blob_size)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT size FROM blobs WHERE id = ?2))`,
   ).run(row.id, row.blobId, row.userId, row.tokenId, row.fileName, row.objectKey, row.expireAt, row.ttlSeconds, row.createdAt);
 }
 

@@ -12,7 +12,7 @@ import { ftsMatchesUpTo, likeMatchesAsFts, Slicer, SPARSE, viewsOf } from "./ima
  * library before keeping the user's (0.3–2.1 s, a user with one image included). Here:
  *
  * - every order walks an index of the user's rows: (user_id, created_at, rowid) or
- *   (user_id, blob_size, rowid) (migration 0014), index-only, HOP entries per step to reach a deep
+ *   (user_id, blob_size, rowid) (migration 0013), index-only, HOP entries per step to reach a deep
  *   page, from whichever end of the list is nearer; the total is the usage rollup, so a page past
  *   the end answers at once;
  * - a keyword with at most SPARSE matches in the library (most: a name, a date) takes those
@@ -157,7 +157,7 @@ async function walkMatches(db: Database, userId: string, keyword: string, w: Wal
 
 /**
  * The user's matches counted over their own names, in the (user_id, file_name) index alone
- * (migration 0014), NAME_ROWS per step; the matches' rowids too while there are at most SPARSE.
+ * (migration 0013), NAME_ROWS per step; the matches' rowids too while there are at most SPARSE.
  */
 async function countOwnNames(db: Database, userId: string, keyword: string, slicer: Slicer): Promise<{ total: number; hits: number[] | null }> {
   const w: Walk = { col: "file_name", desc: false };

@@ -9,7 +9,9 @@ ALTER TABLE images ADD COLUMN blob_size INTEGER NOT NULL DEFAULT 0;
 UPDATE images SET blob_size = (SELECT size FROM blobs WHERE id = images.blob_id);
 CREATE INDEX images_user_size ON images(user_id, blob_size);
 
-CREATE TRIGGER images_blob_size_insert AFTER INSERT ON images BEGIN
+-- The upload's own INSERT sets blob_size (repos/references.ts), so this trigger's UPDATE, a
+-- second write of the new row and its size index entry, runs only for rows inserted without it.
+CREATE TRIGGER images_blob_size_insert AFTER INSERT ON images WHEN NEW.blob_size = 0 BEGIN
   UPDATE images SET blob_size = (SELECT size FROM blobs WHERE id = NEW.blob_id) WHERE rowid = NEW.rowid;
 END;
 CREATE TRIGGER images_blob_size_move AFTER UPDATE OF blob_id ON images WHEN OLD.blob_id != NEW.blob_id BEGIN
