@@ -45,6 +45,7 @@ export const SERIAL: Record<string, string> = {
   "test/scale/user-list.test.ts": "the longest event-loop pause of a Lsky keyword walk over a 150k-image user stays under a third of it",
   "test/scale/cold-rejudge.test.ts": "the longest event-loop pause while 10k images are re-judged cold stays under a fifteenth of the run",
   "test/scale/audit-log-scale.test.ts": "the longest event-loop pause while 200k expired audit entries are pruned stays under a third of it",
+  "test/scale/wal-bulk-yield.test.ts": "the longest event-loop pause while ~195 MiB of WAL is written in slices stays under a tenth of the drain",
   "test/scale/delete-retime.test.ts": "the longest event-loop pause while 40k pending deletes are re-timed stays under half the run",
   "test/unit/s3-xml-reader.test.ts": "1 MiB of hostile XML parsed under 100 ms",
   "test/s3/hardening.test.ts": "hostile DeleteObjects bodies refused under 100 ms over HTTP",

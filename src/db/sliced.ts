@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { yieldToCheckpointer } from "./checkpointer";
 
 /** How long one slice may hold the event loop (and the write lock) before it yields. */
 export const SLICE_MS = 10;
@@ -13,7 +14,9 @@ export const SLICE_MS = 10;
  * loop 30-170 ms. A step must be small (`limit` rows of indexed work): the longest pause is about
  * one slice, whatever the number of rows to change in all. Each slice commits, so work cut short
  * by a stop keeps what was done. `stopped()` ends the drain between slices. Returns the rows
- * changed in all.
+ * changed in all. A drain is a background bulk writer: when the WAL is long and due to start over,
+ * a slice first waits (bounded) for the checkpointer's worker to copy it (src/db/checkpointer.ts),
+ * so the loop does not have to finish the copy and fsync the database file itself.
  */
 export async function drainInSlices(
   db: Database,
@@ -27,6 +30,11 @@ export async function drainInSlices(
   for (;;) {
     // Checked before each slice (so also after each yield): a drain made stale by newer work ends.
     if (opts.stopped?.()) return total;
+    const turn = yieldToCheckpointer(db);
+    if (turn) {
+      await turn; // then `stopped()` again: the wait may have been long
+      continue;
+    }
     const started = performance.now();
     const done = db.transaction(() => {
       for (let i = 0; i < steps; i++) {
