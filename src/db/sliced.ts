@@ -51,3 +51,20 @@ export async function drainInSlices(
     await Bun.sleep(1);
   }
 }
+
+/**
+ * Yields the loop once the work since the last yield ran for `sliceMs`: for walks of small
+ * synchronous steps that are not one transaction each (a search's index walk, a batch of
+ * deletes, an S3 listing's probes). Call `step()` before each unit of work.
+ */
+export class Slicer {
+  private started = performance.now();
+
+  constructor(private readonly sliceMs = SLICE_MS) {}
+
+  async step(): Promise<void> {
+    if (performance.now() - this.started < this.sliceMs) return;
+    await Bun.sleep(1);
+    this.started = performance.now();
+  }
+}

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context";
-import { SLICE_MS } from "../db/sliced";
+import { SLICE_MS, Slicer } from "../db/sliced";
 import { deleteReference } from "./delete";
 
 export interface BatchDeleteResult {
@@ -25,12 +25,9 @@ export async function deleteImagesInSlices(
 ): Promise<BatchDeleteResult> {
   let deleted = 0;
   const failed: BatchDeleteResult["failed"] = [];
-  let sliceStarted = performance.now();
+  const slicer = new Slicer(sliceMs);
   for (const id of ids) {
-    if (performance.now() - sliceStarted >= sliceMs) {
-      await Bun.sleep(1);
-      sliceStarted = performance.now();
-    }
+    await slicer.step();
     try {
       // Seen again after each yield: an image deleted meanwhile is reported, not deleted twice.
       if (visible(id) && deleteReference(app, id)) {

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { SLICE_MS } from "../../db/sliced";
+import { Slicer } from "../../db/sliced";
 import { Invalid } from "../../errors";
 import { IMAGE_VIEW_SQL, type ImageView } from "../repo";
 import { FTS_MIN_CHARS, ftsPhrase, likeSubstring } from "./file-name-index";
@@ -44,16 +44,6 @@ function readCursor(text: string): [string, number] {
   throw new Invalid("参数 cursor 无效");
 }
 const writeCursor = (createdAt: string, rowid: number) => Buffer.from(JSON.stringify([createdAt, rowid])).toString("base64url");
-
-/** Yields the loop once the work since the last yield ran for SLICE_MS. */
-export class Slicer {
-  private started = performance.now();
-  async step(): Promise<void> {
-    if (performance.now() - this.started < SLICE_MS) return;
-    await Bun.sleep(1);
-    this.started = performance.now();
-  }
-}
 
 export async function searchImages(db: Database, filter: ImageQuery, paging: { pageSize: number; offset: number; cursor?: string }): Promise<ImageListPage> {
   const term = filter.search!;

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { Invalid } from "../../errors";
+import { decodeCursor, encodeCursor } from "./cursor";
 import { IMAGE_VIEW_SQL, type ImageView } from "../repo";
 import { countImages, imageConditions, whereOf, type ImageQuery } from "./image-filter";
 
@@ -18,29 +18,6 @@ export interface ImageListPage {
  * Where a keyset page ends: the sort key of its last row (upload time here; the review lists
  * use the cold age or the pair distance) and its rowid as the tie-break.
  */
-export interface Position<K extends string | number = string> {
-  key: K;
-  rowid: number;
-}
-
-export function encodeCursor(p: Position<string | number>): string {
-  return Buffer.from(JSON.stringify([p.key, p.rowid])).toString("base64url");
-}
-
-/** `kind` is the sort key's type in this list: a cursor of another list (or damaged) is a 400. */
-export function decodeCursor(text: string): Position;
-export function decodeCursor(text: string, kind: "number"): Position<number>;
-export function decodeCursor(text: string, kind: "string" | "number" = "string"): Position<string | number> {
-  try {
-    const [key, rowid] = JSON.parse(Buffer.from(text, "base64url").toString()) as unknown[];
-    const keyOk = kind === "string" ? typeof key === "string" : Number.isSafeInteger(key);
-    if (keyOk && Number.isSafeInteger(rowid)) return { key: key as string | number, rowid: rowid as number };
-  } catch {
-    // falls through to the refusal
-  }
-  throw new Invalid("参数 cursor 无效");
-}
-
 export function listImages(db: Database, filter: ImageQuery, paging: { pageSize: number; offset: number; cursor?: string }): ImageListPage {
   const conditions = imageConditions(filter);
   const { sql, args } = conditions;

@@ -3,8 +3,8 @@
  * on the cleanup list. Decisions themselves (merge, dismiss) are in ../dedup.ts.
  */
 import type { Database } from "bun:sqlite";
-import { Slicer } from "./image-search";
-import { decodeCursor, encodeCursor, type Position } from "./list";
+import { Slicer } from "../../db/sliced";
+import { decodeCursor, encodeCursor, type Position } from "./cursor";
 
 /**
  * FROM/WHERE of the pairs that can still be merged: both blobs live and referenced. A pair

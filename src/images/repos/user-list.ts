@@ -2,7 +2,8 @@ import type { Database } from "bun:sqlite";
 import { userUsage } from "../../ops/repos/usage";
 import type { ImageOrder, ImageView } from "../repo";
 import { FTS_MIN_CHARS, ftsPhrase, likeSubstring } from "./file-name-index";
-import { ftsMatchesUpTo, likeMatchesAsFts, Slicer, SPARSE, viewsOf } from "./image-search";
+import { Slicer } from "../../db/sliced";
+import { ftsMatchesUpTo, likeMatchesAsFts, SPARSE, viewsOf } from "./image-search";
 
 /**
  * One user's images in one of four orders, paged by number, with an optional file-name keyword:

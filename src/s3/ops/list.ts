@@ -4,7 +4,7 @@
  * delimiter grouping into CommonPrefixes.
  */
 import type { AppContext } from "../../context";
-import { SLICE_MS } from "../../db/sliced";
+import { SLICE_MS, Slicer } from "../../db/sliced";
 import { parseSqlTime } from "../../db/time";
 import { S3Error } from "../errors";
 import { listingEtag } from "../md5-backfill";
@@ -91,14 +91,11 @@ export async function listKeys(
   // "while IsTruncated" loop ends instead of asking again without a token.
   if (opts.maxKeys <= 0) return page;
   const sliceMs = opts.sliceMs ?? SLICE_MS;
-  let sliceStarted = performance.now();
+  const slicer = new Slicer(sliceMs);
   let from = opts.from;
   let batch = opts.delimiter ? FIRST_PROBE : PAGE;
   while (from !== undefined) {
-    if (performance.now() - sliceStarted >= sliceMs) {
-      await Bun.sleep(1);
-      sliceStarted = performance.now();
-    }
+    await slicer.step();
     // One row more than the page still has room for: that row only tells whether it is truncated.
     const limit = Math.min(batch, opts.maxKeys - page.contents.length - page.prefixes.length + 1);
     const rows = objectsFrom(app, userId, from, limit);

@@ -4,7 +4,7 @@
  */
 import { basename } from "node:path";
 import type { AppContext } from "../../context";
-import { SLICE_MS } from "../../db/sliced";
+import { SLICE_MS, Slicer } from "../../db/sliced";
 import { parseSqlTime } from "../../db/time";
 import { HEAD_LENGTH_HEADER } from "../../delivery/serve-image";
 import { deleteReference } from "../../images/delete";
@@ -237,12 +237,9 @@ export async function deleteKeys(
   sliceMs = SLICE_MS,
 ): Promise<(Xml | undefined)[]> {
   const results: (Xml | undefined)[] = [];
-  let sliceStarted = performance.now();
+  const slicer = new Slicer(sliceMs);
   for (const key of keys) {
-    if (performance.now() - sliceStarted >= sliceMs) {
-      await Bun.sleep(1);
-      sliceStarted = performance.now();
-    }
+    await slicer.step();
     try {
       removeKey(app, req, key);
       results.push(quiet ? undefined : el("Deleted", el("Key", key)));
