@@ -49,7 +49,7 @@ function masks(bits, radius) {
   for (let m = 0; m < 1 << bits; m++) if (popcount(m) <= radius) out.push(m);
   return out;
 }
-function* findPairs({ path, distance, batch, cap, chunkBits, fresh }) {
+function* findPairs({ path, distance, batch, cap, chunkBits, fresh, sql }) {
   const k = chunkBits.length;
   // Read row by row into small-integer arrays: a million BigInt row objects at once would not be.
   const idList = [], hiList = [], loList = [], chunkList = [];
@@ -78,13 +78,13 @@ function* findPairs({ path, distance, batch, cap, chunkBits, fresh }) {
           freshHex.push(row.phash);
         } else if (row.phash === "" || row.pending_delete !== 0) skipped.push(row.id); // may become ready
       };
-      const waiting = db.query("SELECT id, phash, pending_delete FROM blobs WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id");
+      const waiting = db.query(sql.waiting);
       for (const row of waiting.iterate(JSON.stringify(fresh.waiting))) take(row);
-      const range = db.query("SELECT id, phash, pending_delete FROM blobs WHERE id > ? AND id <= ? ORDER BY id");
+      const range = db.query(sql.range);
       for (const row of range.iterate(fresh.after, fresh.upTo)) take(row);
     }
     const rows = db
-      .query("SELECT p.blob_id AS id, p.hash AS hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id WHERE p.chunk = 0 AND b.pending_delete = 0 ORDER BY p.blob_id")
+      .query(sql.indexed)
       .safeIntegers(true);
     for (const row of rows.iterate()) {
       const id = Number(row.id);

@@ -8,6 +8,7 @@
  */
 import { PAIRS_WORKER_SOURCE } from "./dedup-pairs-worker";
 import { CHUNK_BITS } from "./phash-index";
+import { PAIRS_WORKER_SQL } from "./repos/phash";
 import { inlineWorker, onWorkerDeath } from "../shared/inline-worker";
 
 /** The server is stopping: the rescan runs again, whole, at the next round after the start. */
@@ -87,6 +88,15 @@ export function pairsInWorker(
       else settle(() => reject(new Error(m.error)));
     };
     onWorkerDeath(worker, (reason) => settle(() => reject(new Error(reason))));
-    worker.postMessage({ type: "start", path: dbPath, distance, batch: PAIRS_PER_BATCH, cap: PAIRS_PER_BLOB, chunkBits: [...CHUNK_BITS], fresh });
+    worker.postMessage({
+      type: "start",
+      path: dbPath,
+      distance,
+      batch: PAIRS_PER_BATCH,
+      cap: PAIRS_PER_BLOB,
+      chunkBits: [...CHUNK_BITS],
+      fresh,
+      sql: PAIRS_WORKER_SQL,
+    });
   });
 }

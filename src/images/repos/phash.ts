@@ -42,3 +42,15 @@ export function dueUnhashedBlobIds(db: Database, createdBefore: string, limit: n
     .all(createdBefore, limit)
     .map((r) => r.id);
 }
+
+/**
+ * The statements of the pair-finding worker (dedup-pairs-worker.ts), which opens its own
+ * read-only connection: `waiting` (blobs by a JSON array of ids) and `range` (ids in (after,
+ * upTo]) read the blobs new to a round, `indexed` every indexed hash of a live blob, in id order.
+ */
+export const PAIRS_WORKER_SQL = {
+  waiting: "SELECT id, phash, pending_delete FROM blobs WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+  range: "SELECT id, phash, pending_delete FROM blobs WHERE id > ? AND id <= ? ORDER BY id",
+  indexed:
+    "SELECT p.blob_id AS id, p.hash AS hash FROM phash_index p JOIN blobs b ON b.id = p.blob_id WHERE p.chunk = 0 AND b.pending_delete = 0 ORDER BY p.blob_id",
+} as const;
