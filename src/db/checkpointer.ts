@@ -126,6 +126,23 @@ export function yieldToCheckpointer(db: Database): Promise<void> | undefined {
   return running.get(db)?.bulkTurn();
 }
 
+/**
+ * A background bulk writer begins (`drainInSlices`); call the returned function when it ends.
+ * While one is under way a long WAL is left to the worker, however long its slices take (at a
+ * million images a commit of a slice took up to ~360 ms on a saturated disk).
+ */
+export function bulkWriteBegins(db: Database): () => void {
+  const checkpointer = running.get(db);
+  if (!checkpointer) return () => {};
+  checkpointer.bulkWriters++;
+  let ended = false;
+  return () => {
+    if (ended) return;
+    ended = true;
+    checkpointer.bulkWriters--;
+  };
+}
+
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
 
 export class WalCheckpointer {
@@ -156,6 +173,8 @@ export class WalCheckpointer {
   private yieldOff = false;
   private bulkWaiters: Array<() => void> = [];
   private bulkTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Bulk writers under way (`bulkWriteBegins`). */
+  bulkWriters = 0;
   /** `total_changes()` when the worker's current round was asked for. */
   private changesAtRequest = 0;
 
@@ -227,7 +246,7 @@ export class WalCheckpointer {
 
   /** Whether a long WAL is left to the worker to copy whole: bulk writers are writing (or waiting). */
   private bulkWriting(): boolean {
-    return !this.yieldOff && (this.bulkWaiters.length > 0 || performance.now() - this.bulkAt < BULK_RECENT_MS);
+    return !this.yieldOff && (this.bulkWriters > 0 || this.bulkWaiters.length > 0 || performance.now() - this.bulkAt < BULK_RECENT_MS);
   }
 
   private wakeBulk() {

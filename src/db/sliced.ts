@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { yieldToCheckpointer } from "./checkpointer";
+import { bulkWriteBegins, yieldToCheckpointer } from "./checkpointer";
 
 /** How long one slice may hold the event loop (and the write lock) before it yields. */
 export const SLICE_MS = 10;
@@ -27,28 +27,33 @@ export async function drainInSlices(
   const sliceMs = opts.sliceMs ?? SLICE_MS;
   let total = 0;
   let steps = 1;
-  for (;;) {
-    // Checked before each slice (so also after each yield): a drain made stale by newer work ends.
-    if (opts.stopped?.()) return total;
-    const turn = yieldToCheckpointer(db);
-    if (turn) {
-      await turn; // then `stopped()` again: the wait may have been long
-      continue;
-    }
-    const started = performance.now();
-    const done = db.transaction(() => {
-      for (let i = 0; i < steps; i++) {
-        const changed = step(limit);
-        total += changed;
-        if (changed < limit) return true;
+  const ended = bulkWriteBegins(db);
+  try {
+    for (;;) {
+      // Checked before each slice (so also after each yield): a drain made stale by newer work ends.
+      if (opts.stopped?.()) return total;
+      const turn = yieldToCheckpointer(db);
+      if (turn) {
+        await turn; // then `stopped()` again: the wait may have been long
+        continue;
       }
-      return false;
-    })();
-    if (done) return total;
-    const took = performance.now() - started;
-    // At most twice as many steps as the last slice, at least one.
-    steps = Math.max(1, Math.min(steps * 2, Math.floor((steps * sliceMs) / Math.max(took, 0.1))));
-    await Bun.sleep(1);
+      const started = performance.now();
+      const done = db.transaction(() => {
+        for (let i = 0; i < steps; i++) {
+          const changed = step(limit);
+          total += changed;
+          if (changed < limit) return true;
+        }
+        return false;
+      })();
+      if (done) return total;
+      const took = performance.now() - started;
+      // At most twice as many steps as the last slice, at least one.
+      steps = Math.max(1, Math.min(steps * 2, Math.floor((steps * sliceMs) / Math.max(took, 0.1))));
+      await Bun.sleep(1);
+    }
+  } finally {
+    ended();
   }
 }
 
