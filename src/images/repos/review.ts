@@ -105,6 +105,10 @@ async function seekDedup(db: Database, offset: number): Promise<{ after?: Positi
  * loop about as long at any depth.
  */
 export async function listDedupPairs(db: Database, page: Page) {
+  // Counted first: a page number past the end then answers from the count alone, where the
+  // seek would walk every pending pair once more (170-220 ms at 100k pairs) to find nothing.
+  const total = await countListableDedup(db);
+  if (page.cursor === undefined && page.offset >= total) return { items: [], total, next_cursor: null };
   const start = page.cursor === undefined ? await seekDedup(db, page.offset) : { after: decodeCursor(page.cursor, "number"), skip: 0 };
   const { after, skip } = start;
   const rows = db
@@ -119,8 +123,8 @@ export async function listDedupPairs(db: Database, page: Page) {
   const items = rows.map((r) => ({ id: r.id, distance: r.distance, created_at: r.created_at, a: side(db, r.blob_a), b: side(db, r.blob_b) }));
   const next_cursor = more && last ? encodeCursor({ key: last.distance, rowid: last.id }) : null;
   // The page is read in one statement, so its rows and `next_cursor` agree; the count may
-  // then see a decision taken between its steps, as a count taken a moment later would.
-  return { items, total: await countListableDedup(db), next_cursor };
+  // miss a decision taken between its steps and the page, as a count taken a moment earlier would.
+  return { items, total, next_cursor };
 }
 
 /** How many images are on the cleanup list, and how many are exempt (migration 0011's counter). */
