@@ -13,6 +13,7 @@ import m0010 from "../../migrations/0010_blobs_storage_key_by_sha.sql" with { ty
 import m0011 from "../../migrations/0011_review_lists.sql" with { type: "text" };
 import m0012 from "../../migrations/0012_dedup_audit_scale.sql" with { type: "text" };
 import m0013 from "../../migrations/0013_list_scale.sql" with { type: "text" };
+import m0014 from "../../migrations/0014_dedup_pair_lookups.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -34,4 +35,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 11, name: "0011_review_lists.sql", sql: m0011 },
   { version: 12, name: "0012_dedup_audit_scale.sql", sql: m0012 },
   { version: 13, name: "0013_list_scale.sql", sql: m0013 },
+  { version: 14, name: "0014_dedup_pair_lookups.sql", sql: m0014 },
 ];

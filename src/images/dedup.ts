@@ -19,6 +19,7 @@ import {
   maxBlobId,
   moveImagesToBlob,
   notReadyBlobIds,
+  pairPartners,
   type ScanBlob,
   scanBlob,
   scanBlobsAfter,
@@ -316,11 +317,42 @@ export function merge(app: AppContext, candidateId: number, keepBlobId: number, 
     scheduleBlobDelete(app, removedBlobId);
     setCandidateState(app.db, candidateId, "merged");
     dismissOtherPairsOf(app.db, candidateId, removedBlobId);
+    refillPairs(app, keepBlobId);
     audit(app.db, actor, "dedup.merge", candidateId, { keep_blob_id: keepBlobId, removed_blob_id: removedBlobId, images: moved.length });
     return moved;
   })();
   // Delivery caches image rows by id: the re-pointed ones must be read again.
   for (const id of moved) app.lookups.forget(id);
+}
+
+/**
+ * After a merge, pairs the kept blob with the nearest live blobs it has no pair with yet, until it
+ * has PAIRS_PER_BLOB pending pairs again. The scan gives each blob only its nearest few, so in a
+ * large cluster of copies some were paired only with blobs that merges have since removed (their
+ * pairs dismissed with them): without this they would never be listed again, copies of the kept
+ * image left unmerged for good. A pair in any state counts as known (a dismissed pair stays
+ * dismissed). Index probes, within the merge's transaction; above MIH_MAX_DISTANCE the index cannot
+ * answer, so the kept blob waits for the next round instead, which compares it in the worker.
+ */
+function refillPairs(app: AppContext, blobId: number): void {
+  const blob = scanBlob(app.db, blobId);
+  if (!blob || !ready(blob)) return;
+  const maxDistance = app.settings.get().dedup_phash_max_distance;
+  if (maxDistance > MIH_MAX_DISTANCE) {
+    const mark = readWatermark(app);
+    if (blobId <= mark.after && !mark.waiting.includes(blobId)) saveWatermark(app, { ...mark, waiting: [...mark.waiting, blobId].sort((a, b) => a - b) });
+    return;
+  }
+  const { partners, pending } = pairPartners(app.db, blobId);
+  let missing = PAIRS_PER_BLOB - pending;
+  if (missing <= 0) return;
+  const now = sqlTime();
+  // Enough neighbours that, after skipping the known ones, `missing` new ones are among them if they exist.
+  for (const n of new PhashIndex(app.db).near(phashToInt(blob.phash), maxDistance, blobId, partners.size + missing)) {
+    if (missing === 0) break;
+    if (partners.has(n.blobId)) continue;
+    missing -= insertCandidate(app.db, Math.min(blobId, n.blobId), Math.max(blobId, n.blobId), n.distance, now);
+  }
 }
 
 /** The pair is no longer suggested; a later scan never re-adds it (the pair stays stored). */

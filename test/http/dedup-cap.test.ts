@@ -71,6 +71,25 @@ test(`${COPIES} near-identical uploads list each copy with its 20 nearest earlie
     expect(expected).toHaveLength((20 * 19) / 2 + (COPIES - 20) * 20);
     expect(total).toBe(expected.length);
     expect(listed.sort()).toEqual(expected);
+
+    // Merging pair after pair, always keeping the newer copy, reaches every copy: the kept blob is
+    // paired anew with copies whose only pairs were with blobs merged away. (Without that, copies
+    // 21-31, paired only with copies 0-19, were left unlisted once those were gone.)
+    let merges = 0;
+    for (;;) {
+      const body = await session.json("GET", "/api/admin/dedup?page_size=1");
+      const [pair] = body.items as { id: number; a: { blob_id: number }; b: { blob_id: number } }[];
+      if (!pair) break;
+      const keep = Math.max(pair.a.blob_id, pair.b.blob_id);
+      await session.json("POST", `/api/admin/dedup/${pair.id}/merge`, { keep_blob_id: keep }, 204);
+      merges++;
+    }
+    const images = (await session.json("GET", "/api/admin/images?page_size=100")).items as { id: string }[];
+    expect(images).toHaveLength(COPIES);
+    const after = new Database(join(first.dataDir, "kura.db"), { readonly: true });
+    const liveBlobs = after.query<{ n: number }, []>("SELECT COUNT(DISTINCT blob_id) AS n FROM images").get()!.n;
+    after.close();
+    expect({ merges, liveBlobs }).toEqual({ merges: COPIES - 1, liveBlobs: 1 });
   } finally {
     await server?.stop();
     await first.dispose();

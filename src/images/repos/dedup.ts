@@ -60,9 +60,23 @@ export function setCandidateState(db: Database, id: number, state: "merged" | "d
   db.query("UPDATE dedup_candidates SET state = ? WHERE id = ?").run(state, id);
 }
 
-/** Dismisses the other pending pairs that name `blobId`. */
+/**
+ * Dismisses the other pending pairs that name `blobId`. One statement per side, each on its own
+ * index (migration 0014): with `blob_a = ? OR blob_b = ?` the planner may walk every pending pair.
+ */
 export function dismissOtherPairsOf(db: Database, exceptId: number, blobId: number): void {
-  db.query("UPDATE dedup_candidates SET state = 'dismissed' WHERE state = 'pending' AND id != ?1 AND (blob_a = ?2 OR blob_b = ?2)").run(exceptId, blobId);
+  for (const side of ["blob_a", "blob_b"])
+    db.query(`UPDATE dedup_candidates SET state = 'dismissed' WHERE ${side} = ?2 AND state = 'pending' AND id != ?1`).run(exceptId, blobId);
+}
+
+/** The blobs `blobId` has a pair with, in any state, and how many of those pairs are pending. */
+export function pairPartners(db: Database, blobId: number): { partners: Set<number>; pending: number } {
+  const rows = db
+    .query<{ partner: number; state: string }, [number]>(
+      "SELECT blob_b AS partner, state FROM dedup_candidates WHERE blob_a = ?1 UNION ALL SELECT blob_a, state FROM dedup_candidates WHERE blob_b = ?1",
+    )
+    .all(blobId);
+  return { partners: new Set(rows.map((r) => r.partner)), pending: rows.filter((r) => r.state === "pending").length };
 }
 
 /** Re-points every image of `fromBlobId` to `toBlobId`, whose ref_count grows by as many; returns the moved image ids. */
