@@ -12,6 +12,7 @@ import { sqlTime } from "../../src/db/time";
 import { sweepRound } from "../../src/images/sweep";
 import { listAudit } from "../../src/ops/repo";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 const OLD = 200_000;
 const KEPT = 20_000;
@@ -40,18 +41,7 @@ test(`the sweep drops ${OLD} audit entries past their retention in small steps (
     app.settings.update({ audit_retention_days: 30 });
     const before = app.db.query<{ n: number }, []>("SELECT count(*) AS n FROM audit").get()!.n;
 
-    let last = performance.now();
-    let longest = 0;
-    const probe = setInterval(() => {
-      const now = performance.now();
-      longest = Math.max(longest, now - last);
-      last = now;
-    }, 1);
-    const started = performance.now();
-    await sweepRound(app, now);
-    const total = performance.now() - started;
-    await Bun.sleep(5);
-    clearInterval(probe);
+    const { totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => sweepRound(app, now));
     console.log(`pruned ${OLD} audit entries in ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`);
 
     const cutoff = sqlTime(now - 30 * DAY);

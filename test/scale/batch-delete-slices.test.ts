@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deleteImagesInSlices } from "../../src/images/batch-delete";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 const IMAGES = 300;
 const BATCH = 100;
@@ -34,26 +35,17 @@ test("a batch delete of 100 images yields the loop every ~10 ms and still report
       SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000) SELECT x FROM c);
     END`);
 
-    let last = performance.now();
-    let longest = 0;
-    const probe = setInterval(() => {
-      const now = performance.now();
-      longest = Math.max(longest, now - last);
-      last = now;
-    }, 1);
     // Two unknown ids and one the caller may not see, among 100.
     const batch = [...ids.slice(0, BATCH - 3), "missing001", "missing002", ids[BATCH]!];
     const audited: string[] = [];
-    const started = performance.now();
-    const result = await deleteImagesInSlices(
-      app,
-      batch,
-      (id) => id !== ids[BATCH],
-      (id) => audited.push(id),
-    );
-    const total = performance.now() - started;
-    await Bun.sleep(5);
-    clearInterval(probe);
+    const run = () =>
+      deleteImagesInSlices(
+        app,
+        batch,
+        (id) => id !== ids[BATCH],
+        (id) => audited.push(id),
+      );
+    const { value: result, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(run);
     console.log(`batch of ${BATCH} deleted in ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`);
 
     expect(result.deleted).toBe(BATCH - 3);

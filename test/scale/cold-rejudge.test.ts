@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { judgeCold } from "../../src/images/sweep";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 const IMAGES = 10_000;
 
@@ -39,19 +40,8 @@ test("a cold_cleanup_days change re-judges in ~10 ms slices, the caller's turn i
       [0, 0],
     ] as const) {
       app.settings.update({ cold_cleanup_days: days });
-      let last = performance.now();
-      let longest = 0;
-      const probe = setInterval(() => {
-        const now = performance.now();
-        longest = Math.max(longest, now - last);
-        last = now;
-      }, 1);
-      const started = performance.now();
       // The caller's turn (a settings save) holds one slice at most, microtasks included: the probe sees it.
-      await judgeCold(app);
-      const total = performance.now() - started;
-      await Bun.sleep(5);
-      clearInterval(probe);
+      const { totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => judgeCold(app));
       console.log(`cold_cleanup_days=${days}: ${IMAGES} rows re-judged in ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`);
       expect(listed()).toBe(expected);
       // Slices of ~10 ms: far below a 2,000-row statement (a fifth of the run here); relative, since a

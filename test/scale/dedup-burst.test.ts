@@ -13,6 +13,7 @@ import { scanRound, stopRescans } from "../../src/images/dedup";
 import { phashToInt } from "../../src/images/phash-index";
 import { phashStatements } from "../../src/images/repos/phash";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 import { blobInserter, cappedPairs, hex64, population, rng, storedPairs } from "../helpers/phashes";
 
 const BURST = 600;
@@ -29,20 +30,6 @@ function burst(count: number, random: () => number): string[] {
   });
 }
 
-function longestPause() {
-  let last = performance.now();
-  let longest = 0;
-  const probe = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  }, 1);
-  return () => {
-    clearInterval(probe);
-    return longest;
-  };
-}
-
 test(`a round over ${BURST} near-identical blobs runs in short slices and keeps each blob's 20 nearest pairs`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-burst-"));
   const ctx = await openContext(dir);
@@ -51,12 +38,7 @@ test(`a round over ${BURST} near-identical blobs runs in short slices and keeps 
     const add = blobInserter(app.db);
     const blobs = burst(BURST, rng(1300)).map((phash) => ({ id: add(phash), phash }));
 
-    const stop = longestPause();
-    const started = performance.now();
-    const round = await scanRound(app);
-    const total = performance.now() - started;
-    await Bun.sleep(5);
-    const longest = stop();
+    const { value: round, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => scanRound(app));
     console.log(`round over a burst of ${BURST}: ${total.toFixed(0)} ms, ${round.found} pairs, longest loop pause ${longest.toFixed(1)} ms`);
 
     expect(round.compared).toBe(BURST);

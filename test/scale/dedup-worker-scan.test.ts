@@ -11,6 +11,7 @@ import { readMeta, writeMeta } from "../../src/db/meta";
 import { scanRound, stopRescans } from "../../src/images/dedup";
 import { phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 import { blobInserter, bruteForce, cappedPairs, halves, hex64, liveBlobs, popcount32, population, rng, storedPairs } from "../helpers/phashes";
 
 for (const [distance, size] of [
@@ -148,19 +149,8 @@ test(`a round of 100 new blobs at distance 9 over ${INDEXED} indexed hashes keep
       fresh.push({ id: add(phash), phash });
     }
 
-    // The loop's longest pause during the round: a 5 ms interval that notes its gaps.
-    let last = performance.now();
-    let longest = 0;
-    const probe = setInterval(() => {
-      const now = performance.now();
-      longest = Math.max(longest, now - last);
-      last = now;
-    }, 5);
-    const started = performance.now();
-    const round = await scanRound(app);
-    const total = performance.now() - started;
-    await Bun.sleep(10); // the probe notes the gap up to the end of the round too
-    clearInterval(probe);
+    // The loop's longest pause during the round, by a 5 ms probe that stays on 10 ms after it (the gap up to its end).
+    const { value: round, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => scanRound(app), { everyMs: 5, tailMs: 10 });
     console.log(`round of 100 new blobs over ${INDEXED} indexed: ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`);
     expect(round.compared).toBe(100);
 

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { readMeta } from "../../src/db/meta";
 import { retimePendingDeletes, scheduleBlobDelete, watchDeleteGrace } from "../../src/images/delete";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 const PENDING = 40_000;
 
@@ -25,19 +26,8 @@ test("re-timing 40k pending deletes after a grace change is exact and runs in sm
     })();
     app.settings.update({ delete_grace_minutes: 5 });
 
-    // The loop's longest pause while the re-timing runs: a 1 ms interval that notes its gaps.
-    let last = performance.now();
-    let longest = 0;
-    const probe = setInterval(() => {
-      const now = performance.now();
-      longest = Math.max(longest, now - last);
-      last = now;
-    }, 1);
-    const started = performance.now();
-    const result = await retimePendingDeletes(app);
-    const total = performance.now() - started;
-    await Bun.sleep(5); // the probe notes the gap up to the end of the run too
-    clearInterval(probe);
+    // The loop's longest pause while the re-timing runs (a 1 ms probe, on 5 ms past the run's end).
+    const { value: result, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => retimePendingDeletes(app));
     console.log(`re-timed ${result.retimed} pending deletes in ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`);
     expect(result).toEqual({ retimed: PENDING, due: 0 });
 

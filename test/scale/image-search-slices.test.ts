@@ -6,6 +6,7 @@ import { rebuildFileNameIndex } from "../../src/images/repos/file-name-index";
 import { searchImages } from "../../src/images/repos/image-search";
 import { listImages } from "../../src/images/repos/list";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 const IMAGES = 200_000;
 const WORDS = ["holiday", "cat", "screenshot", "猫咪", "receipt", "avatar", "banner", "IMG", "DSC", "scan"];
@@ -83,18 +84,7 @@ test("search pages and totals equal the one-statement list, and a search never h
       let paging: { pageSize: number; offset: number; cursor?: string } = { pageSize: 20, offset };
       if (byCursor) paging = { pageSize: 20, offset: 0, cursor: listImages(db, filter, { pageSize: offset, offset: 0 }).nextCursor! };
       const expected = listImages(db, filter, paging);
-      let last = performance.now();
-      let longest = 0;
-      const probe = setInterval(() => {
-        const now = performance.now();
-        longest = Math.max(longest, now - last);
-        last = now;
-      }, 1);
-      const started = performance.now();
-      const got = await searchImages(db, filter, paging);
-      const total = performance.now() - started;
-      await Bun.sleep(5);
-      clearInterval(probe);
+      const { value: got, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => searchImages(db, filter, paging));
       console.log(
         `search ${term} (${userId ?? "all"}, offset ${offset}): ${got.total} matches, ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`,
       );

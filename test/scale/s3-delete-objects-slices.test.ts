@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { deleteKeys } from "../../src/s3/ops/objects";
 import { el } from "../../src/s3/xml";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 const KEYS = 1000;
 
@@ -48,18 +49,7 @@ test("1,000 keys are deleted in ~10 ms slices, and each is reported in the order
   // Two keys that do not exist and a folder key among them: S3 reports every one as Deleted.
   const keys = [...Array.from({ length: KEYS - 3 }, (_, i) => `del/${i}.jpg`), "del/missing.jpg", "del/none/", `del/${KEYS - 3}.jpg`];
 
-  let last = performance.now();
-  let longest = 0;
-  const probe = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  }, 1);
-  const started = performance.now();
-  const results = await deleteKeys(app, req, keys, false);
-  const total = performance.now() - started;
-  await Bun.sleep(5);
-  clearInterval(probe);
+  const { value: results, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => deleteKeys(app, req, keys, false));
   console.log(`DeleteObjects of ${keys.length} keys in ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`);
 
   expect(results.map((r) => r?.xml)).toEqual(keys.map((key) => el("Deleted", el("Key", key)).xml));

@@ -8,6 +8,7 @@ import { rebuildFileNameIndex } from "../../src/images/repos/file-name-index";
 import { listImages } from "../../src/images/repos/list";
 import { listUserImages } from "../../src/images/repos/user-list";
 import { openContext } from "../helpers/context";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 const IMAGES = 200_000;
 const BLOBS = 997;
@@ -34,23 +35,6 @@ async function plansOf(db: Database, run: () => Promise<unknown> | unknown): Pro
       .map((r) => r.detail)
       .join(" | "),
   }));
-}
-
-/** The longest event-loop pause while `run` runs, and how long it ran. */
-async function pauses<T>(run: () => Promise<T>): Promise<{ value: T; longest: number; total: number }> {
-  let last = performance.now();
-  let longest = 0;
-  const probe = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  }, 1);
-  const started = performance.now();
-  const value = await run();
-  const total = performance.now() - started;
-  await Bun.sleep(5);
-  clearInterval(probe);
-  return { value, longest, total };
 }
 
 /**
@@ -162,7 +146,11 @@ test("the Lsky list pages, orders and searches one user's images exactly, from i
       ["nobody", "jpg", "newest", 0],
     ];
     for (const [user, keyword, order, offset] of cases) {
-      const { value: got, longest, total } = await pauses(() => listUserImages(db, user, keyword, order, { limit: 40, offset }));
+      const {
+        value: got,
+        longestPauseMs: longest,
+        totalMs: total,
+      } = await timeWithLoopPauses(() => listUserImages(db, user, keyword, order, { limit: 40, offset }));
       console.log(`${user} ${keyword ?? "-"} ${order} @${offset}: ${got.total} total, ${total.toFixed(1)} ms, longest pause ${longest.toFixed(1)} ms`);
       expect({ user, keyword, order, offset, ids: got.rows.map((r) => r.id), total: got.total }).toEqual({
         user,
@@ -204,8 +192,8 @@ test("the Lsky list pages, orders and searches one user's images exactly, from i
 
     // A user with one image searching a term every name holds pays for their image, not for the
     // library's matches (the old list gathered all 200k of them first).
-    const library = (await pauses(async () => db.query("SELECT count(*) AS n FROM images_fts WHERE images_fts MATCH '\"jpg\"'").get())).total;
-    const small = (await pauses(() => listUserImages(db, "small", "jpg", "largest", { limit: 40, offset: 0 }))).total;
+    const library = (await timeWithLoopPauses(async () => db.query("SELECT count(*) AS n FROM images_fts WHERE images_fts MATCH '\"jpg\"'").get())).totalMs;
+    const small = (await timeWithLoopPauses(() => listUserImages(db, "small", "jpg", "largest", { limit: 40, offset: 0 }))).totalMs;
     console.log(`one-image user, keyword jpg: ${small.toFixed(1)} ms; reading the library's matches: ${library.toFixed(1)} ms`);
     expect(small).toBeLessThan(library / 3);
 

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { WalCheckpointer } from "../../src/db/checkpointer";
 import { openDatabase } from "../../src/db/open";
 import { drainInSlices } from "../../src/db/sliced";
+import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
 /** Rows of ~1 KB: one pass rewrites each once, ~1 KB of WAL per row (~200 MiB in all). */
 const ROWS = 200_000;
@@ -44,30 +45,23 @@ test("a mass time-sliced write lets the worker finish each long WAL: it restarts
     const sequences = new Set<number>();
     let largest = 0;
     const update = db.query<unknown, [number, number]>("UPDATE big SET v = 1, pad = randomblob(1000) WHERE id > ? AND id <= ?");
-    let last = performance.now();
-    let longest = 0;
-    const probe = setInterval(() => {
-      const now = performance.now();
-      longest = Math.max(longest, now - last);
-      last = now;
-    }, 5);
-    const started = performance.now();
     let cursor = 0;
     let frames = 0;
-    const changed = await drainInSlices(
-      db,
-      (limit) => {
-        const n = update.run(cursor, cursor + limit).changes;
-        cursor += limit;
-        frames += n / 4;
-        largest = Math.max(largest, walBytes());
-        sequences.add(walSequence());
-        return n;
-      },
-      50,
-    );
-    const total = performance.now() - started;
-    clearInterval(probe);
+    const drain = () =>
+      drainInSlices(
+        db,
+        (limit) => {
+          const n = update.run(cursor, cursor + limit).changes;
+          cursor += limit;
+          frames += n / 4;
+          largest = Math.max(largest, walBytes());
+          sequences.add(walSequence());
+          return n;
+        },
+        50,
+      );
+    // A 5 ms probe, stopped as soon as the drain ends.
+    const { value: changed, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(drain, { everyMs: 5, tailMs: 0 });
     clearInterval(requests);
     const stats = { ...checkpointer.stats };
     console.log(
