@@ -5,8 +5,9 @@
 import { api } from "./api";
 import { errorText, fmtBytes, fmtTime, h, replace, toast } from "./dom";
 import { thumbUrl } from "./links";
+import { reviewPager } from "./review-pager";
 import type { CleanupItem, Page, ViewContext } from "./types";
-import { dataTable, messageRow, renderPager } from "./ui";
+import { dataTable, messageRow } from "./ui";
 
 const PAGE_SIZE = 20;
 /** Ids per request when working through the whole list: batch-delete's limit. */
@@ -51,10 +52,7 @@ async function exemptIds(ids: string[], into: Outcome): Promise<void> {
 }
 
 export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement {
-  let page = 1;
-  let total = 0;
   let shown: CleanupItem[] = [];
-  let seq = 0;
   /** The whole list is selected (every page, also rows not loaded yet). */
   let all = false;
   let stop = false;
@@ -74,7 +72,7 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
   let running = false;
 
   const sync = () => {
-    const n = all ? total : selected.size;
+    const n = all ? paging.total : selected.size;
     del.disabled = exempt.disabled = running || n === 0;
     del.textContent = n ? `删除所选（${n}）` : "删除所选";
     exempt.textContent = n ? `豁免所选（${n}）` : "豁免所选（保留）";
@@ -85,9 +83,9 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
       box.disabled = running || all;
       if (all) box.checked = true;
     }
-    selInfo.textContent = all ? `已选择待清理的全部 ${total} 张（所有页）` : selected.size ? `已选 ${selected.size} 张` : "";
-    selectAll.hidden = all || !pageAll || total <= shown.length;
-    selectAll.textContent = `选择全部 ${total} 张（所有页）`;
+    selInfo.textContent = all ? `已选择待清理的全部 ${paging.total} 张（所有页）` : selected.size ? `已选 ${selected.size} 张` : "";
+    selectAll.hidden = all || !pageAll || paging.total <= shown.length;
+    selectAll.textContent = `选择全部 ${paging.total} 张（所有页）`;
     clearSel.hidden = !all && selected.size === 0;
     clearSel.disabled = running;
   };
@@ -119,38 +117,23 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
       h("td", null, fmtTime(i.created_at)),
     );
   };
-  const load = async (): Promise<void> => {
-    const mine = ++seq;
-    // A click while a page loads would only queue another request: the pager waits.
-    for (const b of pager.querySelectorAll("button")) b.disabled = true;
-    try {
-      const data = await api<Page<CleanupItem>>("GET", `/api/admin/cleanup?page=${page}&page_size=${PAGE_SIZE}`);
-      if (mine !== seq) return;
-      total = data.total;
-      const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
-      if (page > pages) {
-        page = pages;
-        return load();
-      }
-      count.textContent = `${total} 张`;
+  const paging = reviewPager<CleanupItem>({
+    path: "/api/admin/cleanup",
+    pageSize: PAGE_SIZE,
+    pager,
+    count,
+    unit: "张",
+    show: (data) => {
       shown = data.items;
       replace(tbody, ...(shown.length ? shown.map(row) : [messageRow(7, "没有待清理的图片")]));
-      renderPager(
-        pager,
-        page,
-        pages,
-        (p) => {
-          page = p;
-          void load();
-        },
-        { jump: true },
-      );
       if (running) for (const b of pager.querySelectorAll("button")) b.disabled = true;
       sync();
-    } catch (err) {
-      if (mine === seq) replace(tbody, messageRow(7, `加载失败：${errorText(err)}`, "error"));
-    }
-  };
+    },
+    fail: (err, current) => {
+      if (current) replace(tbody, messageRow(7, `加载失败：${errorText(err)}`, "error"));
+    },
+  });
+  const { load } = paging;
   const clear = () => {
     all = false;
     selected.clear();
@@ -163,7 +146,7 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
   const run = async (verb: string, act: (ids: string[], into: Outcome) => Promise<void>) => {
     const o: Outcome = { done: 0, failed: [] };
     const whole = all;
-    const goal = whole ? total : selected.size;
+    const goal = whole ? paging.total : selected.size;
     const ids = [...selected];
     running = true;
     stop = false;
@@ -219,7 +202,7 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
     progress.textContent = "正在停止…（当前这一批完成后停止）";
   });
   del.addEventListener("click", () => {
-    const n = all ? total : selected.size;
+    const n = all ? paging.total : selected.size;
     const what = all ? `待清理列表中的全部 ${n} 张图片` : `选中的 ${n} 张图片`;
     if (!confirm(`删除${what}？此操作不可撤销。`)) return;
     void run("删除", deleteIds);

@@ -4,8 +4,8 @@ import { api } from "./api";
 import { busy, errorText, fmtBytes, fmtTime, h, replace, toast } from "./dom";
 import { thumbUrl } from "./links";
 import { cleanupSection } from "./review-cleanup";
+import { reviewPager } from "./review-pager";
 import type { DedupCandidate, DedupSide, Image, Page, User, ViewContext } from "./types";
-import { renderPager } from "./ui";
 
 /** Pairs per page of the similar-image list. */
 const PAGE_SIZE = 20;
@@ -49,40 +49,22 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
   const list = h("div", { class: "pairs", id: "dedup-list" }, h("p", { class: "muted" }, "加载中…"));
   const count = h("span", { class: "muted", id: "dedup-count" });
   const pager = h("div", { class: "pager", id: "dedup-pager" });
-  let page = 1;
-  let seq = 0;
-  const load = async (): Promise<void> => {
-    const mine = ++seq;
-    for (const b of pager.querySelectorAll("button")) b.disabled = true;
-    try {
-      const data = await api<Page<DedupCandidate>>("GET", `/api/admin/dedup?page=${page}&page_size=${PAGE_SIZE}`);
-      if (mine !== seq) return;
-      const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
-      if (page > pages) {
-        page = pages;
-        return load();
-      }
-      count.textContent = `${data.total} 组`;
-      renderPager(
-        pager,
-        page,
-        pages,
-        (p) => {
-          page = p;
-          void load();
-        },
-        { jump: true },
-      );
+  const { load } = reviewPager<DedupCandidate>({
+    path: "/api/admin/dedup",
+    pageSize: PAGE_SIZE,
+    pager,
+    count,
+    unit: "组",
+    show: async (data, current) => {
       if (!data.items.length) return replace(list, h("p", { class: "empty" }, "没有待处理的相似图片"));
       const owners = await ownersOf(
         data.items.flatMap((c) => [c.a.image_id, c.b.image_id]),
         users,
       );
-      if (mine === seq) replace(list, ...data.items.map((c) => pair(c, owners)));
-    } catch (err) {
-      replace(list, h("p", { class: "error" }, `加载失败：${errorText(err)}`));
-    }
-  };
+      if (current()) replace(list, ...data.items.map((c) => pair(c, owners)));
+    },
+    fail: (err) => replace(list, h("p", { class: "error" }, `加载失败：${errorText(err)}`)),
+  });
   const pair = (c: DedupCandidate, owners: Map<string, string>): HTMLElement => {
     const act = (label: string, cls: string, run: () => Promise<void>, action: string) => {
       const b = h("button", { type: "button", class: cls, dataset: { action } }, label);
