@@ -5,7 +5,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Page, Request } from "playwright-core";
 import { adminSession, type Session } from "../helpers/client";
 import { form, makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
@@ -97,8 +97,16 @@ test("the cleanup list's last page, and a failed delete or exempt is reported, n
 
   for (const id of [alsoGone, exempted]) await page.locator(`#cleanup-table tr[data-id="${id}"] input[type=checkbox]`).check();
   await admin.json("DELETE", `/api/admin/images/${alsoGone}`, undefined, 204);
+  // The selection is exempted in one batch request, not a PATCH per image.
+  const writes: string[] = [];
+  const onRequest = (r: Request) => {
+    if (r.method() !== "GET") writes.push(`${r.method()} ${new URL(r.url()).pathname}`);
+  };
+  page.on("request", onRequest);
   await page.locator("#cleanup-exempt").click();
   await page.locator(`#cleanup-table tr[data-id="${exempted}"]`).waitFor({ state: "detached" });
+  page.off("request", onRequest);
+  expect(writes).toEqual(["POST /api/admin/images/batch-exempt"]);
   expect(await toastText()).toBe("已豁免 1 张，1 张失败：图片不存在");
   expect((await admin.json("GET", `/api/admin/images/${exempted}`)).cleanup_exempt).toBe(true);
 });

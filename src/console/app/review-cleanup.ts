@@ -10,10 +10,8 @@ import type { CleanupItem, Page, ViewContext } from "./types";
 import { dataTable, messageRow } from "./ui";
 
 const PAGE_SIZE = 20;
-/** Ids per request when working through the whole list: batch-delete's limit. */
+/** Ids per request when working through the whole list: the limit of batch-delete and batch-exempt. */
 const BATCH = 100;
-/** Exempt PATCHes in flight at once. */
-const PARALLEL = 4;
 
 const REASONS: Record<string, string> = { cold: "长期未访问", superseded: "已被覆盖" };
 
@@ -36,19 +34,9 @@ async function deleteIds(ids: string[], into: Outcome): Promise<void> {
 }
 
 async function exemptIds(ids: string[], into: Outcome): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < ids.length) {
-      const id = ids[next++]!;
-      try {
-        await api("PATCH", `/api/admin/images/${encodeURIComponent(id)}`, { cleanup_exempt: true });
-        into.done++;
-      } catch (err) {
-        into.failed.push(errorText(err));
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: PARALLEL }, worker));
+  const res = await api<{ updated: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-exempt", { ids, exempt: true });
+  into.done += res.updated;
+  into.failed.push(...res.failed.map((f) => f.error));
 }
 
 export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { AppContext } from "../../context";
 import { deleteImagesInSlices } from "../../images/batch-delete";
+import { setExemptInSlices } from "../../images/batch-exempt";
 import { deleteReference } from "../../images/delete";
 import { searchImages } from "../../images/repos/image-search";
 import { listImages } from "../../images/repos/list";
@@ -15,7 +16,9 @@ import { sessionRoutes, type Principal } from "../guard";
 const patchBody = z
   .strictObject({ ttl_hours: z.number().int().min(0).max(876_000).optional(), cleanup_exempt: z.boolean().optional() })
   .refine((b) => b.ttl_hours !== undefined || b.cleanup_exempt !== undefined, "至少需要一个字段");
-const batchBody = z.strictObject({ ids: z.array(z.string().max(64)).min(1).max(100) });
+const batchIds = z.array(z.string().max(64)).min(1).max(100);
+const batchBody = z.strictObject({ ids: batchIds });
+const batchExemptBody = z.strictObject({ ids: batchIds, exempt: z.boolean() });
 
 const isAdmin = (p: Principal) => p.user.role === "admin";
 
@@ -58,6 +61,14 @@ export function imageRoutes(app: AppContext) {
         (id) => visible(p, id) !== undefined,
         (id) => audit(app.db, p.user, "image.delete", id),
       );
+    })
+    .post("/api/admin/images/batch-exempt", ({ body, principal: p }) => {
+      if (!isAdmin(p)) throw forbidden("只有管理员可以设置清理豁免");
+      const { ids, exempt } = parseBody(batchExemptBody, body);
+      return setExemptInSlices(app, ids, exempt, (id) => {
+        app.lookups.forget(id);
+        audit(app.db, p.user, "image.update", id, { cleanup_exempt: exempt });
+      });
     })
     .get("/api/admin/images/:id", ({ params, principal: p }) => {
       const v = visible(p, params.id);
