@@ -63,7 +63,10 @@ function dedupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement
       );
       if (current()) replace(list, ...data.items.map((c) => pair(c, owners)));
     },
-    fail: (err) => replace(list, h("p", { class: "error" }, `加载失败：${errorText(err)}`)),
+    // A late failure of an older load must not replace the newer list.
+    fail: (err, current) => {
+      if (current) replace(list, h("p", { class: "error" }, `加载失败：${errorText(err)}`));
+    },
   });
   const pair = (c: DedupCandidate, owners: Map<string, string>): HTMLElement => {
     const act = (label: string, cls: string, run: () => Promise<void>, action: string) => {
