@@ -13,7 +13,10 @@
  * without `fresh` every blob is outer, in id order (the full rescan after a raised distance).
  * Each outer blob keeps its `cap` nearest candidates within the distance (ties: the lower id;
  * dedup-rescan.ts PAIRS_PER_BLOB). Pairs come back as [blobA, blobB, distance, …] with
- * blobA < blobB, `batch` at a time, each batch computed when the main thread asks.
+ * blobA < blobB, `batch` at a time, each batch computed when the main thread asks. A batch ends
+ * with an outer blob's last pair and names that blob (`through`): in a full rescan every blob up
+ * to it has all its pairs in this batch or an earlier one, so a stopped rescan can go on after it
+ * (`resumeAfter`).
  *
  * Exact for every allowed distance d (0–64), by the generalised pigeonhole rule of multi-index
  * hashing: two hashes within d differ in at most ⌊d/7⌋ bits in at least one of the 7 chunks.
@@ -32,7 +35,7 @@ self.onmessage = (event) => {
   try {
     if (m.type === "start") pairs = findPairs(m);
     const next = pairs.next();
-    postMessage(next.done ? { type: "done", result: next.value } : { type: "pairs", pairs: next.value });
+    postMessage(next.done ? { type: "done", result: next.value } : { type: "pairs", pairs: next.value.pairs, through: next.value.through });
   } catch (err) {
     postMessage({ type: "error", error: String((err && err.message) || err) });
   }
@@ -49,7 +52,7 @@ function masks(bits, radius) {
   for (let m = 0; m < 1 << bits; m++) if (popcount(m) <= radius) out.push(m);
   return out;
 }
-function* findPairs({ path, distance, batch, cap, chunkBits, fresh, sql }) {
+function* findPairs({ path, distance, batch, cap, chunkBits, fresh, resumeAfter, sql }) {
   const k = chunkBits.length;
   // Read row by row into small-integer arrays: a million BigInt row objects at once would not be.
   const idList = [], hiList = [], loList = [], chunkList = [];
@@ -94,13 +97,15 @@ function* findPairs({ path, distance, batch, cap, chunkBits, fresh, sql }) {
   } finally {
     db.close();
   }
-  // Outer blobs are [from, n): the fresh ones, or every blob for a full rescan.
-  const from = fresh ? idList.length : 0;
+  // Outer blobs are [from, n): the fresh ones, or every blob for a full rescan (those after
+  // \`resumeAfter\` when a stopped rescan goes on: the ones up to it have their pairs stored).
+  let from = fresh ? idList.length : 0;
   for (let f = 0; f < freshIds.length; f++) push(freshIds[f], BigInt("0x" + freshHex[f]));
   freshHex.length = 0;
   const n = idList.length;
   const ids = Float64Array.from(idList), hi = Int32Array.from(hiList), lo = Int32Array.from(loList), chunks = Int32Array.from(chunkList);
   idList.length = hiList.length = loList.length = chunkList.length = 0;
+  if (!fresh && resumeAfter) while (from < n && ids[from] <= resumeAfter) from++;
   let out = [];
   // The outer i's candidates are the blobs before it (j < i); it keeps the cap nearest, sorted by (distance, id).
   const bestD = new Int32Array(cap), bestJ = new Int32Array(cap);
@@ -132,7 +137,7 @@ function* findPairs({ path, distance, batch, cap, chunkBits, fresh, sql }) {
         if (d <= distance) consider(j, d);
       }
       emit(i);
-      if (out.length >= batch * 3) { yield out; out = []; }
+      if (out.length >= batch * 3) { yield { pairs: out, through: ids[i] }; out = []; }
     }
   } else {
     // Per chunk, a bucket table (counting sort): members of value v are order[start[v]..start[v+1]).
@@ -161,9 +166,9 @@ function* findPairs({ path, distance, batch, cap, chunkBits, fresh, sql }) {
         }
       }
       emit(i);
-      if (out.length >= batch * 3) { yield out; out = []; }
+      if (out.length >= batch * 3) { yield { pairs: out, through: ids[i] }; out = []; }
     }
   }
-  if (out.length) yield out;
+  if (out.length) yield { pairs: out, through: ids[n - 1] };
   return { blobs: n, fresh: freshIds, skipped };
 }`;

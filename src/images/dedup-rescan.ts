@@ -11,7 +11,7 @@ import { CHUNK_BITS } from "./phash-index";
 import { PAIRS_WORKER_SQL } from "./repos/phash";
 import { inlineWorker, onWorkerDeath } from "../shared/inline-worker";
 
-/** The server is stopping: the rescan runs again, whole, at the next round after the start. */
+/** The server is stopping: the worker's round is cut short (dedup.ts says what happens next). */
 export class RescanStoppedError extends Error {
   constructor() {
     super("服务正在停止，相似图片重新扫描将在下次启动后重做");
@@ -50,17 +50,20 @@ export interface PairScan {
 /**
  * Calls `onPairs` with [blobA, blobB, distance, …] (blobA < blobB), batch by batch, for the pairs
  * within `distance`, each blob in turn with its PAIRS_PER_BLOB nearest among the blobs before it:
- * of indexed, not pending-delete blobs, in id order; or, with `fresh`, each ready fresh blob in
- * the scan's order with the indexed blobs and the fresh ones before it. The next batch is asked
+ * of indexed, not pending-delete blobs, in id order (with `resumeAfter`, only the blobs after it
+ * are paired, with all before them); or, with `fresh`, each ready fresh blob in the scan's order
+ * with the indexed blobs and the fresh ones before it. `through` names the last blob whose pairs
+ * are all handed over once the batch is stored. The next batch is asked
  * for once `onPairs` (and the promise it returns) is done. Rejects when the worker fails or dies,
  * or with RescanStoppedError when `signal` aborts.
  */
 export function pairsInWorker(
   dbPath: string,
   distance: number,
-  onPairs: (triples: number[]) => void | Promise<void>,
+  onPairs: (triples: number[], through: number) => void | Promise<void>,
   signal?: AbortSignal,
   fresh?: FreshBlobs,
+  resumeAfter?: number,
 ): Promise<PairScan> {
   if (signal?.aborted) return Promise.reject(new RescanStoppedError());
   const worker = inlineWorker(PAIRS_WORKER_SOURCE);
@@ -75,11 +78,11 @@ export function pairsInWorker(
     };
     const stop = () => settle(() => reject(new RescanStoppedError()));
     signal?.addEventListener("abort", stop);
-    worker.onmessage = (event: MessageEvent<{ type: string; pairs?: number[]; result?: PairScan; error?: string }>) => {
+    worker.onmessage = (event: MessageEvent<{ type: string; pairs?: number[]; through?: number; result?: PairScan; error?: string }>) => {
       const m = event.data;
       if (m.type === "pairs") {
         Promise.resolve()
-          .then(() => onPairs(m.pairs!))
+          .then(() => onPairs(m.pairs!, m.through!))
           .then(
             () => settled || worker.postMessage({ type: "next" }),
             (err) => settle(() => reject(err)),
@@ -96,6 +99,7 @@ export function pairsInWorker(
       cap: PAIRS_PER_BLOB,
       chunkBits: [...CHUNK_BITS],
       fresh,
+      resumeAfter,
       sql: PAIRS_WORKER_SQL,
     });
   });

@@ -45,14 +45,29 @@ interface Watermark {
    * watermarks of earlier versions: then the current one). A larger setting rescans them.
    */
   distance?: number;
+  /**
+   * A rescan at `distance` under way (after a raised setting): every indexed blob up to `through`
+   * has its pairs stored. A stop keeps it, so the next start goes on from there instead of
+   * rescanning a million hashes from the first; any other save of the watermark (a round at
+   * another distance, which may have indexed blobs the rescan never saw) drops it.
+   */
+  rescan?: { distance: number; through: number };
 }
+
+const validRescan = (r: Watermark["rescan"]) => r === undefined || (Number.isInteger(r?.distance) && Number.isInteger(r?.through));
 
 function readWatermark(app: AppContext): Watermark {
   const value = readMeta(app.db, WATERMARK_KEY);
   if (value === undefined) return { after: 0, waiting: [] };
   try {
     const parsed = JSON.parse(value) as Watermark;
-    if (Number.isInteger(parsed.after) && Array.isArray(parsed.waiting) && (parsed.distance === undefined || Number.isInteger(parsed.distance))) return parsed;
+    if (
+      Number.isInteger(parsed.after) &&
+      Array.isArray(parsed.waiting) &&
+      (parsed.distance === undefined || Number.isInteger(parsed.distance)) &&
+      validRescan(parsed.rescan)
+    )
+      return parsed;
   } catch {
     // A damaged row only costs one full re-scan: pairs already stored are ignored.
   }
@@ -84,21 +99,25 @@ const ready = (b: Candidate) => !b.pending_delete && PHASH_HEX.test(b.phash);
  */
 export async function scanRound(app: AppContext): Promise<{ compared: number; found: number }> {
   const maxDistance = app.settings.get().dedup_phash_max_distance;
-  const mark = readWatermark(app);
+  let mark = readWatermark(app);
   const index = new PhashIndex(app.db);
   let compared = 0;
   let found = 0;
   // A raised distance: the blobs already indexed were compared with a smaller one. Every pair
   // within the new one is found again, off the loop; pairs already stored (in any state) stay.
   if (mark.after > 0 && maxDistance > (mark.distance ?? maxDistance)) {
+    const resumeAfter = mark.rescan?.distance === maxDistance ? mark.rescan.through : undefined;
     try {
-      found += await rescanIndexed(app, maxDistance);
+      found += await rescanIndexed(app, maxDistance, resumeAfter);
     } catch (err) {
       if (!(err instanceof RescanStoppedError)) throw err;
-      app.log.info(err.message);
+      const through = readWatermark(app).rescan?.through;
+      app.log.info("服务正在停止，相似图片重新扫描将在下次启动后继续", { distance: maxDistance, through: through ?? 0 });
       return { compared, found };
     }
-    mark.distance = maxDistance;
+    // Read again: a merge meanwhile may have added a blob to the waiting list.
+    const { rescan: _done, ...current } = readWatermark(app);
+    mark = { ...current, distance: maxDistance };
     saveWatermark(app, mark);
   }
   // Beyond what the index answers, comparing a new blob means comparing it with every hash: in the worker.
@@ -272,18 +291,24 @@ async function scanFreshInWorker(app: AppContext, mark: Watermark, maxDistance: 
 /**
  * Stores the pairs of indexed blobs within `maxDistance`, each blob (in id order) with its
  * PAIRS_PER_BLOB nearest of the lower ids (dedup-rescan.ts computes them in a worker); each
- * batch is stored in ~10 ms slices. Returns how many pairs were new.
+ * batch is stored in ~10 ms slices, then the watermark notes how far the rescan got, and a
+ * rescan stopped part way goes on after `resumeAfter`. Returns how many pairs were new.
  */
-async function rescanIndexed(app: AppContext, maxDistance: number): Promise<number> {
-  app.log.info("相似判定阈值已调大，正在后台重新扫描已索引的图片", { distance: maxDistance });
+async function rescanIndexed(app: AppContext, maxDistance: number, resumeAfter: number | undefined): Promise<number> {
+  if (resumeAfter === undefined) app.log.info("相似判定阈值已调大，正在后台重新扫描已索引的图片", { distance: maxDistance });
+  else app.log.info("继续上次中断的相似图片重新扫描", { distance: maxDistance, after: resumeAfter });
   let found = 0;
   const scan = await pairsInWorker(
     app.db.filename,
     maxDistance,
-    async (triples) => {
+    async (triples, through) => {
       found += await storePairs(app, triples);
+      // After the batch's pairs: a stop from here on goes on after `through`, losing no pair.
+      saveWatermark(app, { ...readWatermark(app), rescan: { distance: maxDistance, through } });
     },
     stopSignal(app),
+    undefined,
+    resumeAfter,
   );
   app.log.info("相似图片重新扫描完成", { distance: maxDistance, blobs: scan.blobs, found });
   return found;

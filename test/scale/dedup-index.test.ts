@@ -2,10 +2,11 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readMeta } from "../../src/db/meta";
 import { scanRound, stopRescans } from "../../src/images/dedup";
 import { hamming, phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
-import { bruteForce, cappedPairs, liveById, population, rng } from "../helpers/phashes";
+import { bruteForce, cappedPairs, liveById, population, rng, storedPairs } from "../helpers/phashes";
 
 test("chunks cover all 64 bits: any two hashes within distance 6 share a chunk", () => {
   const random = rng(7);
@@ -174,7 +175,7 @@ test("the rescan is exact up to the largest allowed distance (64: every pair, ea
   }
 }, 60_000);
 
-test("a stop ends a long rescan at once; the next round after a start does it again", async () => {
+test("a stop ends a long rescan at once; a start at another distance rescans from the first blob", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-stop-"));
   let ctx = await openContext(dir);
   try {
@@ -196,17 +197,61 @@ test("a stop ends a long rescan at once; the next round after a start does it ag
     stopRescans(ctx.app);
     expect(await round).toMatchObject({ compared: 0 });
     expect(performance.now() - t0).toBeLessThan(3000);
-    expect(ctx.logs.some((l) => l.msg.includes("相似图片重新扫描将在下次启动后重做"))).toBe(true);
+    expect(ctx.logs.some((l) => l.msg === "服务正在停止，相似图片重新扫描将在下次启动后继续")).toBe(true);
     ctx.close();
-    // After a restart at a smaller raise, the rescan is still owed (the watermark kept distance 6).
+    // After a restart at a smaller raise, the rescan is still owed (the watermark kept distance 6), from the start.
     ctx = await openContext(dir);
     ctx.app.settings.update({ dedup_phash_max_distance: 9 });
     const before = pairs();
     expect(before).toBeGreaterThanOrEqual(atSix);
     await scanRound(ctx.app);
     expect(ctx.logs.some((l) => l.msg === "相似图片重新扫描完成")).toBe(true);
+    expect(ctx.logs.some((l) => l.msg === "继续上次中断的相似图片重新扫描")).toBe(false);
   } finally {
     ctx.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }, 60_000);
+
+test("a rescan stopped part way goes on after its last stored batch at the next start, and loses no pair", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kura-dedup-resume-"));
+  let ctx = await openContext(dir);
+  try {
+    const insert = ctx.app.db.query(
+      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
+       VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, '2026-01-01 00:00:00')`,
+    );
+    ctx.app.db.transaction(() => {
+      for (const [i, h] of population(3_000, rng(77)).entries()) insert.run(`sha-${i}`, h);
+    })();
+    await scanRound(ctx.app);
+    const atSix = storedPairs(ctx.app.db);
+    // Distance 40 pairs nearly everything: ~60k pairs (20 a blob), many batches of 1,000.
+    ctx.app.settings.update({ dedup_phash_max_distance: 40 });
+    const progress = () => (JSON.parse(readMeta(ctx.app.db, "dedup_scan_watermark") ?? "{}") as { rescan?: { distance: number; through: number } }).rescan;
+    const round = scanRound(ctx.app);
+    // Stopped once a few batches are stored.
+    while ((progress()?.through ?? 0) < 300) await Bun.sleep(2);
+    stopRescans(ctx.app);
+    await round;
+    await Bun.sleep(200); // the batch being stored when the stop came finishes, and notes itself
+    const saved = progress()!;
+    expect(saved.distance).toBe(40);
+    expect(saved.through).toBeGreaterThanOrEqual(300);
+    expect(saved.through).toBeLessThan(Math.max(...liveById(ctx.app.db).map((b) => b.id)));
+    ctx.close();
+
+    ctx = await openContext(dir);
+    await scanRound(ctx.app);
+    const resumed = ctx.logs.find((l) => l.msg === "继续上次中断的相似图片重新扫描");
+    expect(resumed).toBeDefined();
+    expect(resumed!.fields?.after).toBe(saved.through);
+    expect(ctx.logs.some((l) => l.msg === "相似图片重新扫描完成")).toBe(true);
+    // Exactly the pairs of an uninterrupted rescan, and the watermark forgets the rescan once done.
+    expect(storedPairs(ctx.app.db)).toEqual([...new Set([...atSix, ...cappedPairs([liveById(ctx.app.db)], 40)])].sort());
+    expect(progress()).toBeUndefined();
+  } finally {
+    ctx.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
