@@ -6,7 +6,7 @@ import { readMeta } from "../../src/db/meta";
 import { scanRound, stopRescans } from "../../src/images/dedup";
 import { hamming, phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
-import { bruteForce, cappedPairs, liveById, population, rng, storedPairs } from "../helpers/phashes";
+import { blobInserter, bruteForce, cappedPairs, liveById, population, rng, storedPairs } from "../helpers/phashes";
 
 test("chunks cover all 64 bits: any two hashes within distance 6 share a chunk", () => {
   const random = rng(7);
@@ -179,12 +179,9 @@ test("a stop ends a long rescan at once; a start at another distance rescans fro
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-stop-"));
   let ctx = await openContext(dir);
   try {
-    const insert = ctx.app.db.query(
-      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
-       VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, '2026-01-01 00:00:00')`,
-    );
+    const add = blobInserter(ctx.app.db);
     ctx.app.db.transaction(() => {
-      for (const [i, h] of population(10_000, rng(5)).entries()) insert.run(`sha-${i}`, h);
+      for (const h of population(10_000, rng(5))) add(h);
     })();
     await scanRound(ctx.app);
     const pairs = () => ctx.app.db.query<{ n: number }, []>("SELECT count(*) AS n FROM dedup_candidates").get()!.n;
@@ -217,12 +214,9 @@ test("a rescan stopped part way goes on after its last stored batch at the next 
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-resume-"));
   let ctx = await openContext(dir);
   try {
-    const insert = ctx.app.db.query(
-      `INSERT INTO blobs (sha256, phash, storage_key, mime, size, width, height, ref_count, created_at)
-       VALUES (?, ?, 'k', 'image/jpeg', 1, 1, 1, 1, '2026-01-01 00:00:00')`,
-    );
+    const add = blobInserter(ctx.app.db);
     ctx.app.db.transaction(() => {
-      for (const [i, h] of population(3_000, rng(77)).entries()) insert.run(`sha-${i}`, h);
+      for (const h of population(3_000, rng(77))) add(h);
     })();
     await scanRound(ctx.app);
     const atSix = storedPairs(ctx.app.db);
