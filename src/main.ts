@@ -1,14 +1,19 @@
 import { BootstrapError, readBootstrap } from "./config/bootstrap";
+import { parseCommandLine, USAGE } from "./cli/args";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
-const USAGE = "用法: kura [serve | reset-password [用户名] | backup | check | restore <快照文件> | version | selftest]";
-
-/** Commands that read KURA_* and work on the data directory. */
-const DATA_COMMANDS = new Set(["serve", "reset-password", "backup", "check", "restore"]);
-
 async function main(argv: string[]): Promise<number> {
-  const [command = "serve", ...args] = argv;
+  const parsed = parseCommandLine(argv);
+  if ("error" in parsed) {
+    console.error(`${parsed.error}\n${USAGE}`);
+    return 2;
+  }
+  if (!("args" in parsed)) {
+    console.log(USAGE);
+    return 0;
+  }
+  const { command, args } = parsed;
   // Database, master key, snapshots and local-channel files are private to the service user
   // (0600 / 0700), whatever umask the shell or the unit would otherwise give.
   process.umask(0o077);
@@ -21,11 +26,6 @@ async function main(argv: string[]): Promise<number> {
       await runSelftest();
       return 0;
     }
-    default:
-      if (!DATA_COMMANDS.has(command)) {
-        console.error(`未知命令: ${command}\n${USAGE}`);
-        return 2;
-      }
   }
   let boot;
   try {
@@ -47,7 +47,7 @@ async function main(argv: string[]): Promise<number> {
     case "check":
       return (await import("./cli/check")).checkDataDir(boot);
     default:
-      return (await import("./cli/restore")).restoreFromFile(boot, args[0]);
+      return (await import("./cli/restore")).restoreFromFile(boot, args[0]!);
   }
 }
 

@@ -25,11 +25,7 @@ function serviceRunning(dataDir: string): boolean {
  * The master key the snapshot was taken with must already be in place, so a wrong key is
  * refused now and not at the next start. Creates the data directory if needed.
  */
-export function restoreFromFile(boot: Bootstrap, file: string | undefined): number {
-  if (!file) {
-    console.error("用法：kura restore <快照文件>");
-    return 2;
-  }
+export function restoreFromFile(boot: Bootstrap, file: string): number {
   const source = resolve(file);
   if (!existsSync(source)) {
     console.error(`找不到快照文件：${source}`);
