@@ -1,5 +1,5 @@
 import { createAppContext } from "./app-context";
-import { ensureBuiltinAdmin, openDataDir, StartupError } from "./boot";
+import { ensureBuiltinAdmin, openDataDir } from "./boot";
 import type { Bootstrap } from "./config/bootstrap";
 import { MAX_UPLOAD_MB_LIMIT } from "./config/settings-schema";
 import { cdnPurgeEnabled } from "./config/views";
@@ -9,8 +9,10 @@ import { assertPortFree } from "./http/threads/port";
 import { DeliveryThreadPool } from "./http/threads/pool";
 import { unhandledServerError } from "./http/disk-full";
 import { resumeInterruptedBackup } from "./ops/backups";
-import { DataDirError, lockDataDir } from "./datadir/lock";
+import { lockDataDir } from "./datadir/lock";
 import { tightenDataDirPermissions } from "./datadir/permissions";
+import { refuseForeignDataDir } from "./datadir/entries";
+import { startupFailure, listenFailure } from "./startup-errors";
 import { startBackgroundLoops } from "./loops";
 import { resolveBackupAlertAtStart } from "./ops/backups";
 import { tuneNativeMemory } from "./native/memory-tuning";
@@ -30,36 +32,42 @@ import { CONNECTION_IDLE_SECONDS } from "./http/idle-limits";
  */
 const MAX_REQUEST_BODY = Math.ceil(MAX_UPLOAD_MB_LIMIT * 1024 * 1024 * (1 + 1 / 64)) + 1024 * 1024;
 
-/** How long a graceful stop waits for in-flight requests; well inside the unit's TimeoutStopSec=60 with the jobs' 30 s after it. */
+/** How long a graceful stop waits for in-flight requests; with BACKGROUND_STOP_MS after it, well inside the unit's TimeoutStopSec=60. */
 const SHUTDOWN_GRACE_MS = Number(process.env.KURA_TEST_SHUTDOWN_GRACE_MS ?? 20_000);
+/** How long a graceful stop then waits for background rounds and running jobs (together). */
+const BACKGROUND_STOP_MS = Number(process.env.KURA_TEST_BACKGROUND_STOP_MS ?? 25_000);
 
 /** `kura serve`: open the data dir, build the context, listen, run the loops until a signal. Returns -1 while running. */
 export async function serve(boot: Bootstrap): Promise<number> {
   let opened;
   try {
+    // Not someone else's directory: nothing is created, emptied or made private in it.
+    refuseForeignDataDir(boot.dataDir);
     // Before anything is read or written: a second instance must not even swap in a staged restore.
     lockDataDir(boot.dataDir);
     opened = openDataDir(boot, log);
   } catch (err) {
-    if (err instanceof StartupError || err instanceof DataDirError) {
-      log.error("启动失败", { err: err.message });
-      return 1;
-    }
-    throw err;
+    return startupFailure(err, boot.dataDir, log);
   }
   const { db, key } = opened;
-  // Files an older version created world-readable, made as private as this version creates them.
-  tightenDataDirPermissions(boot.dataDir, log);
-  tuneNativeMemory();
-  await ensureBuiltinAdmin(db, log);
-
   // Signals and fatal errors may ask more than once; only the first request shuts down.
   let stopping = false;
-  const app = await createAppContext(boot, db, key, log, (reason) => {
-    if (stopping) return;
-    stopping = true;
-    void shutdown(reason);
-  });
+  let app: Awaited<ReturnType<typeof createAppContext>>;
+  try {
+    // Files an older version created world-readable, made as private as this version creates them.
+    tightenDataDirPermissions(boot.dataDir, log);
+    tuneNativeMemory();
+    await ensureBuiltinAdmin(db, log);
+    app = await createAppContext(boot, db, key, log, (reason) => {
+      if (stopping) return;
+      stopping = true;
+      void shutdown(reason);
+    });
+  } catch (err) {
+    // A file a root-run command left behind (tmp/, a probe folder) that this user cannot remove, a full disk…
+    db.close();
+    return startupFailure(err, boot.dataDir, log);
+  }
   const entry = createFetchHandler(app, createRouter(app));
   const threads = new DeliveryThreadPool(app, entry, boot.deliveryThreads);
   let server: ReturnType<typeof Bun.serve>;
@@ -76,7 +84,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
       error: unhandledServerError(log),
     });
   } catch (err) {
-    log.error("启动失败：无法监听端口", { listen: boot.listen.text, err: (err as Error).message });
+    log.error("启动失败：无法监听端口", { listen: boot.listen.text, err: listenFailure(err, boot.listen.port) });
     db.close();
     return 1;
   }
@@ -112,8 +120,15 @@ export async function serve(boot: Bootstrap): Promise<number> {
       log.warn("仍有请求未完成，已强制关闭连接", { grace_ms: SHUTDOWN_GRACE_MS });
       await server.stop(true);
     }
-    await Promise.all(loops.map((l) => l.stop()));
-    await app.jobs.stop({ deadlineMs: 30_000 });
+    // Background rounds and jobs end side by side, within one bound: a round waiting on a hung
+    // channel (its requests time out only after KURA_CHANNEL_TIMEOUT_MS, twice in a health round)
+    // must not keep the process past TimeoutStopSec, which would kill it before the counters are
+    // flushed and the database left whole.
+    const ended = await Promise.race([
+      Promise.all([...loops.map((l) => l.stop()), app.jobs.stop({ deadlineMs: BACKGROUND_STOP_MS })]).then(() => true),
+      Bun.sleep(BACKGROUND_STOP_MS + 1_000).then(() => false),
+    ]);
+    if (!ended) log.warn("后台任务未能及时结束，不再等待", { wait_ms: BACKGROUND_STOP_MS });
     app.access.flush();
     await checkpointer.stop();
     // Leave one self-contained database file behind (no WAL to replay at the next start).
@@ -124,5 +139,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
   }
   process.on("SIGTERM", () => app.shutdown("SIGTERM"));
   process.on("SIGINT", () => app.shutdown("SIGINT"));
+  // A closed terminal (`kura serve &`) or a reload reflex: a graceful stop, not an instant death.
+  process.on("SIGHUP", () => app.shutdown("SIGHUP"));
   return -1;
 }

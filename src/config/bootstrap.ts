@@ -76,12 +76,23 @@ function addressSet(name: string, value: string): AddressSet {
   }
 }
 
+/**
+ * The data directory. An empty value is refused rather than read as the working directory: a
+ * script's `KURA_DATA_DIR=$DATA` with DATA unset would otherwise make Kura treat wherever it was
+ * started (a home directory) as its own.
+ */
+function dataDir(value: string | undefined): string {
+  if (value === undefined) return resolve("./data");
+  if (value.trim() === "") throw new BootstrapError("KURA_DATA_DIR 为空：请设置数据目录的路径，或不设置它以使用 ./data");
+  return resolve(value);
+}
+
 export function readBootstrap(env: Record<string, string | undefined> = process.env): Bootstrap {
   const metricsAllowText = env.KURA_METRICS_ALLOW ?? LOOPBACK_AND_PRIVATE;
   const trustedProxiesText = env.KURA_TRUSTED_PROXIES ?? "";
   return {
     listen: parseListen(env.KURA_LISTEN ?? "0.0.0.0:8080"),
-    dataDir: resolve(env.KURA_DATA_DIR ?? "./data"),
+    dataDir: dataDir(env.KURA_DATA_DIR),
     masterKeyEnv: env.KURA_MASTER_KEY?.trim() || undefined,
     metricsAllow: addressSet("KURA_METRICS_ALLOW", metricsAllowText),
     metricsAllowText,

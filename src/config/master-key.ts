@@ -58,7 +58,16 @@ export function loadMasterKey(dataDir: string, envValue: string | undefined): Ma
   if (envValue) return MasterKey.parse(envValue);
   const file = masterKeyPath(dataDir);
   if (!existsSync(file)) return undefined;
-  return MasterKey.parse(readFileSync(file, "utf8"));
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EISDIR") throw new Error(`主密钥文件 ${file} 是一个目录，不是文件`);
+    if (code === "EACCES" || code === "EPERM") throw new Error(`无法读取主密钥文件 ${file}：没有权限（它须属于运行 Kura 的用户，权限 0600）`);
+    throw new Error(`无法读取主密钥文件 ${file}：${(err as Error).message}`);
+  }
+  return MasterKey.parse(text);
 }
 
 export function writeNewMasterKeyFile(dataDir: string): MasterKey {

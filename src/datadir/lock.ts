@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { accessSync, constants, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
 /** The data directory cannot be locked (not creatable, not writable); the message is shown as is. */
@@ -30,6 +30,16 @@ export function lockDataDir(dataDir: string): { release(): void } {
     throw new DataDirError(`无法在数据目录 ${dataDir} 中创建锁文件 ${LOCK_FILE}：${(err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
   }
   try {
+    // SQLite opens a file it may not write read-only, without a word, and a read-only connection
+    // holds no exclusive lock: two servers would then share the directory.
+    accessSync(path, constants.W_OK);
+  } catch {
+    db.close();
+    throw new DataDirError(
+      `锁文件 ${path} 不可写（属主或权限不对），无法锁定数据目录：数据目录中的文件须属于运行 Kura 的用户，例如 chown -R kura:kura ${dataDir}`,
+    );
+  }
+  try {
     db.exec("PRAGMA busy_timeout = 0");
     db.exec("PRAGMA locking_mode = EXCLUSIVE");
     db.exec("PRAGMA journal_mode = MEMORY");
@@ -43,6 +53,11 @@ export function lockDataDir(dataDir: string): { release(): void } {
       throw new DataDirLockedError(
         `数据目录 ${dataDir} 已被另一个 Kura 进程占用（锁文件 ${LOCK_FILE}）；同一数据目录只能运行一个实例，请先停止它，或用 KURA_DATA_DIR 指定另一个目录`,
       );
+    }
+    // The file holds no data; it is not removed here, because a second process doing the same at
+    // the same moment could then lock a different file.
+    if (/not a database|malformed|SQLITE_NOTADB|SQLITE_CORRUPT/i.test(`${(err as Error).message} ${(err as { code?: string }).code ?? ""}`)) {
+      throw new DataDirError(`锁文件 ${path} 已损坏：它不含任何数据，确认没有 Kura 进程在运行后删除它，再重新执行`);
     }
     throw err;
   }

@@ -7,13 +7,15 @@
 import { chmodSync, lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../ops/log";
+import { isKuraEntry } from "./entries";
 
 /** Where the built-in channel keeps snapshots, below <data_dir>/storage. */
 const BACKUP_DIRS = [join("storage", "_kura"), join("storage", "_kura", "backups")];
 
 /**
- * Clears group/other bits of the data directory, every entry directly in it, and the built-in
- * channel's snapshot folders and snapshots. Image objects below storage/ and variants/ are not
+ * Clears group/other bits of the data directory, Kura's own entries directly in it (entries.ts:
+ * an operator's file kept there is not touched), and the built-in channel's snapshot folders and
+ * snapshots. Image objects below storage/ and variants/ are not
  * walked (a large library; their directories are private now, so nobody else reaches them).
  * Symbolic links (an admin's mount) and files this user does not own are left alone. Logs once
  * what was changed; returns the changed paths, relative to the data directory.
@@ -50,7 +52,7 @@ export function tightenDataDirPermissions(dataDir: string, log: Logger): string[
     }
   };
   tighten("");
-  for (const rel of entries("")) tighten(rel);
+  for (const rel of entries("")) if (isKuraEntry(rel)) tighten(rel);
   for (const dir of BACKUP_DIRS) tighten(dir);
   for (const rel of entries(BACKUP_DIRS[1]!)) tighten(rel);
   if (changed.length) {

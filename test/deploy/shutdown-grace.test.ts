@@ -6,6 +6,7 @@
  * connections are cut and the stop completes.
  */
 import { expect, test } from "bun:test";
+import { FakeDav } from "../channels/fakes/webdav";
 import { adminSession } from "../helpers/client";
 import { KuraServer } from "../helpers/server";
 import { RawRequest } from "../http/raw-upload.helpers";
@@ -38,3 +39,26 @@ test("SIGTERM with a stalled upload in flight: the connection is cut after the g
     await server.dispose();
   }
 });
+
+test("SIGTERM while a background round waits on a hung channel: the stop ends within its bound, not the channel's timeout", async () => {
+  const dav = new FakeDav();
+  // The bound is 25 s (1.5 s here); the channel's own timeout two minutes, twice in a health round.
+  const server = await KuraServer.start({ env: { KURA_TEST_BACKGROUND_STOP_MS: "1500", KURA_CHANNEL_TIMEOUT_MS: "120000" } });
+  try {
+    const admin = await adminSession(server);
+    const config = { url: dav.url, vendor: "other", bearer_token: "dav-token" };
+    await admin.json("POST", "/api/admin/channels", { name: "dav", driver: "webdav", config, priority: 10 }, 201);
+    await admin.json("PUT", "/api/admin/config", { health_check_seconds: 1 });
+    dav.hangAll = true;
+    await Bun.sleep(2_500); // a health round has begun and waits on the hung server
+    const started = Date.now();
+    server.proc.kill("SIGTERM");
+    expect(await server.proc.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(server.logs).toMatch(/level=WARN msg=后台任务未能及时结束，不再等待 wait_ms=1500/);
+    expect(server.logs).toContain("msg=已关闭");
+  } finally {
+    await server.dispose();
+    dav.stop();
+  }
+}, 60_000);

@@ -23,6 +23,8 @@ export class FakeDav {
   propfindMode: "ok" | "endless" | "reset" = "ok";
   /** Holds every PUT of an image key until `releasePuts()`. */
   holdPuts = false;
+  /** Answers nothing at all, to any request, until `releasePuts()` (a hung server behind a live socket). */
+  hangAll = false;
   private held: (() => void)[] = [];
   /** Bytes of misbehaving bodies handed to the connection (endless answers stop when Kura cancels). */
   sentJunk = 0;
@@ -40,6 +42,7 @@ export class FakeDav {
 
   releasePuts() {
     this.holdPuts = false;
+    this.hangAll = false;
     for (const go of this.held.splice(0)) go();
   }
 
@@ -62,6 +65,7 @@ export class FakeDav {
   }
 
   private async handle(req: Request): Promise<Response> {
+    if (this.hangAll) await new Promise<void>((go) => this.held.push(go));
     const path = decodeURIComponent(new URL(req.url).pathname).replace(/\/+$/, "") || "/";
     const image = path.includes("/img/");
     switch (req.method) {
