@@ -240,7 +240,9 @@ export async function cleanTempFiles(base: string, olderThanMs = 0): Promise<num
       const full = join(dir, entry.name);
       if (entry.isDirectory()) await visit(full);
       else if (entry.isFile() && TEMP_FILE.test(entry.name) && !writingTemps.has(full)) {
-        if (olderThanMs > 0 && (await lstat(full)).mtimeMs > cutoff) continue;
+        // Gone since the listing (a write in progress renamed it): nothing to clean, go on with the rest.
+        const info = olderThanMs > 0 ? await lstat(full).catch((err) => (isMissing(err) ? undefined : Promise.reject(err))) : undefined;
+        if (olderThanMs > 0 && (!info || info.mtimeMs > cutoff)) continue;
         await rm(full, { force: true });
         removed++;
       }
