@@ -1,5 +1,6 @@
 import { BootstrapError, readBootstrap } from "./config/bootstrap";
 import { parseCommandLine, USAGE } from "./cli/args";
+import { wrongUserProblem } from "./cli/owner";
 import { log } from "./ops/log";
 import { BUILD } from "./version";
 
@@ -36,6 +37,13 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     throw err;
+  }
+  if (command !== "serve") {
+    const problem = wrongUserProblem(boot.dataDir, [command, ...(args.some((a) => a.startsWith("-")) ? ["--", ...args] : args)]);
+    if (problem) {
+      log.error(problem, { data_dir: boot.dataDir });
+      return 1;
+    }
   }
   switch (command) {
     case "serve":

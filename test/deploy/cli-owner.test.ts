@@ -1,0 +1,82 @@
+/**
+ * Maintenance commands run by another user than the data directory's owner (`sudo kura check`
+ * on a directory of the `kura` user) would leave files the service cannot open (tmp/, the probe
+ * folder, snapshots, a staged restore) and keep it from starting: they refuse before touching it.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chownSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runKuraIn, treeState } from "../helpers/cli";
+import { KuraServer } from "../helpers/server";
+
+const NOBODY = 65534;
+const isRoot = process.getuid?.() === 0;
+const AS_NOBODY = ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"];
+
+const temps: string[] = [];
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+});
+
+function chownTree(path: string, uid: number) {
+  chownSync(path, uid, uid);
+  if (lstatSync(path).isDirectory()) for (const name of readdirSync(path)) chownTree(join(path, name), uid);
+}
+
+describe.if(isRoot)("a maintenance command run as another user than the data directory's owner", () => {
+  let dataDir: string;
+  let snapshot: string;
+  beforeAll(async () => {
+    dataDir = tempDir("kura-owner-");
+    const server = await KuraServer.start({ dataDir });
+    await server.stop();
+    // The database after a clean stop is a whole snapshot that `kura restore` would accept.
+    snapshot = join(tempDir("kura-owner-snap-"), "kura-20260101-000000.000.db");
+    copyFileSync(join(dataDir, "kura.db"), snapshot);
+  });
+
+  test("as root on a directory owned by nobody: each command refuses, names the owner and the command to run, and creates nothing", async () => {
+    chownTree(dataDir, NOBODY);
+    try {
+      await refusedAsRoot();
+    } finally {
+      chownTree(dataDir, 0);
+    }
+  });
+
+  async function refusedAsRoot() {
+    const before = treeState(dataDir);
+    for (const argv of [["check"], ["backup"], ["reset-password"], ["reset-password", "admin"], ["restore", snapshot]]) {
+      const r = await runKuraIn(dataDir, argv, { KURA_DATA_DIR: dataDir });
+      expect([argv, r.code]).toEqual([argv, 1]);
+      expect(r.err).toContain(
+        `level=ERROR msg="请以数据目录的属主 nobody（uid ${NOBODY}）运行此命令，例如：sudo -u nobody env KURA_DATA_DIR=${dataDir} kura ${argv.join(" ")}`,
+      );
+      expect(r.err.trim().split("\n")).toHaveLength(1);
+      expect(r.out).toBe("");
+      expect(treeState(dataDir)).toEqual(before);
+    }
+  }
+
+  test("as nobody on a root-owned directory: refused the same way", async () => {
+    const before = treeState(dataDir);
+    for (const argv of [["check"], ["backup"]]) {
+      const r = await runKuraIn(tmpdir(), argv, { KURA_DATA_DIR: dataDir, HOME: "/nonexistent" }, AS_NOBODY);
+      expect([argv, r.code]).toEqual([argv, 1]);
+      expect(r.err).toContain(`请以数据目录的属主 root（uid 0）运行此命令，例如：sudo -u root env KURA_DATA_DIR=${dataDir} kura ${argv[0]}`);
+    }
+    expect(treeState(dataDir)).toEqual(before);
+  });
+
+  test("as its owner the command runs as before", async () => {
+    const r = await runKuraIn(dataDir, ["check"], { KURA_DATA_DIR: dataDir });
+    expect(r.out).toContain("[正常] 数据库完整性：正常");
+    expect(r.err).not.toContain("请以数据目录的属主");
+  });
+});
