@@ -22,11 +22,11 @@ async function main(argv: string[]): Promise<number> {
     case "version":
       console.log(`kura ${BUILD.version} (commit ${BUILD.commit}, built ${BUILD.built_at})`);
       return 0;
-    case "selftest": {
-      const { runSelftest } = await import("./selftest");
-      await runSelftest();
-      return 0;
-    }
+    case "selftest":
+      return failSafe(command, undefined, async () => {
+        await (await import("./selftest")).runSelftest();
+        return 0;
+      });
   }
   let boot;
   try {
@@ -45,17 +45,35 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
-  switch (command) {
-    case "serve":
-      return (await import("./serve")).serve(boot);
-    case "reset-password":
-      return (await import("./reset-password")).resetPassword(boot, args[0]);
-    case "backup":
-      return (await import("./cli/backup")).backupNow(boot);
-    case "check":
-      return (await import("./cli/check")).checkDataDir(boot);
-    default:
-      return (await import("./cli/restore")).restoreFromFile(boot, args[0]!);
+  return failSafe(command, boot.dataDir, async () => {
+    switch (command) {
+      case "serve":
+        return (await import("./serve")).serve(boot);
+      case "reset-password":
+        return (await import("./reset-password")).resetPassword(boot, args[0]);
+      case "backup":
+        return (await import("./cli/backup")).backupNow(boot);
+      case "check":
+        return (await import("./cli/check")).checkDataDir(boot);
+      default:
+        return (await import("./cli/restore")).restoreFromFile(boot, args[0]!);
+    }
+  });
+}
+
+/**
+ * Runs a command: an error it does not handle itself (a damaged database page, a file it may not
+ * open, an image library that does not load) ends as one line saying what to do, with exit 1,
+ * never a stack trace. Loaded only then, so that `version` and `help` stay light.
+ */
+async function failSafe(command: string, dataDir: string | undefined, run: () => Promise<number>): Promise<number> {
+  try {
+    return await run();
+  } catch (err) {
+    const reason = dataDir === undefined ? ((err as Error)?.message ?? String(err)) : (await import("./startup-errors")).describeFailure(err, dataDir);
+    if (command === "serve") log.error("启动失败", { err: reason });
+    else log.error("命令失败", { command, err: reason });
+    return 1;
   }
 }
 

@@ -1,9 +1,11 @@
 import type { Database } from "bun:sqlite";
-import { type MigrationPendingError, openReadOnly } from "../boot";
+import { dirname } from "node:path";
+import { databasePath, type MigrationPendingError, openReadOnly } from "../boot";
 import type { Bootstrap } from "../config/bootstrap";
 import type { AppContext } from "../context";
 import { type CountedTable, foreignKeyViolations, integrityCheck, rowCount } from "../db/health";
 import { schemaVersion } from "../db/open";
+import { describeFailure } from "../startup-errors";
 import { openForMaintenance } from "./maintenance";
 
 interface Finding {
@@ -11,15 +13,43 @@ interface Finding {
   line: string;
 }
 
+/** SQLite found a damaged page or a file that is no database while reading. */
+const isDamage = (err: unknown) => /^SQLITE_(CORRUPT|NOTADB)/.test(String((err as { code?: unknown } | undefined)?.code));
+
+/** Integrity as a finding, and whether the file could be read at all (damage SQLite throws on ends the check). */
+function integrityFinding(db: Database): Finding & { readable: boolean } {
+  try {
+    const integrity = integrityCheck(db);
+    const ok = integrity.length === 1 && integrity[0] === "ok";
+    return { ok, readable: true, line: `数据库完整性：${ok ? "正常" : integrity.slice(0, 5).join("；")}` };
+  } catch (err) {
+    if (!isDamage(err)) throw err;
+    return { ok: false, readable: false, line: `数据库完整性：${describeFailure(err, dirname(db.filename))}` };
+  }
+}
+
+const damageFinding = (err: unknown, dataDir: string): Finding => ({ ok: false, line: `读取数据库：${describeFailure(err, dataDir)}` });
+
+/** The checks that follow a readable integrity check: a damaged page one of them reads is a finding, not an exception. */
+async function guarded(dataDir: string, run: () => Finding[] | Promise<Finding[]>): Promise<Finding[]> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isDamage(err)) throw err;
+    return [damageFinding(err, dataDir)];
+  }
+}
+
+const foreignKeyFinding = (db: Database): Finding => {
+  const foreign = foreignKeyViolations(db);
+  return { ok: foreign === 0, line: `外键检查：${foreign === 0 ? "正常" : `${foreign} 处引用失效`}` };
+};
+
 function checkDatabase(app: AppContext): Finding[] {
-  const integrity = integrityCheck(app.db);
-  const foreign = foreignKeyViolations(app.db);
   const count = (table: CountedTable) => rowCount(app.db, table);
   const states = app.images.replicaStateCounts();
-  const integrityOk = integrity.length === 1 && integrity[0] === "ok";
   return [
-    { ok: integrityOk, line: `数据库完整性：${integrityOk ? "正常" : integrity.slice(0, 5).join("；")}` },
-    { ok: foreign === 0, line: `外键检查：${foreign === 0 ? "正常" : `${foreign} 处引用失效`}` },
+    foreignKeyFinding(app.db),
     { ok: true, line: `结构版本：${schemaVersion(app.db)}` },
     { ok: true, line: `用户 ${count("users")}，图片 ${count("images")}，文件 ${count("blobs")}，存储渠道 ${count("channels")}` },
     { ok: true, line: `副本状态：${states.map((s) => `${s.state} ${s.n}`).join("，") || "无"}` },
@@ -48,45 +78,59 @@ function report(findings: Finding[], done: string): number {
 }
 
 /**
- * An older schema than this binary's: the check stays read-only (the old binary may still be the
- * installed service, and a migrated file would no longer start it). The file is read without
- * writing anything; channels are not probed, since their code needs the current schema.
+ * The file read without writing anything: integrity and foreign keys, then `more`. For an older
+ * schema than this binary's, the check stays read-only (the old binary may still be the installed
+ * service, and a migrated file would no longer start it), and channels are not probed, since their
+ * code needs the current schema. For a database too damaged to open the service's way, `more`
+ * says why it could not.
  */
-function checkBeforeMigration(pending: MigrationPendingError): number {
+async function checkReadOnly(path: string, more: Finding[], done: string): Promise<number> {
   let db: Database;
   try {
-    db = openReadOnly(pending.path);
+    db = openReadOnly(path);
   } catch (err) {
-    console.log(`[异常] 无法只读打开数据库 ${pending.path}：${(err as Error).message}`);
+    console.log(`[异常] 无法只读打开数据库 ${path}：${describeFailure(err, dirname(path))}`);
     return 1;
   }
   try {
-    const integrity = integrityCheck(db);
-    const integrityOk = integrity.length === 1 && integrity[0] === "ok";
-    const foreign = foreignKeyViolations(db);
-    return report(
-      [
-        { ok: integrityOk, line: `数据库完整性：${integrityOk ? "正常" : integrity.slice(0, 5).join("；")}` },
-        { ok: foreign === 0, line: `外键检查：${foreign === 0 ? "正常" : `${foreign} 处引用失效`}` },
-        {
-          ok: true,
-          line: `结构版本：${pending.found}，本程序会迁移到 ${pending.latest}：下次用本程序启动服务时自动迁移（迁移前先保存副本 kura.db.before-migration-v${pending.found}-<时间>）；kura check 不做迁移，未改动任何文件`,
-        },
-      ],
-      "检查完成：数据库正常；存储渠道要在迁移后检查（用新版本启动服务后再运行 kura check）",
-    );
+    const integrity = integrityFinding(db);
+    const foreign = integrity.readable ? await guarded(dirname(path), () => [foreignKeyFinding(db)]) : [];
+    return report([integrity, ...foreign, ...more], done);
   } finally {
     db.close();
   }
 }
 
+const checkBeforeMigration = (pending: MigrationPendingError) =>
+  checkReadOnly(
+    pending.path,
+    [
+      {
+        ok: true,
+        line: `结构版本：${pending.found}，本程序会迁移到 ${pending.latest}：下次用本程序启动服务时自动迁移（迁移前先保存副本 kura.db.before-migration-v${pending.found}-<时间>）；kura check 不做迁移，未改动任何文件`,
+      },
+    ],
+    "检查完成：数据库正常；存储渠道要在迁移后检查（用新版本启动服务后再运行 kura check）",
+  );
+
 /** `kura check`: verifies the database and probes every channel; exit 1 when anything is wrong. */
 export async function checkDataDir(boot: Bootstrap): Promise<number> {
-  const app = await openForMaintenance(boot, "check", "report");
+  let app: AppContext | MigrationPendingError | number;
+  try {
+    app = await openForMaintenance(boot, "check", "report");
+  } catch (err) {
+    // Damage in a page the start reads (settings, channels) stops the context from being built.
+    if (!isDamage(err)) throw err;
+    return checkReadOnly(databasePath(boot.dataDir), [damageFinding(err, boot.dataDir)], "");
+  }
   if (typeof app === "number") return app;
   if (!("db" in app)) return checkBeforeMigration(app);
   try {
-    return report([...checkDatabase(app), ...(await checkChannels(app))], "检查完成：全部正常");
+    const integrity = integrityFinding(app.db);
+    // Nothing else is read from, or written to (channel health), a file SQLite cannot read.
+    if (!integrity.readable) return report([integrity], "");
+    const rest = await guarded(boot.dataDir, async () => [...checkDatabase(app), ...(await checkChannels(app))]);
+    return report([integrity, ...rest], "检查完成：全部正常");
   } finally {
     app.db.close();
   }
