@@ -13,6 +13,7 @@
 // never imports this file, so sharp keeps loading from node_modules as usual.
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, mkdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { log } from "../ops/log";
 import { nativeCacheCandidates, prepareCacheDir, removeOtherNativeVersions } from "./cache-dirs";
 
 export interface EmbeddedFile {
@@ -47,12 +48,15 @@ export function loadEmbeddedSharpAddon(embedded: EmbeddedSharp): unknown {
       assertCpuSupported(addon, embedded.platform);
       loadedAddon = addon;
       removeOtherNativeVersions(base, basename(dir));
+      // An unusable KURA_NATIVE_DIR or home cache is not skipped in silence.
+      if (failures.length) log.info("已从备用目录加载 sharp 原生模块", { dir: base, skipped: failures.join("；") });
       return addon;
     } catch (err) {
-      failures.push(`  ${candidate.dir}: ${err instanceof Error ? err.message : String(err)}`);
+      failures.push(`${candidate.dir}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  throw new Error(`无法加载内嵌的 sharp 原生模块（${embedded.platform}）。可设置 KURA_NATIVE_DIR 指定一个可写且允许执行的目录。\n${failures.join("\n")}`);
+  // One line: the command's failure line shows it as is.
+  throw new Error(`无法加载内嵌的 sharp 原生模块（${embedded.platform}）。可设置 KURA_NATIVE_DIR 指定一个可写且允许执行的目录。${failures.join("；")}`);
 }
 
 /** Returns the directory holding a complete copy, extracting it atomically if needed. */
