@@ -1,7 +1,9 @@
+import { existsSync } from "node:fs";
 import { ensureBuiltinAdmin, openExistingDataDir, requireExistingDatabase, seedDefaultPassword, StartupError } from "./boot";
 import { SessionStore } from "./auth/sessions";
 import type { Bootstrap } from "./config/bootstrap";
 import { DataDirError, lockIfFree } from "./datadir/lock";
+import { stagedPath } from "./ops/backups";
 import { log } from "./ops/log";
 import { BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 
@@ -9,6 +11,8 @@ import { BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
  * `kura reset-password [name]`: re-seeds the factory default password and ends the user's sessions.
  * Works beside a running service (one row, through SQLite's own locking), but only the process that
  * holds the data directory's lock swaps in a staged restore; and it never migrates an older schema.
+ * Beside a service with a restore staged it refuses: the snapshot replaces the live database at the
+ * service's next start, and the password it would print with it.
  */
 export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME): Promise<number> {
   let lock;
@@ -21,6 +25,13 @@ export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME):
       return 1;
     }
     throw err;
+  }
+  if (!lock && existsSync(stagedPath(boot.dataDir))) {
+    log.error(
+      "已暂存待换入的快照：服务下次启动时它会替换当前数据库，现在重设的密码会随之失效。请先重启服务（systemctl restart kura），快照换入后再运行 kura reset-password",
+      { staged: stagedPath(boot.dataDir) },
+    );
+    return 1;
   }
   const opened = openExistingDataDir(boot, log, { ownsDataDir: lock !== undefined, migrate: false });
   if (typeof opened === "number") return opened;

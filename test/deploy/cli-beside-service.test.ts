@@ -34,7 +34,22 @@ function filesOf(dir: string): Record<string, string> {
 }
 
 describe("a staged restore and a command run beside the running service", () => {
-  test("reset-password leaves the staged snapshot for the service's next start and reaches the live database", async () => {
+  test("reset-password reaches the live database of a running service", async () => {
+    const server = await KuraServer.start({ dataDir: tempDir("kura-beside-") });
+    try {
+      const admin = await adminSession(server);
+      const reset = await runCli(["reset-password"], { KURA_DATA_DIR: server.dataDir });
+      expect(reset.code, reset.err).toBe(0);
+      // The new password and the ended sessions are those of the running service.
+      const password = /user=admin password=(\S+)/.exec(reset.err)![1]!;
+      expect((await admin.request("GET", "/api/admin/images")).status).toBe(401);
+      expect((await new Session(server).login("admin", password)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+
+  test("reset-password refuses while a restore waits for the service's next start (the swap would drop its password); both files stay as they are", async () => {
     const dir = tempDir("kura-beside-");
     const server = await KuraServer.start({ dataDir: dir });
     try {
@@ -50,33 +65,31 @@ describe("a staged restore and a command run beside the running service", () => 
       const staged = await runCli(["restore", file], { KURA_DATA_DIR: dir });
       expect(staged.code, staged.err).toBe(0);
       const dbIno = statSync(join(dir, "kura.db")).ino;
+      const stagedHash = sha256(readFileSync(join(dir, "restore.staged.db")));
 
       const reset = await runCli(["reset-password"], { KURA_DATA_DIR: dir });
-      expect(reset.code, reset.err).toBe(0);
-      expect(reset.err).toContain("Kura 服务正在运行：暂存的快照不由此命令换入，留待服务下次启动时换入");
-      expect(reset.err).not.toContain("已换入快照");
-      // The service's open database was neither renamed nor replaced; the staged file still waits.
+      expect(reset.code, reset.err).toBe(1);
+      expect(reset.err).toContain(`level=ERROR msg="已暂存待换入的快照：服务下次启动时它会替换当前数据库，现在重设的密码会随之失效。请先重启服务`);
+      expect(reset.err).not.toContain("password=");
+      // The service's open database was neither renamed nor replaced; the staged file still waits, unchanged.
       expect(statSync(join(dir, "kura.db")).ino).toBe(dbIno);
-      expect(existsSync(join(dir, "restore.staged.db"))).toBe(true);
+      expect(sha256(readFileSync(join(dir, "restore.staged.db")))).toBe(stagedHash);
       expect(readdirSync(dir).filter((f) => f.includes("before-restore"))).toEqual([]);
-
-      // The new password and the ended sessions are those of the running service.
-      const password = /user=admin password=(\S+)/.exec(reset.err)![1]!;
-      expect((await admin.request("GET", "/api/admin/images")).status).toBe(401);
-      const again = new Session(server);
-      expect((await again.login("admin", password)).status).toBe(200);
-      // And it still serves, and backs up, its own data.
+      // The admin's password and session are untouched, and it still serves its own data.
+      expect((await admin.request("GET", "/api/admin/images")).status).toBe(200);
       expect((await fetch(server.url(`/i/${id}`))).status).toBe(200);
-      const after = await admin.request("POST", "/api/admin/upload", form(await makeJpeg(80, 60, 8)));
-      expect(after.status).toBe(401); // the old session was ended, not split off onto another file
     } finally {
       await server.stop();
     }
-    // The next start is the one that swaps it in.
+    // The next start is the one that swaps it in; then reset-password works on the restored database.
     const restarted = await KuraServer.start({ dataDir: dir });
     try {
       await restarted.waitForLog(/已换入快照/);
       expect(existsSync(join(dir, "restore.staged.db"))).toBe(false);
+      const reset = await runCli(["reset-password"], { KURA_DATA_DIR: dir });
+      expect(reset.code, reset.err).toBe(0);
+      const password = /user=admin password=(\S+)/.exec(reset.err)![1]!;
+      expect((await new Session(restarted).login("admin", password)).status).toBe(200);
     } finally {
       await restarted.stop();
     }
