@@ -2,22 +2,13 @@
  * The command line as an operator types it: help and version flags, and arguments a command does
  * not take, refused with the usage before anything is created, read or written.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
 import { runKuraIn, treeState } from "../helpers/cli";
 import { KuraServer } from "../helpers/server";
+import { useTempDirs } from "../helpers/temp-dirs";
 
-const temps: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 describe("help and version", () => {
   test.each(["--help", "-h", "help", "check --help", "restore -h"])("kura %s prints the usage on stdout and exits 0", async (line) => {

@@ -2,23 +2,15 @@
  * `kura backup` with a channel it cannot write: the snapshot still goes where it can, each channel
  * left without it is named in a WARN line, and the exit code says the backup is incomplete.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { adminSession } from "../helpers/client";
 import { runKuraIn } from "../helpers/cli";
 import { KuraServer } from "../helpers/server";
+import { useTempDirs } from "../helpers/temp-dirs";
 
-const temps: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 describe("kura backup with a channel it cannot write", () => {
   test("an unhealthy channel and a failed write each get a WARN line; the snapshot is written elsewhere; exit 1", async () => {

@@ -2,9 +2,8 @@
  * One-shot commands and the data directory they share with the service: only the process that
  * holds kura.lock swaps a staged restore in, and no command but a start migrates an older schema.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MasterKey } from "../../src/config/master-key";
 import { MIGRATIONS } from "../../src/db/migrations";
@@ -12,16 +11,9 @@ import { migrate, openDatabase } from "../../src/db/open";
 import { adminSession, Session } from "../helpers/client";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 import { KuraServer, runCli } from "../helpers/server";
+import { useTempDirs } from "../helpers/temp-dirs";
 
-const temps: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 /** name → sha256 of every file directly in `dir` (kura.lock, the instance lock, left out). */
 function filesOf(dir: string): Record<string, string> {

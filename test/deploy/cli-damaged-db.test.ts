@@ -3,22 +3,14 @@
  * every command ends with one line saying to restore a snapshot, never a stack trace.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { type CliRun, runKuraIn } from "../helpers/cli";
 import { KuraServer } from "../helpers/server";
+import { useTempDirs } from "../helpers/temp-dirs";
 
-const temps: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 let pristine: string;
 beforeAll(async () => {

@@ -3,26 +3,19 @@
  * on a directory of the `kura` user) would leave files the service cannot open (tmp/, the probe
  * folder, snapshots, a staged restore) and keep it from starting: they refuse before touching it.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { chownSync, copyFileSync, lstatSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runKuraIn, treeState } from "../helpers/cli";
 import { KuraServer } from "../helpers/server";
+import { useTempDirs } from "../helpers/temp-dirs";
 
 const NOBODY = 65534;
 const isRoot = process.getuid?.() === 0;
 const AS_NOBODY = ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"];
 
-const temps: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 function chownTree(path: string, uid: number) {
   chownSync(path, uid, uid);
