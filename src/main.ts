@@ -64,7 +64,8 @@ async function main(argv: string[]): Promise<number> {
 /**
  * Runs a command: an error it does not handle itself (a damaged database page, a file it may not
  * open, an image library that does not load) ends as one line saying what to do, with exit 1,
- * never a stack trace. Loaded only then, so that `version` and `help` stay light.
+ * never a stack trace. The module that words the reason is loaded only then, so that `version` and
+ * `help` stay light.
  */
 async function failSafe(command: string, dataDir: string | undefined, run: () => Promise<number>): Promise<number> {
   try {

@@ -17,14 +17,14 @@ interface Finding {
 const isDamage = (err: unknown) => /^SQLITE_(CORRUPT|NOTADB)/.test(String((err as { code?: unknown } | undefined)?.code));
 
 /** Integrity as a finding, and whether the file could be read at all (damage SQLite throws on ends the check). */
-function integrityFinding(db: Database): Finding & { readable: boolean } {
+function integrityFinding(db: Database, dataDir: string): Finding & { readable: boolean } {
   try {
     const integrity = integrityCheck(db);
     const ok = integrity.length === 1 && integrity[0] === "ok";
     return { ok, readable: true, line: `数据库完整性：${ok ? "正常" : integrity.slice(0, 5).join("；")}` };
   } catch (err) {
     if (!isDamage(err)) throw err;
-    return { ok: false, readable: false, line: `数据库完整性：${describeFailure(err, dirname(db.filename))}` };
+    return { ok: false, readable: false, line: `数据库完整性：${describeFailure(err, dataDir)}` };
   }
 }
 
@@ -93,7 +93,7 @@ async function checkReadOnly(path: string, more: Finding[], done: string): Promi
     return 1;
   }
   try {
-    const integrity = integrityFinding(db);
+    const integrity = integrityFinding(db, dirname(path));
     const foreign = integrity.readable ? await guarded(dirname(path), () => [foreignKeyFinding(db)]) : [];
     return report([integrity, ...foreign, ...more], done);
   } finally {
@@ -126,7 +126,7 @@ export async function checkDataDir(boot: Bootstrap): Promise<number> {
   if (typeof app === "number") return app;
   if (!("db" in app)) return checkBeforeMigration(app);
   try {
-    const integrity = integrityFinding(app.db);
+    const integrity = integrityFinding(app.db, boot.dataDir);
     // Nothing else is read from, or written to (channel health), a file SQLite cannot read.
     if (!integrity.readable) return report([integrity], "");
     const rest = await guarded(boot.dataDir, async () => [...checkDatabase(app), ...(await checkChannels(app))]);
