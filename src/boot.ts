@@ -170,7 +170,7 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
   try {
     db = openDatabase(dbPath);
   } catch (err) {
-    throw new StartupError(`无法打开数据库 ${dbPath}：${sqliteReason(err)}`);
+    throw new StartupError(isDamage(err) ? damagedDatabase(dbPath, err) : `无法打开数据库 ${dbPath}：${sqliteReason(err)}`);
   }
   try {
     // A newer schema refuses inside migrate() before anything is copied or changed.
@@ -179,7 +179,8 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
     finishUpgrade(db);
   } catch (err) {
     db.close();
-    throw new StartupError((err as Error).message);
+    // Damage SQLite meets while migrating (or reading the schema) says what to do, as a damaged header does.
+    throw new StartupError(isDamage(err) ? damagedDatabase(dbPath, err) : (err as Error).message);
   }
   // Authoritative re-check on the real connection (it also sees a WAL left by a crash).
   const recorded = readMeta(db, FINGERPRINT_KEY);
@@ -253,8 +254,16 @@ function readFingerprint(path: string): string | undefined {
   try {
     return storedFingerprint(path);
   } catch (err) {
-    throw new StartupError(`数据库文件 ${path} 已损坏或不是 SQLite 数据库（${sqliteReason(err)}）：请用 kura restore 从快照恢复`);
+    throw new StartupError(damagedDatabase(path, err));
   }
+}
+
+const damagedDatabase = (path: string, err: unknown) => `数据库文件 ${path} 已损坏或不是 SQLite 数据库（${sqliteReason(err)}）：请用 kura restore 从快照恢复`;
+
+/** SQLite found the file damaged (by its code, or its words when the code was lost on the way). */
+function isDamage(err: unknown): boolean {
+  const code = (err as { code?: string })?.code ?? "";
+  return /^SQLITE_(CORRUPT|NOTADB)/.test(code) || /malformed|not a database/i.test((err as Error)?.message ?? "");
 }
 
 /** SQLite's reason in Chinese for the common cases, else its own words (no stack). */

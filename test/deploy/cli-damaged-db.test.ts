@@ -73,3 +73,18 @@ describe("other commands on a damaged database", () => {
     60_000,
   );
 });
+
+describe("kura serve on a damaged database", () => {
+  // `schema_migrations` is what migrate() reads first (the fingerprint in `meta` is read before it, by its own check); settings next.
+  test.each(["schema_migrations", "settings"])(
+    "damage in %s ends the start with one 启动失败 line saying to restore a snapshot",
+    async (object) => {
+      const dir = damaged(object);
+      const r = await runKuraIn(dir, ["serve"], { KURA_DATA_DIR: dir, KURA_LISTEN: "127.0.0.1:0" });
+      expectNoTrace(r);
+      expect(r.err).toMatch(/level=ERROR msg=启动失败 err="数据库文件.*已损坏.*请用 kura restore 从快照恢复/);
+      expect(r.err).not.toContain("Kura 启动完成");
+    },
+    60_000,
+  );
+});
