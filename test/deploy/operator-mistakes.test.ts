@@ -4,21 +4,14 @@
  * files a root-run command left behind, a lock file that cannot be written or is damaged, a master
  * key that is a directory, a port already taken; and SIGHUP (a closed terminal) stops gracefully.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KuraServer } from "../helpers/server";
+import { useTempDirs } from "../helpers/temp-dirs";
 
-const temps: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 const NOBODY = 65534;
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
