@@ -180,6 +180,7 @@ export function s3Routes(app: AppContext) {
     requireOwnBucket(req.bucket);
     if (req.bucket) return (req.key === "" ? bucketOp(req) : objectOp(req))(req);
     if (req.method !== "GET" && req.method !== "HEAD") throw notImplemented(`${req.method} /s3/`);
+    refuseBucketInHost(req.query);
     return listBuckets(req);
   };
 
@@ -212,4 +213,22 @@ export function s3Routes(app: AppContext) {
     .put("/s3/*", ({ request }) => handle(request), opts)
     .post("/s3/*", ({ request }) => handle(request), opts)
     .delete("/s3/*", ({ request }) => handle(request), opts);
+}
+
+/** Parameters only an object listing takes (ListBuckets takes `prefix`, `continuation-token`, `max-buckets` at most). */
+const LISTING_ONLY = ["list-type", "delimiter", "marker", "max-keys", "encoding-type", "start-after", "fetch-owner"];
+
+/**
+ * A listing sent to the service root is a client addressing the bucket in the host name
+ * (virtual-hosted style: `kura.example.com/s3/?list-type=2`). Answered with the bucket list, it read
+ * as an empty bucket, and `rclone sync` from it deleted the whole destination. Kura takes the bucket
+ * from the path only (a host such as `kura.example.com` may just be the server's own name), so the
+ * listing is refused with what to change.
+ */
+function refuseBucketInHost(query: Map<string, string>): void {
+  if (!LISTING_ONLY.some((name) => query.has(name))) return;
+  throw new S3Error(
+    "InvalidRequest",
+    "对象列表请求没有给出存储桶：Kura 的 S3 接口只支持路径风格地址（/s3/kura/…），请在客户端启用 path style（rclone: force_path_style = true；AWS SDK: forcePathStyle: true；PicGo: pathStyleAccess）",
+  );
 }

@@ -229,3 +229,39 @@ describe("keys over S3's 1024 UTF-8 bytes", () => {
     await expectTooLong(await fetch(`${f.cred.endpoint}/kura`, { method: "POST", body: form }), 1027);
   });
 });
+
+describe("a client addressing the bucket in the host name (virtual-hosted style)", () => {
+  test("its listing is refused with what to change, never answered with the bucket list (an empty-looking bucket that rclone sync mirrors as deletions)", async () => {
+    // Before: 200 with <ListAllMyBucketsResult>, which clients parse as an empty, complete object listing.
+    for (const query of ["list-type=2", "delimiter=&max-keys=1000&prefix=", "marker=a", "encoding-type=url"]) {
+      const res = await signedRequest(f, "GET", `/s3/?${query}`);
+      const body = await res.text();
+      expect({ query, status: res.status }).toEqual({ query, status: 400 });
+      expect(body).toContain("<Code>InvalidRequest</Code>");
+      expect(body).toContain("path style");
+      expect(body).not.toContain("ListAllMyBucketsResult");
+    }
+    // The real SDK, bucket in the host (its name pinned to this machine), gets an error, not an empty listing.
+    const { ListObjectsV2Command, S3Client } = await import("@aws-sdk/client-s3");
+    const { NodeHttpHandler } = await import("@smithy/node-http-handler");
+    const http = await import("node:http");
+    type Lookup = (host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) => void;
+    const lookup: Lookup = (_host, opts, cb) => (opts?.all ? cb(null, [{ address: "127.0.0.1", family: 4 }]) : cb(null, "127.0.0.1", 4));
+    const vhost = new S3Client({
+      endpoint: `http://kura-vhost.test:${new URL(server.base).port}/s3`,
+      region: "us-east-1",
+      forcePathStyle: false,
+      requestHandler: new NodeHttpHandler({ httpAgent: new http.Agent({ lookup } as never) }),
+      credentials: { accessKeyId: f.cred.access_key_id, secretAccessKey: f.cred.secret_access_key },
+    });
+    const listed = await vhost.send(new ListObjectsV2Command({ Bucket: "kura" })).then(
+      (r) => ({ ok: true, keys: r.KeyCount }),
+      (err: { name?: string; $metadata?: { httpStatusCode?: number } }) => ({ ok: false, code: err.name, status: err.$metadata?.httpStatusCode }),
+    );
+    expect(listed).toEqual({ ok: false, code: "InvalidRequest", status: 400 });
+    // The bucket list itself still answers at the root.
+    const root = await signedRequest(f, "GET", "/s3/");
+    expect(root.status).toBe(200);
+    expect(await root.text()).toContain("<Name>kura</Name>");
+  });
+});
