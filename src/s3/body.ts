@@ -138,6 +138,8 @@ export async function consumeBody(
   const digests = { size, md5: md5.digest("hex"), sha256: sha256.digest("hex") };
   if (rawHex) assertPayloadDigest(req.auth.payloadHash, digests.sha256);
   const contentMd5 = req.request.headers.get("content-md5");
+  // Not a base64 MD5 at all (16 bytes): S3's InvalidDigest, not a mismatch of the body.
+  if (contentMd5 !== null && !/^[A-Za-z0-9+/]{22}==$/.test(contentMd5.trim())) throw new S3Error("InvalidDigest", "Content-MD5 不是 base64 编码的 MD5 值");
   if (contentMd5 !== null && contentMd5.trim() !== Buffer.from(digests.md5, "hex").toString("base64")) {
     throw new S3Error("BadDigest", "请求体的 MD5 与 Content-MD5 不一致");
   }

@@ -141,6 +141,10 @@ export function s3Routes(app: AppContext) {
   };
 
   const objectOp = (req: S3Request): Handler => {
+    // The bucket is never versioned: its objects' one version id is `null`. Any other id is refused as
+    // S3 refuses an id it never issued, never served or deleted as if it named the live object.
+    const versionId = req.query.get("versionId");
+    if (versionId !== undefined && versionId !== "null") throw new S3Error("InvalidArgument", "版本 ID 无效：该存储桶未启用版本控制，只接受 versionId=null");
     const sub = subresource(req);
     const copySource = req.request.headers.has("x-amz-copy-source");
     switch (req.method) {

@@ -265,3 +265,48 @@ describe("a client addressing the bucket in the host name (virtual-hosted style)
     expect(await root.text()).toContain("<Name>kura</Name>");
   });
 });
+
+describe("protocol edges real clients send (audit 12)", () => {
+  const put = async (key: string) => {
+    const res = await signedRequest(f, "PUT", `/s3/kura/${key}`, { body: png, headers: { "content-type": "image/png" } });
+    expect(res.status).toBe(200);
+    return res.headers.get("etag")!;
+  };
+
+  test("a versionId other than null is InvalidArgument on GET, HEAD and DELETE, and the live object is untouched", async () => {
+    await put("edges/v.png");
+    for (const method of ["GET", "HEAD", "DELETE"]) {
+      const res = await signedRequest(f, method, "/s3/kura/edges/v.png?versionId=3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY");
+      expect({ method, status: res.status }).toEqual({ method, status: 400 });
+      if (method !== "HEAD") expect(await res.text()).toContain("<Code>InvalidArgument</Code>");
+    }
+    expect((await signedRequest(f, "GET", "/s3/kura/edges/v.png")).status).toBe(200);
+    // `null` is the version every object of an unversioned bucket has.
+    expect((await signedRequest(f, "GET", "/s3/kura/edges/v.png?versionId=null")).status).toBe(200);
+  });
+
+  test("If-Match / If-None-Match with a bare (unquoted) ETag, as the Java SDK v1 sends it", async () => {
+    const etag = await put("edges/e.png");
+    const bare = etag.replaceAll('"', "");
+    expect((await signedRequest(f, "GET", "/s3/kura/edges/e.png", { headers: { "if-match": bare } })).status).toBe(200);
+    expect((await signedRequest(f, "GET", "/s3/kura/edges/e.png", { headers: { "if-none-match": bare } })).status).toBe(304);
+    expect((await signedRequest(f, "GET", "/s3/kura/edges/e.png", { headers: { "if-match": "0123" } })).status).toBe(412);
+  });
+
+  test("CopyObject accepts a fully URL-encoded x-amz-copy-source (encodeURIComponent of bucket/key)", async () => {
+    await put("edges/src 1.png");
+    const res = await signedRequest(f, "PUT", "/s3/kura/edges/copied.png", { headers: { "x-amz-copy-source": encodeURIComponent("kura/edges/src 1.png") } });
+    expect(res.status).toBe(200);
+    expect((await signedRequest(f, "HEAD", "/s3/kura/edges/copied.png")).status).toBe(200);
+  });
+
+  test("a Content-MD5 that is no base64 MD5 is InvalidDigest; a wrong one stays BadDigest", async () => {
+    for (const [value, code] of [
+      ["not-md5", "InvalidDigest"],
+      [Buffer.alloc(16).toString("base64"), "BadDigest"],
+    ] as const) {
+      const res = await signedRequest(f, "PUT", "/s3/kura/edges/md5.png", { body: png, headers: { "content-md5": value } });
+      expect({ value, status: res.status, code: (await res.text()).match(/<Code>(\w+)<\/Code>/)?.[1] }).toEqual({ value, status: 400, code });
+    }
+  });
+});

@@ -114,7 +114,7 @@ describe("receiveToFile and readXmlBody", () => {
     expect(readFileSync(path).equals(Buffer.from(BODY))).toBe(true);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const bad = join(dir, "bad.bin");
-    expect(await failure(receiveToFile(s3req(BODY, { "content-md5": "AAAA" }), bad, 1e6))).toBe("BadDigest:请求体的 MD5 与 Content-MD5 不一致");
+    expect(await failure(receiveToFile(s3req(BODY, { "content-md5": "AAAAAAAAAAAAAAAAAAAAAA==" }), bad, 1e6))).toBe("BadDigest:请求体的 MD5 与 Content-MD5 不一致");
     expect(existsSync(bad)).toBe(false);
     const big = join(dir, "big.bin");
     expect(await failure(receiveToFile(s3req(BODY), big, 100))).toStartWith("EntityTooLarge:");
@@ -127,7 +127,7 @@ describe("receiveToFile and readXmlBody", () => {
     expect(MAX_XML_BODY).toBe(1024 * 1024);
     expect(await failure(readXmlBody(s3req(new Uint8Array(MAX_XML_BODY + 1), {}, {}, 65536)))).toBe("MalformedXML:XML 请求体过大");
     expect((await readXmlBody(s3req(new Uint8Array(MAX_XML_BODY).fill(32), {}, {}, 65536))).length).toBe(MAX_XML_BODY);
-    expect(await failure(readXmlBody(s3req(xml, { "content-md5": "AAAA" })))).toBe("BadDigest:请求体的 MD5 与 Content-MD5 不一致");
+    expect(await failure(readXmlBody(s3req(xml, { "content-md5": "AAAAAAAAAAAAAAAAAAAAAA==" })))).toBe("BadDigest:请求体的 MD5 与 Content-MD5 不一致");
   });
 });
 

@@ -30,11 +30,13 @@ export function copySourceKey(header: string): string {
   if (versionId !== null && versionId !== "null") {
     throw new S3Error("InvalidArgument", "x-amz-copy-source 中的版本 ID 无效：该存储桶未启用版本控制，只接受 versionId=null");
   }
-  const slash = value.indexOf("/");
+  // `encodeURIComponent("bucket/key")` (the form in the AWS SDK's own examples) encodes the separator too.
+  const slash = value.indexOf("/") > 0 ? value.indexOf("/") : value.toUpperCase().indexOf("%2F");
   if (slash <= 0) throw new S3Error("InvalidArgument", "x-amz-copy-source 格式应为 <bucket>/<key>");
+  const separator = value[slash] === "/" ? 1 : 3;
   requireOwnBucket(value.slice(0, slash));
   try {
-    return decodeURIComponent(value.slice(slash + 1));
+    return decodeURIComponent(value.slice(slash + separator));
   } catch {
     throw new S3Error("InvalidArgument", "x-amz-copy-source 中的百分号编码无效");
   }

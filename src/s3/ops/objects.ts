@@ -166,9 +166,12 @@ export async function getObject(app: AppContext, req: S3Request): Promise<Respon
   return new Response(blob.file ?? blob.stream, { status, headers: { ...headers, "content-length": String(length) } });
 }
 
-/** `If-None-Match: "a", "b"` / `*` → the listed ETags (weak prefix dropped). */
+/** `If-None-Match: "a", "b"` / `*` → the listed ETags (weak prefix dropped; a bare tag, as the Java SDK v1 sends it, quoted). */
 function etagList(header: string): string[] {
-  return header.split(",").map((t) => t.trim().replace(/^W\//, ""));
+  return header.split(",").map((t) => {
+    const tag = t.trim().replace(/^W\//, "");
+    return tag === "*" || tag.startsWith('"') ? tag : `"${tag}"`;
+  });
 }
 
 /** HTTP date in whole seconds, or undefined when unparseable (then the header is ignored, as S3 does). */
