@@ -114,7 +114,9 @@ describe("receiveToFile and readXmlBody", () => {
     expect(readFileSync(path).equals(Buffer.from(BODY))).toBe(true);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const bad = join(dir, "bad.bin");
-    expect(await failure(receiveToFile(s3req(BODY, { "content-md5": "AAAAAAAAAAAAAAAAAAAAAA==" }), bad, 1e6))).toBe("BadDigest:请求体的 MD5 与 Content-MD5 不一致");
+    expect(await failure(receiveToFile(s3req(BODY, { "content-md5": "AAAAAAAAAAAAAAAAAAAAAA==" }), bad, 1e6))).toBe(
+      "BadDigest:请求体的 MD5 与 Content-MD5 不一致",
+    );
     expect(existsSync(bad)).toBe(false);
     const big = join(dir, "big.bin");
     expect(await failure(receiveToFile(s3req(BODY), big, 100))).toStartWith("EntityTooLarge:");
