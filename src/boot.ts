@@ -5,6 +5,7 @@ import { hashPassword } from "./auth/passwords";
 import { randomReadable } from "./auth/secrets";
 import type { Bootstrap } from "./config/bootstrap";
 import { loadMasterKey, type MasterKey, writeNewMasterKeyFile } from "./config/master-key";
+import { isSqliteDamage } from "./db/damage";
 import { hasMetaTable, readMeta, writeMeta } from "./db/meta";
 import { MIGRATIONS } from "./db/migrations";
 import { migrate, openDatabase, schemaVersion } from "./db/open";
@@ -170,7 +171,7 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
   try {
     db = openDatabase(dbPath);
   } catch (err) {
-    throw new StartupError(isDamage(err) ? damagedDatabase(dbPath, err) : `无法打开数据库 ${dbPath}：${sqliteReason(err)}`);
+    throw new StartupError(isSqliteDamage(err) ? damagedDatabase(dbPath, err) : `无法打开数据库 ${dbPath}：${sqliteReason(err)}`);
   }
   try {
     // A newer schema refuses inside migrate() before anything is copied or changed.
@@ -180,7 +181,7 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
   } catch (err) {
     db.close();
     // Damage SQLite meets while migrating (or reading the schema) says what to do, as a damaged header does.
-    throw new StartupError(isDamage(err) ? damagedDatabase(dbPath, err) : (err as Error).message);
+    throw new StartupError(isSqliteDamage(err) ? damagedDatabase(dbPath, err) : (err as Error).message);
   }
   // Authoritative re-check on the real connection (it also sees a WAL left by a crash).
   const recorded = readMeta(db, FINGERPRINT_KEY);
@@ -259,12 +260,6 @@ function readFingerprint(path: string): string | undefined {
 }
 
 const damagedDatabase = (path: string, err: unknown) => `数据库文件 ${path} 已损坏或不是 SQLite 数据库（${sqliteReason(err)}）：请用 kura restore 从快照恢复`;
-
-/** SQLite found the file damaged (by its code, or its words when the code was lost on the way). */
-function isDamage(err: unknown): boolean {
-  const code = (err as { code?: string })?.code ?? "";
-  return /^SQLITE_(CORRUPT|NOTADB)/.test(code) || /malformed|not a database/i.test((err as Error)?.message ?? "");
-}
 
 /** SQLite's reason in Chinese for the common cases, else its own words (no stack). */
 function sqliteReason(err: unknown): string {

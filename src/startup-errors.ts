@@ -7,6 +7,7 @@ import { statSync } from "node:fs";
 import { StartupError } from "./boot";
 import { BootstrapError } from "./config/bootstrap";
 import { DataDirError } from "./datadir/lock";
+import { isSqliteDamage } from "./db/damage";
 import type { Logger } from "./ops/log";
 
 const ownerOf = (path: string): number | undefined => {
@@ -31,7 +32,7 @@ export function describeFailure(err: unknown, dataDir: string): string {
   }
   if (e?.code === "ENOSPC") return `磁盘已满：${e.path ?? dataDir} 所在的文件系统没有剩余空间`;
   if (e?.code === "EROFS") return `文件系统只读：${e.path ?? dataDir}（systemd 单元的 ProtectSystem=strict 需要 ReadWritePaths= 指向它）`;
-  if (typeof e?.code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(e.code)) return `数据库文件已损坏（${message}）：请用 kura restore 从快照恢复`;
+  if (isSqliteDamage(err)) return `数据库文件已损坏（${message}）：请用 kura restore 从快照恢复`;
   return message;
 }
 

@@ -4,6 +4,7 @@ import { databasePath, type MigrationPendingError, openReadOnly } from "../boot"
 import type { Bootstrap } from "../config/bootstrap";
 import type { AppContext } from "../context";
 import { type CountedTable, foreignKeyViolations, integrityCheck, rowCount } from "../db/health";
+import { isSqliteDamage } from "../db/damage";
 import { schemaVersion } from "../db/open";
 import { describeFailure } from "../startup-errors";
 import { openForMaintenance } from "./maintenance";
@@ -13,9 +14,6 @@ interface Finding {
   line: string;
 }
 
-/** SQLite found a damaged page or a file that is no database while reading. */
-const isDamage = (err: unknown) => /^SQLITE_(CORRUPT|NOTADB)/.test(String((err as { code?: unknown } | undefined)?.code));
-
 /** Integrity as a finding, and whether the file could be read at all (damage SQLite throws on ends the check). */
 function integrityFinding(db: Database, dataDir: string): Finding & { readable: boolean } {
   try {
@@ -23,7 +21,7 @@ function integrityFinding(db: Database, dataDir: string): Finding & { readable: 
     const ok = integrity.length === 1 && integrity[0] === "ok";
     return { ok, readable: true, line: `数据库完整性：${ok ? "正常" : integrity.slice(0, 5).join("；")}` };
   } catch (err) {
-    if (!isDamage(err)) throw err;
+    if (!isSqliteDamage(err)) throw err;
     return { ok: false, readable: false, line: `数据库完整性：${describeFailure(err, dataDir)}` };
   }
 }
@@ -35,7 +33,7 @@ async function guarded(dataDir: string, run: () => Finding[] | Promise<Finding[]
   try {
     return await run();
   } catch (err) {
-    if (!isDamage(err)) throw err;
+    if (!isSqliteDamage(err)) throw err;
     return [damageFinding(err, dataDir)];
   }
 }
@@ -120,7 +118,7 @@ export async function checkDataDir(boot: Bootstrap): Promise<number> {
     app = await openForMaintenance(boot, "check", "report");
   } catch (err) {
     // Damage in a page the start reads (settings, channels) stops the context from being built.
-    if (!isDamage(err)) throw err;
+    if (!isSqliteDamage(err)) throw err;
     return checkReadOnly(databasePath(boot.dataDir), [damageFinding(err, boot.dataDir)], "");
   }
   if (typeof app === "number") return app;

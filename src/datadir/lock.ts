@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { isSqliteDamage } from "../db/damage";
 
 /** The data directory cannot be locked (not creatable, not writable); the message is shown as is. */
 export class DataDirError extends Error {}
@@ -56,7 +57,7 @@ export function lockDataDir(dataDir: string): { release(): void } {
     }
     // The file holds no data; it is not removed here, because a second process doing the same at
     // the same moment could then lock a different file.
-    if (/not a database|malformed|SQLITE_NOTADB|SQLITE_CORRUPT/i.test(`${(err as Error).message} ${(err as { code?: string }).code ?? ""}`)) {
+    if (isSqliteDamage(err)) {
       throw new DataDirError(`锁文件 ${path} 已损坏：它不含任何数据，确认没有 Kura 进程在运行后删除它，再重新执行`);
     }
     throw err;
