@@ -1,17 +1,5 @@
-import { readFileSync, statSync } from "node:fs";
-
-/** The name /etc/passwd gives `uid`, if any. */
-function userName(uid: number): string | undefined {
-  try {
-    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
-      const [name, , id] = line.split(":");
-      if (name && id === String(uid)) return name;
-    }
-  } catch {
-    // No readable /etc/passwd: the uid alone is named.
-  }
-  return undefined;
-}
+import { statSync } from "node:fs";
+import { userNameOf } from "../shared/passwd";
 
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
 
@@ -31,7 +19,7 @@ export function wrongUserProblem(dataDir: string, argv: string[]): string | unde
   }
   const uid = process.geteuid?.();
   if (uid === undefined || uid === owner) return undefined;
-  const name = userName(owner);
+  const name = userNameOf(owner);
   const who = `${name ? ` ${name}` : ""}（uid ${owner}）`;
   const example = `sudo -u ${name ?? `'#${owner}'`} env KURA_DATA_DIR=${shellWord(dataDir)} kura ${argv.map(shellWord).join(" ")}`;
   return `请以数据目录的属主${who}运行此命令，例如：${example}（当前以 uid ${uid} 运行：它留下的文件服务将无法打开，服务会因此无法启动）`;

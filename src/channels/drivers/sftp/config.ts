@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { userNameOf } from "../../../shared/passwd";
 import { userInfo } from "node:os";
 import { utils } from "ssh2";
 import { revealOption, type DriverOptionSpec } from "../option-spec";
@@ -105,16 +105,7 @@ export function parseFingerprint(raw: string): string | null {
 export function currentUser(): string {
   const fromEnv = process.env.USER || process.env.LOGNAME;
   if (fromEnv) return fromEnv;
-  const uid = process.getuid?.();
-  try {
-    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
-      const fields = line.split(":");
-      if (fields.length > 2 && Number(fields[2]) === uid) return fields[0];
-    }
-  } catch {
-    // No passwd file (e.g. a minimal container): fall through.
-  }
-  return userInfo().username;
+  return userNameOf(process.getuid?.()) ?? userInfo().username;
 }
 
 /** rclone reads key_pem with "\n" escapes for line breaks; accept that form as well as real newlines. */
