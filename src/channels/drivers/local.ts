@@ -240,9 +240,11 @@ export async function cleanTempFiles(base: string, olderThanMs = 0): Promise<num
       const full = join(dir, entry.name);
       if (entry.isDirectory()) await visit(full);
       else if (entry.isFile() && TEMP_FILE.test(entry.name) && !writingTemps.has(full)) {
-        // Gone since the listing (a write in progress renamed it): nothing to clean, go on with the rest.
-        const info = olderThanMs > 0 ? await lstat(full).catch((err) => (isMissing(err) ? undefined : Promise.reject(err))) : undefined;
-        if (olderThanMs > 0 && (!info || info.mtimeMs > cutoff)) continue;
+        if (olderThanMs > 0) {
+          // Gone since the listing (a write in progress renamed it): nothing to clean, go on with the rest.
+          const info = await lstat(full).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
+          if (!info || info.mtimeMs > cutoff) continue;
+        }
         await rm(full, { force: true });
         removed++;
       }

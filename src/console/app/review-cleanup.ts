@@ -27,17 +27,17 @@ function report(verb: string, o: Outcome, stopped: boolean): void {
   else toast(head);
 }
 
-async function deleteIds(ids: string[], into: Outcome): Promise<void> {
-  const res = await api<{ deleted: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-delete", { ids });
-  into.done += res.deleted;
-  into.failed.push(...res.failed.map((f) => f.error));
-}
+/** One batch request (at most BATCH ids): the count it answers under `field` and each failure's reason go into `into`. */
+const batchCall =
+  (path: string, extra: Record<string, unknown>, field: "deleted" | "updated") =>
+  async (ids: string[], into: Outcome): Promise<void> => {
+    const res = await api<Record<typeof field, number> & { failed: { id: string; error: string }[] }>("POST", path, { ids, ...extra });
+    into.done += res[field];
+    into.failed.push(...res.failed.map((f) => f.error));
+  };
 
-async function exemptIds(ids: string[], into: Outcome): Promise<void> {
-  const res = await api<{ updated: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-exempt", { ids, exempt: true });
-  into.done += res.updated;
-  into.failed.push(...res.failed.map((f) => f.error));
-}
+const deleteIds = batchCall("/api/admin/images/batch-delete", {}, "deleted");
+const exemptIds = batchCall("/api/admin/images/batch-exempt", { exempt: true }, "updated");
 
 export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement {
   let shown: CleanupItem[] = [];
