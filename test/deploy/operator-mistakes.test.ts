@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runKuraIn } from "../helpers/cli";
 import { KuraServer } from "../helpers/server";
 import { useTempDirs } from "../helpers/temp-dirs";
 
@@ -16,18 +17,11 @@ const tempDir = useTempDirs();
 const NOBODY = 65534;
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 
-/** `kura serve` as `nobody` (a service user) until it exits or `ms` pass; the output. */
+/** `kura serve` as `uid` (a service user; undefined: this process's) until it exits or `ms` pass; the output. */
 async function serveAs(uid: number | undefined, dataDir: string, ms = 15_000, env: Record<string, string> = {}) {
   const as = uid === undefined ? [] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"];
-  const proc = Bun.spawn([...as, "bun", "run", join(import.meta.dir, "../../src/main.ts"), "serve"], {
-    env: { ...process.env, HOME: tmpdir(), KURA_DATA_DIR: dataDir, KURA_LISTEN: "127.0.0.1:0", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => proc.kill("SIGTERM"), ms);
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  clearTimeout(timer);
-  return { code: await proc.exited, text: out + err };
+  const run = await runKuraIn(tmpdir(), ["serve"], { HOME: tmpdir(), KURA_DATA_DIR: dataDir, ...env }, as, ms);
+  return { code: run.code, text: run.out + run.err };
 }
 
 /** One ERROR line, in Chinese, and no stack trace or source excerpt. */
@@ -56,14 +50,9 @@ describe("a data directory that is not Kura's is refused, untouched", () => {
     const cwd = tempDir("kura-op-cwd-");
     writeFileSync(join(cwd, "notes.txt"), "mine");
     chmodSync(join(cwd, "notes.txt"), 0o644);
-    const proc = Bun.spawn(["bun", "run", join(import.meta.dir, "../../src/main.ts"), "serve"], {
-      cwd,
-      env: { ...process.env, KURA_DATA_DIR: "", KURA_LISTEN: "127.0.0.1:0" },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const text = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
-    expect(await proc.exited).not.toBe(0);
+    const run = await runKuraIn(cwd, ["serve"], { KURA_DATA_DIR: "" });
+    const text = run.out + run.err;
+    expect(run.code).not.toBe(0);
     expect(text).toContain("KURA_DATA_DIR 为空");
     expect(readdirSync(cwd)).toEqual(["notes.txt"]);
     expect(mode(join(cwd, "notes.txt"))).toBe("644");
