@@ -54,8 +54,47 @@ export const SERIAL: Record<string, string> = {
   "test/unit/login-throttle.test.ts": "200,000 throttled attempts under 2 s (no scan of all buckets per attempt)",
 };
 
+/** Lines of each failure (its error and the `(fail)` line), repeated at the end: CI logs keep only the tail. */
+const failures: string[] = [];
+/** How many lines before a `(fail)` line belong to its report (the error, its diff, the source excerpt). */
+const CONTEXT_BEFORE = 40;
+/** An unhandled error between tests is printed after its banner: that many lines after it are kept. */
+const CONTEXT_AFTER_BANNER = 30;
+
+/** Passes one stream of `bun test` through to ours, keeping the lines around each failure to quote them. */
+async function relay(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream): Promise<void> {
+  const recent: string[] = [];
+  let following = 0;
+  // `bun test` ends with "N tests failed:" and the same `(fail)` lines again, without their errors.
+  let summary = false;
+  let partial = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) {
+    out.write(chunk);
+    const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      if (following > 0) {
+        failures.push(line);
+        if (--following === 0) failures.push("");
+        continue;
+      }
+      if (/^\d+ tests? failed:/.test(line)) summary = true;
+      if (summary) continue;
+      recent.push(line);
+      if (recent.length > CONTEXT_BEFORE) recent.shift();
+      if (line.includes("(fail)")) failures.push(...recent.splice(0), "");
+      else if (line.includes("Unhandled error")) {
+        failures.push(...recent.splice(0));
+        following = CONTEXT_AFTER_BANNER;
+      }
+    }
+  }
+}
+
 async function bunTest(args: string[]): Promise<number> {
-  const proc = Bun.spawn([process.execPath, "test", TIMEOUT, ...args], { cwd: ROOT, stdio: ["inherit", "inherit", "inherit"] });
+  const proc = Bun.spawn([process.execPath, "test", TIMEOUT, ...args], { cwd: ROOT, stdio: ["inherit", "pipe", "pipe"] });
+  await Promise.all([relay(proc.stdout, process.stdout), relay(proc.stderr, process.stderr)]);
   return await proc.exited;
 }
 
@@ -76,5 +115,6 @@ const parallelSeconds = (performance.now() - started) / 1000;
 console.log(`\n— parallel group (${PARALLEL} workers): ${parallelSeconds.toFixed(0)} s, exit ${parallel}; now ${serial.length} files alone —\n`);
 const alone = await bunTest(serial);
 const totalSeconds = (performance.now() - started) / 1000;
+if (failures.length) console.log(`\n— failures, repeated —\n${failures.join("\n")}`);
 console.log(`\n— suite: parallel group exit ${parallel}, serial group exit ${alone}, ${totalSeconds.toFixed(0)} s in all —`);
 process.exit(parallel || alone);
