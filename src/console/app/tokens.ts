@@ -2,7 +2,7 @@
 // rotate, delete, and the derived S3 credential.
 import { api, query } from "./api";
 import { badge, busy, copyField, errorText, fmtTime, h, openModal, parseUtc, replace, toast } from "./dom";
-import { clientSnippets } from "./snippets";
+import { clientSnippets, picgoS3Snippet } from "./snippets";
 import type { Page, S3Credential, Token, TokenIssued, User, ViewContext } from "./types";
 import { dataTable, hashParams, messageRow, renderPager } from "./ui";
 
@@ -47,12 +47,12 @@ export function showIssued(ctx: ViewContext, issued: TokenIssued, title: string)
 }
 
 function showS3(cred: S3Credential, name: string): void {
-  openModal(
+  const modal = openModal(
     `S3 凭据 · ${name}`,
     h(
       "p",
       { class: "muted" },
-      "供 S3 兼容上传接口（/s3/）使用的凭据：rclone 选 provider = Other 并开启 force_path_style，PicGo（picgo-plugin-s3）开启 pathStyleAccess 与 disableBucketPrefixToURL，urlPrefix 填下方图片地址前缀（去掉末尾的 /）。对象键即图片地址 <图片地址前缀><键>；S3 上传不应用 EXIF 策略。令牌吊销或轮换后凭据随即失效。",
+      "供 S3 兼容上传接口（/s3/）使用的凭据：rclone 选 provider = Other 并开启 force_path_style；PicGo（picgo-plugin-s3）用下方配置（开启 pathStyleAccess，图片地址由 outputURLPattern 生成，不要用已废弃的 urlPrefix：键中含 #、? 或 % 时它给出的地址打不开）。对象键即图片地址 <图片地址前缀><键>；S3 上传不应用 EXIF 策略。令牌吊销或轮换后凭据随即失效。",
     ),
     copyField("Access Key ID", cred.access_key_id),
     copyField("Secret Access Key", cred.secret_access_key, { name: "secret_access_key" }),
@@ -60,7 +60,12 @@ function showS3(cred: S3Credential, name: string): void {
     copyField("Region", cred.region),
     copyField("Bucket", cred.bucket),
     copyField("图片地址前缀", cred.url_prefix),
-  ).dialog.id = "s3-credential";
+    h("h3", null, "PicGo（picgo-plugin-s3）"),
+    h("p", { class: "muted" }, "先执行 picgo install s3，再把下面内容合并进 ~/.picgo/config.json；uploadPath 可按需修改。"),
+    copyField("config.json", picgoS3Snippet(cred), { multiline: true, name: "picgo-s3" }),
+  );
+  modal.dialog.classList.add("wide");
+  modal.dialog.id = "s3-credential";
 }
 
 const PAGE_SIZE = 50;
