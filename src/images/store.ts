@@ -22,6 +22,8 @@ export interface NewReference {
   tokenId: number | null;
   fileName: string;
   objectKey: string | null;
+  /** Inside the commit, before the alias moves: throws to refuse the upload (S3's conditional writes); nothing stays written. */
+  beforeKeyMoves?: () => void;
   ttlSeconds: number | null;
   idempotencyKey?: string;
 }
@@ -273,6 +275,7 @@ export function scheduleReplication(app: AppContext, blobId: number) {
 function insertImage(app: AppContext, blobId: number, ref: NewReference): string {
   const now = Date.now();
   if (ref.objectKey) {
+    ref.beforeKeyMoves?.();
     // Re-uploading a key re-points the alias to the new image.
     supersedeObjectKey(app.db, ref.userId, ref.objectKey);
     app.lookups.forgetAlias(ref.userId, ref.objectKey);

@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import type { AppContext } from "../context";
 import { openBlob } from "../images/read";
 import type { S3Object } from "./object";
+import { multipartEtagOf } from "./object-meta";
 import { blobMd5, setBlobMd5 } from "../images/repos/blob-md5";
 
 /** Blobs waiting at most; a listing of a huge un-hashed bucket queues the rest on its next pages. */
@@ -40,6 +41,8 @@ function backfillOf(app: AppContext): Backfill {
  * is queued for the backfill, so a later listing carries the MD5.
  */
 export function listingEtag(app: AppContext, object: S3Object): string {
+  const multipart = multipartEtagOf(object);
+  if (multipart) return multipart;
   if (object.md5) return object.md5;
   queueMd5(app, object.blob_id, object.storage_key);
   return `${object.sha256.slice(0, 32)}-1`;

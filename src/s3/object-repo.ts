@@ -1,9 +1,11 @@
 /**
  * The S3 view of a user's images: every live image with an object_key is an object, its key the alias.
- * Keeps the two S3-only columns (blobs.md5 for ETags, images.s3_meta for x-amz-meta-* headers).
+ * Keeps the two S3-only columns (blobs.md5 for ETags, images.s3_meta for x-amz-meta-* headers and the
+ * ETag of an object completed from parts).
  */
 import type { AppContext } from "../context";
 import { folderByKey, isFolderKey } from "./folders";
+import { multipartEtagOf } from "./object-meta";
 import { hashBlob } from "./md5-backfill";
 import type { S3Object } from "./object";
 import { setBlobMd5 } from "../images/repos/blob-md5";
@@ -11,6 +13,7 @@ import { selectObject, selectObjectsFrom, updateObjectMeta, userHasObjects } fro
 import { validObjectKey } from "./request";
 
 export type { S3Object } from "./object";
+export { copyableMeta, parseMeta } from "./object-meta";
 
 /** The image keyed `key`, or the folder marker when `key` ends in `/`. */
 export function objectByKey(app: AppContext, userId: string, key: string): S3Object | undefined {
@@ -32,14 +35,9 @@ export function setObjectMeta(app: AppContext, imageId: string, meta: Record<str
   updateObjectMeta(app.db, imageId, JSON.stringify(meta));
 }
 
-export function parseMeta(json: string): Record<string, string> {
-  if (!json) return {};
-  try {
-    const parsed = JSON.parse(json) as unknown;
-    return parsed && typeof parsed === "object" ? (parsed as Record<string, string>) : {};
-  } catch {
-    return {};
-  }
+/** The object's ETag, quoted, as HEAD, GET and the conditions see it: the multipart ETag, else the MD5. */
+export async function objectEtag(app: AppContext, object: S3Object): Promise<string> {
+  return `"${multipartEtagOf(object) ?? (await md5Of(app, object))}"`;
 }
 
 /** Records a blob's MD5 the first time it is known (all references share the bytes). */

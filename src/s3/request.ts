@@ -88,6 +88,11 @@ export function requestMeta(request: Request): Record<string, string> {
   return meta;
 }
 
+/** The absolute URL of an object on the /s3/ surface, its key percent-encoded segment by segment (S3's `Location`). */
+export function objectUrl(origin: string, bucket: string, key: string): string {
+  return `${origin}/s3/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
+}
+
 /** S3's limit on a key: 1024 bytes of its UTF-8 encoding (a CJK character takes 3 of them, an emoji 4). */
 export const MAX_KEY_BYTES = 1024;
 

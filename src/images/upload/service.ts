@@ -19,6 +19,8 @@ export interface UploadOptions {
   /** Raw `ttl` input: seconds, numeric string, or "never". */
   ttl?: unknown;
   objectKey?: string | null;
+  /** Runs inside the commit, before `objectKey` moves to the new image: throws to refuse it (S3's conditional writes). */
+  beforeKeyMoves?: () => void;
 }
 
 export interface UploadRequest {
@@ -151,6 +153,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
       tokenId: req.tokenId,
       fileName: truncateText(received.fileName || "image", MAX_FILE_NAME),
       objectKey: options.objectKey || null,
+      beforeKeyMoves: options.beforeKeyMoves,
       ttlSeconds: ttl || null,
       idempotencyKey: key || undefined,
     });

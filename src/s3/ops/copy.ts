@@ -10,7 +10,8 @@ import { supersedeObjectKey } from "../../images/repos/object-key";
 import { addBlobReference, insertImageRow } from "../../images/repos/references";
 import { quotaFull } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";
-import { md5Of, objectByKey, parseMeta, setObjectMeta, type S3Object } from "../object-repo";
+import { copyableMeta, objectByKey, objectEtag, setObjectMeta, type S3Object } from "../object-repo";
+import { keyUnchanged, writeExpectation, type KeyExpectation } from "../write-conditions";
 import { requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { requireOwnBucket } from "./buckets";
@@ -49,12 +50,13 @@ function defaultTtlSeconds(app: AppContext, userId: string): number {
 }
 
 /** One more reference to the source's blob under `key`, re-pointing the alias if the key was taken. */
-function addReference(app: AppContext, req: S3Request, source: S3Object, key: string): string {
+function addReference(app: AppContext, req: S3Request, source: S3Object, key: string, expected: KeyExpectation | undefined): string {
   const ttl = defaultTtlSeconds(app, req.user.id);
   const now = Date.now();
   const id = app.db.transaction(() => {
     const quota = app.users.byId(req.user.id)?.quota_bytes;
     if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
+    if (expected) keyUnchanged(app, req.user.id, key, expected);
     supersedeObjectKey(app.db, req.user.id, key);
     addBlobReference(app.db, source.blob_id);
     const fresh = app.images.unusedId();
@@ -105,8 +107,7 @@ function copySourceConditions(headers: Headers): Headers | undefined {
 async function requireCopyConditions(app: AppContext, req: S3Request, source: S3Object): Promise<void> {
   const conditions = copySourceConditions(req.request.headers);
   if (!conditions) return;
-  const etag = `"${await md5Of(app, source)}"`;
-  if (evaluatePreconditions(conditions, etag, parseSqlTime(source.created_at)) !== 200) {
+  if (evaluatePreconditions(conditions, await objectEtag(app, source), parseSqlTime(source.created_at)) !== 200) {
     throw new S3Error("PreconditionFailed", "源对象不满足 x-amz-copy-source-if-* 条件，未复制");
   }
 }
@@ -117,17 +118,19 @@ export async function copyObject(app: AppContext, req: S3Request): Promise<Respo
   const source = validObjectKey(sourceKey) ? objectByKey(app, req.user.id, sourceKey) : undefined;
   if (!source) throw noSuchKey();
   await requireCopyConditions(app, req, source);
+  const expected = await writeExpectation(app, req, req.key);
   const directive = (req.request.headers.get("x-amz-metadata-directive") ?? "COPY").toUpperCase();
   if (directive !== "COPY" && directive !== "REPLACE") throw new S3Error("InvalidArgument", "x-amz-metadata-directive 只能是 COPY 或 REPLACE");
-  const meta = directive === "REPLACE" ? requestMeta(req.request) : parseMeta(source.s3_meta);
+  const meta = directive === "REPLACE" ? requestMeta(req.request) : copyableMeta(source.s3_meta);
   let id = source.id;
   if (sourceKey === req.key) {
+    if (expected) keyUnchanged(app, req.user.id, req.key, expected);
     setObjectMeta(app, id, meta);
   } else {
-    id = addReference(app, req, source, req.key);
+    id = addReference(app, req, source, req.key, expected);
     setObjectMeta(app, id, meta);
   }
   app.lookups.forget(id);
   const copied = objectByKey(app, req.user.id, req.key)!;
-  return xmlResponse(el("CopyObjectResult", [el("LastModified", new Date().toISOString()), el("ETag", `"${await md5Of(app, copied)}"`)], { xmlns: S3_NS }));
+  return xmlResponse(el("CopyObjectResult", [el("LastModified", new Date().toISOString()), el("ETag", await objectEtag(app, copied))], { xmlns: S3_NS }));
 }

@@ -33,7 +33,10 @@ import {
   type UploadRow,
   withUploadLock,
 } from "../multipart-store";
-import { requestMeta, type S3Request } from "../request";
+import { publicOrigin } from "../../http/request-info";
+import { MULTIPART_ETAG } from "../object-meta";
+import { objectUrl, requestMeta, type S3Request } from "../request";
+import { writeExpectation } from "../write-conditions";
 import { pauseAt } from "../../testing/hold-points";
 import { type CompletedPart, el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
@@ -191,26 +194,33 @@ async function completeLocked(app: AppContext, gate: UploadGate, req: S3Request,
   } catch {
     // a damaged meta column only loses the x-amz-meta-* headers
   }
+  const expected = await writeExpectation(app, req, upload.object_key);
   await pauseAt("s3.multipart", `op=complete upload=${upload.upload_id}`);
   const checks = headerChecksums(req).filter(isFullObjectChecksum);
-  await storeObject(app, gate, req, upload.object_key, meta, (path) => concatenate(files, path, maxBytes, checks));
-  // S3's multipart ETag: MD5 of the concatenated binary part MD5s, then "-<part count>".
-  const etag = createHash("md5")
-    .update(Buffer.concat(listed.map((p) => Buffer.from(stored.get(p.partNumber)!.md5, "hex"))))
-    .digest("hex");
+  const etag = multipartEtag(listed.map((p) => stored.get(p.partNumber)!.md5));
+  const store = (path: string) => concatenate(files, path, maxBytes, checks);
+  await storeObject(app, gate, req, upload.object_key, { ...meta, [MULTIPART_ETAG]: etag }, store, expected);
   await removeUpload(app, upload.upload_id);
   return xmlResponse(
     el(
       "CompleteMultipartUploadResult",
       [
-        el("Location", `/s3/${req.bucket}/${upload.object_key}`),
+        el("Location", objectUrl(publicOrigin(req.request, app.settings.get().base_url), req.bucket, upload.object_key)),
         el("Bucket", req.bucket),
         el("Key", upload.object_key),
-        el("ETag", `"${etag}-${listed.length}"`),
+        el("ETag", `"${etag}"`),
       ],
       { xmlns: S3_NS },
     ),
   );
+}
+
+/** S3's multipart ETag: the MD5 of the parts' binary MD5s in order, then "-<part count>". */
+function multipartEtag(partMd5s: string[]): string {
+  const digest = createHash("md5")
+    .update(Buffer.concat(partMd5s.map((md5) => Buffer.from(md5, "hex"))))
+    .digest("hex");
+  return `${digest}-${partMd5s.length}`;
 }
 
 export async function abortMultipartUpload(app: AppContext, req: S3Request): Promise<Response> {

@@ -16,7 +16,8 @@ import { runUpload } from "../../images/upload/service";
 import { consumeBody, readXmlBody, receiveToFile, type BodyDigests } from "../body";
 import { deleteFolder, EMPTY_MD5, isFolderKey, isFolderObject, putFolder } from "../folders";
 import { S3Error, malformedXml, noSuchKey } from "../errors";
-import { md5Of, objectByKey, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
+import { objectByKey, objectEtag, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
+import { etagList, keyUnchanged, writeExpectation, type KeyExpectation } from "../write-conditions";
 import { keyBytes, MAX_KEY_BYTES, requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, parseDeleteObjects, xmlResponse, type Xml } from "../xml";
 
@@ -54,6 +55,7 @@ export async function storeObject(
   key: string,
   meta: Record<string, string>,
   receive: (path: string) => Promise<BodyDigests>,
+  expected?: KeyExpectation,
 ): Promise<{ id: string; digests: BodyDigests }> {
   let digests: BodyDigests | undefined;
   const { id } = await runUpload(app, gate, {
@@ -65,7 +67,11 @@ export async function storeObject(
       digests = await receive(path);
       return {
         file: { path, size: digests.size, fileName: basename(key), sha256: digests.sha256 },
-        options: { exifPolicy: "passthrough", objectKey: key },
+        options: {
+          exifPolicy: "passthrough",
+          objectKey: key,
+          ...(expected && { beforeKeyMoves: () => keyUnchanged(app, req.user.id, key, expected) }),
+        },
       };
     },
   });
@@ -86,7 +92,9 @@ export async function putObject(app: AppContext, gate: UploadGate, req: S3Reques
   requireKeyLength(req.key);
   if (isFolderKey(req.key)) return putFolderMarker(app, req);
   requireValidKey(req.key);
-  const { digests } = await storeObject(app, gate, req, req.key, requestMeta(req.request), (path) => receiveToFile(req, path, maxUploadBytes(app)));
+  const expected = await writeExpectation(app, req, req.key);
+  const receive = (path: string) => receiveToFile(req, path, maxUploadBytes(app));
+  const { digests } = await storeObject(app, gate, req, req.key, requestMeta(req.request), receive, expected);
   return new Response(null, { status: 200, headers: { etag: `"${digests.md5}"` } });
 }
 
@@ -114,7 +122,7 @@ function findObject(app: AppContext, req: S3Request): S3Object {
 async function objectHeaders(app: AppContext, object: S3Object): Promise<Record<string, string>> {
   const headers: Record<string, string> = {
     "content-type": object.mime,
-    etag: `"${await md5Of(app, object)}"`,
+    etag: await objectEtag(app, object),
     "last-modified": parseSqlTime(object.created_at).toUTCString(),
     "accept-ranges": "bytes",
   };
@@ -164,14 +172,6 @@ export async function getObject(app: AppContext, req: S3Request): Promise<Respon
   if (isFolderObject(object)) return new Response(null, { status, headers: { ...headers, "content-length": "0" } });
   const blob = await openBlob(app, { id: object.blob_id, storage_key: object.storage_key }, range ? { start: range.start, end: range.end } : undefined);
   return new Response(blob.file ?? blob.stream, { status, headers: { ...headers, "content-length": String(length) } });
-}
-
-/** `If-None-Match: "a", "b"` / `*` → the listed ETags (weak prefix dropped; a bare tag, as the Java SDK v1 sends it, quoted). */
-function etagList(header: string): string[] {
-  return header.split(",").map((t) => {
-    const tag = t.trim().replace(/^W\//, "");
-    return tag === "*" || tag.startsWith('"') ? tag : `"${tag}"`;
-  });
 }
 
 /** HTTP date in whole seconds, or undefined when unparseable (then the header is ignored, as S3 does). */

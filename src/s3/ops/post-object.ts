@@ -14,6 +14,8 @@ import type { UploadGate } from "../../images/upload/limits";
 import { writeDigested, type BodyDigests } from "../body";
 import { entityTooLarge, S3Error } from "../errors";
 import { MAX_POLICY_BYTES, verifyPostPolicy } from "../post-policy";
+import { objectUrl } from "../request";
+import { publicOrigin } from "../../http/request-info";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
 import { uploadIdleMs } from "../../http/idle-limits";
@@ -42,7 +44,7 @@ async function fileToDisk(stream: Readable, path: string, maxBytes: number, minB
 }
 
 function successResponse(fields: Record<string, string>, bucket: string, key: string, etag: string, origin: string): Response {
-  const headers = { etag: `"${etag}"`, location: `${origin}/s3/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}` };
+  const headers = { etag: `"${etag}"`, location: objectUrl(origin, bucket, key) };
   const redirect = fields.success_action_redirect ?? fields.redirect;
   if (redirect && /^https?:\/\//i.test(redirect)) {
     const target = new URL(redirect);
@@ -101,7 +103,7 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     if (fields["content-type"]) meta["content-type"] = fields["content-type"];
     const cap = Math.min(uploadCap, policy.maxSize ?? Infinity);
     const { digests } = await storeObject(app, gate, { user, token }, key, meta, (path) => fileToDisk(stream, path, cap, policy.minSize, uploadCap));
-    return successResponse(fields, bucket, key, digests.md5, new URL(request.url).origin);
+    return successResponse(fields, bucket, key, digests.md5, publicOrigin(request, app.settings.get().base_url));
   };
 
   const parsed = new Promise<void>((resolve, reject) => {
