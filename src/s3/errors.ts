@@ -19,6 +19,7 @@ const STATUS: Record<string, number> = {
   InvalidAccessKeyId: 403,
   InvalidArgument: 400,
   InvalidPart: 400,
+  InvalidPartNumber: 416,
   InvalidPartOrder: 400,
   InvalidRange: 416,
   InvalidRequest: 400,

@@ -5,7 +5,7 @@
  * (run by the cleanup sweep).
  */
 import { randomBytes } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
@@ -29,6 +29,17 @@ export type { UploadRow };
 export const MAX_OPEN_UPLOADS_PER_USER = 20;
 
 export const partsDir = (app: AppContext, uploadId: string) => join(app.paths.tmp, "multipart", uploadId);
+
+/** Stored parts of an upload: part number → file and MD5. */
+export async function storedParts(dir: string): Promise<Map<number, { path: string; md5: string }>> {
+  const parts = new Map<number, { path: string; md5: string }>();
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const m = /^(\d+)\.([0-9a-f]{32})$/.exec(name);
+    if (m) parts.set(Number(m[1]), { path: join(dir, name), md5: m[2]! });
+  }
+  return parts;
+}
 
 /**
  * Where a part is received: beside the parts dir, not in it. Complete and Abort remove that dir, which

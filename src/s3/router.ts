@@ -18,6 +18,7 @@ import { listObjectsV1, listObjectsV2 } from "./ops/list";
 import { listMultipartUploads } from "./ops/list-uploads";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, uploadPart } from "./ops/multipart";
 import { deleteObject, deleteObjects, getObject, putObject } from "./ops/objects";
+import { listParts } from "./ops/list-parts";
 
 /** S3 sub-resources (`?acl`, `?tagging`…): the ones not handled below are NotImplemented, never mistaken for a plain GET/PUT. */
 const SUBRESOURCES = [
@@ -149,8 +150,11 @@ export function s3Routes(app: AppContext) {
     const copySource = req.request.headers.has("x-amz-copy-source");
     switch (req.method) {
       case "GET":
+        if (req.query.has("uploadId")) return (r) => listParts(app, r);
+        if (!sub || sub === "partNumber") return (r) => getObject(app, r);
+        break;
       case "HEAD":
-        if (!sub) return (r) => getObject(app, r);
+        if (!sub || sub === "partNumber") return (r) => getObject(app, r);
         break;
       case "PUT":
         if (sub === "partNumber" || sub === "uploadId") {

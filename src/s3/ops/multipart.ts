@@ -13,7 +13,7 @@
  * the one whose body arrived last replaces the other, as in S3, and only its ETag completes.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { AppContext } from "../../context";
 import type { UploadGate } from "../../images/upload/limits";
@@ -29,6 +29,7 @@ import {
   quotaExceeded,
   quotaRoom,
   removeUpload,
+  storedParts,
   trackReceiving,
   type UploadRow,
   withUploadLock,
@@ -46,7 +47,7 @@ import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
  * is NoSuchUpload like an unknown id: otherwise Complete would store under the upload's own key and
  * silently replace an object the client never named, and Abort would cancel someone else's upload.
  */
-function findUpload(app: AppContext, req: S3Request): UploadRow {
+export function findUpload(app: AppContext, req: S3Request): UploadRow {
   const row = findUploadRow(app, req.user.id, req.query.get("uploadId") ?? "");
   if (!row || row.object_key !== req.key) throw noSuchUpload();
   return row;
@@ -58,17 +59,6 @@ export function createMultipartUpload(app: AppContext, req: S3Request): Response
   const uploadId = randomBytes(16).toString("hex");
   insertUpload(app, { upload_id: uploadId, user_id: req.user.id, token_id: req.token.id, object_key: req.key, meta: JSON.stringify(requestMeta(req.request)) });
   return xmlResponse(el("InitiateMultipartUploadResult", [el("Bucket", req.bucket), el("Key", req.key), el("UploadId", uploadId)], { xmlns: S3_NS }));
-}
-
-/** Stored parts of an upload: part number → file and MD5. */
-async function storedParts(dir: string): Promise<Map<number, { path: string; md5: string }>> {
-  const parts = new Map<number, { path: string; md5: string }>();
-  const names = await readdir(dir).catch(() => [] as string[]);
-  for (const name of names) {
-    const m = /^(\d+)\.([0-9a-f]{32})$/.exec(name);
-    if (m) parts.set(Number(m[1]), { path: join(dir, name), md5: m[2]! });
-  }
-  return parts;
 }
 
 export async function uploadPart(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {

@@ -153,6 +153,60 @@ export function parseRange(header: string | null, size: number): { start: number
   return { start, end };
 }
 
+/** S3's `response-*` query parameters of a GET/HEAD and the header each one sets in the answer. */
+const RESPONSE_OVERRIDES: Record<string, string> = {
+  "response-content-type": "content-type",
+  "response-content-disposition": "content-disposition",
+  "response-cache-control": "cache-control",
+  "response-content-language": "content-language",
+  "response-content-encoding": "content-encoding",
+  "response-expires": "expires",
+};
+
+/**
+ * Types an override may set: the image types and the download ones. Never a type a browser would run
+ * as a page or script: the answer comes from Kura's own origin, which serves no HTML or SVG at all.
+ */
+const OVERRIDE_TYPES =
+  /^(?:image\/(?:jpeg|png|gif|webp|avif|bmp|tiff|heic|heif|jxl|apng|x-icon|vnd\.microsoft\.icon)|application\/octet-stream|binary\/octet-stream)$/;
+
+/**
+ * The headers a signed GET/HEAD asks for with `response-content-type`, `-content-disposition` and the
+ * others (what `getSignedUrl` with `ResponseContentDisposition` makes for "download as <name>" links).
+ * Every /s3/ request is signed, as S3 requires for them. A value with control or non-ASCII characters
+ * (a header cannot carry it; RFC 6266's `filename*=UTF-8''…` can) or another content type is 400.
+ */
+function responseOverrides(req: S3Request): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [param, header] of Object.entries(RESPONSE_OVERRIDES)) {
+    const value = req.query.get(param);
+    if (value === undefined) continue;
+    if (!/^[\x20-\x7e]*$/.test(value)) throw new S3Error("InvalidArgument", `${param} 只能含可打印的 ASCII 字符（文件名请用 filename*=UTF-8''<百分号编码>）`);
+    if (header === "content-type" && !OVERRIDE_TYPES.test(value.split(";")[0]!.trim().toLowerCase())) {
+      throw new S3Error("InvalidArgument", "response-content-type 只能是图片类型或 application/octet-stream");
+    }
+    headers[header] = value;
+  }
+  return headers;
+}
+
+/**
+ * `?partNumber=N` on GET/HEAD: the bytes of part N, as part-based downloaders start (the Java SDK v2's
+ * multipart download, the Go SDK v2's transfer manager). Kura keeps no part boundaries after Complete,
+ * so every object is one part: part 1 is the whole object (206 with its Content-Range; no
+ * x-amz-mp-parts-count, which those clients read as "one part, done"), any other 416 InvalidPartNumber.
+ * undefined without the parameter (or for an empty object, answered whole).
+ */
+function partRange(req: S3Request, size: number): { start: number; end: number } | undefined {
+  const raw = req.query.get("partNumber");
+  if (raw === undefined) return undefined;
+  const n = /^\d{1,5}$/.test(raw) ? Number(raw) : 0;
+  if (n < 1 || n > 10000) throw new S3Error("InvalidArgument", "partNumber 必须是 1 到 10000 之间的整数");
+  if (req.request.headers.has("range")) throw new S3Error("InvalidRequest", "不能同时指定 Range 请求头和 partNumber 参数");
+  if (n > 1) throw new S3Error("InvalidPartNumber", "请求的分片号超出对象的分片数（Kura 的对象只有 1 个分片）", 416);
+  return size > 0 ? { start: 0, end: size - 1 } : undefined;
+}
+
 export async function getObject(app: AppContext, req: S3Request): Promise<Response> {
   const object = findObject(app, req);
   const headers = await objectHeaders(app, object);
@@ -161,9 +215,10 @@ export async function getObject(app: AppContext, req: S3Request): Promise<Respon
     return new Response(null, { status: 304, headers: { etag: headers.etag!, "last-modified": headers["last-modified"]! } });
   }
   if (precondition === 412) throw new S3Error("PreconditionFailed", "对象不满足 If-Match / If-Unmodified-Since 条件");
-  const range = parseRange(req.request.headers.get("range"), object.size);
+  const range = partRange(req, object.size) ?? parseRange(req.request.headers.get("range"), object.size);
   const length = range ? range.end - range.start + 1 : object.size;
   if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${object.size}`;
+  Object.assign(headers, responseOverrides(req));
   const status = range ? 206 : 200;
   if (req.method === "HEAD") {
     // Bun would rewrite Content-Length of a bodiless response; the fetch handler restores it for HEAD.
