@@ -2,9 +2,10 @@
 // as it arrives instead of being held whole. It accepts exactly what the whole-text check
 // accepts (`/^[A-Za-z0-9+/]*={0,2}$/` once whitespace is removed, a length that is a multiple
 // of 4, not empty) and gives the same bytes as `Buffer.from(text, "base64")`.
-import { Invalid } from "../errors";
+import { CHEVERETO_CODE, CheveretoRefusal } from "./chevereto-errors";
 
-export const invalidBase64 = () => new Invalid("source 不是有效的 base64 数据或图片 URL");
+/** Chevereto's "Invalid base64 string" (code 120). */
+export const invalidBase64 = () => new CheveretoRefusal("source 不是有效的 base64 数据或图片 URL", CHEVERETO_CODE.base64);
 
 const DATA_CHARS = /^[A-Za-z0-9+/]*$/;
 
@@ -16,7 +17,7 @@ export class Base64Decoder {
   /** `=` seen: at most 2, and only at the very end. */
   private padding = 0;
 
-  /** The bytes of the whole groups so far; throws Invalid as soon as the text cannot be base64. */
+  /** The bytes of the whole groups so far; throws (invalidBase64) as soon as the text cannot be base64. */
   push(text: string): Buffer {
     const t = text.replace(/\s+/g, "");
     if (!t) return Buffer.alloc(0);
@@ -33,7 +34,7 @@ export class Base64Decoder {
     return Buffer.from(all.slice(0, whole), "base64");
   }
 
-  /** The last bytes; throws Invalid when the text was empty or its length not a multiple of 4. */
+  /** The last bytes; throws (invalidBase64) when the text was empty or its length not a multiple of 4. */
   end(): Buffer {
     if (this.chars === 0 || this.chars % 4 !== 0) throw invalidBase64();
     return Buffer.from(this.carry + "=".repeat(this.padding), "base64");

@@ -7,6 +7,7 @@ import { badRequest } from "../http/errors";
 import { importFromUrl, uploadBodyLimits, uploadMaxBytes } from "../http/upload-input";
 import { parseMultipart, tooLarge, type ReceivedFile } from "../images/upload/receive";
 import { DATA_URL_PREFIX, decodeBase64 } from "./base64-stream";
+import { CHEVERETO_CODE, CheveretoRefusal } from "./chevereto-errors";
 import { CHEVERETO_TEXT_FIELDS, readUrlencodedForm, type SourceName } from "./chevereto-urlencoded";
 
 export interface CheveretoInput {
@@ -96,7 +97,8 @@ export async function discardInput(input: CheveretoInput | undefined) {
 export async function cheveretoSource(app: AppContext, input: CheveretoInput): Promise<ReceivedFile> {
   if (input.file) return input.file;
   const source = input.fields.source?.trim();
-  if (!source) throw badRequest("缺少 source：需要图片文件、base64 数据或图片 URL");
+  // Chevereto's "Empty upload source" (code 130), also for an empty or blank value ("Empty source").
+  if (!source) throw new CheveretoRefusal("缺少 source：需要图片文件、base64 数据或图片 URL", CHEVERETO_CODE.source);
   if (/^https?:\/\//i.test(source)) return importFromUrl(app, source);
   const maxBytes = uploadMaxBytes(app);
   const bytes = decodeBase64(source.replace(DATA_URL_PREFIX, ""));

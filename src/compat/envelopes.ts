@@ -1,5 +1,6 @@
 import { jsonError } from "../http/errors";
 import { cheveretoError } from "./chevereto";
+import { CHEVERETO_CODE } from "./chevereto-errors";
 import { lskyResponse } from "./lsky";
 
 type Surface = "lsky" | "chevereto" | "kura";
@@ -12,17 +13,28 @@ function surfaceOf(path: string): Surface {
 }
 
 /**
- * An error that no route of the surface produced (an unknown path or method, a body over the
- * 1 MiB cap, an unusable `Host`), in the error shape of the surface the path belongs to:
+ * An error that no route of the surface produced (a body over the 1 MiB cap, an unusable `Host`,
+ * an unknown path outside /api/1/), in the error shape of the surface the path belongs to:
  * Lsky's `{status: false, message, data: {}}`, Chevereto's `{status_code, error, status_txt}`,
  * Kura's `{"error": "…"}` elsewhere. The status stays: these are refusals before any controller,
- * which Lsky (Laravel's router) and Chevereto answer with theirs too.
+ * which Lsky (Laravel's router) and Chevereto (its web server) answer with theirs too.
  */
 export function surfaceError(path: string, status: number, message: string, headers: Record<string, string> = {}): Response {
   const surface = surfaceOf(path);
   if (surface === "lsky") return lskyResponse(status, false, message, {}, headers);
   if (surface === "chevereto") return Response.json(cheveretoError(status, message), { status, headers });
   return jsonError(status, message, headers);
+}
+
+/**
+ * An unknown path or method. Under /api/1/ that is Chevereto's "Invalid API action" (400, code
+ * 120: its API route takes any action name and refuses all but `upload`); elsewhere a 404 in the
+ * surface's shape (Laravel's router answers Lsky's unknown routes with a 404 too).
+ */
+export function unknownRoute(path: string): Response {
+  if (surfaceOf(path) !== "chevereto") return surfaceError(path, 404, "接口不存在");
+  const message = "无效的 API 操作：Chevereto 兼容接口只有 GET 或 POST /api/1/upload";
+  return Response.json(cheveretoError(400, message, CHEVERETO_CODE.action), { status: 400 });
 }
 
 /** A Kura-shaped answer given before routing, re-shaped for the surface of its path. */

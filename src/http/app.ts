@@ -7,7 +7,7 @@ import { DomainError } from "../errors";
 import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
-import { inSurfaceEnvelope, surfaceError } from "../compat/envelopes";
+import { inSurfaceEnvelope, unknownRoute } from "../compat/envelopes";
 import { NOT_JSON, RawBodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
@@ -50,7 +50,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
       if (error instanceof ApiError || error instanceof DomainError) return errorAnswer(app, request, error);
       if (code === "PARSE") return jsonError(400, NOT_JSON);
       // Unknown paths and methods under /api/v1/ and /api/1/ too: their clients read only their own error shape.
-      if (code === "NOT_FOUND") return surfaceError(rawTarget(request.url).path, 404, "接口不存在");
+      if (code === "NOT_FOUND") return unknownRoute(rawTarget(request.url).path);
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
       return errorAnswer(app, request, error);
     })

@@ -93,22 +93,22 @@ describe("Chevereto API v1", () => {
     }
   });
 
-  test("a bad or missing key is refused in Chevereto's error shape, and nothing is stored", async () => {
+  test("a bad or missing key is refused as Chevereto does (400, code 100), and nothing is stored", async () => {
     const before = await imageCount();
     const png = await makePng(20, 20, seed++);
     const bad = await fetch(endpoint(), { method: "POST", body: sharexForm(png, `kura_aaaaaaaaaaaa_${"A".repeat(43)}`) });
-    expect(bad.status).toBe(401);
+    expect(bad.status).toBe(400);
     const body = await specJson(bad, "POST", "/api/1/upload");
-    expect(body.status_code).toBe(401);
+    expect(body.status_code).toBe(400);
     expect(body.error.code).toBe(100);
     expect(body.error.message).toMatch(/[\u4e00-\u9fff]/);
     const fd = new FormData();
     fd.append("source", new Blob([new Uint8Array(png)]), "x.png");
     const missing = await fetch(endpoint(), { method: "POST", body: fd });
-    expect(missing.status).toBe(401);
+    expect(missing.status).toBe(400);
     expect((await specJson(missing, "POST", "/api/1/upload")).error.code).toBe(100);
     const header = await fetch(endpoint(), { method: "POST", headers: { "x-api-key": "nonsense" }, body: sharexForm(png, f.token) });
-    expect(header.status).toBe(401);
+    expect(header.status).toBe(400);
     expect(await imageCount()).toBe(before);
   });
 
@@ -128,7 +128,7 @@ describe("Chevereto API v1", () => {
     expect(redirect.headers.get("location")).toMatch(/\/i\/[0-9A-Za-z]{10}\.jpg$/);
 
     const txtError = await fetch(endpoint("?format=txt&key=wrong"), { method: "POST", body: fd });
-    expect(txtError.status).toBe(401);
+    expect(txtError.status).toBe(400);
     expect(await txtError.text()).toMatch(/[\u4e00-\u9fff]/);
   });
 
@@ -173,14 +173,15 @@ describe("Chevereto API v1", () => {
     // The same key checks and envelopes as POST.
     const before = await imageCount();
     const bad = await fetch(endpoint(query({ key: "wrong", source })));
-    expect(bad.status).toBe(401);
+    expect(bad.status).toBe(400);
     expect((await specJson(bad, "GET", "/api/1/upload")).error.code).toBe(100);
     const none = await fetch(endpoint(query({ source })));
-    expect(none.status).toBe(401);
+    expect(none.status).toBe(400);
     expect((await specJson(none, "GET", "/api/1/upload")).error.code).toBe(100);
     const empty = await fetch(endpoint(query({ key: f.token })));
     expect(empty.status).toBe(400);
-    expect((await specJson(empty, "GET", "/api/1/upload")).error.message).toContain("缺少 source");
+    const emptyBody = await specJson(empty, "GET", "/api/1/upload");
+    expect(emptyBody.error).toMatchObject({ message: expect.stringContaining("缺少 source"), code: 130 });
     expect(await imageCount()).toBe(before);
   });
 
@@ -259,14 +260,14 @@ describe("Chevereto API v1", () => {
     });
   });
 
-  test("invalid base64 and a non-image are refused with the pipeline's statuses", async () => {
+  test("invalid base64 is Chevereto's 400 (code 120), a non-image keeps the pipeline's 415", async () => {
     const garbage = await fetch(endpoint(), {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded", "x-api-key": f.token },
       body: new URLSearchParams({ source: "not base64 at all!" }),
     });
     expect(garbage.status).toBe(400);
-    expect((await specJson(garbage, "POST", "/api/1/upload")).status_code).toBe(400);
+    expect(await specJson(garbage, "POST", "/api/1/upload")).toMatchObject({ status_code: 400, error: { code: 120 } });
     const text = await fetch(endpoint(), { method: "POST", body: sharexForm(new TextEncoder().encode("hello"), f.token, "a.txt") });
     expect(text.status).toBe(415);
     expect((await specJson(text, "POST", "/api/1/upload")).status_code).toBe(415);

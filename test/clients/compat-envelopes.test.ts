@@ -2,7 +2,7 @@
  * Answers given before a request reaches its route (a body over the 1 MiB cap, an unusable Host) come
  * in the error shape of the surface the path belongs to: Lsky Pro's `{status: false, message, data}`,
  * Chevereto's `{status_code, error: {message, code}, status_txt}`, Kura's `{error}` everywhere else.
- * Unknown paths and methods there are 404s in the same shapes. The 413 also closes the connection: a client still sending the refused body otherwise held the
+ * Unknown paths and methods there are refused in the same shapes (404; Chevereto's invalid action, 400, under /api/1/). The 413 also closes the connection: a client still sending the refused body otherwise held the
  * connection, and the server's graceful stop (this file's afterAll) waited a minute for it.
  */
 import { expect, test } from "bun:test";
@@ -36,7 +36,7 @@ test("no usable Host: Chevereto's and Lsky Pro's shapes on their paths, Kura's e
   expect(JSON.parse(kura.text)).toEqual({ error: expect.stringContaining("Host") });
 });
 
-test("unknown paths and methods under /api/v1/ and /api/1/ are 404 in that surface's shape, Kura's elsewhere", async () => {
+test("unknown paths and methods under /api/v1/ and /api/1/ are refused in that surface's shape, Kura's 404 elsewhere", async () => {
   const lskyNotFound = { status: false, message: "接口不存在", data: {} };
   for (const [method, path] of [
     ["GET", "/api/v1/nope"],
@@ -49,14 +49,15 @@ test("unknown paths and methods under /api/v1/ and /api/1/ are 404 in that surfa
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual(lskyNotFound);
   }
+  // Under /api/1/ that is Chevereto's "Invalid API action": 400 with code 120 (clients/chevereto-errors.test.ts).
   for (const [method, path] of [
     ["POST", "/api/1/nope"],
     ["PUT", "/api/1/upload"],
     ["GET", "/api/1/"],
   ] as const) {
     const res = await fetch(server.url(path), { method });
-    expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ status_code: 404, error: { message: "接口不存在", code: 404 }, status_txt: "Not Found" });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ status_code: 400, error: { code: 120 }, status_txt: "Bad Request" });
   }
   const kura = await fetch(server.url("/api/nope"));
   expect(kura.status).toBe(404);

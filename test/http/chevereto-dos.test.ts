@@ -4,9 +4,9 @@
  * - forms whose key has not arrived take slots of a pool of their own (4), never the
  *   `max_concurrent_uploads` slots: 16 silent connections (the audit's F4) used to hold every
  *   slot, so every upload of every user was 429 until they went away;
- * - the key is checked the moment its field has arrived: a wrong one is 401 before the rest of
- *   the body is sent (it used to be read whole first, up to ~56 MB), a right one moves the upload
- *   out of that pool;
+ * - the key is checked the moment its field has arrived: a wrong one is refused (Chevereto's 400,
+ *   code 100) before the rest of the body is sent (it used to be read whole first, up to ~56 MB),
+ *   a right one moves the upload out of that pool;
  * - a urlencoded form streams: a long base64 `source` is decoded to disk as it arrives and gives
  *   the same image as before, whatever the order of its fields.
  *
@@ -85,7 +85,7 @@ describe("unauthenticated forms", () => {
     expect(after.status).toBe(200);
   });
 
-  test("the form's key is checked when it arrives: a wrong one is 401 before the body is sent, a right one leaves the pool", async () => {
+  test("the form's key is checked when it arrives: a wrong one is refused before the body is sent, a right one leaves the pool", async () => {
     // A wrong key first, then most of a body that never comes: answered at once, multipart and urlencoded.
     const wrongMultipart = await silent(Buffer.concat([Buffer.from(textPart("key", "kura_wrong")), fileStart(64 * 1024)]));
     const wrongForm = await RawRequest.open(
@@ -95,10 +95,10 @@ describe("unauthenticated forms", () => {
     );
     try {
       const a = await wrongMultipart.within(5000);
-      expect(a?.status).toBe(401);
+      expect(a?.status).toBe(400);
       expect(JSON.parse(a!.body).error.code).toBe(100);
       const b = await wrongForm.within(5000);
-      expect(b?.status).toBe(401);
+      expect(b?.status).toBe(400);
     } finally {
       wrongMultipart.destroy();
       wrongForm.destroy();

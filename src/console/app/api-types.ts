@@ -678,7 +678,7 @@ export interface CheveretoError {
   error: {
     /** 中文错误说明 */
     message: string;
-    /** 密钥缺失或无效为 100，其余同 status_code */
+    /** Chevereto 的代码：100 密钥缺失或无效，120 无效的 base64 或操作，130 缺少 source；其余同 status_code */
     code: number;
   };
   status_txt: string;

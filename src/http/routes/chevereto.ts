@@ -5,6 +5,7 @@ import { Elysia } from "elysia";
 import { authenticateUploadTokenText, type TokenPrincipal } from "../../auth/tokens";
 import { cheveretoError, cheveretoFormat, cheveretoImage, cheveretoImgbbSuccess, cheveretoSuccess, type CheveretoFormat } from "../../compat/chevereto";
 import { cheveretoSource, discardInput, readCheveretoInput, type CheveretoInput } from "../../compat/chevereto-input";
+import { cheveretoFailure } from "../../compat/chevereto-errors";
 import { cheveretoExpirationSeconds } from "../../compat/chevereto-expiration";
 import { compatImage, storedDigests } from "../../compat/common";
 import type { AppContext } from "../../context";
@@ -12,9 +13,6 @@ import { runUpload } from "../../images/upload/service";
 import { answerableError, logCrash } from "../disk-full";
 import { ApiError, badRequest } from "../errors";
 import { publicOrigin } from "../request-info";
-
-/** Chevereto's error code for a missing or invalid API key. */
-const KEY_ERROR_CODE = 100;
 
 function render(format: CheveretoFormat, status: number, body: object, text: string, location?: string): Response {
   if (format === "redirect" && location) return new Response(null, { status: 302, headers: { location } });
@@ -88,9 +86,10 @@ export function cheveretoRoutes(app: AppContext) {
         logCrash(app.log, request, caught);
         return render(format, 500, cheveretoError(500, "服务器内部错误"), "服务器内部错误");
       }
-      const code = err.status === 401 ? KEY_ERROR_CODE : err.status;
-      const res = render(format, err.status, cheveretoError(err.status, err.message, code), err.message);
-      for (const [name, value] of Object.entries(err.headers)) res.headers.set(name, value);
+      // Chevereto's 400 and code where Chevereto's route has one, Kura's status otherwise (chevereto-errors.ts).
+      const failure = cheveretoFailure(err, caught);
+      const res = render(format, failure.status, cheveretoError(failure.status, err.message, failure.code), err.message);
+      for (const [name, value] of Object.entries(failure.headers)) res.headers.set(name, value);
       return res;
     } finally {
       // A file part the pipeline never took (bad key, 429, replay) must not stay in tmp.
