@@ -18,6 +18,7 @@ import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./back
 import { vacuumIntoInWorker } from "./snapshot-worker";
 import type { Logger } from "./log";
 import { Invalid, isDiskFull } from "../errors";
+import { isSqliteDamage } from "../db/damage";
 import { snapshotProblem } from "./snapshot-check";
 import { pruneBeforeRestoreCopies } from "./restore-copies";
 import { deleteAllSessions } from "../auth/repo";
@@ -88,9 +89,17 @@ function fail(app: AppContext, message: string, diskFull = false): never {
   throw new BackupFailedError(message, diskFull);
 }
 
-/** The snapshot could not be taken: a full disk says so; anything else is logged, not echoed (SQLite's English). */
+/**
+ * The snapshot could not be taken: a full disk says so; anything else is logged, not echoed (SQLite's English).
+ * `VACUUM INTO` reads every row of every table, so the round is also where damage in pages the service
+ * itself has not read since it started shows up: that gets the advice to check and restore, not "see the log".
+ */
 function snapshotFailed(app: AppContext, err: unknown): never {
   if (isDiskFull(err)) fail(app, "生成数据库快照失败：磁盘空间不足", true);
+  if (isSqliteDamage(err)) {
+    app.log.error("生成数据库快照时发现数据库文件已损坏", { err: (err as Error).message });
+    fail(app, "生成数据库快照失败：数据库文件已损坏。已有的快照不会被清理；请停止服务，运行 kura check 确认，并用 kura restore 从最近的快照恢复");
+  }
   app.log.error("生成数据库快照失败", { err: (err as Error).message });
   fail(app, "生成数据库快照失败（详见服务日志）");
 }
