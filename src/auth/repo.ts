@@ -13,7 +13,12 @@ export interface TokenRow {
   last_used_at: string | null;
   revoked_at: string | null;
   created_at: string;
+  /** '' the console or the admin API; 'lsky' POST /api/v1/tokens (migration 0015). */
+  issued_via: TokenOrigin;
 }
+
+/** Which surface issued a token: DELETE /api/v1/tokens revokes only those of Lsky's token endpoint. */
+export type TokenOrigin = "" | "lsky";
 
 export interface SessionRow {
   user_id: string;
@@ -66,13 +71,13 @@ export function tokensOfUser(db: Database, userId: string, limit: number, offset
 /** The new token's id; throws SQLite's UNIQUE error when the owner already has a token of that name. */
 export function insertToken(
   db: Database,
-  t: { userId: string; name: string; prefix: string; secretHash: string; expiresAt: string | null; createdAt: string },
+  t: { userId: string; name: string; prefix: string; secretHash: string; expiresAt: string | null; createdAt: string; issuedVia: TokenOrigin },
 ): number {
   return db
-    .query<{ id: number }, [string, string, string, string, string | null, string]>(
-      "INSERT INTO tokens (user_id, name, prefix, secret_hash, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, 'upload', ?, ?) RETURNING id",
+    .query<{ id: number }, [string, string, string, string, string | null, string, string]>(
+      "INSERT INTO tokens (user_id, name, prefix, secret_hash, scopes, expires_at, created_at, issued_via) VALUES (?, ?, ?, ?, 'upload', ?, ?, ?) RETURNING id",
     )
-    .get(t.userId, t.name, t.prefix, t.secretHash, t.expiresAt, t.createdAt)!.id;
+    .get(t.userId, t.name, t.prefix, t.secretHash, t.expiresAt, t.createdAt, t.issuedVia)!.id;
 }
 
 /** New prefix and secret for a token active at `now`, in one statement; the token's name, or undefined when not active. */
@@ -88,6 +93,19 @@ export function replaceTokenSecret(db: Database, id: number, prefix: string, sec
 /** True when this call revoked it; a second revoke keeps the first revoked_at. */
 export function revokeToken(db: Database, id: number, now: string): boolean {
   return db.query("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now, id).changes > 0;
+}
+
+/**
+ * Revokes at `now` the user's tokens not yet revoked that `via` issued, and the token `alsoId`
+ * whatever issued it; the ones this call revoked. One statement: a token issued meanwhile is
+ * either revoked or not yet there.
+ */
+export function revokeTokensIssuedVia(db: Database, userId: string, via: TokenOrigin, alsoId: number, now: string): { id: number; name: string }[] {
+  return db
+    .query<{ id: number; name: string }, [string, string, string, number]>(
+      "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND (issued_via = ? OR id = ?) RETURNING id, name",
+    )
+    .all(now, userId, via, alsoId);
 }
 
 export function deleteToken(db: Database, id: number): void {

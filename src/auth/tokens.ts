@@ -5,7 +5,19 @@ import type { AppContext } from "../context";
 import type { MasterKey } from "../config/master-key";
 import { sqlTime } from "../db/time";
 import type { UserRow } from "../users/repo";
-import { deleteToken, insertToken, type TokenRow, replaceTokenSecret, revokeToken, setTokenLastUsed, tokenById, tokenByPrefix, tokensOfUser } from "./repo";
+import {
+  deleteToken,
+  insertToken,
+  type TokenOrigin,
+  type TokenRow,
+  replaceTokenSecret,
+  revokeToken,
+  revokeTokensIssuedVia,
+  setTokenLastUsed,
+  tokenById,
+  tokenByPrefix,
+  tokensOfUser,
+} from "./repo";
 import { randomToken, safeEqual, sha256Hex } from "./secrets";
 
 /**
@@ -17,8 +29,8 @@ import { randomToken, safeEqual, sha256Hex } from "./secrets";
  */
 export type { TokenRow };
 
-/** The list item of spec 2.4: no hash, no plaintext, no owner. */
-export type TokenItem = Omit<TokenRow, "user_id" | "secret_hash">;
+/** The list item of spec 2.4: no hash, no plaintext, no owner (nor the issuing surface, which only Lsky's clear reads). */
+export type TokenItem = Omit<TokenRow, "user_id" | "secret_hash" | "issued_via">;
 
 /** What issue and rotate return; the only moment the plaintext exists outside the client. */
 export interface IssuedToken {
@@ -62,7 +74,7 @@ export function hasUploadScope(row: TokenRow): boolean {
 }
 
 export function toTokenItem(row: TokenRow): TokenItem {
-  const { user_id: _owner, secret_hash: _hash, ...item } = row;
+  const { user_id: _owner, secret_hash: _hash, issued_via: _via, ...item } = row;
   return item;
 }
 
@@ -98,11 +110,11 @@ export class TokenRepo {
   }
 
   /** Throws TokenNameTakenError when the owner already has a token of that name (any state). */
-  issue(userId: string, name: string, expiresInHours: number, now = Date.now()): IssuedToken {
+  issue(userId: string, name: string, expiresInHours: number, now = Date.now(), issuedVia: TokenOrigin = ""): IssuedToken {
     const expiresAt = expiresInHours > 0 ? sqlTime(now + expiresInHours * 3_600_000) : null;
     const { prefix, plaintext } = this.freshPlaintext();
     try {
-      const id = insertToken(this.db, { userId, name, prefix, secretHash: sha256Hex(plaintext), expiresAt, createdAt: sqlTime(now) });
+      const id = insertToken(this.db, { userId, name, prefix, secretHash: sha256Hex(plaintext), expiresAt, createdAt: sqlTime(now), issuedVia });
       return { id, name, prefix, token: plaintext };
     } catch (err) {
       if (isNameConflict(err)) throw new TokenNameTakenError(name);
@@ -124,6 +136,11 @@ export class TokenRepo {
   /** True when this call revoked it; a second revoke keeps the first revoked_at. */
   revoke(id: number, now = Date.now()): boolean {
     return revokeToken(this.db, id, sqlTime(now));
+  }
+
+  /** The user's tokens that `via` issued, and the token `alsoId`: the ones this call revoked. */
+  revokeIssuedVia(userId: string, via: TokenOrigin, alsoId: number, now = Date.now()): { id: number; name: string }[] {
+    return revokeTokensIssuedVia(this.db, userId, via, alsoId, sqlTime(now));
   }
 
   delete(id: number): void {

@@ -66,10 +66,17 @@ export function lskyUploaded(img: CompatImage, digests: { md5: string; sha1: str
   return { ...lskyCommon(img), md5: digests.md5, sha1: digests.sha1, links: lskyLinks(img) };
 }
 
-/** One item of GET /api/v1/images; Kura keeps no MD5/SHA-1 of stored images, so they are left out. */
-export function lskyListItem(img: CompatImage, now = Date.now()) {
+/**
+ * One item of GET /api/v1/images. `md5` and `sha1` are the digests stored with the blob ('' when
+ * unknown → null): a listing never reads image bytes, so an image whose upload did not compute them
+ * (console and /api/upload uploads without an object key, those from before migration 0015 for
+ * `sha1`) lists them as null, where Lsky always has both.
+ */
+export function lskyListItem(img: CompatImage, digests: { md5: string; sha1: string } | undefined, now = Date.now()) {
   return {
     ...lskyCommon(img),
+    md5: digests?.md5 || null,
+    sha1: digests?.sha1 || null,
     width: img.width,
     height: img.height,
     links: lskyLinks(img),

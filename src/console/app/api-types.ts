@@ -572,6 +572,10 @@ export type LskyUploaded = LskyImageFields & {
 };
 
 export type LskyImageItem = LskyImageFields & {
+  /** 上传时保存的 MD5；未知时为 null */
+  md5: string | null;
+  /** 上传时保存的 SHA-1；未知时为 null */
+  sha1: string | null;
   width: number;
   height: number;
   /** 相对时间，如“5 分钟前” */

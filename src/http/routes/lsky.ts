@@ -12,6 +12,7 @@ import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
 import type { ImageOrder } from "../../images/repo";
+import { blobDigests } from "../../images/repos/blob-md5";
 import { listUserImages } from "../../images/repos/user-list";
 import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
@@ -158,8 +159,13 @@ export function lskyRoutes(app: AppContext) {
       offset: Math.min((page - 1) * PER_PAGE, Number.MAX_SAFE_INTEGER),
     });
     const base = origin(request);
+    // The digests stored with the blobs: one primary-key read each, never the bytes.
+    const digests = blobDigests(
+      app.db,
+      rows.map((v) => v.blob_id),
+    );
     return answer(
-      rows.map((v) => lskyListItem(compatImage(app, v, base))),
+      rows.map((v) => lskyListItem(compatImage(app, v, base), digests.get(v.blob_id))),
       total,
     );
   };
@@ -204,9 +210,26 @@ export function lskyRoutes(app: AppContext) {
     if (user.disabled) throw forbidden("该账号已被停用");
     if (user.must_change_password) throw forbidden("请先在控制台修改出厂默认密码");
     const tokenName = `lsky-${sqlTime().replace(/\D/g, "")}-${randomBytes(3).toString("hex")}`;
-    const issued = new TokenRepo(app.db).issue(user.id, tokenName, 0);
+    const issued = new TokenRepo(app.db).issue(user.id, tokenName, 0, Date.now(), "lsky");
     audit(app.db, user, "token.create", issued.id, { name: issued.name, expires_in_hours: 0, via: "lsky" });
     return lskyResponse(200, true, "success", { token: issued.token }, { "cache-control": "no-store" });
+  };
+
+  /**
+   * Lsky's "clear tokens" (TokenController::clear, `$user->tokens()->delete()`: log out
+   * everywhere). In Lsky every API token comes from POST /api/v1/tokens; Kura's upload tokens are
+   * also made in the console for S3 clients, ShareX and other tools, which a PicGo logout must not
+   * cut off. So this revokes the calling token and the user's tokens issued by POST
+   * /api/v1/tokens, and nothing else: no console-made token (nor its S3 credential), no console
+   * session. Revoked, not deleted, as in the console: images keep naming their token, and the
+   * token list shows what happened.
+   */
+  const clearTokens = (request: Request) => {
+    const t = tokenFrom(app, request);
+    for (const revoked of new TokenRepo(app.db).revokeIssuedVia(t.user.id, "lsky", t.token.id)) {
+      audit(app.db, t.user, "token.revoke", revoked.id, { name: revoked.name, owner: t.user.id, via: "lsky" });
+    }
+    return ok("success");
   };
 
   return (
@@ -233,5 +256,6 @@ export function lskyRoutes(app: AppContext) {
         }),
       )
       .post("/api/v1/tokens", ({ request }) => lsky(app, request, () => issueToken(request)), { parse: "none" })
+      .delete("/api/v1/tokens", ({ request }) => lsky(app, request, () => clearTokens(request)))
   );
 }

@@ -4,7 +4,7 @@ import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
 import { truncateText } from "../../shared/text";
 import { findIdempotencyKey } from "../repos/idempotency";
-import { setBlobMd5 } from "../repos/blob-md5";
+import { setBlobDigests } from "../repos/blob-md5";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -160,7 +160,8 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
     // A keyed image is an S3 object: its MD5 is its ETag, which listings must not compute from the bytes.
     const digests = req.digests || (options.objectKey && !req.md5Known) ? await legacyDigests(prepared) : undefined;
     const blobId = digests && app.images.view(id)?.blob_id;
-    if (digests && blobId) setBlobMd5(app.db, blobId, digests.md5);
+    // Kept with the blob: listings (S3's ETags, the Lsky list's md5 and sha1) read them, never the bytes.
+    if (digests && blobId) setBlobDigests(app.db, blobId, digests);
     outcome = "ok";
     return { id, replayed: false, ...(req.digests ? digests : {}) };
   } catch (err) {
