@@ -253,6 +253,25 @@ describe("local driver: probe", () => {
     }
   });
 
+  test("a file put in the base's place while the probe runs reads the same (the probe's mkdir or access meets it)", async () => {
+    const base = join(await freshBase(), "swapped");
+    const driver = createLocalDriver({ path: base });
+    const messages = new Set<string>();
+    for (let i = 0; i < 200; i++) {
+      await rm(base, { recursive: true, force: true });
+      // The probe's stat is on its way when the file appears: it sees either the file or nothing (then mkdir fails).
+      // Or its mkdir wins, and the file cannot be written: that round has nothing to compare.
+      const probing = driver.probe(false).catch((err: Error) => err.message);
+      const placed = await writeFile(base, "x").then(
+        () => true,
+        () => false,
+      );
+      const message = await probing;
+      if (placed) messages.add(message ?? "ok");
+    }
+    expect([...messages]).toEqual([`本地存储目录不可用: ${base}: 路径已存在且不是目录`]);
+  });
+
   test("fails when the base is not writable", async () => {
     const { chmod, chown } = await import("node:fs/promises");
     if (process.getuid?.() === 0) {

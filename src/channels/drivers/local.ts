@@ -189,11 +189,15 @@ class LocalDriver implements Driver {
       // A file in the directory's place is named the same way every time: a recursive mkdir over it
       // fails with EEXIST or succeeds depending on the moment, and the alert text followed that.
       const found = await stat(this.base).catch(() => undefined);
-      if (found && !found.isDirectory()) throw new Error("路径已存在且不是目录");
+      if (found && !found.isDirectory()) throw new Error(NOT_A_DIRECTORY);
       if (!found) await mkdir(this.base, { recursive: true });
       await access(this.base, constants.R_OK | constants.W_OK | constants.X_OK);
     } catch (err) {
-      throw new Error(`本地存储目录不可用: ${this.base}: ${describeFsError(err)}`);
+      // A file put in the directory's place while the probe ran fails whichever step met it (mkdir's
+      // EEXIST, access's ENOTDIR): named the same way, so the alert text does not change with the moment.
+      const now = await stat(this.base).catch(() => undefined);
+      const reason = now && !now.isDirectory() ? NOT_A_DIRECTORY : describeFsError(err);
+      throw new Error(`本地存储目录不可用: ${this.base}: ${reason}`);
     }
     if (!deep) return;
     const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
@@ -314,6 +318,9 @@ function fsFailure(action: string, key: string, err: unknown): unknown {
   if (typeof (err as NodeJS.ErrnoException)?.code !== "string") return err;
   return new Error(`本地存储${action}失败: ${key}: ${describeFsError(err)}`, { cause: err });
 }
+
+/** Why a local channel's directory is unusable when a file stands in its place. */
+const NOT_A_DIRECTORY = "路径已存在且不是目录";
 
 function describeFsError(err: unknown): string {
   const code = (err as NodeJS.ErrnoException)?.code;
