@@ -175,8 +175,9 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
   }
   try {
     // A newer schema refuses inside migrate() before anything is copied or changed.
+    announceUpgrade(db, dbPath, log);
     snapshotBeforeMigration(db, dbPath, log);
-    migrate(db);
+    migrate(db, MIGRATIONS, (m, ms) => log.info("数据库结构迁移完成", { step: m.version, name: m.name, ms: Math.round(ms) }));
     finishUpgrade(db);
   } catch (err) {
     db.close();
@@ -201,6 +202,19 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
     rebuildFileNameIndex(db);
   }
   return { db, key };
+}
+
+/**
+ * Before an upgrade's copy and migrations: they run before Kura listens and take seconds to minutes
+ * on a large library, so the log says what is happening instead of going quiet (an operator might
+ * take the silence for a hang and kill the start).
+ */
+function announceUpgrade(db: Database, dbPath: string, log: Logger) {
+  const current = schemaVersion(db);
+  const latest = MIGRATIONS.at(-1)?.version ?? 0;
+  if (current === 0 || current >= latest) return;
+  const mib = Math.round(statSync(dbPath).size / 1048576);
+  log.info("数据库需要升级：先保存升级前的副本，再迁移结构；大的数据库可能需要几分钟，完成前服务不接受请求", { from: current, to: latest, db_mib: mib });
 }
 
 /** For a command that does not migrate: an older schema in `path` is refused before anything changes. */

@@ -39,8 +39,11 @@ export function passesQuickCheck(db: Database): boolean {
   return db.query<{ quick_check: string }, []>("PRAGMA quick_check(1)").get()?.quick_check === "ok";
 }
 
-/** Applies each pending migration in its own transaction and records it. */
-export function migrate(db: Database, migrations: Migration[] = MIGRATIONS): number[] {
+/**
+ * Applies each pending migration in its own transaction and records it. `onApplied` hears of each one
+ * with how long it took: at a million images one step can take many seconds, before Kura listens.
+ */
+export function migrate(db: Database, migrations: Migration[] = MIGRATIONS, onApplied?: (m: Migration, ms: number) => void): number[] {
   const latest = migrations.at(-1)?.version ?? 0;
   const current = schemaVersion(db);
   if (current > latest) {
@@ -50,6 +53,7 @@ export function migrate(db: Database, migrations: Migration[] = MIGRATIONS): num
   const applied: number[] = [];
   for (const m of migrations) {
     if (m.version <= current) continue;
+    const started = performance.now();
     try {
       db.transaction(() => {
         db.exec(m.sql);
@@ -59,6 +63,7 @@ export function migrate(db: Database, migrations: Migration[] = MIGRATIONS): num
       throw new MigrationFailedError(m, applied.at(-1) ?? current, err);
     }
     applied.push(m.version);
+    onApplied?.(m, performance.now() - started);
   }
   return applied;
 }

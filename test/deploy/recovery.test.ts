@@ -51,6 +51,12 @@ describe("upgrade: a snapshot before migrating an existing database", () => {
 
     const server = await KuraServer.start({ dataDir: dir });
     await server.waitForLog(new RegExp(`迁移数据库结构前已保存快照 from=${before} to=${MIGRATIONS.at(-1)!.version}`));
+    // The log says what the quiet start is doing: the upgrade announced before the copy, each step with its time.
+    const last = MIGRATIONS.at(-1)!;
+    await server.waitForLog(new RegExp(`msg=数据库结构迁移完成 step=${last.version} name=${last.name} ms=\\d+`));
+    const announced = server.logs.search(new RegExp(`msg=数据库需要升级\\S* from=${before} to=${last.version} db_mib=\\d+`));
+    expect(announced).toBeGreaterThanOrEqual(0);
+    expect(announced).toBeLessThan(server.logs.indexOf("迁移数据库结构前已保存快照"));
     await server.stop();
     const snaps = preMigrationFiles(dir);
     expect(snaps.length).toBe(1);
