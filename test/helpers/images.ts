@@ -23,6 +23,17 @@ export async function makePng(width = 64, height = 48, seed = 1) {
     .toBuffer();
 }
 
+/**
+ * An uncompressed PNG of random pixels: ~3 bytes a pixel, no two alike. For bodies of a given size (multipart
+ * uploads, streaming): `width * height * 3` bytes plus a little.
+ */
+export async function noisePng(width: number, height = width): Promise<Buffer> {
+  const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(width * height * 3)));
+  return sharp(noise, { raw: { width, height, channels: 3 } })
+    .png({ compressionLevel: 0 })
+    .toBuffer();
+}
+
 /** An animated image (`gif` or `webp`) with `frames` distinct frames. */
 export async function makeAnimated(format: "gif" | "webp" = "gif", width = 32, height = 32, frames = 3) {
   const pages = await Promise.all(

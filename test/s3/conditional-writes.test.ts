@@ -20,8 +20,7 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
-import sharp from "sharp";
-import { makeJpeg } from "../helpers/images";
+import { makeJpeg, noisePng } from "../helpers/images";
 import { sdkClient, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
 
 const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
@@ -88,13 +87,6 @@ describe("PutObject conditions", () => {
 });
 
 describe("multipart", () => {
-  async function noisePng(side: number): Promise<Buffer> {
-    const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(side * side * 3)));
-    return sharp(noise, { raw: { width: side, height: side, channels: 3 } })
-      .png({ compressionLevel: 0 })
-      .toBuffer();
-  }
-
   /** Uploads `png` in two parts under `key`; resolves the upload id and the parts to complete with. */
   async function stage(key: string, png: Buffer) {
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key, ContentType: "image/png" }));

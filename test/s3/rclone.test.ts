@@ -3,8 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import sharp from "sharp";
-import { makeJpeg, sha256 } from "../helpers/images";
+import { makeJpeg, noisePng, sha256 } from "../helpers/images";
 import { startS3Fixture, writeRcloneS3Config, type S3Fixture } from "./s3-setup";
 
 describe("S3 surface with rclone", () => {
@@ -79,11 +78,7 @@ describe("S3 surface with rclone", () => {
   });
 
   test("rcat of more than 100 KiB streams as a multipart upload of unknown size", async () => {
-    const side = 220;
-    const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(side * side * 3)));
-    const png = await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
-      .png({ compressionLevel: 0 })
-      .toBuffer();
+    const png = await noisePng(220);
     expect(png.length).toBeGreaterThan(100 * 1024);
     const r = await ok(["rcat", "-vv", "k:kura/stream/big.png"], png);
     expect(r.err).toMatch(/multipart upload starting/i);
@@ -94,11 +89,7 @@ describe("S3 surface with rclone", () => {
   // HEAD now answers the multipart ETag (as S3 does), which is no MD5: rclone 1.60 must verify the bytes by the
   // md5chksum metadata it sent instead, and find the file unchanged on the next run.
   test("copyto in 5 MiB chunks (multipart): rclone verifies the MD5 although HEAD answers the multipart ETag; a second copyto is a no-op", async () => {
-    const side = 2000;
-    const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(side * side * 3)));
-    const png = await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
-      .png({ compressionLevel: 0 })
-      .toBuffer();
+    const png = await noisePng(2000);
     expect(png.length).toBeGreaterThan(10 * 1024 * 1024);
     const local = join(dir, "chunked.png");
     writeFileSync(local, png);

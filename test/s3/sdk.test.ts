@@ -17,8 +17,7 @@ import {
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import sharp from "sharp";
-import { makeJpeg, makePng, sha256 } from "../helpers/images";
+import { makeJpeg, makePng, noisePng, sha256 } from "../helpers/images";
 import { sdkClient, startS3Fixture, type S3Fixture } from "./s3-setup";
 
 const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
@@ -135,12 +134,7 @@ describe("S3 surface with @aws-sdk/client-s3", () => {
   });
 
   test("multipart upload of ~11 MiB with parts sent out of order", async () => {
-    const width = 2200;
-    const height = 1700;
-    const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(width * height * 3)));
-    const png = await sharp(noise, { raw: { width, height, channels: 3 } })
-      .png({ compressionLevel: 0 })
-      .toBuffer();
+    const png = await noisePng(2200, 1700);
     expect(png.length).toBeGreaterThan(10.5 * 1024 * 1024);
     const key = "big/noise.png";
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key, ContentType: "image/png", Metadata: { md5chksum: "x" } }));
