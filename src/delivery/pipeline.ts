@@ -125,7 +125,7 @@ export function deliver(app: DeliveryDeps, req: DeliveryRequest, cold: ColdPaths
     return plain(req, 403, "禁止盗链");
   }
 
-  const rep = chooseRepresentation(image.mime, params, request.headers.get("accept"), settings.process_formats);
+  const rep = chooseRepresentation(image, params, request.headers.get("accept"), settings.process_formats);
   if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept, cold);
 
   const etag = variantEtag(image.sha256, rep.width, rep.format);

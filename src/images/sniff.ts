@@ -70,3 +70,25 @@ function ascii(head: Uint8Array, offset: number, length: number): string {
   if (head.length < offset + length) return "";
   return String.fromCharCode(...head.subarray(offset, offset + length));
 }
+
+/** The stored type of an animated PNG (prepare.ts): delivery serves it as stored, never re-encoded (a still frame). */
+export const APNG_MIME = "image/apng";
+
+/**
+ * Whether a PNG is animated (APNG): its `acTL` chunk must come before the first `IDAT`, so the chunks
+ * are walked from the signature within `head` (SNIFF_BYTES). Browsers play such a file, but libvips
+ * reads only its default image, so delivery must never re-encode it. A head that ends before `IDAT`
+ * (a huge ICC profile first) counts as still: the rest is not read.
+ */
+export function isAnimatedPng(head: Uint8Array): boolean {
+  if (!startsWith(head, PNG_SIGNATURE)) return false;
+  let off = PNG_SIGNATURE.length;
+  while (off + 8 <= head.length) {
+    const length = ((head[off]! << 24) | (head[off + 1]! << 16) | (head[off + 2]! << 8) | head[off + 3]!) >>> 0;
+    const type = ascii(head, off + 4, 4);
+    if (type === "acTL") return true;
+    if (type === "IDAT" || type === "IEND") return false;
+    off += 12 + length;
+  }
+  return false;
+}

@@ -6,6 +6,7 @@
 const EXTENSIONS: Record<string, string> = {
   "image/jpeg": "jpg",
   "image/png": "png",
+  "image/apng": "png",
   "image/gif": "gif",
   "image/webp": "webp",
   "image/avif": "avif",

@@ -61,19 +61,76 @@ export function form(bytes: Uint8Array, fileName = "photo.jpg", fields: Record<s
   return fd;
 }
 
+/** One PNG chunk: length, type, data, CRC-32 over type and data. */
+function pngChunk(type: string, data: Uint8Array): Buffer {
+  const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+  const out = Buffer.alloc(body.length + 8);
+  out.writeUInt32BE(data.length, 0);
+  body.copy(out, 4);
+  out.writeUInt32BE(crc32(body), body.length + 4);
+  return out;
+}
+
+/** The chunks of a PNG file after its signature, in order. */
+function pngChunks(png: Buffer): { type: string; data: Buffer }[] {
+  const chunks = [];
+  for (let off = 8; off + 8 <= png.length; ) {
+    const length = png.readUInt32BE(off);
+    chunks.push({ type: png.toString("ascii", off + 4, off + 8), data: png.subarray(off + 8, off + 8 + length) });
+    off += 12 + length;
+  }
+  return chunks;
+}
+
+/**
+ * An animated PNG (APNG) of `frames` distinct frames, each shown `delayMs`, played `plays` times (0 = forever),
+ * assembled by hand from frames sharp encodes (libvips writes no APNG): acTL, then fcTL + IDAT for the default
+ * image and fcTL + fdAT for each further frame, one sequence number across them.
+ */
+export async function makeApng(width = 40, height = 30, frames = 3, delayMs = 100, plays = 0): Promise<Buffer> {
+  const encoded = await Promise.all(
+    Array.from({ length: frames }, (_, i) =>
+      sharp({ create: { width, height, channels: 3, background: { r: (i * 90) % 256, g: 40, b: 200 - i * 50 } } })
+        .png()
+        .toBuffer(),
+    ),
+  );
+  const parts = encoded.map((png) => pngChunks(png));
+  let sequence = 0;
+  const frameControl = () => {
+    const fc = Buffer.alloc(26);
+    fc.writeUInt32BE(sequence++, 0);
+    fc.writeUInt32BE(width, 4);
+    fc.writeUInt32BE(height, 8);
+    fc.writeUInt16BE(delayMs, 20);
+    fc.writeUInt16BE(1000, 22);
+    return pngChunk("fcTL", fc);
+  };
+  const control = Buffer.alloc(8);
+  control.writeUInt32BE(frames, 0);
+  control.writeUInt32BE(plays, 4);
+  const out = [encoded[0]!.subarray(0, 8), pngChunk("IHDR", parts[0]!.find((c) => c.type === "IHDR")!.data), pngChunk("acTL", control)];
+  for (const [i, chunks] of parts.entries()) {
+    out.push(frameControl());
+    for (const { data } of chunks.filter((c) => c.type === "IDAT")) {
+      if (i === 0) out.push(pngChunk("IDAT", data));
+      else {
+        const seq = Buffer.alloc(4);
+        seq.writeUInt32BE(sequence++, 0);
+        out.push(pngChunk("fdAT", Buffer.concat([seq, data])));
+      }
+    }
+  }
+  out.push(pngChunk("IEND", new Uint8Array(0)));
+  return Buffer.concat(out);
+}
+
 /**
  * A black bilevel (1-bit grayscale) PNG of any size, written by hand: a few KB of deflated zero
  * rows, so a 269-megapixel image costs the test ~50 ms to make and sharp ~0.3 s to shrink.
  */
 export function bilevelPng(width: number, height: number): Buffer {
-  const chunk = (type: string, data: Uint8Array) => {
-    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
-    const out = Buffer.alloc(body.length + 8);
-    out.writeUInt32BE(data.length, 0);
-    body.copy(out, 4);
-    out.writeUInt32BE(crc32(body), body.length + 4);
-    return out;
-  };
+  const chunk = pngChunk;
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);

@@ -155,7 +155,7 @@ describe("chooseRepresentation", () => {
     ],
   ];
   for (const [name, mime, params, accept, formats, expected] of rows) {
-    test(name, () => expect(chooseRepresentation(mime, params, accept, formats)).toEqual(expected as never));
+    test(name, () => expect(chooseRepresentation({ mime, width: 4000, height: 3000 }, params, accept, formats)).toEqual(expected as never));
   }
 
   test("format names and MIME types map both ways", () => {

@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { SNIFF_BYTES, sniffImageType } from "../../src/images/sniff";
+import fc from "fast-check";
+import { isAnimatedPng, SNIFF_BYTES, sniffImageType } from "../../src/images/sniff";
+import { fuzzParams } from "../fuzz/fuzz-support";
+import { makeApng } from "../helpers/images";
 
 const picture = () => sharp({ create: { width: 24, height: 16, channels: 4, background: { r: 30, g: 140, b: 220, alpha: 0.8 } } });
 
@@ -160,4 +163,47 @@ test("SNIFF_BYTES covers an AVIF whose avif brand comes late in a long ftyp box"
   expect(sniff(rebuilt)?.mime).toBe("image/avif");
   // With only the first 64 bytes, the late brand is not visible: that's why the head is larger.
   expect(sniffImageType(rebuilt.subarray(0, 64))).toBeNull();
+});
+
+describe("isAnimatedPng (APNG: acTL before the first IDAT)", () => {
+  const signature = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+  const chunk = (type: string, length: number) => {
+    const out = new Uint8Array(12 + length);
+    new DataView(out.buffer).setUint32(0, length);
+    out.set(new TextEncoder().encode(type), 4);
+    return out;
+  };
+  const TYPES = ["IHDR", "iCCP", "tEXt", "acTL", "IDAT", "fcTL", "IEND", "zzZz"];
+
+  test("a real APNG is animated; a still PNG, a GIF and random bytes are not", async () => {
+    expect(isAnimatedPng((await makeApng(20, 20, 2)).subarray(0, SNIFF_BYTES))).toBe(true);
+    expect(isAnimatedPng(await picture().png().toBuffer())).toBe(false);
+    expect(isAnimatedPng(await animated("gif"))).toBe(false);
+  });
+
+  test("property: answers whether acTL comes before IDAT/IEND within the head, for any chunk list; never throws on any bytes", () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ type: fc.constantFrom(...TYPES), length: fc.nat(3000) }), { maxLength: 12 }), (chunks) => {
+        const head = Buffer.concat([Uint8Array.from(signature), ...chunks.map((c) => chunk(c.type, c.length))]).subarray(0, SNIFF_BYTES);
+        let expected = false;
+        let off = 8;
+        for (const c of chunks) {
+          if (off + 8 > head.length || c.type === "IDAT" || c.type === "IEND") break;
+          if (c.type === "acTL") {
+            expected = true;
+            break;
+          }
+          off += 12 + c.length;
+        }
+        expect(isAnimatedPng(head)).toBe(expected);
+      }),
+      fuzzParams(5),
+    );
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: SNIFF_BYTES }), (tail) => {
+        expect(typeof isAnimatedPng(Buffer.concat([Uint8Array.from(signature), tail]))).toBe("boolean");
+      }),
+      fuzzParams(5),
+    );
+  });
 });

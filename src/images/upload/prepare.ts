@@ -4,7 +4,7 @@ import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
 import { reencodeWithoutMetadata, stripLosslessly, stripMetadata } from "../exif";
 import { frameBudgetMessage } from "../frame-budget";
-import { SNIFF_BYTES, sniffImageType } from "../sniff";
+import { APNG_MIME, isAnimatedPng, SNIFF_BYTES, sniffImageType } from "../sniff";
 import { awaitedLater } from "../../shared/awaited-later";
 import { tempPath, type ReceivedFile } from "./receive";
 
@@ -78,7 +78,8 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   const head = received.bytes ? received.bytes.subarray(0, SNIFF_BYTES) : new Uint8Array(await Bun.file(received.path).slice(0, SNIFF_BYTES).arrayBuffer());
   const type = sniffImageType(head);
   if (!type) throw unsupported();
-  const kind = { mime: type.mime, ext: type.ext };
+  // An APNG is stored under its own type, so delivery never hands out a still re-encode of it.
+  const kind = { mime: isAnimatedPng(head) ? APNG_MIME : type.mime, ext: type.ext };
 
   if (opts.exifPolicy !== "strip") {
     const dimensions = awaitedLater(describe(received.bytes ?? received.path!, opts.maxPixels, kind));
