@@ -5,16 +5,17 @@ import type { Bootstrap } from "./config/bootstrap";
 import { DataDirError, lockIfFree } from "./datadir/lock";
 import { stagedPath } from "./ops/backups";
 import { log } from "./ops/log";
-import { BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
+import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
 
 /**
- * `kura reset-password [name]`: re-seeds the factory default password and ends the user's sessions.
+ * `kura reset-password [name]`: re-seeds the factory default password and ends the user's sessions
+ * (without a name: the built-in administrator's, under whatever name it has now).
  * Works beside a running service (one row, through SQLite's own locking), but only the process that
  * holds the data directory's lock swaps in a staged restore; and it never migrates an older schema.
  * Beside a service with a restore staged it refuses: the snapshot replaces the live database at the
  * service's next start, and the password it would print with it.
  */
-export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME): Promise<number> {
+export async function resetPassword(boot: Bootstrap, name?: string): Promise<number> {
   let lock;
   try {
     requireExistingDatabase(boot);
@@ -39,9 +40,11 @@ export async function resetPassword(boot: Bootstrap, name = BUILTIN_ADMIN_NAME):
   try {
     await ensureBuiltinAdmin(db, log);
     const users = new UserRepo(db);
-    const user = users.byName(name);
+    // Without a name: the built-in administrator by its id, whatever it was renamed to. By name, an
+    // admin who renamed it and gave "admin" to another account had that account reset (authz audit LOW-4).
+    const user = name === undefined ? users.byId(BUILTIN_ADMIN_ID) : users.byName(name);
     if (!user) {
-      log.error("用户不存在", { user: name });
+      log.error("用户不存在", { user: name ?? BUILTIN_ADMIN_NAME });
       return 1;
     }
     await seedDefaultPassword(users, user.id, log);

@@ -1,5 +1,5 @@
 import { Forbidden, isDiskFull, QuotaExceeded, Unauthenticated, Unavailable } from "../errors";
-import { TokenRepo } from "../auth/tokens";
+import { TokenRepo, tokenState } from "../auth/tokens";
 import type { AppContext } from "../context";
 import { recordIdempotencyKey } from "./repos/idempotency";
 import { allIntents, deleteIntent, insertIntent } from "./repos/intents";
@@ -22,6 +22,8 @@ export interface NewReference {
   tokenId: number | null;
   fileName: string;
   objectKey: string | null;
+  /** When the upload started (sqlTime): a token rotated after it no longer uploads (checkUploadToken). */
+  startedAt?: string;
   /** Inside the commit, before the alias moves: throws to refuse the upload (S3's conditional writes); nothing stays written. */
   beforeKeyMoves?: () => void;
   ttlSeconds: number | null;
@@ -45,9 +47,22 @@ function checkQuota(app: AppContext, userId: string, size: number, quota = app.u
 function checkUploader(app: AppContext, ref: NewReference, size: number) {
   const user = app.users.byId(ref.userId);
   if (!user) throw new Unauthenticated("上传者的账号已被删除");
-  if (ref.tokenId !== null && !new TokenRepo(app.db).byId(ref.tokenId)) throw new Unauthenticated("上传令牌已被删除");
+  if (ref.tokenId !== null) checkUploadToken(app, ref.tokenId, ref.startedAt);
   if (user.disabled) throw new Forbidden("该账号已被停用");
   checkQuota(app, ref.userId, size, user.quota_bytes);
+}
+
+/**
+ * The token the upload came with may still upload: not deleted, revoked, expired or rotated since the
+ * upload started (authorization audit MED-1: a slow body committed minutes after its token was
+ * revoked). A rotation sets the token's `created_at`, whole seconds: one within the second the
+ * upload started is not seen.
+ */
+function checkUploadToken(app: AppContext, tokenId: number, startedAt: string | undefined) {
+  const token = new TokenRepo(app.db).byId(tokenId);
+  if (!token) throw new Unauthenticated("上传令牌已被删除");
+  if (tokenState(token) !== "active") throw new Unauthenticated("上传令牌已被吊销或已过期");
+  if (startedAt !== undefined && token.created_at > startedAt) throw new Unauthenticated("上传令牌已在上传期间被轮换，请用新令牌重新上传");
 }
 
 type Writable = LoadedChannel & { driver: Driver };

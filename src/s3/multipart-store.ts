@@ -140,6 +140,11 @@ export async function removeUpload(app: AppContext, uploadId: string) {
   await rm(partsDir(app, uploadId), { recursive: true, force: true });
 }
 
+/** Removes these uploads (rows and part files), each behind any request of it in progress (expiry, a deleted user's). */
+export async function removeUploads(app: AppContext, uploadIds: string[], op = "remove") {
+  for (const uploadId of uploadIds) await withUploadLock(uploadId, op, () => removeUpload(app, uploadId));
+}
+
 /** The user's uploads in S3 order (key, then upload id), after the markers, up to `limit`. */
 export function uploadsAfter(app: AppContext, userId: string, prefix: string, keyMarker: string, uploadIdMarker: string, limit: number): UploadRow[] {
   return selectUploadsAfter(app.db, userId, prefix, keyMarker, uploadIdMarker, limit);
@@ -150,7 +155,7 @@ export async function expireMultipartUploads(app: AppContext, now = Date.now()):
   const cutoff = sqlTime(now - app.settings.get().s3_multipart_expiry_hours * 3_600_000);
   const rows = uploadIdsStartedBefore(app.db, cutoff);
   // Behind any Complete in progress, which would otherwise lose its part files halfway.
-  for (const uploadId of rows) await withUploadLock(uploadId, "expire", () => removeUpload(app, uploadId));
+  await removeUploads(app, rows, "expire");
   if (rows.length) app.log.info("已清除过期的 S3 分片上传", { count: rows.length });
   return rows.length;
 }

@@ -195,6 +195,29 @@ describe("login rate limit", () => {
 });
 
 describe("kura reset-password", () => {
+  test("without a name it resets the built-in administrator under its current name, not an account that took the name admin", async () => {
+    const server = await KuraServer.start();
+    try {
+      const admin = await adminSession(server);
+      await admin.json("PUT", "/api/admin/users/default", { name: "boss", role: "admin", quota_bytes: null, default_ttl_hours: null, disabled: false });
+      await admin.json("POST", "/api/admin/users", { name: "admin", password: "impostor-pass-1", role: "user" }, 201);
+      await server.stop();
+      const cli = await runCli(["reset-password"], { KURA_DATA_DIR: server.dataDir, KURA_LISTEN: "127.0.0.1:0" });
+      expect(cli.code).toBe(0);
+      const fresh = /user=boss password=(\S+)/.exec(cli.err)?.[1];
+      expect(fresh).toBeTruthy();
+      const again = await KuraServer.start({ dataDir: server.dataDir });
+      try {
+        expect((await new Session(again).login("admin", "impostor-pass-1")).status).toBe(200);
+        expect((await new Session(again).login("boss", fresh!)).status).toBe(200);
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      await server.dispose();
+    }
+  });
+
   test("re-seeds and logs a new default password and ends the user's sessions", async () => {
     const server = await KuraServer.start();
     const admin = await adminSession(server);

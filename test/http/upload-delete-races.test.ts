@@ -201,6 +201,22 @@ test("L2: an upload whose user or token is deleted, or whose user is stopped, be
   });
   expect(tokenGone).toEqual({ status: 401, body: { error: "上传令牌已被删除" } });
 
+  // The token is revoked, or rotated, while the body arrives (authorization audit MED-1): no image, no write kept.
+  const revoked = await admin.json<{ id: number; token: string }>("POST", "/api/admin/tokens", { name: "revoked" }, 201);
+  const afterRevoke = await pausedDuring("wrote=1", tokenUpload(revoked.token, 5404), async () => {
+    expect((await admin.request("POST", `/api/admin/tokens/${revoked.id}/revoke`)).status).toBe(204);
+  });
+  expect(afterRevoke).toEqual({ status: 401, body: { error: "上传令牌已被吊销或已过期" } });
+  const rotated = await admin.json<{ id: number; token: string }>("POST", "/api/admin/tokens", { name: "rotated" }, 201);
+  // A rotation counts from whole seconds: one in the second the upload started would not be seen.
+  await Bun.sleep(1100 - (Date.now() % 1000));
+  const afterRotate = await pausedDuring("wrote=1", tokenUpload(rotated.token, 5405), async () => {
+    await Bun.sleep(1100 - (Date.now() % 1000));
+    expect((await admin.request("POST", `/api/admin/tokens/${rotated.id}/rotate`)).status).toBe(200);
+  });
+  expect(afterRotate).toEqual({ status: 401, body: { error: "上传令牌已在上传期间被轮换，请用新令牌重新上传" } });
+  expect(readDb("SELECT id FROM images WHERE token_id IN (?, ?)", revoked.id, rotated.id)).toEqual([]);
+
   // The user is deleted (allowed: no images yet).
   const deleted = await newUser("racer-a");
   const userGone = await pausedDuring("wrote=1", tokenUpload(deleted.token, 5402), async () => {

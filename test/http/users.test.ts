@@ -88,6 +88,23 @@ describe("users", () => {
     await expectError(await new Session(server).login("u-dis", "password-1"), 403);
   });
 
+  test("an admin cannot stop or demote their own account (as they cannot delete it); other fields of it change", async () => {
+    const other = await admin.json("POST", "/api/admin/users", { name: "u-self", password: "password-1", role: "admin" }, 201);
+    const s = new Session(server);
+    await s.login("u-self", "password-1");
+    const body = { name: "u-self", role: "admin", quota_bytes: null, default_ttl_hours: null, disabled: false };
+    for (const change of [{ disabled: true }, { role: "user" }]) {
+      expect(await expectError(await s.request("PUT", `/api/admin/users/${other.id}`, { ...body, ...change }), 400)).toContain("当前登录");
+    }
+    expect(await s.json("PUT", `/api/admin/users/${other.id}`, { ...body, default_ttl_hours: 3 })).toMatchObject({
+      role: "admin",
+      disabled: false,
+      default_ttl_hours: 3,
+    });
+    // Another admin still may.
+    expect(await admin.json("PUT", `/api/admin/users/${other.id}`, { ...body, role: "user" })).toMatchObject({ role: "user" });
+  });
+
   test("delete: built-in admin 403, oneself 400, unknown 404, others 204", async () => {
     await expectError(await admin.request("DELETE", "/api/admin/users/default"), 403);
     const other = await admin.json("POST", "/api/admin/users", { name: "u-admin2", password: "password-1", role: "admin" }, 201);

@@ -3,6 +3,7 @@ import type { AppContext } from "../../context";
 import { hashPassword, MIN_PASSWORD_LENGTH } from "../../auth/passwords";
 import { audit } from "../../ops/audit";
 import { BUILTIN_ADMIN_ID, newUserId } from "../../users/repo";
+import { MAX_OPEN_UPLOADS_PER_USER, removeUploads, uploadsAfter } from "../../s3/multipart-store";
 import { parseBody } from "../body";
 import { badRequest, conflict, forbidden, notFound } from "../errors";
 import { sessionRoutes } from "../guard";
@@ -71,6 +72,8 @@ export function userRoutes(app: AppContext) {
       if (user.id === BUILTIN_ADMIN_ID && (input.disabled || input.role !== "admin")) {
         throw forbidden("内置管理员不能被停用或降级");
       }
+      // As deleting oneself is refused: an admin who stops or demotes their own account is locked out mid-click.
+      if (user.id === p.user.id && (input.disabled || input.role !== user.role)) throw badRequest("不能停用当前登录的用户，也不能修改自己的角色");
       if (nameTaken(input.name, user.id)) throw conflict("用户名已存在");
       app.db.transaction(() => {
         app.users.update(user.id, {
@@ -85,12 +88,19 @@ export function userRoutes(app: AppContext) {
       audit(app.db, p.user, "user.update", user.id, { name: input.name, role: input.role, disabled: input.disabled });
       return app.users.item(user.id);
     })
-    .delete("/api/admin/users/:id", ({ params, set, principal: p }) => {
+    .delete("/api/admin/users/:id", async ({ params, set, principal: p }) => {
       const user = existing(params.id);
       if (user.id === BUILTIN_ADMIN_ID) throw forbidden("内置管理员不能被删除");
       if (user.id === p.user.id) throw badRequest("不能删除当前登录的用户");
       if (app.users.imageCount(user.id) > 0) throw conflict("该用户仍拥有图片，请先删除其图片");
+      // Listed in the same turn as the delete, which ends the user's credentials: no upload can start in between.
+      const uploads = uploadsAfter(app, user.id, "", "", "", MAX_OPEN_UPLOADS_PER_USER);
       app.users.delete(user.id);
+      // Their rows go with the user (foreign key); their staged parts would stay on disk until a restart.
+      await removeUploads(
+        app,
+        uploads.map((u) => u.upload_id),
+      );
       audit(app.db, p.user, "user.delete", user.id, { name: user.name });
       set.status = 204;
     })

@@ -1,7 +1,7 @@
 import { Invalid, isClientRejection } from "../../errors";
 import { rm } from "node:fs/promises";
 import type { AppContext } from "../../context";
-import { parseSqlTime } from "../../db/time";
+import { parseSqlTime, sqlTime } from "../../db/time";
 import { truncateText } from "../../shared/text";
 import { findIdempotencyKey } from "../repos/idempotency";
 import { setBlobDigests } from "../repos/blob-md5";
@@ -122,6 +122,7 @@ async function reserved(slot: string, run: () => Promise<UploadOutcome>): Promis
 
 async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest): Promise<UploadOutcome> {
   const started = performance.now();
+  const startedAt = sqlTime();
   let outcome: "ok" | "rejected" | "failed" = "failed";
   let received: ReceivedFile | undefined;
   let preparedPath: string | undefined;
@@ -154,6 +155,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
       fileName: truncateText(received.fileName || "image", MAX_FILE_NAME),
       objectKey: options.objectKey || null,
       beforeKeyMoves: options.beforeKeyMoves,
+      startedAt,
       ttlSeconds: ttl || null,
       idempotencyKey: key || undefined,
     });
