@@ -71,6 +71,11 @@ function ascii(head: Uint8Array, offset: number, length: number): string {
   return String.fromCharCode(...head.subarray(offset, offset + length));
 }
 
+/** An AVIF whose major brand is `avis`: an image sequence (animated AVIF), which libvips cannot open. */
+export function isAvifSequence(head: Uint8Array): boolean {
+  return head.length >= 12 && ascii(head, 4, 4) === "ftyp" && ascii(head, 8, 4) === "avis";
+}
+
 /** The stored type of an animated PNG (prepare.ts): delivery serves it as stored, never re-encoded (a still frame). */
 export const APNG_MIME = "image/apng";
 

@@ -77,3 +77,11 @@ test("?w= at or above the stored width is the original (stored format) or the on
   expect((await get(`/i/${image.id}?w=1920`)).headers.get("etag")).toBe(full.headers.get("etag"));
   expect((await get(`/i/${image.id}?w=320`)).headers.get("etag")).not.toBe(full.headers.get("etag"));
 });
+
+test("an animated AVIF (image sequence, which libvips cannot open) is refused as unsupported, not as damaged", async () => {
+  // test/fixtures/animated.avif: 4 frames, 400x300, made by libavif's avifenc from a y4m (image-fidelity audit LOW-2).
+  const bytes = new Uint8Array(await Bun.file(new URL("../fixtures/animated.avif", import.meta.url)).arrayBuffer());
+  const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, "anim.avif") });
+  expect(res.status).toBe(415);
+  expect(((await res.json()) as { error: string }).error).toMatch(/^不支持动画 AVIF/);
+});

@@ -4,7 +4,7 @@ import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
 import { reencodeWithoutMetadata, stripLosslessly, stripMetadata } from "../exif";
 import { frameBudgetMessage } from "../frame-budget";
-import { APNG_MIME, isAnimatedPng, SNIFF_BYTES, sniffImageType } from "../sniff";
+import { APNG_MIME, isAnimatedPng, isAvifSequence, SNIFF_BYTES, sniffImageType } from "../sniff";
 import { awaitedLater } from "../../shared/awaited-later";
 import { tempPath, type ReceivedFile } from "./receive";
 
@@ -35,7 +35,11 @@ export const unsupported = () => new Invalid("不支持的图片格式（仅支�
  * Content that starts as a supported format but cannot be read (cut off, damaged): still a 415,
  * but saying so, where "unsupported format" misled the owner of a PNG that was cut in half.
  */
-const damaged = (type: { ext: string }) => new Invalid(`图片数据不完整或已损坏，无法读取（${type.ext.toUpperCase()}）`, "unsupported_type");
+const damaged = (type: { ext: string; sequence?: boolean }) =>
+  type.sequence
+    ? // An AVIF image sequence (animated AVIF) libvips cannot open: it is not damaged, browsers play it.
+      new Invalid("不支持动画 AVIF（图像序列）：请上传静态 AVIF，或把动画转为 GIF 或 WebP", "unsupported_type")
+    : new Invalid(`图片数据不完整或已损坏，无法读取（${type.ext.toUpperCase()}）`, "unsupported_type");
 
 export async function sha256File(path: string): Promise<string> {
   const hasher = new Bun.CryptoHasher("sha256");
@@ -47,7 +51,7 @@ export async function sha256File(path: string): Promise<string> {
  * Reads the header with sharp (no full decode) and checks the budgets: 415 when sharp cannot
  * read it, 422 over the pixel or frame budget. Animated frames all count, since all are decoded.
  */
-async function describe(input: Buffer | string, maxPixels: number, type: { ext: string }): Promise<Dimensions> {
+async function describe(input: Buffer | string, maxPixels: number, type: { ext: string; sequence?: boolean }): Promise<Dimensions> {
   let meta: Metadata;
   try {
     meta = await sharp(input, { animated: true, limitInputPixels: false }).metadata();
@@ -80,9 +84,11 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   if (!type) throw unsupported();
   // An APNG is stored under its own type, so delivery never hands out a still re-encode of it.
   const kind = { mime: isAnimatedPng(head) ? APNG_MIME : type.mime, ext: type.ext };
+  // How a header sharp cannot read is reported: an animated AVIF is not damaged, only unsupported.
+  const reading = { ext: type.ext, sequence: isAvifSequence(head) };
 
   if (opts.exifPolicy !== "strip") {
-    const dimensions = awaitedLater(describe(received.bytes ?? received.path!, opts.maxPixels, kind));
+    const dimensions = awaitedLater(describe(received.bytes ?? received.path!, opts.maxPixels, reading));
     const sha256 = received.sha256 ?? (received.bytes ? sha256Hex(received.bytes) : await sha256File(received.path));
     return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...kind, dimensions } as PreparedImage;
   }
@@ -90,16 +96,16 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
     const stripped = stripLosslessly(received.bytes, type.mime);
     if (stripped) {
       // The header is read from the stripped bytes, which keep the orientation (see exif.ts).
-      const dimensions = awaitedLater(describe(stripped, opts.maxPixels, kind));
+      const dimensions = awaitedLater(describe(stripped, opts.maxPixels, reading));
       return { bytes: stripped, size: stripped.length, sha256: sha256Hex(stripped), ...kind, dimensions };
     }
-    const dimensions = await describe(received.bytes, opts.maxPixels, kind);
+    const dimensions = await describe(received.bytes, opts.maxPixels, reading);
     const bytes = await reencodeWithoutMetadata(received.bytes, type.mime).catch(() => {
-      throw damaged(kind);
+      throw damaged(reading);
     });
     return { bytes, size: bytes.length, sha256: sha256Hex(bytes), ...kind, dimensions: Promise.resolve(dimensions) };
   }
-  const dimensions = await describe(received.path, opts.maxPixels, kind);
+  const dimensions = await describe(received.path, opts.maxPixels, reading);
   const stripped = tempPath(opts.tmpDir, "strip");
   try {
     await stripMetadata(received.path, stripped, type.mime);
@@ -107,7 +113,7 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
     await rm(stripped, { force: true });
     // A full disk is the server's trouble (503), not the image's.
     if (isDiskFull(err)) throw err;
-    throw damaged(kind);
+    throw damaged(reading);
   }
   return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...kind, dimensions: Promise.resolve(dimensions) };
 }
