@@ -2,6 +2,7 @@
 // encoded bytes out; caching, single-flight and worker limits live elsewhere.
 import sharp, { type Sharp } from "sharp";
 import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
+import { isWideRgbProfile } from "./icc";
 import type { DeliveryFormat } from "./negotiate";
 
 export class ProcessingTimeoutError extends Error {
@@ -55,7 +56,7 @@ const FORMATS_WITH_ANIMATION: ReadonlySet<DeliveryFormat> = new Set(["gif", "web
 
 export function renderVariant(input: string | Buffer, opts: RenderOptions): Promise<Buffer> {
   if (opts.signal?.aborted) return Promise.reject(new ProcessingAbortedError());
-  const work = buildPipeline(input, opts).toBuffer();
+  const work = keepsWideGamut(input).then((wide) => buildPipeline(input, opts, wide).toBuffer());
   opts.hold?.(
     work.then(
       () => undefined,
@@ -65,7 +66,15 @@ export function renderVariant(input: string | Buffer, opts: RenderOptions): Prom
   return withDeadline(work, opts);
 }
 
-function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
+/** Whether the source carries a wide-gamut RGB profile (icc.ts); a header it cannot read is left to the render to report. */
+async function keepsWideGamut(input: string | Buffer): Promise<boolean> {
+  const meta = await sharp(input, { limitInputPixels: false })
+    .metadata()
+    .catch(() => undefined);
+  return isWideRgbProfile(meta?.icc);
+}
+
+function buildPipeline(input: string | Buffer, opts: RenderOptions, wideGamut = false): Sharp {
   // Animated input keeps all frames only when the output can animate; otherwise we take the
   // first frame (loading all frames would encode them stacked into one tall still image).
   // The upload already held the image to max_pixels_mp (up to 1,000 MP); sharp's own default
@@ -82,6 +91,8 @@ function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
   // Orientation tag that made the original display upright would be lost otherwise.
   img = img.autoOrient();
   if (opts.width > 0) img = img.resize({ width: opts.width, withoutEnlargement: true });
+  // Display P3 with its profile for a wide-gamut source (GIF has no profile to carry it).
+  if (wideGamut && opts.format !== "gif") img = img.withIccProfile("p3");
   switch (opts.format) {
     case "webp":
       return img.webp({ quality: opts.quality.webp, effort: opts.webpMethod });
