@@ -3,25 +3,19 @@
 //
 // JPEG, PNG, WebP and GIF are handled LOSSLESSLY by walking the container and dropping
 // metadata segments/chunks/blocks; pixel data is copied byte for byte. When the original
-// EXIF said to rotate/flip (orientation 2..8), a minimal new EXIF block holding only the
-// Orientation tag is written back, so browsers keep displaying the picture the same way.
+// EXIF said to rotate/flip (orientation 2..8), or marked a camera's Adobe RGB (InteropIndex
+// R03), a minimal new EXIF block holding only those tags is written back, so the picture
+// looks the same.
 //
 // AVIF (and any file whose structure we can't walk) is RE-ENCODED by sharp with the
 // orientation applied to the pixels and no metadata: lossy, but guaranteed clean.
 import sharp from "sharp";
 import { readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
-import { EXIF_PREFIX, joined, minimalExif, orientationFromExif } from "./exif-parts";
+import { EXIF_PREFIX, exifFacts, type ExifFacts, exifWorthKeeping, joined, MalformedImageError, minimalExif, type StrippedImage } from "./exif-parts";
 import { SNIFF_BYTES, sniffImageType } from "./sniff";
 
-/** The container doesn't have the structure its format requires. */
-export class MalformedImageError extends Error {}
-
-export interface StrippedImage {
-  bytes: Buffer;
-  /** EXIF orientation (1..8) found in the original; 1 when absent. */
-  orientation: number;
-}
+export { MalformedImageError, type StrippedImage };
 
 export async function stripMetadata(inputPath: string, outputPath: string, mime: string): Promise<void> {
   await writeFile(outputPath, await stripMetadataToBuffer(await readFile(inputPath), mime));
@@ -130,7 +124,7 @@ function segment(marker: number, payload: Buffer): Buffer {
 function stripJpeg(src: Buffer, reuseSource: boolean): StrippedImage {
   if (src.length < 4 || src[0] !== 0xff || src[1] !== 0xd8) throw new MalformedImageError("JPEG 文件头无效");
   const kept: Buffer[] = [src.subarray(0, 2)];
-  let orientation = 1;
+  let facts: ExifFacts = { orientation: 1 };
   let sawExif = false;
   let pos = 2;
   while (pos < src.length) {
@@ -157,7 +151,7 @@ function stripJpeg(src: Buffer, reuseSource: boolean): StrippedImage {
     if (isApp || marker === 0xfe) {
       if (marker === 0xe1 && !sawExif && payload.subarray(0, 6).equals(EXIF_PREFIX)) {
         sawExif = true;
-        orientation = orientationFromExif(payload);
+        facts = exifFacts(payload);
       }
       const action = isApp ? jpegAppAction(marker, payload) : "drop";
       if (action === "keep") kept.push(src.subarray(pos, end));
@@ -175,13 +169,13 @@ function stripJpeg(src: Buffer, reuseSource: boolean): StrippedImage {
     kept.push(src.subarray(pos, end));
     pos = end;
   }
-  if (orientation !== 1) {
+  if (exifWorthKeeping(facts)) {
     // Right after SOI and a leading JFIF APP0, where readers look for EXIF.
     let at = 1;
     while (at < kept.length && kept[at][1] === 0xe0) at++;
-    kept.splice(at, 0, segment(0xe1, minimalExif(orientation, true)));
+    kept.splice(at, 0, segment(0xe1, minimalExif(facts, true)));
   }
-  return { bytes: joined(src, kept, reuseSource), orientation };
+  return { bytes: joined(src, kept, reuseSource), orientation: facts.orientation };
 }
 
 /** In entropy-coded data 0xFF is followed by 0x00 (stuffing) or RSTn; anything else is a marker. */
@@ -205,7 +199,8 @@ const PNG_DROP = new Set(["eXIf", "tEXt", "zTXt", "iTXt", "tIME", "iDOT"]);
 function stripPng(src: Buffer, reuseSource: boolean): StrippedImage {
   if (!src.subarray(0, 8).equals(PNG_SIGNATURE)) throw new MalformedImageError("PNG 文件头无效");
   const kept: Buffer[] = [src.subarray(0, 8)];
-  let orientation = 1;
+  let facts: ExifFacts = { orientation: 1 };
+  let sawExif = false;
   let exifPrefixed = false;
   let pos = 8;
   let ended = false;
@@ -214,10 +209,11 @@ function stripPng(src: Buffer, reuseSource: boolean): StrippedImage {
     const type = src.toString("latin1", pos + 4, pos + 8);
     const end = pos + 12 + src.readUInt32BE(pos);
     if (end > src.length) throw new MalformedImageError("PNG 块长度无效");
-    if (type === "eXIf" && orientation === 1) {
+    if (type === "eXIf" && !sawExif) {
       const data = src.subarray(pos + 8, end - 4);
+      sawExif = true;
       exifPrefixed = data.subarray(0, 6).equals(EXIF_PREFIX);
-      orientation = orientationFromExif(data);
+      facts = exifFacts(data);
     }
     if (!PNG_DROP.has(type)) kept.push(src.subarray(pos, end));
     ended = type === "IEND"; // anything after IEND is dropped
@@ -225,8 +221,8 @@ function stripPng(src: Buffer, reuseSource: boolean): StrippedImage {
   }
   if (kept[1]?.toString("latin1", 4, 8) !== "IHDR") throw new MalformedImageError("PNG 缺少 IHDR");
   // eXIf must come before the image data; right after IHDR is always valid.
-  if (orientation !== 1) kept.splice(2, 0, pngChunk("eXIf", minimalExif(orientation, exifPrefixed)));
-  return { bytes: joined(src, kept, reuseSource), orientation };
+  if (exifWorthKeeping(facts)) kept.splice(2, 0, pngChunk("eXIf", minimalExif(facts, exifPrefixed)));
+  return { bytes: joined(src, kept, reuseSource), orientation: facts.orientation };
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {
@@ -254,7 +250,7 @@ function stripWebp(src: Buffer): StrippedImage {
   if (src.toString("latin1", 12, 16) !== "VP8X") return { bytes: src.subarray(0, riffEnd), orientation: 1 };
 
   const kept: Buffer[] = [];
-  let orientation = 1;
+  let facts: ExifFacts = { orientation: 1 };
   let exifPrefixed = false;
   for (let pos = 12; pos < riffEnd; ) {
     if (pos + 8 > riffEnd) throw new MalformedImageError("WebP 块头不完整");
@@ -267,7 +263,7 @@ function stripWebp(src: Buffer): StrippedImage {
     if (fourcc === "EXIF") {
       const data = src.subarray(pos + 8, dataEnd);
       exifPrefixed = data.subarray(0, 6).equals(EXIF_PREFIX);
-      orientation = orientationFromExif(data);
+      facts = exifFacts(data);
     } else if (fourcc !== "XMP ") {
       const chunk = src.subarray(pos, end);
       const padMissing = end - pos < 8 + size + (size & 1);
@@ -278,16 +274,16 @@ function stripWebp(src: Buffer): StrippedImage {
   const vp8x = Buffer.from(kept[0]); // copy: we change its flags
   vp8x[8] &= ~(VP8X_EXIF | VP8X_XMP);
   kept[0] = vp8x;
-  if (orientation !== 1) {
+  if (exifWorthKeeping(facts)) {
     vp8x[8] |= VP8X_EXIF;
-    kept.push(riffChunk("EXIF", minimalExif(orientation, exifPrefixed))); // EXIF goes after the image data
+    kept.push(riffChunk("EXIF", minimalExif(facts, exifPrefixed))); // EXIF goes after the image data
   }
   const body = Buffer.concat(kept);
   const header = Buffer.alloc(12);
   header.write("RIFF", 0, "latin1");
   header.writeUInt32LE(body.length + 4, 4);
   header.write("WEBP", 8, "latin1");
-  return { bytes: Buffer.concat([header, body]), orientation };
+  return { bytes: Buffer.concat([header, body]), orientation: facts.orientation };
 }
 
 function riffChunk(fourcc: string, data: Buffer): Buffer {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import sharp from "sharp";
 import { MalformedImageError, readOrientation, stripMetadata, stripMetadataBytes } from "../../src/images/exif";
+import { exiftool, exiftoolWrite, personalTags } from "../helpers/metadata";
 
 const dir = mkdtempSync(join(tmpdir(), "kura-exif-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -312,6 +313,31 @@ describe("AVIF (re-encoded)", () => {
     let diff = 0;
     for (let i = 0; i < da.data.length; i++) diff += Math.abs(da.data[i] - db.data[i]);
     expect(diff / da.data.length).toBeLessThan(12);
+  });
+});
+
+describe("Adobe RGB marked only in EXIF (DCF option file: InteropIndex R03, ColorSpace Uncalibrated)", () => {
+  // A camera in Adobe RGB mode writes no ICC profile; colour-managed editors read these two tags.
+  const r03 = ["-ColorSpace#=65535", "-InteropIndex=R03", "-Make=KuraCam", "-GPSLatitude=35.6", "-GPSLatitudeRef=N"];
+  for (const fmt of ["jpeg", "png", "webp"] as const) {
+    test(`${fmt}: ColorSpace and InteropIndex kept (with orientation 6 when set), camera and GPS gone`, async () => {
+      for (const orientation of [1, 6]) {
+        const made = await photo().toFormat(fmt).withMetadata({ orientation }).toBuffer();
+        const original = exiftoolWrite(made, r03);
+        expect(exiftool(original)["IFD0:Make"]).toBe("KuraCam");
+        const out = await strip(original, `image/${fmt}`);
+        const tags = exiftool(out);
+        expect([tags["ExifIFD:ColorSpace"], tags["InteropIFD:InteropIndex"]]).toEqual(["Uncalibrated", "R03 - DCF option file (Adobe RGB)"]);
+        expect(tags["IFD0:Orientation"]).toBe(orientation === 6 ? "Rotate 90 CW" : undefined);
+        expect(personalTags(tags, [/^ExifIFD:ColorSpace$/, /^InteropIFD:InteropIndex$/, /^IFD0:Orientation$/])).toEqual([]);
+        expect((await raw(out)).data.equals((await raw(original)).data)).toBe(true);
+      }
+    });
+  }
+
+  test("ColorSpace without R03 (what editors write next to an ICC profile) is not kept", async () => {
+    const original = exiftoolWrite(await photo().jpeg().toBuffer(), ["-ColorSpace#=65535", "-Make=KuraCam"]);
+    expect((await sharp(await strip(original, "image/jpeg")).metadata()).exif).toBeUndefined();
   });
 });
 
