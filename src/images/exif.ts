@@ -7,11 +7,13 @@
 // R03), a minimal new EXIF block holding only those tags is written back, so the picture
 // looks the same.
 //
-// AVIF (and any file whose structure we can't walk) is RE-ENCODED by sharp with the
-// orientation applied to the pixels and no metadata: lossy, but guaranteed clean.
+// AVIF is edited as a container too (exif-avif.ts: the HEIF item structure; AVIF orientation is
+// irot/imir, never EXIF). A file whose structure the walkers refuse is RE-ENCODED by sharp with
+// the orientation applied to the pixels and no metadata: lossy, but guaranteed clean.
 import sharp from "sharp";
 import { readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
+import { stripAvif } from "./exif-avif";
 import { EXIF_PREFIX, exifFacts, type ExifFacts, exifWorthKeeping, joined, MalformedImageError, minimalExif, type StrippedImage } from "./exif-parts";
 import { SNIFF_BYTES, sniffImageType } from "./sniff";
 
@@ -31,12 +33,11 @@ export async function stripMetadataToBuffer(src: Buffer, mime: string): Promise<
 
 /**
  * The lossless strip of bytes in memory, taking `src` over like `stripMetadataToBuffer`; undefined
- * (with `src` untouched) when only a re-encode can remove the metadata: AVIF, or a structure our
- * walker refuses (decoders are more lenient than it, and re-encoding still leaves no metadata).
+ * (with `src` untouched) when only a re-encode can remove the metadata: a structure our walker
+ * refuses (decoders are more lenient than it, and re-encoding still leaves no metadata).
  * It decodes nothing, so it may run before the image's header has been checked.
  */
 export function stripLosslessly(src: Buffer, mime: string): Buffer | undefined {
-  if (mime === "image/avif") return undefined;
   try {
     return stripMetadataBytes(src, mime, true).bytes;
   } catch (err) {
@@ -46,8 +47,8 @@ export function stripLosslessly(src: Buffer, mime: string): Buffer | undefined {
 }
 
 /**
- * Lossless strip for JPEG, PNG, WebP and GIF. Throws MalformedImageError on broken structure
- * (before touching `src`). With `reuseSource` the result may be `src`'s own memory, rearranged:
+ * Lossless strip for JPEG, PNG, WebP, GIF and AVIF. Throws MalformedImageError on broken or
+ * unexpected structure (before touching `src`). With `reuseSource` the result may be `src`'s own memory, rearranged:
  * only for a caller that no longer needs the source.
  */
 export function stripMetadataBytes(src: Buffer, mime: string, reuseSource = false): StrippedImage {
@@ -60,6 +61,8 @@ export function stripMetadataBytes(src: Buffer, mime: string, reuseSource = fals
       return stripWebp(src);
     case "image/gif":
       return { bytes: stripGif(src), orientation: 1 };
+    case "image/avif":
+      return { bytes: stripAvif(src, reuseSource), orientation: 1 };
     default:
       throw new Error(`不支持去除该格式的元数据：${mime}`);
   }
@@ -91,7 +94,8 @@ export async function reencodeWithoutMetadata(input: Buffer, mime: string): Prom
   // Bake the orientation into the pixels, since no EXIF will be left to carry it. (AVIF's
   // decoder already applies irot/imir, so this is a no-op there; animated frames carry no
   // orientation.) sharp writes no metadata unless asked; the colour profile is not personal
-  // data and keeps colours right.
+  // data and keeps colours right. Only for files the walkers refuse: an AVIF's nclx colour,
+  // bit depth and HDR signalling do not survive this.
   if (!animated) img = img.rotate();
   return img.keepIccProfile().toFormat(format, REENCODE_OPTIONS[format]).toBuffer();
 }
