@@ -1,19 +1,20 @@
 // `exif_policy=strip`: remove EXIF (camera, GPS, thumbnails), XMP, IPTC and comments while
 // keeping what the viewer sees, including the displayed orientation.
 //
-// JPEG, PNG, WebP and GIF are handled LOSSLESSLY by walking the container and dropping
-// metadata segments/chunks/blocks; pixel data is copied byte for byte. When the original
-// EXIF said to rotate/flip (orientation 2..8), or marked a camera's Adobe RGB (InteropIndex
-// R03), a minimal new EXIF block holding only those tags is written back, so the picture
-// looks the same.
+// Every format is handled LOSSLESSLY by walking the container and dropping metadata
+// segments/chunks/blocks/items; pixel data is copied byte for byte. When the original EXIF said
+// to rotate/flip (orientation 2..8), or marked a camera's Adobe RGB (InteropIndex R03), a minimal
+// new EXIF block holding only those tags is written back, so the picture looks the same. JPEG is
+// in exif-jpeg.ts (with HDR gain maps), AVIF in exif-avif.ts (an edit of the HEIF item structure:
+// AVIF orientation is irot/imir, never EXIF), PNG, WebP and GIF below.
 //
-// AVIF is edited as a container too (exif-avif.ts: the HEIF item structure; AVIF orientation is
-// irot/imir, never EXIF). A file whose structure the walkers refuse is RE-ENCODED by sharp with
-// the orientation applied to the pixels and no metadata: lossy, but guaranteed clean.
+// A file whose structure the walkers refuse is RE-ENCODED by sharp with the orientation applied
+// to the pixels and no metadata: lossy, but guaranteed clean.
 import sharp from "sharp";
 import { readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import { stripAvif } from "./exif-avif";
+import { stripJpeg } from "./exif-jpeg";
 import { EXIF_PREFIX, exifFacts, type ExifFacts, exifWorthKeeping, joined, MalformedImageError, minimalExif, type StrippedImage } from "./exif-parts";
 import { SNIFF_BYTES, sniffImageType } from "./sniff";
 
@@ -98,98 +99,6 @@ export async function reencodeWithoutMetadata(input: Buffer, mime: string): Prom
   // bit depth and HDR signalling do not survive this.
   if (!animated) img = img.rotate();
   return img.keepIccProfile().toFormat(format, REENCODE_OPTIONS[format]).toBuffer();
-}
-
-// ---------------------------------------------------------------- JPEG
-
-// Kept APPn segments: JFIF (APP0), ICC profile (APP2) and Adobe (APP14, which tells the
-// decoder how to convert colours). Every other APPn (Exif/XMP APP1, MPF APP2, IPTC APP13,
-// vendor blocks) and COM is dropped. Non-APP markers (DQT, SOFn, DHT, DRI, SOS, ...) are
-// image data and kept as they are.
-function jpegAppAction(marker: number, payload: Buffer): "keep" | "drop" | Buffer {
-  if (marker === 0xe0 && payload.toString("latin1", 0, 5) === "JFIF\0") {
-    // A JFIF thumbnail could show an uncropped original: keep the header, drop the thumbnail.
-    if (payload.length <= 14 || (payload[12] === 0 && payload[13] === 0)) return "keep";
-    const header = Buffer.from(payload.subarray(0, 14));
-    header[12] = header[13] = 0;
-    return segment(0xe0, header);
-  }
-  if (marker === 0xe2 && payload.toString("latin1", 0, 12) === "ICC_PROFILE\0") return "keep";
-  if (marker === 0xee && payload.toString("latin1", 0, 5) === "Adobe") return "keep";
-  return "drop";
-}
-
-function segment(marker: number, payload: Buffer): Buffer {
-  const head = Buffer.from([0xff, marker, 0, 0]);
-  head.writeUInt16BE(payload.length + 2, 2);
-  return Buffer.concat([head, payload]);
-}
-
-function stripJpeg(src: Buffer, reuseSource: boolean): StrippedImage {
-  if (src.length < 4 || src[0] !== 0xff || src[1] !== 0xd8) throw new MalformedImageError("JPEG 文件头无效");
-  const kept: Buffer[] = [src.subarray(0, 2)];
-  let facts: ExifFacts = { orientation: 1 };
-  let sawExif = false;
-  let pos = 2;
-  while (pos < src.length) {
-    // Tolerate stray bytes and fill bytes before a marker, as decoders do.
-    while (pos < src.length && src[pos] !== 0xff) pos++;
-    while (pos + 1 < src.length && src[pos + 1] === 0xff) pos++;
-    if (pos + 1 >= src.length) break;
-    const marker = src[pos + 1];
-    if (marker === 0xd9) {
-      // EOI. Anything after it (MPF secondary images, vendor trailers) is dropped too.
-      kept.push(src.subarray(pos, pos + 2));
-      break;
-    }
-    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
-      kept.push(src.subarray(pos, pos + 2)); // markers without a length field
-      pos += 2;
-      continue;
-    }
-    if (marker === 0xd8 || marker === 0x00 || pos + 4 > src.length) throw new MalformedImageError("JPEG 标记无效");
-    const end = pos + 2 + src.readUInt16BE(pos + 2);
-    if (end > src.length || end < pos + 4) throw new MalformedImageError("JPEG 段长度无效");
-    const payload = src.subarray(pos + 4, end);
-    const isApp = marker >= 0xe0 && marker <= 0xef;
-    if (isApp || marker === 0xfe) {
-      if (marker === 0xe1 && !sawExif && payload.subarray(0, 6).equals(EXIF_PREFIX)) {
-        sawExif = true;
-        facts = exifFacts(payload);
-      }
-      const action = isApp ? jpegAppAction(marker, payload) : "drop";
-      if (action === "keep") kept.push(src.subarray(pos, end));
-      else if (action !== "drop") kept.push(action);
-      pos = end;
-      continue;
-    }
-    if (marker === 0xda) {
-      // SOS header, then entropy-coded data up to the next real marker.
-      const dataEnd = endOfEntropyData(src, end);
-      kept.push(src.subarray(pos, dataEnd));
-      pos = dataEnd;
-      continue;
-    }
-    kept.push(src.subarray(pos, end));
-    pos = end;
-  }
-  if (exifWorthKeeping(facts)) {
-    // Right after SOI and a leading JFIF APP0, where readers look for EXIF.
-    let at = 1;
-    while (at < kept.length && kept[at][1] === 0xe0) at++;
-    kept.splice(at, 0, segment(0xe1, minimalExif(facts, true)));
-  }
-  return { bytes: joined(src, kept, reuseSource), orientation: facts.orientation };
-}
-
-/** In entropy-coded data 0xFF is followed by 0x00 (stuffing) or RSTn; anything else is a marker. */
-function endOfEntropyData(src: Buffer, from: number): number {
-  for (let i = src.indexOf(0xff, from); i !== -1 && i + 1 < src.length; i = src.indexOf(0xff, i + 1)) {
-    const next = src[i + 1];
-    if (next === 0x00 || (next >= 0xd0 && next <= 0xd7) || next === 0xff) continue;
-    return i;
-  }
-  return src.length; // truncated file without EOI: keep what there is
 }
 
 // ---------------------------------------------------------------- PNG
