@@ -75,7 +75,7 @@ async function describe(input: Buffer | string, maxPixels: number, type: { ext: 
  * stripped per policy, then hashed (reusing the hash taken while receiving when the bytes
  * are unchanged). The header's checks (`dimensions`) run alongside: a lossless strip walks
  * the container without decoding anything, so they can wait until the bytes are on their way
- * to storage. Only a re-encode (AVIF, or a container our walker rejects) decodes, and that
+ * to storage. Only a re-encode (a container our walker rejects) decodes, and that
  * waits for the checks. A stripped file upload gets a new temp file; the caller removes both.
  */
 export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string }): Promise<PreparedImage> {
