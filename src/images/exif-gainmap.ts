@@ -9,6 +9,8 @@
 //    location, edit history) and no free text can ride along.
 // exif-jpeg.ts decides which segments these are and puts the file back together.
 
+import { tiffReaders } from "./exif-parts";
+
 export const ISO_GAIN_MAP_ID = "urn:iso:std:iso:ts:21496:-1\0";
 export const MPF_ID = "MPF\0";
 export const XMP_ID = "http://ns.adobe.com/xap/1.0/\0";
@@ -87,13 +89,9 @@ const MPF_MAX_IMAGES = 16;
 /** The image list of an MPF APP2 payload ("MPF\0" + TIFF structure); undefined when it is not a valid index. */
 export function readMpf(payload: Buffer): MpfImage[] | undefined {
   const tiff = payload.subarray(MPF_ID.length);
-  if (tiff.length < 8) return undefined;
-  const order = tiff.toString("latin1", 0, 2);
-  if (order !== "II" && order !== "MM") return undefined;
-  const le = order === "II";
-  const u16 = (o: number) => (le ? tiff.readUInt16LE(o) : tiff.readUInt16BE(o));
-  const u32 = (o: number) => (le ? tiff.readUInt32LE(o) : tiff.readUInt32BE(o));
-  if (u16(2) !== 42) return undefined;
+  const readers = tiffReaders(tiff);
+  if (!readers) return undefined;
+  const { u16, u32 } = readers;
   const ifd = u32(4);
   if (ifd < 8 || ifd + 2 > tiff.length) return undefined;
   let count: number | undefined;

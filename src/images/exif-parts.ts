@@ -35,16 +35,23 @@ export interface ExifFacts {
 export const exifWorthKeeping = (facts: ExifFacts) => facts.orientation !== 1 || facts.adobeRgb !== undefined;
 
 /** The facts of an EXIF payload (TIFF structure, optionally preceded by "Exif\0\0"); bounds-checked, never throws. */
-export function exifFacts(payload: Buffer): ExifFacts {
-  const tiff = payload.subarray(0, 6).equals(EXIF_PREFIX) ? payload.subarray(6) : payload;
-  const none: ExifFacts = { orientation: 1 };
-  if (tiff.length < 8) return none;
+/** A TIFF structure's 16- and 32-bit readers in its byte order, once its header (`II`/`MM`, 42) checks out. */
+export function tiffReaders(tiff: Buffer): { u16: (offset: number) => number; u32: (offset: number) => number } | undefined {
+  if (tiff.length < 8) return undefined;
   const order = tiff.toString("latin1", 0, 2);
-  if (order !== "II" && order !== "MM") return none;
+  if (order !== "II" && order !== "MM") return undefined;
   const le = order === "II";
   const u16 = (o: number) => (le ? tiff.readUInt16LE(o) : tiff.readUInt16BE(o));
   const u32 = (o: number) => (le ? tiff.readUInt32LE(o) : tiff.readUInt32BE(o));
-  if (u16(2) !== 42) return none;
+  return u16(2) === 42 ? { u16, u32 } : undefined;
+}
+
+export function exifFacts(payload: Buffer): ExifFacts {
+  const tiff = payload.subarray(0, 6).equals(EXIF_PREFIX) ? payload.subarray(6) : payload;
+  const none: ExifFacts = { orientation: 1 };
+  const readers = tiffReaders(tiff);
+  if (!readers) return none;
+  const { u16, u32 } = readers;
   /** The IFD at `ifd` as tag → offset of its 12-byte entry (entries past the end are ignored). */
   const entries = (ifd: number) => {
     const found = new Map<number, number>();
