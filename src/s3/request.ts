@@ -108,3 +108,26 @@ export const keyBytes = (key: string): number => Buffer.byteLength(key, "utf8");
 export function validObjectKey(key: string): boolean {
   return key.length >= 1 && !key.startsWith("/") && !key.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(key);
 }
+
+/** A page size (`max-keys`, `max-uploads`): a non-negative integer, 1000 when absent, at most 1000; anything else InvalidArgument. */
+export function pageSizeOf(req: Pick<S3Request, "query">, name: string): number {
+  const raw = req.query.get(name);
+  if (raw === undefined || raw === "") return 1000;
+  if (!/^\d+$/.test(raw)) throw new S3Error("InvalidArgument", `${name} 必须是非负整数`);
+  return Math.min(Number(raw), 1000);
+}
+
+/** `encoding-type`: absent or empty leaves names as they are, `url` percent-encodes them, anything else is InvalidArgument. */
+export function nameEncoder(req: Pick<S3Request, "query">): (name: string) => string {
+  const type = req.query.get("encoding-type");
+  if (type === undefined || type === "") return (name) => name;
+  if (type !== "url") throw new S3Error("InvalidArgument", "encoding-type 只支持 url");
+  return (name) => encodeURIComponent(name);
+}
+
+/** `partNumber` (UploadPart, GET/HEAD of a part): an integer from 1 to 10000, else InvalidArgument. */
+export function partNumberOf(raw: string): number {
+  const n = /^\d{1,5}$/.test(raw) ? Number(raw) : 0;
+  if (n < 1 || n > 10000) throw new S3Error("InvalidArgument", "partNumber 必须是 1 到 10000 之间的整数");
+  return n;
+}

@@ -77,24 +77,14 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
   return id;
 }
 
-const quoteEtag = (tag: string) => (tag === "*" || tag.startsWith('"') || tag.startsWith('W/"') ? tag : `"${tag}"`);
-
-/** `x-amz-copy-source-if-*` as the plain conditional headers, bare ETags quoted (clients send either). */
+/** `x-amz-copy-source-if-*` as the plain conditional headers (bare ETags are quoted where they are compared: `etagList`). */
 function copySourceConditions(headers: Headers): Headers | undefined {
   let out: Headers | undefined;
   for (const name of ["if-match", "if-none-match", "if-modified-since", "if-unmodified-since"]) {
     const value = headers.get(`x-amz-copy-source-${name}`);
     if (value === null) continue;
     out ??= new Headers();
-    out.set(
-      name,
-      name.endsWith("-match")
-        ? value
-            .split(",")
-            .map((t) => quoteEtag(t.trim()))
-            .join(", ")
-        : value,
-    );
+    out.set(name, value);
   }
   return out;
 }

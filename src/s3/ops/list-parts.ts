@@ -8,7 +8,7 @@ import { stat } from "node:fs/promises";
 import type { AppContext } from "../../context";
 import { S3Error } from "../errors";
 import { partsDir, storedParts } from "../multipart-store";
-import type { S3Request } from "../request";
+import { nameEncoder, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { findUpload } from "./multipart";
 
@@ -24,8 +24,7 @@ export async function listParts(app: AppContext, req: S3Request): Promise<Respon
   const upload = findUpload(app, req);
   const marker = counter(req, "part-number-marker", 0);
   const maxParts = Math.min(counter(req, "max-parts", 1000), 1000);
-  const type = req.query.get("encoding-type");
-  if (type !== undefined && type !== "" && type !== "url") throw new S3Error("InvalidArgument", "encoding-type 只支持 url");
+  const enc = nameEncoder(req);
   const numbers = [...(await storedParts(partsDir(app, upload.upload_id))).entries()].filter(([n]) => n > marker).sort(([a], [b]) => a - b);
   const page = numbers.slice(0, maxParts);
   const truncated = numbers.length > page.length;
@@ -41,7 +40,7 @@ export async function listParts(app: AppContext, req: S3Request): Promise<Respon
       "ListPartsResult",
       [
         el("Bucket", req.bucket),
-        el("Key", type === "url" ? encodeURIComponent(upload.object_key) : upload.object_key),
+        el("Key", enc(upload.object_key)),
         el("UploadId", upload.upload_id),
         el("Initiator", who),
         el("Owner", who),
@@ -49,7 +48,7 @@ export async function listParts(app: AppContext, req: S3Request): Promise<Respon
         el("PartNumberMarker", marker),
         el("NextPartNumberMarker", page.at(-1)?.[0] ?? marker),
         el("MaxParts", maxParts),
-        type === "url" ? el("EncodingType", "url") : undefined,
+        req.query.get("encoding-type") === "url" ? el("EncodingType", "url") : undefined,
         el("IsTruncated", truncated),
         parts,
       ],

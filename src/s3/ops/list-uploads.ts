@@ -5,18 +5,10 @@
  */
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
-import { S3Error } from "../errors";
 import { uploadsAfter } from "../multipart-store";
-import type { S3Request } from "../request";
+import { nameEncoder, pageSizeOf, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { afterPrefix, isCommonPrefix } from "./list";
-
-function maxUploadsOf(req: S3Request): number {
-  const raw = req.query.get("max-uploads");
-  if (raw === undefined || raw === "") return 1000;
-  if (!/^\d+$/.test(raw)) throw new S3Error("InvalidArgument", "max-uploads 必须是非负整数");
-  return Math.min(Number(raw), 1000);
-}
 
 /**
  * Where the page starts, as the (key, upload id) to list strictly after: a key marker without
@@ -36,10 +28,8 @@ export function listMultipartUploads(app: AppContext, req: S3Request): Response 
   const keyMarker = req.query.get("key-marker") ?? "";
   // Without a key marker the upload-id marker is ignored, as S3 does.
   const uploadIdMarker = keyMarker ? (req.query.get("upload-id-marker") ?? "") : "";
-  const maxUploads = maxUploadsOf(req);
-  const type = req.query.get("encoding-type");
-  if (type !== undefined && type !== "" && type !== "url") throw new S3Error("InvalidArgument", "encoding-type 只支持 url");
-  const enc = type === "url" ? encodeURIComponent : (s: string) => s;
+  const maxUploads = pageSizeOf(req, "max-uploads");
+  const enc = nameEncoder(req);
 
   const start = startAfter(keyMarker, uploadIdMarker, prefix, delimiter);
   // Open uploads per user are few (multipart-store caps them), so one query covers every page.
@@ -77,7 +67,7 @@ export function listMultipartUploads(app: AppContext, req: S3Request): Response 
         delimiter ? el("Delimiter", enc(delimiter)) : undefined,
         el("Prefix", enc(prefix)),
         el("MaxUploads", maxUploads),
-        type === "url" ? el("EncodingType", "url") : undefined,
+        req.query.get("encoding-type") === "url" ? el("EncodingType", "url") : undefined,
         el("IsTruncated", truncated),
         uploads.map((u) =>
           el("Upload", [

@@ -9,7 +9,7 @@ import { parseSqlTime } from "../../db/time";
 import { S3Error } from "../errors";
 import { listingEtag } from "../md5-backfill";
 import { objectsFrom, type S3Object } from "../object-repo";
-import type { S3Request } from "../request";
+import { nameEncoder, pageSizeOf, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 
 const PAGE = 256;
@@ -127,20 +127,6 @@ export async function listKeys(
   return page;
 }
 
-function maxKeysOf(req: S3Request): number {
-  const raw = req.query.get("max-keys");
-  if (raw === undefined || raw === "") return 1000;
-  if (!/^\d+$/.test(raw)) throw new S3Error("InvalidArgument", "max-keys 必须是非负整数");
-  return Math.min(Number(raw), 1000);
-}
-
-function encoder(req: S3Request): (s: string) => string {
-  const type = req.query.get("encoding-type");
-  if (type === undefined || type === "") return (s) => s;
-  if (type !== "url") throw new S3Error("InvalidArgument", "encoding-type 只支持 url");
-  return (s) => encodeURIComponent(s);
-}
-
 /** Never reads an object's bytes: an object without a stored MD5 gets a stand-in ETag (see listingEtag). */
 function contentsXml(app: AppContext, page: ListPage, enc: (s: string) => string) {
   const items = [];
@@ -162,8 +148,8 @@ export async function listObjectsV1(app: AppContext, req: S3Request, sliceMs?: n
   const prefix = req.query.get("prefix") ?? "";
   const delimiter = req.query.get("delimiter") ?? "";
   const marker = req.query.get("marker") ?? "";
-  const maxKeys = maxKeysOf(req);
-  const enc = encoder(req);
+  const maxKeys = pageSizeOf(req, "max-keys");
+  const enc = nameEncoder(req);
   const from = startFrom(prefix, marker ? { value: marker, isPrefix: isCommonPrefix(marker, prefix, delimiter) } : undefined);
   const page = await listKeys(app, req.user.id, { prefix, delimiter, from, maxKeys, sliceMs });
   return xmlResponse(
@@ -201,8 +187,8 @@ export async function listObjectsV2(app: AppContext, req: S3Request, sliceMs?: n
   const delimiter = req.query.get("delimiter") ?? "";
   const token = req.query.get("continuation-token");
   const after = req.query.get("start-after") ?? "";
-  const maxKeys = maxKeysOf(req);
-  const enc = encoder(req);
+  const maxKeys = pageSizeOf(req, "max-keys");
+  const enc = nameEncoder(req);
   // The token, when there is one, says itself whether it was a CommonPrefix; start-after is read like a v1 marker.
   const marker = token ? decodeToken(token) : after ? { value: after, isPrefix: isCommonPrefix(after, prefix, delimiter) } : undefined;
   const page = await listKeys(app, req.user.id, { prefix, delimiter, from: startFrom(prefix, marker), maxKeys, sliceMs });

@@ -36,7 +36,7 @@ import {
 } from "../multipart-store";
 import { publicOrigin } from "../../http/request-info";
 import { MULTIPART_ETAG } from "../object-meta";
-import { objectUrl, requestMeta, type S3Request } from "../request";
+import { objectUrl, partNumberOf, requestMeta, type S3Request } from "../request";
 import { writeExpectation } from "../write-conditions";
 import { pauseAt } from "../../testing/hold-points";
 import { type CompletedPart, el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
@@ -64,8 +64,7 @@ export function createMultipartUpload(app: AppContext, req: S3Request): Response
 export async function uploadPart(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
   const upload = findUpload(app, req);
   const raw = req.query.get("partNumber") ?? "";
-  const n = /^\d{1,5}$/.test(raw) ? Number(raw) : 0;
-  if (n < 1 || n > 10000) throw new S3Error("InvalidArgument", "partNumber 必须是 1 到 10000 之间的整数");
+  const n = partNumberOf(raw);
   // A part is an upload like any other: same concurrency limit and per-user rate.
   const release = gate.admit(req.user.id);
   try {

@@ -18,7 +18,7 @@ import { deleteFolder, EMPTY_MD5, isFolderKey, isFolderObject, putFolder } from 
 import { S3Error, malformedXml, noSuchKey } from "../errors";
 import { objectByKey, objectEtag, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
 import { etagList, keyUnchanged, writeExpectation, type KeyExpectation } from "../write-conditions";
-import { keyBytes, MAX_KEY_BYTES, requestMeta, validObjectKey, type S3Request } from "../request";
+import { keyBytes, MAX_KEY_BYTES, partNumberOf, requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, parseDeleteObjects, xmlResponse, type Xml } from "../xml";
 
 export const maxUploadBytes = (app: AppContext) => app.settings.get().max_upload_mb * 1024 * 1024;
@@ -200,8 +200,7 @@ function responseOverrides(req: S3Request): Record<string, string> {
 function partRange(req: S3Request, size: number): { start: number; end: number } | undefined {
   const raw = req.query.get("partNumber");
   if (raw === undefined) return undefined;
-  const n = /^\d{1,5}$/.test(raw) ? Number(raw) : 0;
-  if (n < 1 || n > 10000) throw new S3Error("InvalidArgument", "partNumber 必须是 1 到 10000 之间的整数");
+  const n = partNumberOf(raw);
   if (req.request.headers.has("range")) throw new S3Error("InvalidRequest", "不能同时指定 Range 请求头和 partNumber 参数");
   if (n > 1) throw new S3Error("InvalidPartNumber", "请求的分片号超出对象的分片数（Kura 的对象只有 1 个分片）", 416);
   return size > 0 ? { start: 0, end: size - 1 } : undefined;
