@@ -47,7 +47,7 @@ function isWebp(head: Uint8Array): boolean {
 /** ISO-BMFF: [size:u32be]["ftyp"][major brand][minor version][compatible brands...]. */
 function isAvif(head: Uint8Array): boolean {
   if (head.length < 16 || ascii(head, 4, 4) !== "ftyp") return false;
-  const boxSize = ((head[0] << 24) | (head[1] << 16) | (head[2] << 8) | head[3]) >>> 0;
+  const boxSize = u32(head, 0);
   // size 0 ("to end of file") and 1 (64-bit size) are legal for boxes in general but never
   // used for ftyp in practice; a box shorter than its fixed fields is corrupt.
   if (boxSize < 16) return false;
@@ -64,6 +64,11 @@ function isAvif(head: Uint8Array): boolean {
 function startsWith(head: Uint8Array, bytes: number[]): boolean {
   if (head.length < bytes.length) return false;
   return bytes.every((b, i) => head[i] === b);
+}
+
+/** The big-endian 32-bit unsigned integer at `offset` (box and chunk lengths); the caller checked it is in `head`. */
+function u32(head: Uint8Array, offset: number): number {
+  return ((head[offset]! << 24) | (head[offset + 1]! << 16) | (head[offset + 2]! << 8) | head[offset + 3]!) >>> 0;
 }
 
 function ascii(head: Uint8Array, offset: number, length: number): string {
@@ -89,7 +94,7 @@ export function isAnimatedPng(head: Uint8Array): boolean {
   if (!startsWith(head, PNG_SIGNATURE)) return false;
   let off = PNG_SIGNATURE.length;
   while (off + 8 <= head.length) {
-    const length = ((head[off]! << 24) | (head[off + 1]! << 16) | (head[off + 2]! << 8) | head[off + 3]!) >>> 0;
+    const length = u32(head, off);
     const type = ascii(head, off + 4, 4);
     if (type === "acTL") return true;
     if (type === "IDAT" || type === "IEND") return false;
