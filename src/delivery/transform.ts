@@ -56,7 +56,7 @@ const FORMATS_WITH_ANIMATION: ReadonlySet<DeliveryFormat> = new Set(["gif", "web
 
 export function renderVariant(input: string | Buffer, opts: RenderOptions): Promise<Buffer> {
   if (opts.signal?.aborted) return Promise.reject(new ProcessingAbortedError());
-  const work = keepsWideGamut(input).then((wide) => buildPipeline(input, opts, wide).toBuffer());
+  const work = render(buildPipeline(input, opts), opts.format);
   opts.hold?.(
     work.then(
       () => undefined,
@@ -66,15 +66,18 @@ export function renderVariant(input: string | Buffer, opts: RenderOptions): Prom
   return withDeadline(work, opts);
 }
 
-/** Whether the source carries a wide-gamut RGB profile (icc.ts); a header it cannot read is left to the render to report. */
-async function keepsWideGamut(input: string | Buffer): Promise<boolean> {
-  const meta = await sharp(input, { limitInputPixels: false })
-    .metadata()
-    .catch(() => undefined);
-  return isWideRgbProfile(meta?.icc);
+/**
+ * Runs the pipeline, in Display P3 with its profile when the source carries a wide-gamut RGB profile
+ * (icc.ts; GIF has no profile to carry it). The header is read from the same instance, as sharp
+ * documents for a decision that depends on the input; one it cannot read is left to the render to report.
+ */
+async function render(img: Sharp, format: DeliveryFormat): Promise<Buffer> {
+  const meta = await img.metadata().catch(() => undefined);
+  if (format !== "gif" && isWideRgbProfile(meta?.icc)) img.withIccProfile("p3");
+  return img.toBuffer();
 }
 
-function buildPipeline(input: string | Buffer, opts: RenderOptions, wideGamut = false): Sharp {
+function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
   // Animated input keeps all frames only when the output can animate; otherwise we take the
   // first frame (loading all frames would encode them stacked into one tall still image).
   // The upload already held the image to max_pixels_mp (up to 1,000 MP); sharp's own default
@@ -91,8 +94,6 @@ function buildPipeline(input: string | Buffer, opts: RenderOptions, wideGamut = 
   // Orientation tag that made the original display upright would be lost otherwise.
   img = img.autoOrient();
   if (opts.width > 0) img = img.resize({ width: opts.width, withoutEnlargement: true });
-  // Display P3 with its profile for a wide-gamut source (GIF has no profile to carry it).
-  if (wideGamut && opts.format !== "gif") img = img.withIccProfile("p3");
   switch (opts.format) {
     case "webp":
       return img.webp({ quality: opts.quality.webp, effort: opts.webpMethod });
