@@ -85,17 +85,28 @@ describe("bulk writers yield to the WAL checkpointer, within bounds", () => {
   test("a worker that dies while a drain waits for it wakes the drain, and SQLite's automatic checkpoint comes back", async () => {
     checkpointer = new WalCheckpointer(db, log, { intervalMs: 5, restartBytes: 1024 * 1024, yieldTimeoutMs: 60_000 });
     checkpointer.start();
-    const internals = checkpointer as unknown as { worker?: Worker; bulkWaiters: unknown[] };
+    const internals = checkpointer as unknown as { worker?: Worker };
+    // A reader's old snapshot keeps the worker from copying the WAL whole, so the drain surely
+    // waits (without it a fast worker may keep up and no slice ever waits). The worker is killed
+    // the moment the first wait begins: no polling that a loaded machine can miss.
+    const reader = new Database(db.filename, { readonly: true });
+    reader.exec("BEGIN");
+    reader.query("SELECT count(*) FROM big").get();
     let killedAt = 0;
-    const killer = setInterval(() => {
-      if (killedAt || !internals.bulkWaiters.length) return;
-      killedAt = performance.now();
-      internals.worker?.terminate();
-    }, 1);
+    const bulkTurn = checkpointer.bulkTurn.bind(checkpointer);
+    checkpointer.bulkTurn = () => {
+      const turn = bulkTurn();
+      if (turn && !killedAt) {
+        killedAt = performance.now();
+        internals.worker?.terminate();
+      }
+      return turn;
+    };
     try {
       expect(await rewriteAll(db)).toBe(ROWS);
     } finally {
-      clearInterval(killer);
+      reader.exec("COMMIT");
+      reader.close();
     }
     expect(killedAt).toBeGreaterThan(0);
     // Woken by the death, not by the (one-minute) bound.
