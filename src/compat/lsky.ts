@@ -67,10 +67,11 @@ export function lskyUploaded(img: CompatImage, digests: { md5: string; sha1: str
 }
 
 /**
- * One item of GET /api/v1/images. `md5` and `sha1` are the digests stored with the blob ('' when
- * unknown → null): a listing never reads image bytes, so an image whose upload did not compute them
- * (console and /api/upload uploads without an object key, those from before migration 0015 for
- * `sha1`) lists them as null, where Lsky always has both.
+ * One item of GET /api/v1/images. `md5` and `sha1` are the digests stored with the blob that this
+ * image's own upload computed ('' when not → null; repos/blob-md5.ts `ownDigests`): a listing never
+ * reads image bytes, so an image whose upload did not compute them (console and /api/upload uploads
+ * without an object key, `sha1` of S3 uploads and of images from before migration 0015) lists them as
+ * null, where Lsky always has both; even when another account's upload of the same bytes stored them.
  */
 export function lskyListItem(img: CompatImage, digests: { md5: string; sha1: string } | undefined, now = Date.now()) {
   return {

@@ -32,6 +32,8 @@ export interface ImageRow {
   pending_cleanup: number;
   cleanup_exempt: number;
   created_at: string;
+  /** Which of the blob's digests this image's own upload computed (OWN_MD5 | OWN_SHA1, repos/blob-md5.ts; migration 0016). */
+  own_digests: number;
 }
 
 /** Where one blob stands on one channel: being copied, copied, given up for now, being removed. */

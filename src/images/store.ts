@@ -307,6 +307,9 @@ function insertImage(app: AppContext, blobId: number, ref: NewReference): string
     expireAt,
     ttlSeconds: ref.ttlSeconds || null,
     createdAt: sqlTime(now),
+    // Digests this upload computes are marked once recorded (upload/service.ts, s3/ops/objects.ts):
+    // the blob may already carry some that another reference's upload computed.
+    ownDigests: 0,
   });
   if (ref.idempotencyKey) recordIdempotencyKey(app.db, ref.userId, ref.idempotencyKey, id, sqlTime(now));
   return id;

@@ -8,7 +8,7 @@ import { folderByKey, isFolderKey } from "./folders";
 import { multipartEtagOf } from "./object-meta";
 import { hashBlob } from "./md5-backfill";
 import type { S3Object } from "./object";
-import { setBlobMd5 } from "../images/repos/blob-md5";
+import { recordUploadMd5, setBlobMd5 } from "../images/repos/blob-md5";
 import { selectObject, selectObjectsFrom, updateObjectMeta, userHasObjects } from "./repo";
 import { validObjectKey } from "./request";
 
@@ -43,6 +43,11 @@ export async function objectEtag(app: AppContext, object: S3Object): Promise<str
 /** Records a blob's MD5 the first time it is known (all references share the bytes). */
 export function rememberMd5(app: AppContext, blobId: number, md5: string) {
   setBlobMd5(app.db, blobId, md5);
+}
+
+/** The MD5 an upload hashed while receiving the object's body: the blob's, and one the object's image knows (its ETag). */
+export function rememberUploadMd5(app: AppContext, imageId: string, blobId: number, md5: string) {
+  recordUploadMd5(app.db, imageId, blobId, md5);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { CopyObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Session } from "../helpers/client";
 import { form, makeJpeg, makePng } from "../helpers/images";
 import { type ClientFixture, specJson, startClientFixture } from "./fixture";
@@ -50,18 +50,22 @@ describe("Lsky Pro V2 API: clear tokens, list digests", () => {
     return { name, password, session, consoleToken, otherConsoleToken, cred, lsky: [await lskyToken(name, password), await lskyToken(name, password)] };
   }
 
-  const s3Lists = async (cred: { endpoint: string; region: string; access_key_id: string; secret_access_key: string }) => {
-    const client = new S3Client({
+  const s3Client = (cred: { endpoint: string; region: string; access_key_id: string; secret_access_key: string }) =>
+    new S3Client({
       endpoint: cred.endpoint,
       region: cred.region,
       forcePathStyle: true,
       credentials: { accessKeyId: cred.access_key_id, secretAccessKey: cred.secret_access_key },
       maxAttempts: 1,
     });
-    return client.send(new ListObjectsV2Command({ Bucket: "kura" })).then(
-      () => true,
-      () => false,
-    );
+
+  const s3Lists = async (cred: { endpoint: string; region: string; access_key_id: string; secret_access_key: string }) => {
+    return s3Client(cred)
+      .send(new ListObjectsV2Command({ Bucket: "kura" }))
+      .then(
+        () => true,
+        () => false,
+      );
   };
 
   test("DELETE /api/v1/tokens answers Lsky's success and revokes the calling token and the user's Lsky-issued tokens only", async () => {
@@ -113,6 +117,75 @@ describe("Lsky Pro V2 API: clear tokens, list digests", () => {
       expect(await specJson(res, "DELETE", "/api/v1/tokens")).toMatchObject({ status: false, data: {} });
     }
     for (const token of u.lsky) expect(await profileStatus(token)).toBe(200);
+  });
+
+  /** A user's Lsky list, by origin_name: key, md5 and sha1. */
+  async function lskyList(token: string) {
+    const res = await fetch(f.server.url("/api/v1/images"), { headers: bearer(token) });
+    expect(res.status).toBe(200);
+    const items = (await specJson(res, "GET", "/api/v1/images")).data.data as { key: string; origin_name: string; md5: string | null; sha1: string | null }[];
+    return Object.fromEntries(items.map((i) => [i.origin_name, { key: i.key, md5: i.md5, sha1: i.sha1 }]));
+  }
+
+  test("list items show only the digests the image's own upload computed, never those another account's upload stored with the same bytes (audit LOW-2)", async () => {
+    const alice = await userWithTokens();
+    const bob = await userWithTokens();
+    const lskyUpload = async (token: string, bytes: Uint8Array, name: string) => {
+      const fd = new FormData();
+      fd.append("file", new Blob([new Uint8Array(bytes)]), name);
+      const res = await fetch(f.server.url("/api/v1/upload"), { method: "POST", headers: bearer(token), body: fd });
+      return (await specJson(res, "POST", "/api/v1/upload")).data as { key: string; md5: string; sha1: string };
+    };
+    const consoleUpload = (session: Session, bytes: Uint8Array, name: string) => session.json("POST", "/api/admin/upload", form(bytes, name));
+    const cheveretoUpload = async (token: string, bytes: Uint8Array, name: string) => {
+      const fd = new FormData();
+      fd.append("key", token);
+      fd.append("source", new Blob([new Uint8Array(bytes)]), name);
+      return (await specJson(await fetch(f.server.url("/api/1/upload"), { method: "POST", body: fd }), "POST", "/api/1/upload")).image;
+    };
+
+    // The audit's steps: alice uploads through the Lsky API, bob the same bytes and then fresh ones in the console.
+    const guessed = await makeJpeg(26, 26, seed++);
+    const alicesGuessed = await lskyUpload(alice.lsky[0]!, guessed, "alice-guess.jpg");
+    const bobGuess = await consoleUpload(bob.session, guessed, "bob-guess.jpg");
+    await consoleUpload(bob.session, await makeJpeg(27, 27, seed++), "bob-fresh.jpg");
+    // The other order: bob's console upload first, then alice's Chevereto upload of the same bytes stores the digests.
+    const earlier = await makeJpeg(28, 28, seed++);
+    const bobEarlier = await consoleUpload(bob.session, earlier, "bob-earlier.jpg");
+    const alicesEarlier = await cheveretoUpload(alice.consoleToken.token, earlier, "alice-earlier.jpg");
+    // Bob's own Lsky upload of bytes alice stored before computes them itself.
+    const both = await makePng(29, 19, seed++);
+    await lskyUpload(alice.lsky[0]!, both, "alice-both.png");
+    const bobsBoth = await lskyUpload(bob.lsky[0]!, both, "bob-lsky.png");
+    // An S3 upload hashes the MD5 only (its ETag); a copy of bob's own object knows what the object knows.
+    const object = await makePng(31, 17, seed++);
+    await lskyUpload(alice.lsky[0]!, object, "alice-object.png");
+    const s3 = s3Client(bob.cred);
+    await s3.send(new PutObjectCommand({ Bucket: "kura", Key: "digests/bob-object.png", Body: object, ContentType: "image/png" }));
+    await s3.send(new CopyObjectCommand({ Bucket: "kura", Key: "digests/bob-copy.png", CopySource: "kura/digests/bob-object.png" }));
+
+    const bobs = await lskyList(bob.lsky[1]!);
+    // Each pair is one blob: the digests alice's uploads stored are there to be read.
+    for (const name of ["bob-guess.jpg", "bob-earlier.jpg", "bob-lsky.png", "bob-object.png"]) {
+      expect((await f.admin.json("GET", `/api/admin/images/${bobs[name]!.key}`)).ref_count).toBeGreaterThanOrEqual(2);
+    }
+    expect(bobs).toEqual({
+      "bob-guess.jpg": { key: bobGuess.id, md5: null, sha1: null },
+      "bob-fresh.jpg": { key: expect.any(String), md5: null, sha1: null },
+      "bob-earlier.jpg": { key: bobEarlier.id, md5: null, sha1: null },
+      "bob-lsky.png": { key: bobsBoth.key, md5: md5(both), sha1: sha1(both) },
+      "bob-object.png": { key: expect.any(String), md5: md5(object), sha1: null },
+      "bob-copy.png": { key: expect.any(String), md5: md5(object), sha1: null },
+    });
+    expect(bobsBoth).toMatchObject({ md5: md5(both), sha1: sha1(both) });
+    // Alice's own uploads still show theirs.
+    expect(await lskyList(alice.lsky[1]!)).toEqual({
+      "alice-guess.jpg": { key: alicesGuessed.key, md5: alicesGuessed.md5, sha1: alicesGuessed.sha1 },
+      "alice-earlier.jpg": { key: alicesEarlier.id_encoded, md5: alicesEarlier.md5, sha1: expect.stringMatching(/^[0-9a-f]{40}$/) },
+      "alice-both.png": { key: expect.any(String), md5: md5(both), sha1: sha1(both) },
+      "alice-object.png": { key: expect.any(String), md5: md5(object), sha1: sha1(object) },
+    });
+    expect(alicesGuessed).toMatchObject({ md5: expect.stringMatching(/^[0-9a-f]{32}$/), sha1: expect.stringMatching(/^[0-9a-f]{40}$/) });
   });
 
   /** Every stored blob file of the default local channel. */

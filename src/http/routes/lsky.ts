@@ -12,7 +12,7 @@ import type { AppContext } from "../../context";
 import { sqlTime } from "../../db/time";
 import { deleteReference } from "../../images/delete";
 import type { ImageOrder } from "../../images/repo";
-import { blobDigests } from "../../images/repos/blob-md5";
+import { blobDigests, ownDigests } from "../../images/repos/blob-md5";
 import { listUserImages } from "../../images/repos/user-list";
 import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload } from "../../images/upload/service";
@@ -159,13 +159,15 @@ export function lskyRoutes(app: AppContext) {
       offset: Math.min((page - 1) * PER_PAGE, Number.MAX_SAFE_INTEGER),
     });
     const base = origin(request);
-    // The digests stored with the blobs: one primary-key read each, never the bytes.
+    // The digests stored with the blobs: one primary-key read each, never the bytes. Each image shows
+    // only those its own upload computed: the blob's are shared by every reference to the same bytes,
+    // and another account's upload may have stored them (audit LOW-2).
     const digests = blobDigests(
       app.db,
-      rows.map((v) => v.blob_id),
+      rows.filter((v) => v.own_digests).map((v) => v.blob_id),
     );
     return answer(
-      rows.map((v) => lskyListItem(compatImage(app, v, base), digests.get(v.blob_id))),
+      rows.map((v) => lskyListItem(compatImage(app, v, base), ownDigests(v.own_digests, digests.get(v.blob_id)))),
       total,
     );
   };

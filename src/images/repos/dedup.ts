@@ -79,13 +79,16 @@ export function pairPartners(db: Database, blobId: number): { partners: Set<numb
   return { partners: new Set(rows.map((r) => r.partner)), pending: rows.filter((r) => r.state === "pending").length };
 }
 
-/** Re-points every image of `fromBlobId` to `toBlobId`, whose ref_count grows by as many; returns the moved image ids. */
+/**
+ * Re-points every image of `fromBlobId` to `toBlobId`, whose ref_count grows by as many; returns the moved image ids.
+ * Their uploads computed no digest of the kept blob's bytes: they show none of the ones it carries (own_digests, migration 0016).
+ */
 export function moveImagesToBlob(db: Database, fromBlobId: number, toBlobId: number): string[] {
   const moved = db
     .query<{ id: string }, [number]>("SELECT id FROM images WHERE blob_id = ?")
     .all(fromBlobId)
     .map((r) => r.id);
-  db.query("UPDATE images SET blob_id = ? WHERE blob_id = ?").run(toBlobId, fromBlobId);
+  db.query("UPDATE images SET blob_id = ?, own_digests = 0 WHERE blob_id = ?").run(toBlobId, fromBlobId);
   db.query("UPDATE blobs SET ref_count = ref_count + ? WHERE id = ?").run(moved.length, toBlobId);
   return moved;
 }

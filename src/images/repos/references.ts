@@ -17,14 +17,25 @@ export interface NewImageRow {
   expireAt: string | null;
   ttlSeconds: number | null;
   createdAt: string;
+  /**
+   * Which of the blob's digests this reference's own upload computed (OWN_MD5 | OWN_SHA1, blob-md5.ts):
+   * named by every new row (the column's default is for rows from before migration 0016). An upload
+   * inserts 0 and marks what it computes once it has recorded it.
+   */
+  ownDigests: number;
 }
 
 export function insertImageRow(db: Database, row: NewImageRow): void {
   db.query(
     // blob_size (migration 0013) from the blob's row, which the upload has just read or written.
-    `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at, blob_size)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT size FROM blobs WHERE id = ?2))`,
-  ).run(row.id, row.blobId, row.userId, row.tokenId, row.fileName, row.objectKey, row.expireAt, row.ttlSeconds, row.createdAt);
+    `INSERT INTO images (id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, created_at, own_digests, blob_size)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, (SELECT size FROM blobs WHERE id = ?2))`,
+  ).run(row.id, row.blobId, row.userId, row.tokenId, row.fileName, row.objectKey, row.expireAt, row.ttlSeconds, row.createdAt, row.ownDigests);
+}
+
+/** The image's own_digests (0 when it is gone): what a copy of it knows of its bytes. */
+export function ownDigestsOfImage(db: Database, imageId: string): number {
+  return db.query<{ own_digests: number }, [string]>("SELECT own_digests FROM images WHERE id = ?").get(imageId)?.own_digests ?? 0;
 }
 
 export function blobIdOfImage(db: Database, imageId: string): number | undefined {

@@ -4,7 +4,7 @@ import type { AppContext } from "../../context";
 import { parseSqlTime, sqlTime } from "../../db/time";
 import { truncateText } from "../../shared/text";
 import { findIdempotencyKey } from "../repos/idempotency";
-import { setBlobDigests } from "../repos/blob-md5";
+import { recordUploadDigests } from "../repos/blob-md5";
 import { storeReference } from "../store";
 import { prepareImage, type ExifPolicy, type PreparedImage } from "./prepare";
 import type { ReceivedFile } from "./receive";
@@ -163,7 +163,9 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
     const digests = req.digests || (options.objectKey && !req.md5Known) ? await legacyDigests(prepared) : undefined;
     const blobId = digests && app.images.view(id)?.blob_id;
     // Kept with the blob: listings (S3's ETags, the Lsky list's md5 and sha1) read them, never the bytes.
-    if (digests && blobId) setBlobDigests(app.db, blobId, digests);
+    // The image is marked as knowing them: the Lsky list shows a blob's digests only to an image whose
+    // own upload computed them (audit LOW-2).
+    if (digests && blobId) recordUploadDigests(app.db, id, blobId, digests);
     outcome = "ok";
     return { id, replayed: false, ...(req.digests ? digests : {}) };
   } catch (err) {

@@ -7,7 +7,7 @@ import { basename } from "node:path";
 import type { AppContext } from "../../context";
 import { expiryTime, parseSqlTime, sqlTime } from "../../db/time";
 import { supersedeObjectKey } from "../../images/repos/object-key";
-import { addBlobReference, insertImageRow } from "../../images/repos/references";
+import { addBlobReference, insertImageRow, ownDigestsOfImage } from "../../images/repos/references";
 import { quotaFull } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";
 import { copyableMeta, objectByKey, objectEtag, setObjectMeta, type S3Object } from "../object-repo";
@@ -70,6 +70,8 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
       expireAt: ttl ? expiryTime(now, ttl) : null,
       ttlSeconds: ttl || null,
       createdAt: sqlTime(now),
+      // A copy of the user's own object knows of the bytes what its source's upload computed.
+      ownDigests: ownDigestsOfImage(app.db, source.id),
     });
     return fresh;
   })();

@@ -16,7 +16,7 @@ import { runUpload } from "../../images/upload/service";
 import { consumeBody, readXmlBody, receiveToFile, type BodyDigests } from "../body";
 import { deleteFolder, EMPTY_MD5, isFolderKey, isFolderObject, putFolder } from "../folders";
 import { S3Error, malformedXml, noSuchKey } from "../errors";
-import { objectByKey, objectEtag, parseMeta, rememberMd5, setObjectMeta, type S3Object } from "../object-repo";
+import { objectByKey, objectEtag, parseMeta, rememberUploadMd5, setObjectMeta, type S3Object } from "../object-repo";
 import { etagList, keyUnchanged, writeExpectation, type KeyExpectation } from "../write-conditions";
 import { keyBytes, MAX_KEY_BYTES, partNumberOf, requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, parseDeleteObjects, xmlResponse, type Xml } from "../xml";
@@ -79,7 +79,7 @@ export async function storeObject(
   // PUT still happened first, so it answers 200 (the delete then removed it, as S3 orders them).
   const image = app.images.view(id);
   if (image) {
-    rememberMd5(app, image.blob_id, digests!.md5);
+    rememberUploadMd5(app, image.id, image.blob_id, digests!.md5);
     setObjectMeta(app, id, meta);
   }
   app.lookups.forget(id);

@@ -1,0 +1,11 @@
+-- Audit LOW-2: the Lsky image list's md5 and sha1 are kept with the blob (migrations 0005, 0015), which
+-- every reference to the same bytes shares. Read from there for every image, they told a user whose own
+-- upload computed none (a console upload) that some other account had uploaded these exact bytes
+-- through a surface that computes them (Lsky, Chevereto, keyed and S3 uploads).
+--
+-- Which of the blob's digests this image's own upload computed, and so which the list may show for it:
+-- bit 1 the MD5, bit 2 the SHA-1 (Lsky, Chevereto and keyed uploads 3, S3 uploads 1, console and other
+-- unkeyed uploads 0; an S3 copy takes its source's). Every new image row names its value. Rows from
+-- before this column keep what the list showed them (3): adding a column with a constant default
+-- rewrites no row, where a backfill would rewrite every image of a large library during the upgrade.
+ALTER TABLE images ADD COLUMN own_digests INTEGER NOT NULL DEFAULT 3;
