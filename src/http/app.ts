@@ -8,7 +8,7 @@ import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, jsonError } from "./errors";
 import { boundSmallBody } from "./body-limit";
 import { inSurfaceEnvelope, unknownRoute } from "../compat/envelopes";
-import { NOT_JSON, RawBodyRoutes } from "./json-bodies";
+import { BodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
 import { hasOrigin, rawTarget, routableRequest, withPlaceholderOrigin } from "./raw-url";
@@ -41,14 +41,16 @@ const UNMETERED = new Set(["/healthz", "/metrics"]);
 
 // biome-ignore lint/suspicious/noExplicitAny: extra plugins (tests, compat surfaces) are Elysia instances of any shape
 export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, any, any, any>[] = []) {
-  const rawBodyRoutes = new RawBodyRoutes();
+  const bodyRoutes = new BodyRoutes();
   let router = new Elysia()
     // After the parse, because a custom parse hook would also run for `parse: "none"` routes and break them.
-    .onTransform({ as: "global" }, ({ request, route }) => rawBodyRoutes.check(request, route))
-    .onError(({ code, error, request }) => {
+    // Both this check and the parse come before the route group's resolve: a refusal authenticates first.
+    .onTransform({ as: "global" }, ({ request, route }) => bodyRoutes.check(request, route))
+    .onError(({ code, error, request, route }) => {
       // A handler's own error first: its status wins over Elysia's classification.
       if (error instanceof ApiError || error instanceof DomainError) return errorAnswer(app, request, error);
-      if (code === "PARSE") return jsonError(400, NOT_JSON);
+      // Not JSON: the route's own 401/403 still come first (json-bodies.ts), then the 400.
+      if (code === "PARSE") return errorAnswer(app, request, bodyRoutes.refusal(request, route));
       // Unknown paths and methods under /api/v1/ and /api/1/ too: their clients read only their own error shape.
       if (code === "NOT_FOUND") return unknownRoute(rawTarget(request.url).path);
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
@@ -73,7 +75,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
     .use(backupRoutes(app))
     .use(s3Routes(app));
   for (const plugin of extra) router = router.use(plugin);
-  rawBodyRoutes.learn(router.routes);
+  bodyRoutes.learn(router.routes);
   assertAdminRoutesGuarded(router.routes);
   return router;
 }

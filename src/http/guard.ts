@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../context";
 import { SESSION_COOKIE } from "../auth/sessions";
+import { authenticateUploadToken, type TokenPrincipal } from "../auth/tokens";
 import type { UserRow } from "../users/repo";
 import { forbidden, unauthorized } from "./errors";
 
@@ -72,23 +73,64 @@ const GUARD_OPTIONS: Record<Access, GuardOptions> = { user: {}, admin: { admin: 
 /** The resolver of each session route group, so the router can tell guarded routes apart. */
 const resolverAccess = new WeakMap<object, Access>();
 
+/** A route group's authentication of a request: returns the principal, or throws its 401/403. */
+export type RouteGuard = (request: Request) => unknown;
+
+/**
+ * The authentication each route group's resolver runs, by resolver: a request refused before its
+ * resolve runs (a body that is not JSON, json-bodies.ts) is authenticated with it first, so its
+ * 401/403 do not depend on whether the body parses.
+ */
+const resolverGuards = new WeakMap<object, RouteGuard>();
+
 /**
  * A route group whose every handler receives `principal`: the session is checked
  * before the handler runs (401, then CSRF / default password / admin 403), so a
- * route added to the group cannot forget it.
+ * route added to the group cannot forget it. A body that cannot be read is refused
+ * (400) only after the same check (json-bodies.ts).
  */
 export function sessionRoutes(app: AppContext, access: Access) {
-  const resolvePrincipal = ({ request }: { request: Request }) => ({ principal: authenticate(app, request, GUARD_OPTIONS[access]) });
+  const options = GUARD_OPTIONS[access];
+  const guard = (request: Request): Principal => authenticate(app, request, options);
+  const resolvePrincipal = ({ request }: { request: Request }) => ({ principal: guard(request) });
   resolverAccess.set(resolvePrincipal, access);
+  resolverGuards.set(resolvePrincipal, guard);
   return new Elysia().resolve(resolvePrincipal);
+}
+
+/**
+ * The data plane's route group (spec section 5: `Authorization: Bearer <UPLOAD_TOKEN>`): every
+ * handler receives `uploader`, the token and its owner, checked before the handler reads the body
+ * (401 for an invalid, expired or revoked token; 403 without upload permission), and before a body
+ * that cannot be read is refused. Never an admin route: it gives no access level (access.ts).
+ */
+export function uploadTokenRoutes(app: AppContext) {
+  const guard = (request: Request): TokenPrincipal => authenticateUploadToken(app, request);
+  const resolveUploader = ({ request }: { request: Request }) => ({ uploader: guard(request) });
+  resolverGuards.set(resolveUploader, guard);
+  return new Elysia().resolve(resolveUploader);
+}
+
+/** The resolvers (and other before-handle hooks) of a registered route, from the router's own route table. */
+function beforeHandleFns(route: { hooks?: unknown }): object[] {
+  const hooks = route.hooks as { beforeHandle?: { fn?: unknown }[] } | undefined;
+  return (hooks?.beforeHandle ?? []).flatMap((hook) => (typeof hook.fn === "function" ? [hook.fn] : []));
 }
 
 /** The access level a registered route was declared with, from the router's own route table. */
 export function routeAccess(route: { hooks?: unknown }): Access | undefined {
-  const hooks = route.hooks as { beforeHandle?: { fn?: unknown }[] } | undefined;
-  for (const hook of hooks?.beforeHandle ?? []) {
-    const access = typeof hook.fn === "function" ? resolverAccess.get(hook.fn) : undefined;
+  for (const fn of beforeHandleFns(route)) {
+    const access = resolverAccess.get(fn);
     if (access) return access;
+  }
+  return undefined;
+}
+
+/** The authentication a registered route's group runs before its handler, if any. */
+export function routeGuard(route: { hooks?: unknown }): RouteGuard | undefined {
+  for (const fn of beforeHandleFns(route)) {
+    const guard = resolverGuards.get(fn);
+    if (guard) return guard;
   }
   return undefined;
 }

@@ -1,13 +1,12 @@
 import { Elysia } from "elysia";
 import { rm } from "node:fs/promises";
 import { z } from "zod";
-import { authenticateUploadToken } from "../../auth/tokens";
 import type { AppContext } from "../../context";
 import { receiveMultipart } from "../../images/upload/receive";
 import { runUpload, type UploadRequest } from "../../images/upload/service";
 import { parseBody } from "../body";
 import { badRequest } from "../errors";
-import { sessionRoutes } from "../guard";
+import { sessionRoutes, uploadTokenRoutes } from "../guard";
 import { publicOrigin } from "../request-info";
 import { importFromUrl, uploadBodyLimits } from "../upload-input";
 
@@ -77,19 +76,14 @@ export function uploadRoutes(app: AppContext) {
       urlUpload(request, { userId: p.user.id, tokenId: null }, parseBody(urlImportBody, body)),
     );
 
-  // Upload tokens (Bearer) rather than sessions: checked per request by authenticateUploadToken.
-  return new Elysia()
-    .use(sessionUploads)
-    .post(
-      "/api/upload",
-      ({ request }) => {
-        const t = authenticateUploadToken(app, request);
-        return fileUpload(request, { userId: t.user.id, tokenId: t.token.id }, TOKEN_FORM_FIELDS);
-      },
-      { parse: "none" },
-    )
-    .post("/api/upload/url", ({ request, body }) => {
-      const t = authenticateUploadToken(app, request);
-      return urlUpload(request, { userId: t.user.id, tokenId: t.token.id }, parseBody(tokenUrlImportBody, body));
-    });
+  // Upload tokens (Bearer) rather than sessions, checked before the body is read or refused.
+  const tokenUploads = uploadTokenRoutes(app)
+    .post("/api/upload", ({ request, uploader: t }) => fileUpload(request, { userId: t.user.id, tokenId: t.token.id }, TOKEN_FORM_FIELDS), {
+      parse: "none",
+    })
+    .post("/api/upload/url", ({ request, body, uploader: t }) =>
+      urlUpload(request, { userId: t.user.id, tokenId: t.token.id }, parseBody(tokenUrlImportBody, body)),
+    );
+
+  return new Elysia().use(sessionUploads).use(tokenUploads);
 }
