@@ -6,9 +6,9 @@ export function originalEtag(sha256: string): string {
   return `"${sha256}"`;
 }
 
-/** `width` is 0 when the variant only changes the format. */
-export function variantEtag(sha256: string, width: number, format: string): string {
-  return `"${sha256}-${width}-${format}"`;
+/** `width` is 0 when the variant only changes the format; `profile` is the render's (render-profile.ts). */
+export function variantEtag(sha256: string, width: number, format: string, profile: string): string {
+  return `"${sha256}-${width}-${format}-${profile}"`;
 }
 
 /**

@@ -4,8 +4,8 @@ import type { VariantBytes } from "./pipeline";
 export const HOT_BYTES_BUDGET = 64 * 1024 * 1024;
 
 /** Key of a variant's bytes; an original's key is its sha256, so `deletePrefix(sha256)` drops a blob's all. */
-export function variantKey(sha256: string, width: number, format: string): string {
-  return `${sha256}-${width}-${format}`;
+export function variantKey(sha256: string, width: number, format: string, profile: string): string {
+  return `${sha256}-${width}-${format}-${profile}`;
 }
 
 /**
@@ -27,8 +27,8 @@ export class HotBytes {
   ) {}
 
   /** A variant's bytes when in memory, as the pipeline takes them. */
-  variant(sha256: string, width: number, format: string): VariantBytes | undefined {
-    const hotKey = variantKey(sha256, width, format);
+  variant(sha256: string, width: number, format: string, profile: string): VariantBytes | undefined {
+    const hotKey = variantKey(sha256, width, format, profile);
     const bytes = this.get(hotKey);
     return bytes && { bytes, size: bytes.size, hotKey };
   }

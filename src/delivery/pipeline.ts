@@ -9,6 +9,7 @@ import type { PreparedAnswer } from "./hot-answers";
 import { chooseRepresentation, formatToMime, type DeliveryFormat } from "./negotiate";
 import { parseDeliveryQuery } from "./params";
 import { refererAllowed } from "./referer";
+import { renderProfile } from "./render-profile";
 
 /**
  * The image access pipeline of spec 4.5 without any storage or rendering: what can be decided
@@ -63,13 +64,38 @@ export interface DeliveryDeps {
   referers: { current(): readonly string[] };
   variants: {
     hot: { get(key: string): Blob | undefined };
-    hotVariant(sha256: string, width: number, format: DeliveryFormat): VariantBytes | undefined;
+    hotVariant(sha256: string, width: number, format: DeliveryFormat, profile: string): VariantBytes | undefined;
   };
   log: Pick<Logger, "error" | "warn">;
 }
 
 export type Answer = Response | Promise<Response>;
 export type ByteRange = { start: number; end: number };
+
+/** A variant the pipeline chose, as the cold path needs it. */
+export interface VariantChoice {
+  /** 0 = not resized. */
+  width: number;
+  format: DeliveryFormat;
+  /** The render profile (render-profile.ts) in its ETag and cache key. */
+  profile: string;
+  etag: string;
+  /**
+   * A negotiated WebP of the full size: served only when smaller than the original, which is
+   * served instead otherwise (below, `notSmaller`).
+   */
+  onlyIfSmaller: boolean;
+}
+
+/**
+ * Whether a variant is served as the original instead: a WebP the client did not ask for by name,
+ * of the same pixels, that came out no smaller than the stored file (an already well-compressed
+ * JPEG, palette art). Cloudflare Polish does the same (`webp_bigger`). The variant stays cached, so
+ * the comparison costs a lookup, and an explicit `?format=webp` still gets it (image-fidelity audit MED-3).
+ */
+export function notSmaller(choice: Pick<VariantChoice, "onlyIfSmaller">, variantSize: number, image: ImageView): boolean {
+  return choice.onlyIfSmaller && variantSize >= image.size;
+}
 
 /** Everything that needs more than memory: the caller decides how (read and render, or hand over). */
 export interface ColdPaths {
@@ -80,7 +106,7 @@ export interface ColdPaths {
   /** An original (or a range of it) that is not in memory. */
   original(req: DeliveryRequest, image: ImageView, headers: Record<string, string>, range: ByteRange | undefined): Answer;
   /** A variant that is not in memory. */
-  variant(req: DeliveryRequest, image: ImageView, headers: Record<string, string>, width: number, format: DeliveryFormat): Answer;
+  variant(req: DeliveryRequest, image: ImageView, headers: Record<string, string>, choice: VariantChoice): Answer;
 }
 
 /**
@@ -128,17 +154,20 @@ export function deliver(app: DeliveryDeps, req: DeliveryRequest, cold: ColdPaths
   const rep = chooseRepresentation(image, params, request.headers.get("accept"), settings.process_formats);
   if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept, cold);
 
-  const etag = variantEtag(image.sha256, rep.width, rep.format);
+  const profile = renderProfile(settings);
+  const etag = variantEtag(image.sha256, rep.width, rep.format, profile);
   const headers = () => cacheHeaders({ area, kind: "variant", etag, varyAccept: rep.varyAccept });
   if (ifNoneMatchMatches(request.headers.get("if-none-match"), etag)) return answer(req, 304, null, headers());
   const format = rep.format as DeliveryFormat;
-  const hot = app.variants.hotVariant(image.sha256, rep.width, format);
+  const choice: VariantChoice = { width: rep.width, format, profile, etag, onlyIfSmaller: rep.varyAccept && rep.width === 0 };
+  const hot = app.variants.hotVariant(image.sha256, rep.width, format, profile);
+  if (hot && notSmaller(choice, hot.size, image)) return serveOriginal(app, req, image, true, cold);
   if (hot && isGet) {
     const key = `v ${rep.width} ${format} ${rep.varyAccept} ${hot.size}`;
     return preparedAnswer(req, image, key, hot.bytes!, () => variantHeaders(headers(), format, hot.size), hot.hotKey);
   }
   if (hot) return variantAnswer(req, headers(), format, hot);
-  return cold.variant(req, image, headers(), rep.width, format);
+  return cold.variant(req, image, headers(), choice);
 }
 
 function variantHeaders(headers: Record<string, string>, format: DeliveryFormat, size: number) {

@@ -2,9 +2,19 @@ import type { AppContext } from "../context";
 import type { ImageView } from "../images/repo";
 import { NoReadableChannelError, openBlob, readBlob, readCandidates } from "../images/read";
 import { cacheHeaders } from "./cache-headers";
-import type { DeliveryFormat } from "./negotiate";
 import { VariantUnavailableError } from "./variants";
-import { answer, type ColdPaths, deliver, type DeliveryRequest, HOT_ITEM_MAX, plain, serveOriginal, variantAnswer } from "./pipeline";
+import {
+  answer,
+  type ColdPaths,
+  deliver,
+  type DeliveryRequest,
+  HOT_ITEM_MAX,
+  notSmaller,
+  plain,
+  serveOriginal,
+  type VariantChoice,
+  variantAnswer,
+} from "./pipeline";
 
 export { HEAD_LENGTH_HEADER, parseRange, type DeliveryRequest } from "./pipeline";
 
@@ -32,7 +42,7 @@ function coldPathsOf(app: AppContext): ColdPaths {
       return target ? answer(req, 302, null, { ...cacheHeaders({ area: req.area, kind: "redirect" }), Location: target }) : undefined;
     },
     original: (req, image, headers, range) => storedOriginal(app, req, image, headers, range),
-    variant: (req, image, headers, width, format) => renderedVariant(app, req, image, headers, width, format, paths!),
+    variant: (req, image, headers, choice) => renderedVariant(app, req, image, headers, choice, paths!),
   };
   coldPaths.set(app, paths);
   return paths;
@@ -43,12 +53,13 @@ async function renderedVariant(
   req: DeliveryRequest,
   image: ImageView,
   headers: Record<string, string>,
-  width: number,
-  format: DeliveryFormat,
+  choice: VariantChoice,
   cold: ColdPaths,
 ) {
   try {
-    return variantAnswer(req, headers, format, await app.variants.get(blobOf(image), width, format));
+    const variant = await app.variants.get(blobOf(image), choice.width, choice.format, choice.profile);
+    if (notSmaller(choice, variant.size, image)) return serveOriginal(app, req, image, true, cold);
+    return variantAnswer(req, headers, choice.format, variant);
   } catch (err) {
     if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
     // A failure remembered from an earlier request was logged then: repeating the request

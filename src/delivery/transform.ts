@@ -1,6 +1,6 @@
 // Renders one variant (resize and/or re-encode) with sharp. Pure: bytes or a file in,
 // encoded bytes out; caching, single-flight and worker limits live elsewhere.
-import sharp, { type Sharp } from "sharp";
+import sharp, { type Metadata, type Sharp } from "sharp";
 import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
 import { isWideRgbProfile } from "./icc";
 import type { DeliveryFormat } from "./negotiate";
@@ -56,7 +56,7 @@ const FORMATS_WITH_ANIMATION: ReadonlySet<DeliveryFormat> = new Set(["gif", "web
 
 export function renderVariant(input: string | Buffer, opts: RenderOptions): Promise<Buffer> {
   if (opts.signal?.aborted) return Promise.reject(new ProcessingAbortedError());
-  const work = render(buildPipeline(input, opts), opts.format);
+  const work = render(buildPipeline(input, opts), opts);
   opts.hold?.(
     work.then(
       () => undefined,
@@ -69,12 +69,64 @@ export function renderVariant(input: string | Buffer, opts: RenderOptions): Prom
 /**
  * Runs the pipeline, in Display P3 with its profile when the source carries a wide-gamut RGB profile
  * (icc.ts; GIF has no profile to carry it). The header is read from the same instance, as sharp
- * documents for a decision that depends on the input; one it cannot read is left to the render to report.
+ * documents for a decision that depends on the input (the encoder's settings follow the source: see
+ * `encode`); one it cannot read is left to the render to report.
  */
-async function render(img: Sharp, format: DeliveryFormat): Promise<Buffer> {
+async function render(img: Sharp, opts: RenderOptions): Promise<Buffer> {
   const meta = await img.metadata().catch(() => undefined);
-  if (format !== "gif" && isWideRgbProfile(meta?.icc)) img.withIccProfile("p3");
-  return img.toBuffer();
+  if (opts.format !== "gif" && isWideRgbProfile(meta?.icc)) img.withIccProfile("p3");
+  if (opts.format === "webp" && meta?.format === "png") return smallerWebp(img, opts);
+  return encode(img, opts, meta).toBuffer();
+}
+
+/**
+ * A PNG source's WebP: lossless and lossy both, the smaller kept (lossless on a tie). Screenshots,
+ * diagrams and pixel art, what ShareX and PicGo mostly send, are 5-20x smaller lossless than lossy
+ * and keep their text and edges sharp (a 238 KB screenshot: 21.7 KB lossless, 146 KB lossy with red
+ * text smeared by 4:2:0 chroma; 8-colour pixel art: 198 B against 3.9 KB); a photo kept as PNG is
+ * ~10x smaller lossy (2.2 MB: 145 KB lossy, 1.56 MB lossless). Two encodes, but of one decode each
+ * way and only for PNG sources (image-fidelity audit MED-3).
+ */
+async function smallerWebp(img: Sharp, opts: RenderOptions): Promise<Buffer> {
+  const [lossless, lossy] = await Promise.all([
+    img.clone().webp({ lossless: true, effort: opts.webpMethod }).toBuffer(),
+    img.clone().webp({ quality: opts.quality.webp, effort: opts.webpMethod }).toBuffer(),
+  ]);
+  return lossless.length <= lossy.length ? lossless : lossy;
+}
+
+/**
+ * The output encoder. A PNG keeps what its source was (image-fidelity audit MED-3, LOW-4): a palette
+ * of the source's bit depth (8-colour pixel art became 247 colours, 3x the bytes), 16 bits per sample,
+ * grey (grey+alpha became RGBA, 6.9x the bytes).
+ */
+function encode(img: Sharp, opts: RenderOptions, meta: Metadata | undefined): Sharp {
+  switch (opts.format) {
+    case "webp":
+      return img.webp({ quality: opts.quality.webp, effort: opts.webpMethod });
+    case "jpeg":
+      // JPEG has no alpha: composite on white instead of sharp's default black.
+      return img.flatten({ background: "#ffffff" }).jpeg({ quality: opts.quality.jpeg, mozjpeg: true });
+    case "png":
+      return encodePng(img, meta);
+    case "avif":
+      return img.avif(AVIF);
+    case "gif":
+      // Effort 1, not 7: the re-quantisation of every frame at the default took ~11 s for a 30-frame
+      // 480x360 GIF at w=320 (1.5 s at effort 1, ~11 % more bytes), and a 90-frame one never finished.
+      return img.gif({ effort: 1 });
+  }
+}
+
+function encodePng(img: Sharp, meta: Metadata | undefined): Sharp {
+  if (meta?.isPalette) {
+    const colours = 2 ** Math.min(8, Math.max(1, meta.bitsPerSample ?? 8));
+    return img.png({ compressionLevel: PNG_COMPRESSION, palette: true, colours });
+  }
+  const grey = meta?.space === "b-w" || meta?.space === "grey16";
+  if (meta?.depth === "ushort") img.toColourspace(grey ? "grey16" : "rgb16");
+  else if (grey) img.toColourspace("b-w");
+  return img.png({ compressionLevel: PNG_COMPRESSION });
 }
 
 function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
@@ -94,21 +146,7 @@ function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
   // Orientation tag that made the original display upright would be lost otherwise.
   img = img.autoOrient();
   if (opts.width > 0) img = img.resize({ width: opts.width, withoutEnlargement: true });
-  switch (opts.format) {
-    case "webp":
-      return img.webp({ quality: opts.quality.webp, effort: opts.webpMethod });
-    case "jpeg":
-      // JPEG has no alpha: composite on white instead of sharp's default black.
-      return img.flatten({ background: "#ffffff" }).jpeg({ quality: opts.quality.jpeg, mozjpeg: true });
-    case "png":
-      return img.png({ compressionLevel: PNG_COMPRESSION });
-    case "avif":
-      return img.avif(AVIF);
-    case "gif":
-      // Effort 1, not 7: the re-quantisation of every frame at the default took ~11 s for a 30-frame
-      // 480x360 GIF at w=320 (1.5 s at effort 1, ~11 % more bytes), and a 90-frame one never finished.
-      return img.gif({ effort: 1 });
-  }
+  return img;
 }
 
 function withDeadline(work: Promise<Buffer>, opts: RenderOptions): Promise<Buffer> {

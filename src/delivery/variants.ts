@@ -1,4 +1,5 @@
 import type { SettingsStore } from "../config/settings";
+import type { Settings } from "../config/settings-schema";
 import type { BlobReadDeps } from "../images/read";
 import type { BlobRow } from "../images/repo";
 import type { Metrics } from "../ops/metrics";
@@ -7,6 +8,7 @@ import { HOT_BYTES_BUDGET, HotBytes, variantKey } from "./hot-bytes";
 import { HOT_ITEM_MAX, type VariantBytes } from "./pipeline";
 import { QueueWaitTimeoutError, SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
+import { renderProfile } from "./render-profile";
 import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
 import { pauseAt } from "../testing/hold-points";
@@ -70,8 +72,8 @@ export class VariantService {
   }
 
   /** A variant already in memory (counted as a cache hit), without a promise; undefined otherwise. */
-  hotVariant(sha256: string, width: number, format: DeliveryFormat): VariantBytes | undefined {
-    const hot = this.hot.variant(sha256, width, format);
+  hotVariant(sha256: string, width: number, format: DeliveryFormat, profile: string): VariantBytes | undefined {
+    const hot = this.hot.variant(sha256, width, format, profile);
     if (hot) this.hits.inc();
     return hot;
   }
@@ -81,10 +83,18 @@ export class VariantService {
     this.hits.inc();
   }
 
-  async get(blob: VariantSource, width: number, format: DeliveryFormat): Promise<VariantBytes> {
-    const hot = this.hotVariant(blob.sha256, width, format);
+  /**
+   * `profile`: the render profile the caller named in its ETag, taken from the settings of this
+   * same turn; a render starts only under the settings it names (after a change in between, the
+   * render uses the new ones and is kept under their profile, so bytes and tag never disagree).
+   */
+  async get(blob: VariantSource, width: number, format: DeliveryFormat, profile?: string): Promise<VariantBytes> {
+    const settings = this.app.settings.get();
+    const current = renderProfile(settings);
+    profile ??= current;
+    const hot = this.hotVariant(blob.sha256, width, format, profile);
     if (hot) return hot;
-    const key = variantKey(blob.sha256, width, format);
+    const key = variantKey(blob.sha256, width, format, profile);
     const hit = this.cache.get(key);
     const file = hit && Bun.file(hit.path);
     if (hit && file && (await file.exists())) {
@@ -96,7 +106,9 @@ export class VariantService {
     if (hit) await this.cache.delete(key);
     this.app.metrics.variantLookups.inc({ result: "miss" });
     if (this.recentlyFailed(key)) throw new VariantUnavailableError();
-    return this.flights.do(key, () => this.generate(blob, width, format, key));
+    // Settings changed between the caller's tag and now (not in one turn): render under the new ones.
+    if (profile !== current) return this.get(blob, width, format, current);
+    return this.flights.do(key, () => this.generate(blob, width, format, key, settings));
   }
 
   /**
@@ -119,8 +131,7 @@ export class VariantService {
     this.failedUntil.set(key, Date.now() + FAILED_RENDER_RETRY_MS);
   }
 
-  private async generate(blob: VariantSource, width: number, format: DeliveryFormat, key: string): Promise<VariantBytes> {
-    const s = this.app.settings.get();
+  private async generate(blob: VariantSource, width: number, format: DeliveryFormat, key: string, s: Readonly<Settings>): Promise<VariantBytes> {
     let bytes: Buffer;
     try {
       // The slot is taken before the original is opened: waiting requests then hold no source

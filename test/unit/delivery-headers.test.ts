@@ -7,11 +7,11 @@ const SHA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 describe("ETags", () => {
   test("originals and variants have the spec's strong tags", () => {
     expect(originalEtag(SHA)).toBe(`"${SHA}"`);
-    expect(variantEtag(SHA, 640, "webp")).toBe(`"${SHA}-640-webp"`);
-    expect(variantEtag(SHA, 0, "avif")).toBe(`"${SHA}-0-avif"`);
+    expect(variantEtag(SHA, 640, "webp", "p1")).toBe(`"${SHA}-640-webp-p1"`);
+    expect(variantEtag(SHA, 0, "avif", "p1")).toBe(`"${SHA}-0-avif-p1"`);
   });
 
-  const etag = variantEtag(SHA, 640, "webp");
+  const etag = variantEtag(SHA, 640, "webp", "p1");
   const table: Array<[string | null, boolean]> = [
     [null, false],
     ["", false],
@@ -21,9 +21,10 @@ describe("ETags", () => {
     [` "a", ${etag} ,"b"`, true],
     [`"a",W/${etag}`, true],
     [`"${SHA}"`, false], // the original's tag is a different representation
-    [`"${SHA}-640-jpeg"`, false],
-    [`${SHA}-640-webp`, true], // unquoted (broken client) still compared by value
-    [`"x,${SHA}-640-webp"`, false], // comma inside a quoted tag does not split it
+    [`"${SHA}-640-jpeg-p1"`, false],
+    [`"${SHA}-640-webp-p2"`, false], // another render profile: other bytes
+    [`${SHA}-640-webp-p1`, true], // unquoted (broken client) still compared by value
+    [`"x,${SHA}-640-webp-p1"`, false], // comma inside a quoted tag does not split it
     [`"a", "b"`, false],
   ];
   for (const [header, expected] of table) {
@@ -38,7 +39,7 @@ describe("ETags", () => {
 describe("cache headers (spec 4.5 table)", () => {
   const up = Date.UTC(2024, 0, 2, 3, 4, 5);
   const o = originalEtag(SHA);
-  const v = variantEtag(SHA, 320, "webp");
+  const v = variantEtag(SHA, 320, "webp", "p1");
 
   test("original under /i/: immutable, ETag, Last-Modified, Vary when negotiated", () => {
     expect(cacheHeaders({ area: "i", kind: "original", etag: o, varyAccept: true, lastModified: up })).toEqual({

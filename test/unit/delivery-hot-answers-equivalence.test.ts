@@ -60,8 +60,8 @@ class System {
       referers: { current: () => this.referers },
       variants: {
         hot,
-        hotVariant(sha256, width, format) {
-          const found = hot.variant(sha256, width, format);
+        hotVariant(sha256, width, format, profile) {
+          const found = hot.variant(sha256, width, format, profile);
           if (found) self.variantHits++;
           return found;
         },
@@ -89,8 +89,8 @@ class System {
       if (range) return new Response(bytes.slice(range.start, range.end + 1), { status: 206, headers });
       return new Response(req.request.method === "HEAD" ? null : bytes, { status: 200, headers });
     },
-    variant: (req, image, headers, width, format) => {
-      const key = variantKey(image.sha256, width, format);
+    variant: (req, image, headers, { width, format, profile }) => {
+      const key = variantKey(image.sha256, width, format, profile);
       const bytes = this.hot.set(key, bytesOf(key, width * 8));
       headers["content-type"] = `image/${format}`;
       return new Response(req.request.method === "HEAD" ? null : bytes, { status: 200, headers });

@@ -64,8 +64,8 @@ export class DeliveryFront {
       referers: { current: () => this.referers },
       variants: {
         hot,
-        hotVariant(sha256, width, format) {
-          const variant = hot.variant(sha256, width, format);
+        hotVariant(sha256, width, format, profile) {
+          const variant = hot.variant(sha256, width, format, profile);
           if (variant) stats.recordVariantHit();
           return variant;
         },
@@ -159,8 +159,8 @@ export class DeliveryFront {
       const answer = this.pass(req.request, true);
       return range ? answer : this.keep(answer, originalEtag(image.sha256), image.sha256);
     },
-    variant: (req, image, _headers, width, format) =>
-      this.keep(this.pass(req.request, true), variantEtag(image.sha256, width, format), variantKey(image.sha256, width, format)),
+    variant: (req, image, _headers, choice) =>
+      this.keep(this.pass(req.request, true), choice.etag, variantKey(image.sha256, choice.width, choice.format, choice.profile)),
   };
 
   private async keep(pending: Promise<Response>, etag: string, key: string): Promise<Response> {
