@@ -2,6 +2,7 @@
 // encoded bytes out; caching, single-flight and worker limits live elsewhere.
 import sharp, { type Metadata, type Sharp } from "sharp";
 import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
+import { displayedOrientation } from "../images/orientation";
 import { isWideRgbProfile } from "./icc";
 import type { DeliveryFormat } from "./negotiate";
 
@@ -75,6 +76,9 @@ export function renderVariant(input: string | Buffer, opts: RenderOptions): Prom
 async function render(img: Sharp, opts: RenderOptions): Promise<Buffer> {
   const meta = await img.metadata().catch(() => undefined);
   if (opts.format !== "gif" && isWideRgbProfile(meta?.icc)) img.withIccProfile("p3");
+  // EXIF orientation into the pixels, as a browser shows the original: the output carries no
+  // metadata (privacy), so the tag that made the original display upright would be lost otherwise.
+  if (meta && displayedOrientation(meta) > 1) img.autoOrient();
   if (opts.format === "webp" && meta?.format === "png") return smallerWebp(img, opts);
   return encode(img, opts, meta).toBuffer();
 }
@@ -142,9 +146,6 @@ function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
     // every 10 minutes (image-fidelity audit MED-5). Still a bound on a runaway render.
     img = img.timeout({ seconds: Math.min(3600, Math.ceil((opts.timeoutMs * LATE_RENDER_FACTOR) / 1000)) });
   }
-  // Apply EXIF orientation to the pixels: the output carries no metadata (privacy), so the
-  // Orientation tag that made the original display upright would be lost otherwise.
-  img = img.autoOrient();
   if (opts.width > 0) img = img.resize({ width: opts.width, withoutEnlargement: true });
   return img;
 }

@@ -16,6 +16,7 @@ import { crc32 } from "node:zlib";
 import { stripAvif } from "./exif-avif";
 import { stripJpeg } from "./exif-jpeg";
 import { EXIF_PREFIX, exifFacts, type ExifFacts, exifWorthKeeping, joined, MalformedImageError, minimalExif, type StrippedImage } from "./exif-parts";
+import { displayedOrientation } from "./orientation";
 import { SNIFF_BYTES, sniffImageType } from "./sniff";
 
 export { MalformedImageError, type StrippedImage };
@@ -97,7 +98,8 @@ export async function reencodeWithoutMetadata(input: Buffer, mime: string): Prom
   // orientation.) sharp writes no metadata unless asked; the colour profile is not personal
   // data and keeps colours right. Only for files the walkers refuse: an AVIF's nclx colour,
   // bit depth and HDR signalling do not survive this.
-  if (!animated) img = img.rotate();
+  // A WebP's orientation is not applied by browsers (orientation.ts): its pixels stay as shown.
+  if (!animated && displayedOrientation(meta) > 1) img = img.rotate();
   return img.keepIccProfile().toFormat(format, REENCODE_OPTIONS[format]).toBuffer();
 }
 
@@ -114,6 +116,7 @@ function stripPng(src: Buffer, reuseSource: boolean): StrippedImage {
   const kept: Buffer[] = [src.subarray(0, 8)];
   let facts: ExifFacts = { orientation: 1 };
   let sawExif = false;
+  let sawImageData = false;
   let exifPrefixed = false;
   let pos = 8;
   let ended = false;
@@ -122,7 +125,10 @@ function stripPng(src: Buffer, reuseSource: boolean): StrippedImage {
     const type = src.toString("latin1", pos + 4, pos + 8);
     const end = pos + 12 + src.readUInt32BE(pos);
     if (end > src.length) throw new MalformedImageError("PNG 块长度无效");
-    if (type === "eXIf" && !sawExif) {
+    // An eXIf after the image data is ignored by browsers (and libvips): its orientation never
+    // showed, so it must not be written back where it would start to (image-fidelity audit LOW-3).
+    if (type === "IDAT") sawImageData = true;
+    if (type === "eXIf" && !sawExif && !sawImageData) {
       const data = src.subarray(pos + 8, end - 4);
       sawExif = true;
       exifPrefixed = data.subarray(0, 6).equals(EXIF_PREFIX);

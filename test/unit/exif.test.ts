@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import sharp from "sharp";
-import { MalformedImageError, readOrientation, stripMetadata, stripMetadataBytes } from "../../src/images/exif";
+import { MalformedImageError, readOrientation, reencodeWithoutMetadata, stripMetadata, stripMetadataBytes } from "../../src/images/exif";
 import { exiftool, exiftoolWrite, personalTags } from "../helpers/metadata";
 
 const dir = mkdtempSync(join(tmpdir(), "kura-exif-"));
@@ -344,6 +344,16 @@ describe("errors and orientation reading", () => {
     const [da, db] = await Promise.all([displayed(made), displayed(out)]);
     expect(db.info).toEqual(da.info);
     expect(db.data.equals(da.data)).toBe(true); // PNG re-encoding is itself lossless
+  });
+
+  test("a re-encode bakes a JPEG's orientation into the pixels, never a WebP's (browsers do not apply it: orientation.ts)", async () => {
+    const stored = async (fmt: "jpeg" | "webp") => {
+      const tagged = await photo().resize(32, 48).toFormat(fmt).withMetadata({ orientation: 6 }).toBuffer();
+      const meta = await sharp(await reencodeWithoutMetadata(tagged, `image/${fmt}`)).metadata();
+      return [meta.width, meta.height, meta.orientation];
+    };
+    expect(await stored("jpeg")).toEqual([48, 32, undefined]);
+    expect(await stored("webp")).toEqual([32, 48, undefined]);
   });
 
   test("readOrientation", async () => {

@@ -1,4 +1,5 @@
 import { Invalid, isDiskFull } from "../../errors";
+import { displayedOrientation } from "../orientation";
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
@@ -65,8 +66,8 @@ async function describe(input: Buffer | string, maxPixels: number, type: { ext: 
   if (pixels > maxPixels) throw new Invalid(`图片分辨率超过上限（${Math.round(maxPixels / 1e6)} 百万像素）`, "unprocessable");
   const overFrames = frameBudgetMessage(meta.pages ?? 1);
   if (overFrames) throw new Invalid(overFrames, "unprocessable");
-  // Displayed size: orientations 5–8 swap width and height.
-  const swap = (meta.orientation ?? 1) >= 5;
+  // Displayed size: orientations 5–8 swap width and height (where a browser applies them).
+  const swap = displayedOrientation(meta) >= 5;
   return { width: swap ? frameHeight : width, height: swap ? width : frameHeight };
 }
 
