@@ -36,8 +36,14 @@ export function imageItem(v: ImageView) {
   };
 }
 
-/** Detail adds replicas, ordered by channel priority descending. */
-export function imageDetail(app: AppContext, v: ImageView) {
+/**
+ * Detail adds replicas, ordered by channel priority descending. The replicas are the blob's, which
+ * every reference to the same bytes shares: for a regular user a replica settled before their
+ * upload shows their upload's time, since a time before it would tell that someone else had stored
+ * these bytes first (the same oracle `asSeenBy` closes for ref_count).
+ */
+export function imageDetail(app: AppContext, v: ImageView, viewer: { role: string }) {
+  const floor = viewer.role === "admin" ? "" : v.created_at;
   const channels = app.channels.list();
   const rank = new Map(channels.map((c, i) => [c.row.id, i]));
   const names = new Map(channels.map((c) => [c.row.id, c.row.name]));
@@ -51,7 +57,7 @@ export function imageDetail(app: AppContext, v: ImageView) {
       state: r.state,
       attempts: r.attempts,
       last_error: r.last_error,
-      updated_at: r.updated_at,
+      updated_at: r.updated_at < floor ? floor : r.updated_at,
     }));
   return { ...imageItem(v), replicas };
 }

@@ -33,4 +33,21 @@ describe("row 7: ref_count does not reveal other users' uploads", () => {
     expect((await bob.json("GET", `/api/admin/images/${bobs.id}`)).ref_count).toBe(1);
     expect((await admin.json("GET", `/api/admin/images/${bobs.id}`)).ref_count).toBe(3);
   });
+
+  test("replica times: a user never sees the shared bytes' replicas settled before their own upload; an admin does", async () => {
+    const jpeg = await makeJpeg(40, 30, 78);
+    const first = await bob.json("POST", "/api/admin/upload", form(jpeg, "first.jpg", { exif_policy: "passthrough" }));
+    // Times are whole seconds: make sure the second reference is created in a later one.
+    await Bun.sleep(1100);
+    const later = await alice.json("POST", "/api/admin/upload", form(jpeg, "later.jpg", { exif_policy: "passthrough" }));
+    const seen = await alice.json("GET", `/api/admin/images/${later.id}`);
+    const byAdmin = await admin.json("GET", `/api/admin/images/${later.id}`);
+    expect(byAdmin.replicas.length).toBeGreaterThan(0);
+    // The premise: the replica settled with Bob's upload, before Alice's.
+    expect(byAdmin.replicas.every((r: { updated_at: string }) => r.updated_at < seen.created_at)).toBe(true);
+    expect(seen.replicas.map((r: { updated_at: string }) => r.updated_at)).toEqual(seen.replicas.map(() => seen.created_at));
+    const patched = await alice.json("PATCH", `/api/admin/images/${later.id}`, { ttl_hours: 5 });
+    expect(patched.replicas).toEqual(seen.replicas);
+    expect(first.id).not.toBe(later.id);
+  });
 });

@@ -73,7 +73,7 @@ export function imageRoutes(app: AppContext) {
     .get("/api/admin/images/:id", ({ params, principal: p }) => {
       const v = visible(p, params.id);
       if (!v) throw notFound("图片不存在");
-      return imageDetail(app, v);
+      return imageDetail(app, v, p.user);
     })
     .patch("/api/admin/images/:id", ({ params, body, principal: p }) => {
       const v = visible(p, params.id);
@@ -87,7 +87,7 @@ export function imageRoutes(app: AppContext) {
       })();
       app.lookups.forget(v.id);
       audit(app.db, p.user, "image.update", v.id, input);
-      return imageDetail(app, asSeenBy(app, p.user, app.images.view(v.id)!));
+      return imageDetail(app, asSeenBy(app, p.user, app.images.view(v.id)!), p.user);
     })
     .delete("/api/admin/images/:id", ({ params, set, principal: p }) => {
       if (!visible(p, params.id) || !deleteReference(app, params.id)) throw notFound("图片不存在");
