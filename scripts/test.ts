@@ -64,6 +64,8 @@ const CONTEXT_AFTER_BANNER = 30;
 /** Passes one stream of `bun test` through to ours, keeping the lines around each failure to quote them. */
 async function relay(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream): Promise<void> {
   const recent: string[] = [];
+  // The file a failure belongs to: its `path.test.ts:` header may be far above, past passing tests.
+  let file = "";
   let following = 0;
   // `bun test` ends with "N tests failed:" and the same `(fail)` lines again, without their errors.
   let summary = false;
@@ -81,12 +83,20 @@ async function relay(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream
       }
       if (/^\d+ tests? failed:/.test(line)) summary = true;
       if (summary) continue;
+      if (/\.test\.[jt]sx?:$/.test(line)) file = line;
+      // A finished test's lines are not the next failure's context.
+      if (/^\((pass|skip|todo)\)/.test(line)) {
+        recent.length = 0;
+        continue;
+      }
       recent.push(line);
       if (recent.length > CONTEXT_BEFORE) recent.shift();
-      if (line.includes("(fail)")) failures.push(...recent.splice(0), "");
-      else if (line.includes("Unhandled error")) {
+      const failed = line.includes("(fail)");
+      if (failed || line.includes("Unhandled error")) {
+        if (file && recent[0] !== file) failures.push(file);
         failures.push(...recent.splice(0));
-        following = CONTEXT_AFTER_BANNER;
+        if (failed) failures.push("");
+        else following = CONTEXT_AFTER_BANNER;
       }
     }
   }
@@ -100,7 +110,12 @@ async function bunTest(args: string[]): Promise<number> {
 
 const args = process.argv.slice(2);
 const updateTimings = args.length === 1 && args[0] === "--update-timings";
-if (args.length && !updateTimings) process.exit(await bunTest(args));
+const repeatFailures = () => failures.length && console.log(`\n— failures, repeated —\n${failures.join("\n")}`);
+if (args.length && !updateTimings) {
+  const code = await bunTest(args);
+  repeatFailures();
+  process.exit(code);
+}
 
 const serial = Object.keys(SERIAL);
 const started = performance.now();
@@ -115,6 +130,6 @@ const parallelSeconds = (performance.now() - started) / 1000;
 console.log(`\n— parallel group (${PARALLEL} workers): ${parallelSeconds.toFixed(0)} s, exit ${parallel}; now ${serial.length} files alone —\n`);
 const alone = await bunTest(serial);
 const totalSeconds = (performance.now() - started) / 1000;
-if (failures.length) console.log(`\n— failures, repeated —\n${failures.join("\n")}`);
+repeatFailures();
 console.log(`\n— suite: parallel group exit ${parallel}, serial group exit ${alone}, ${totalSeconds.toFixed(0)} s in all —`);
 process.exit(parallel || alone);
