@@ -36,9 +36,15 @@ export class LoginThrottle {
     // address filled that map (one bucket per name, refused or not) to its bound.
     const addressWait = this.perAddress.take(from);
     // The name as a fixed-size digest: it is the client's text, up to 256 characters.
-    const wait = addressWait > 0 ? addressWait : this.perName.take(`${from}\0${Bun.hash(name).toString(36)}`);
-    // Only failures count against the address: many people behind one NAT still get in.
-    return this.verifyUnless(wait, () => this.perAddress.refund(from));
+    const nameKey = `${from}\0${Bun.hash(name).toString(36)}`;
+    const wait = addressWait > 0 ? addressWait : this.perName.take(nameKey);
+    // Only failures count, against the address and the name alike: many people behind one NAT
+    // still get in, and so does one person signing in on a few devices or tabs in a minute
+    // (correct logins used up the name's 5 and the 6th got 429 despite the right password).
+    return this.verifyUnless(wait, () => {
+      this.perAddress.refund(from);
+      this.perName.refund(nameKey);
+    });
   }
 
   /** Buckets held per (address, name) and per address, for tests of the memory bound. */

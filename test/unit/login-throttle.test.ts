@@ -116,6 +116,19 @@ describe("LoginThrottle: refunds and verification slots", () => {
     expect(outcomes).toEqual(Array(25).fill(true));
   });
 
+  test("a correct password gives the name its token back too: 12 good logins under one name pass, failures still count", () => {
+    const throttle = new LoginThrottle(5, 60, () => 0);
+    const attempt = (verified: boolean) => {
+      const admission = throttle.admitLogin("198.51.100.11", "admin");
+      if (admission.ok) admission.release(verified);
+      return admission.ok;
+    };
+    expect(Array.from({ length: 12 }, () => attempt(true))).toEqual(Array(12).fill(true));
+    // Five wrong passwords use the name's budget up; then even the right one waits.
+    expect(Array.from({ length: 5 }, () => attempt(false))).toEqual(Array(5).fill(true));
+    expect(throttle.admitLogin("198.51.100.11", "admin")).toMatchObject({ ok: false, reason: "rate" });
+  });
+
   test("at most 4 verifications at once (busy, retry after 1 s); a release frees exactly one slot, however often it is called", () => {
     const throttle = new LoginThrottle(5, 60, () => 0);
     const held = Array.from({ length: 4 }, () => throttle.admitCheck());
