@@ -12,14 +12,29 @@ export class ApiError extends Error {
 
 let csrfToken = "";
 let onSessionLost: (() => void) | undefined;
+let onRefused: (() => Promise<boolean>) | undefined;
 
 export function setCsrf(token: string): void {
   csrfToken = token;
 }
 
+export function currentCsrf(): string {
+  return csrfToken;
+}
+
 /** Called on any 401 from an authenticated call (expired or revoked session). */
 export function onUnauthorized(handler: () => void): void {
   onSessionLost = handler;
+}
+
+/**
+ * Called on any 403. The cookie is shared by every tab of the browser: a login in another tab
+ * replaces the session, so this tab's CSRF token (derived from the old session) or even its user
+ * may be stale. The handler re-reads who is logged in and resolves true when only the token was
+ * stale and has been renewed: a refused write had no effect, so it is sent once more.
+ */
+export function onForbidden(handler: () => Promise<boolean>): void {
+  onRefused = handler;
 }
 
 function errorMessage(status: number, body: unknown, retryAfter: string | null = null): string {
@@ -38,7 +53,19 @@ function withWait(message: string, retryAfter: string | null): string {
   return message.includes("请稍后再试") ? message.replace("请稍后再试", `请 ${wait}后再试`) : `${message}（请 ${wait}后再试）`;
 }
 
-export async function api<T = unknown>(method: string, path: string, body?: unknown, opts: { quiet401?: boolean } = {}): Promise<T> {
+/** Whether a 403 answer may be sent again: a write, the first time, and the token was renewed. */
+async function renewedAfterRefusal(method: string, retried: boolean): Promise<boolean> {
+  if (!onRefused) return false;
+  const renewed = await onRefused();
+  return renewed && method !== "GET" && !retried;
+}
+
+export async function api<T = unknown>(
+  method: string,
+  path: string,
+  body?: unknown,
+  opts: { quiet401?: boolean; retried?: boolean; quiet403?: boolean } = {},
+): Promise<T> {
   const headers: Record<string, string> = {};
   if (method !== "GET") headers["x-csrf-token"] = csrfToken;
   if (body !== undefined) headers["content-type"] = "application/json";
@@ -47,6 +74,9 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
     res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
   } catch {
     throw new ApiError(0, "无法连接服务器，请检查网络");
+  }
+  if (res.status === 403 && !opts.quiet403 && (await renewedAfterRefusal(method, opts.retried ?? false))) {
+    return api<T>(method, path, body, { ...opts, retried: true });
   }
   const text = await res.text();
   let data: unknown;
@@ -68,7 +98,7 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
  * Multipart upload through XMLHttpRequest, because fetch() cannot report upload progress.
  * `onProgress` gets a fraction in [0, 1].
  */
-export function uploadFile<T>(path: string, form: FormData, onProgress: (fraction: number) => void): Promise<T> {
+export function uploadFile<T>(path: string, form: FormData, onProgress: (fraction: number) => void, retried = false): Promise<T> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", path);
@@ -86,7 +116,12 @@ export function uploadFile<T>(path: string, form: FormData, onProgress: (fractio
       }
       if (xhr.status >= 200 && xhr.status < 300) return resolve(data as T);
       if (xhr.status === 401) onSessionLost?.();
-      reject(new ApiError(xhr.status, errorMessage(xhr.status, data, xhr.getResponseHeader("retry-after"))));
+      const error = new ApiError(xhr.status, errorMessage(xhr.status, data, xhr.getResponseHeader("retry-after")));
+      if (xhr.status !== 403) return reject(error);
+      renewedAfterRefusal("POST", retried).then(
+        (again) => (again ? uploadFile<T>(path, form, onProgress, true).then(resolve, reject) : reject(error)),
+        () => reject(error),
+      );
     };
     xhr.send(form);
   });

@@ -1,18 +1,19 @@
 // Entry point of the console: session state machine (login → forced password change → shell)
 // and the tabbed shell. Pages are addressed by location.hash (#dashboard, #images, …), so
 // reloads and shared links keep the place.
-import { api, ApiError, onUnauthorized, setCsrf } from "./api";
+import { api, ApiError, setCsrf } from "./api";
 import { openPasswordDialog, showForcedPasswordChange, showLogin } from "./auth";
 import { auditView } from "./audit";
 import { backupsView } from "./backups";
 import { channelsView } from "./channels";
 import { dashboardView } from "./dashboard";
-import { errorText, h, replace } from "./dom";
+import { errorText, h, replace, toast } from "./dom";
 import { imagesView } from "./images";
 import { confirmLeave, setLeaveGuard } from "./leave-guard";
 import { referersView } from "./referers";
 import { labelTablesIn } from "./responsive-tables";
 import { reviewView } from "./review";
+import { syncSession } from "./session-sync";
 import { settingsView } from "./settings";
 import { tokensView } from "./tokens";
 import type { Alert, ConfigSlice, Page, Principal, ViewContext } from "./types";
@@ -44,11 +45,15 @@ const TABS: Tab[] = [
 
 const root = document.getElementById("app")!;
 labelTablesIn(document.body);
+/** Whom the open console was built for; null on the login and forced-password screens. */
+let shown: Principal | null = null;
 
-function login(notice?: string): void {
+function login(notice?: string, userName?: string): void {
+  shown = null;
+  window.onhashchange = null;
   setCsrf("");
   setLeaveGuard(null);
-  showLogin(root, enter, notice);
+  showLogin(root, enter, notice, userName);
 }
 
 async function logout(): Promise<void> {
@@ -61,12 +66,14 @@ async function logout(): Promise<void> {
 }
 
 function enter(me: Principal): void {
+  shown = null;
+  window.onhashchange = null;
   setCsrf(me.csrf_token);
   if (me.user.must_change_password) {
     showForcedPasswordChange(
       root,
       me,
-      () => login("密码已修改，请使用新密码重新登录"),
+      () => login("密码已修改，请使用新密码重新登录", me.user.name),
       () => void logout(),
     );
     return;
@@ -160,7 +167,11 @@ async function openShell(me: Principal): Promise<void> {
       badge.el,
       h("span", { id: "me-name" }, me.user.name),
       h("span", { class: "badge muted" }, isAdmin ? "管理员" : "用户"),
-      h("button", { type: "button", class: "link", onclick: () => openPasswordDialog(() => login("密码已修改，请使用新密码重新登录")) }, "修改密码"),
+      h(
+        "button",
+        { type: "button", class: "link", onclick: () => openPasswordDialog(me.user.name, () => login("密码已修改，请使用新密码重新登录", me.user.name)) },
+        "修改密码",
+      ),
       h("button", { type: "button", class: "link", id: "logout", onclick: () => confirmLeave() && void logout() }, "退出"),
     ),
   );
@@ -171,13 +182,18 @@ async function openShell(me: Principal): Promise<void> {
     h("a", { href: "/api/docs", target: "_blank", rel: "noopener" }, "API 文档"),
   );
   replace(root, h("div", { class: "shell" }, header, content, footer));
+  shown = me;
   window.onhashchange = show;
   show();
 }
 
-onUnauthorized(() => {
-  window.onhashchange = null;
-  login("会话已过期，请重新登录");
+syncSession({
+  shown: () => shown,
+  reenter: (me, notice) => {
+    enter(me);
+    toast(notice);
+  },
+  loggedOut: (notice) => login(notice),
 });
 
 api<Principal>("GET", "/api/admin/me", undefined, { quiet401: true }).then(enter, () => login());
