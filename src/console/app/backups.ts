@@ -2,7 +2,8 @@
 // the next start), the per-channel view, the last result, and the metadata export download.
 import { api } from "./api";
 import { badge, busy, errorText, fmtBytes, h, openModal, replace, toast } from "./dom";
-import type { Alert, BackupSnapshot, Page, ViewContext } from "./types";
+import { recoverySection } from "./recovery";
+import type { Alert, BackupSnapshot, FullConfig, Page, ViewContext } from "./types";
 import { dataTable, messageRow } from "./ui";
 
 function takenAt(s: BackupSnapshot): string {
@@ -107,6 +108,12 @@ export function backupsView(ctx: ViewContext): HTMLElement {
   );
 
   void load();
+  // The key's real path comes from the bootstrap settings; a generic one shows until (or unless) they load.
+  const recovery = h("div", null, recoverySection(null));
+  api<FullConfig>("GET", "/api/admin/config/full").then(
+    (full) => replace(recovery, recoverySection(full.bootstrap.data_dir)),
+    () => undefined,
+  );
   return h(
     "section",
     { class: "view", id: "backups-view" },
@@ -125,5 +132,6 @@ export function backupsView(ctx: ViewContext): HTMLElement {
       h("a", { class: "button", href: "/api/admin/export", download: "kura-export.json", id: "export-download" }, "下载 JSON 导出"),
       h("span", { class: "muted" }, " 用户、渠道、令牌、图片与副本记录；不含任何凭据和密码哈希。"),
     ),
+    recovery,
   );
 }

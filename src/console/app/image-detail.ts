@@ -61,7 +61,7 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
     value: img.ttl_seconds ? String(Math.round(img.ttl_seconds / 3600)) : "0",
   });
   const ttlSave = h("button", { type: "submit" }, "保存");
-  const ttlForm = h("form", { class: "inline", id: "ttl-form" }, h("span", null, "有效期（小时，0 为永久，从现在起计）"), ttl, ttlSave);
+  const ttlForm = h("form", { class: "inline", id: "ttl-form" }, h("label", null, "有效期（小时，0 为永久，从现在起计）", ttl), ttlSave);
   ttlForm.addEventListener("submit", (e) => {
     e.preventDefault();
     void busy(ttlSave, async () => {

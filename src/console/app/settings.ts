@@ -230,7 +230,9 @@ export function settingsView(ctx: ViewContext): HTMLElement {
           ["监听地址", b.listen],
           ["数据目录", b.data_dir],
           ["可信代理", b.trusted_proxies || "（无）"],
-          ["/metrics 允许", b.metrics_allow || "（关闭）"],
+          // Where to scrape and who may: the allowlist alone did not say either (audit 15 LOW-10).
+          ["/metrics 抓取", b.metrics_allow ? `GET ${location.origin}/metrics（仅限 KURA_METRICS_ALLOW）` : "已关闭（KURA_METRICS_ALLOW 为空）"],
+          ["/metrics 允许", b.metrics_allow || "（无）"],
           ["登录限流", `${full.derived.login_burst} 次，每 ${full.derived.login_refill_seconds} 秒恢复一次`],
           ["渠道对账间隔", `${full.derived.reconcile_interval_seconds} 秒`],
         ].flatMap(([k, v]) => [h("dt", null, k!), h("dd", null, h("code", null, v!))]),
