@@ -88,13 +88,16 @@ describe("the console follows the session across tabs", () => {
   });
 
   test("another user logging in in another tab: the old tab is rebuilt for that user and says so", async () => {
-    const [a, b] = await twoTabs("#dashboard");
+    const [a, b] = await twoTabs("#referers");
     await login(a, "admin", PASSWORD);
     await reloginElsewhere(b, "alice", "alice-password-1");
-    // An admin-only page is refused for alice: the 403 makes the tab ask who is logged in now.
-    await openPage(a, "users");
+    // A write from the admin's page: refused, explained in words, and the tab now shows alice.
+    await a.locator("#referer-form input").first().fill("not-for-alice.example.com");
+    await a.locator("#referer-form button[type=submit]").click();
     await a.locator("#me-name", { hasText: "alice" }).waitFor();
     await a.locator(".toast", { hasText: "以 alice 登录" }).waitFor();
+    await a.locator(".toast.error", { hasText: "切换了登录账号，刚才的操作没有执行" }).waitFor();
+    expect(await a.locator(".toast", { hasText: "CSRF" }).count()).toBe(0);
     expect(await a.locator("nav a[data-tab=users]").count()).toBe(0);
 
     // Coming back to a tab checks too, without waiting for a refused request.
@@ -102,6 +105,11 @@ describe("the console follows the session across tabs", () => {
     await a.evaluate(() => window.dispatchEvent(new Event("focus")));
     await a.locator("#me-name", { hasText: "admin" }).waitFor();
     expect(await a.locator("nav a[data-tab=users]").count()).toBe(1);
+
+    // A read refused for the new user (an admin-only page) checks as well.
+    await reloginElsewhere(b, "alice", "alice-password-1");
+    await openPage(a, "users");
+    await a.locator("#me-name", { hasText: "alice" }).waitFor();
   });
 
   test("a session that ends mid-edit asks for the password over the page; the typed settings survive and save", async () => {

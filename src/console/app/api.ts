@@ -12,7 +12,9 @@ export class ApiError extends Error {
 
 let csrfToken = "";
 let onSessionLost: (() => void) | undefined;
-let onRefused: (() => Promise<boolean>) | undefined;
+/** What a re-read of who is logged in found after a 403 (see onForbidden). */
+export type Recheck = "renewed" | "switched" | "unchanged";
+let onRefused: (() => Promise<Recheck>) | undefined;
 
 export function setCsrf(token: string): void {
   csrfToken = token;
@@ -30,10 +32,11 @@ export function onUnauthorized(handler: () => void): void {
 /**
  * Called on any 403. The cookie is shared by every tab of the browser: a login in another tab
  * replaces the session, so this tab's CSRF token (derived from the old session) or even its user
- * may be stale. The handler re-reads who is logged in and resolves true when only the token was
- * stale and has been renewed: a refused write had no effect, so it is sent once more.
+ * may be stale. The handler re-reads who is logged in: "renewed" when only the token was stale (a
+ * refused write had no effect, so it is sent once more), "switched" when another user or role is
+ * logged in now (the page is being rebuilt; the refusal is explained instead of "CSRF 校验失败").
  */
-export function onForbidden(handler: () => Promise<boolean>): void {
+export function onForbidden(handler: () => Promise<Recheck>): void {
   onRefused = handler;
 }
 
@@ -53,11 +56,13 @@ function withWait(message: string, retryAfter: string | null): string {
   return message.includes("请稍后再试") ? message.replace("请稍后再试", `请 ${wait}后再试`) : `${message}（请 ${wait}后再试）`;
 }
 
-/** Whether a 403 answer may be sent again: a write, the first time, and the token was renewed. */
-async function renewedAfterRefusal(method: string, retried: boolean): Promise<boolean> {
-  if (!onRefused) return false;
-  const renewed = await onRefused();
-  return renewed && method !== "GET" && !retried;
+const SWITCHED = "此浏览器已在其他标签页切换了登录账号，刚才的操作没有执行";
+
+/** After a 403: send again (a write, the first time, token renewed), explain a switch, or keep the answer. */
+async function afterRefusal(method: string, retried: boolean): Promise<"retry" | ApiError | null> {
+  const found = onRefused ? await onRefused() : "unchanged";
+  if (found === "switched") return new ApiError(403, SWITCHED);
+  return found === "renewed" && method !== "GET" && !retried ? "retry" : null;
 }
 
 export async function api<T = unknown>(
@@ -75,8 +80,10 @@ export async function api<T = unknown>(
   } catch {
     throw new ApiError(0, "无法连接服务器，请检查网络");
   }
-  if (res.status === 403 && !opts.quiet403 && (await renewedAfterRefusal(method, opts.retried ?? false))) {
-    return api<T>(method, path, body, { ...opts, retried: true });
+  if (res.status === 403 && !opts.quiet403) {
+    const next = await afterRefusal(method, opts.retried ?? false);
+    if (next === "retry") return api<T>(method, path, body, { ...opts, retried: true });
+    if (next) throw next;
   }
   const text = await res.text();
   let data: unknown;
@@ -118,8 +125,8 @@ export function uploadFile<T>(path: string, form: FormData, onProgress: (fractio
       if (xhr.status === 401) onSessionLost?.();
       const error = new ApiError(xhr.status, errorMessage(xhr.status, data, xhr.getResponseHeader("retry-after")));
       if (xhr.status !== 403) return reject(error);
-      renewedAfterRefusal("POST", retried).then(
-        (again) => (again ? uploadFile<T>(path, form, onProgress, true).then(resolve, reject) : reject(error)),
+      afterRefusal("POST", retried).then(
+        (next) => (next === "retry" ? uploadFile<T>(path, form, onProgress, true).then(resolve, reject) : reject(next ?? error)),
         () => reject(error),
       );
     };

@@ -5,7 +5,7 @@
 // - the same user with a new session: take its CSRF token (api.ts sends the refused write again);
 // - another user, or the same user with another role: build the console again for them, and say so;
 // - nobody (401 anywhere): a login dialog over the page, so unsaved edits survive a re-login.
-import { api, ApiError, currentCsrf, onForbidden, onUnauthorized, setCsrf } from "./api";
+import { api, ApiError, currentCsrf, onForbidden, onUnauthorized, type Recheck, setCsrf } from "./api";
 import { loginForm } from "./auth";
 import { h, type Modal, openModal, toast } from "./dom";
 import type { Principal } from "./types";
@@ -29,25 +29,25 @@ function sameIdentity(shown: Principal, now: Principal): boolean {
 export function syncSession(hooks: SessionHooks): void {
   let relogin: Modal | null = null;
 
-  /** True when only the CSRF token was stale and is now renewed. */
-  const recheck = async (): Promise<boolean> => {
+  const recheck = async (): Promise<Recheck> => {
     const shown = hooks.shown();
-    if (!shown || relogin) return false;
+    if (!shown || relogin) return "unchanged";
     let now: Principal;
     try {
       now = await api<Principal>("GET", "/api/admin/me", undefined, { quiet401: true });
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) sessionLost();
-      return false;
+      return "unchanged";
     }
-    if (hooks.shown() !== shown) return false; // rebuilt while the answer was on its way
+    // Rebuilt or logged out while the answer was on its way.
+    if (hooks.shown() !== shown) return hooks.shown() ? "switched" : "unchanged";
     if (!sameIdentity(shown, now)) {
       hooks.reenter(now, `此浏览器已在其他标签页以 ${now.user.name} 登录，页面已切换为该账号`);
-      return false;
+      return "switched";
     }
-    if (now.csrf_token === currentCsrf()) return false;
+    if (now.csrf_token === currentCsrf()) return "unchanged";
     setCsrf(now.csrf_token);
-    return true;
+    return "renewed";
   };
 
   const sessionLost = (): void => {
