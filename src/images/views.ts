@@ -57,6 +57,7 @@ export function imageDetail(app: AppContext, v: ImageView, viewer: { role: strin
       state: r.state,
       attempts: r.attempts,
       last_error: r.last_error,
+      // biome-ignore lint/complexity/useMathMinMax: SQL times are strings, compared as text
       updated_at: r.updated_at < floor ? floor : r.updated_at,
     }));
   return { ...imageItem(v), replicas };

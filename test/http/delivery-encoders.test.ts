@@ -113,7 +113,7 @@ describe("a PNG source's WebP", () => {
 describe("a PNG variant keeps what its source was", () => {
   test("a 16-colour palette PNG resized is a palette PNG of at most 16 colours", async () => {
     const colours = ["#000", "#fff", "#e00", "#0a0", "#00e", "#ee0", "#0ee", "#e0e"];
-    const cells = colours.flatMap((c, i) => colours.map((_, j) => `<rect x="${i * 80}" y="${j * 80}" width="80" height="80" fill="${colours[(i + j) % 8]}"/>`));
+    const cells = colours.flatMap((_, i) => colours.map((_, j) => `<rect x="${i * 80}" y="${j * 80}" width="80" height="80" fill="${colours[(i + j) % 8]}"/>`));
     const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="640">${cells.join("")}</svg>`;
     const png = await sharp(Buffer.from(svg)).png({ palette: true, colours: 16, dither: 0 }).toBuffer();
     const source = await sharp(png).metadata();

@@ -13,7 +13,7 @@
 import { Database } from "bun:sqlite";
 import type { Server } from "bun";
 import type { Settings } from "../../config/settings-schema";
-import { originalEtag, variantEtag } from "../../delivery/etag";
+import { originalEtag } from "../../delivery/etag";
 import { fastImageSegment, imageBySegment, NOT_FAST } from "../../delivery/fast-path";
 import { HotAnswers } from "../../delivery/hot-answers";
 import { HOT_BYTES_BUDGET, HotBytes, variantKey } from "../../delivery/hot-bytes";
