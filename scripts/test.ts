@@ -93,7 +93,7 @@ async function relay(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream
       if (recent.length > CONTEXT_BEFORE) recent.shift();
       const failed = line.includes("(fail)");
       if (failed || line.includes("Unhandled error")) {
-        if (file && recent[0] !== file) failures.push(file);
+        if (file && !recent.includes(file)) failures.push(file);
         failures.push(...recent.splice(0));
         if (failed) failures.push("");
         else following = CONTEXT_AFTER_BANNER;
