@@ -5,26 +5,17 @@
  * - a PNG variant keeps its source's palette, 16-bit samples and grey channels;
  * - a variant's strong ETag names its render settings: new settings, new tag.
  */
-import { beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
-import { form, sha256 } from "../helpers/images";
+import { useTokenUpload } from "../helpers/token-upload";
+import { sha256 } from "../helpers/images";
 
 const CHROME = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8";
 const NO_WEBP = "image/png,image/*;q=0.8";
 
 const { server, admin } = useAdmin();
-let token: string;
-beforeAll(async () => {
-  token = (await admin.json("POST", "/api/admin/tokens", { name: "t" }, 201)).token;
-});
-
-async function upload(bytes: Uint8Array, name: string): Promise<{ id: string; sha256: string; size: number }> {
-  const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, name) });
-  expect(res.status).toBe(200);
-  const { id } = (await res.json()) as { id: string };
-  return admin.json("GET", `/api/admin/images/${id}`);
-}
+const upload = useTokenUpload(server, admin);
 
 async function get(path: string, accept = CHROME, extra: Record<string, string> = {}) {
   const res = await fetch(server.url(path), { headers: { accept, ...extra } });

@@ -4,26 +4,17 @@
  * - an image over libwebp's 16383 px is not negotiated to WebP (the failed render's fallback was uncacheable);
  * - `?w=` at or above the stored width is the original (or the one full-size WebP), not a same-size re-encode.
  */
-import { beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { isAnimatedPng } from "../../src/images/sniff";
 import { useAdmin } from "../helpers/fixture";
+import { useTokenUpload } from "../helpers/token-upload";
 import { form, makeApng, makeJpeg, makePng } from "../helpers/images";
 
 const CHROME = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8";
 
 const { server, admin } = useAdmin();
-let token: string;
-beforeAll(async () => {
-  token = (await admin.json("POST", "/api/admin/tokens", { name: "t" }, 201)).token;
-});
-
-async function upload(bytes: Uint8Array, name: string): Promise<{ id: string; mime: string; width: number }> {
-  const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, name) });
-  expect(res.status).toBe(200);
-  const { id } = (await res.json()) as { id: string };
-  return admin.json("GET", `/api/admin/images/${id}`);
-}
+const upload = useTokenUpload(server, admin);
 
 const get = (path: string, accept = CHROME) => fetch(server.url(path), { headers: { accept } });
 
@@ -81,7 +72,6 @@ test("?w= at or above the stored width is the original (stored format) or the on
 test("an animated AVIF (image sequence, which libvips cannot open) is refused as unsupported, not as damaged", async () => {
   // test/fixtures/animated.avif: 4 frames, 400x300, made by libavif's avifenc from a y4m (image-fidelity audit LOW-2).
   const bytes = new Uint8Array(await Bun.file(new URL("../fixtures/animated.avif", import.meta.url)).arrayBuffer());
-  const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, "anim.avif") });
-  expect(res.status).toBe(415);
-  expect(((await res.json()) as { error: string }).error).toMatch(/^不支持动画 AVIF/);
+  const refused = await admin.json("POST", "/api/admin/upload", form(bytes, "anim.avif"), 415);
+  expect(refused.error).toMatch(/^不支持动画 AVIF/);
 });

@@ -12,15 +12,14 @@ import type { Browser, Page } from "playwright-core";
 import sharp from "sharp";
 import { launchBrowser } from "../console/harness";
 import { useAdmin } from "../helpers/fixture";
-import { form } from "../helpers/images";
+import { useTokenUpload } from "../helpers/token-upload";
 
 const { server, admin } = useAdmin();
-let token: string;
+const upload = useTokenUpload(server, admin);
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  token = (await admin.json("POST", "/api/admin/tokens", { name: "t" }, 201)).token;
   browser = await launchBrowser();
   page = await browser.newPage();
 });
@@ -58,13 +57,6 @@ function shown(src: string): Promise<[number, number]> {
     await img.decode();
     return [img.naturalWidth, img.naturalHeight] as [number, number];
   }, src);
-}
-
-async function upload(bytes: Buffer, name: string): Promise<{ id: string; width: number; height: number }> {
-  const res = await fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(bytes, name) });
-  expect(res.status).toBe(200);
-  const { id } = (await res.json()) as { id: string };
-  return admin.json("GET", `/api/admin/images/${id}`);
 }
 
 /** Label, bytes, file name, format, and what Chromium shows (the premise, checked too). */
