@@ -23,11 +23,14 @@ async function get(path: string, accept = CHROME, extra: Record<string, string> 
 }
 
 /** A chat-app JPEG: already compressed hard, so a WebP at quality 80 of it comes out bigger. */
+/** Blurred noise: compresses like a photo (no flat areas, no hard edges). */
+function photoLike(width = 640, height = 480, blur = 1.2, sigma = 40) {
+  const noise = sharp({ create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma } } });
+  return blur > 0 ? noise.blur(blur) : noise;
+}
+
 function lowQualityJpeg(): Promise<Buffer> {
-  return sharp({ create: { width: 640, height: 480, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } })
-    .blur(1.2)
-    .jpeg({ quality: 40, mozjpeg: true })
-    .toBuffer();
+  return photoLike().jpeg({ quality: 40, mozjpeg: true }).toBuffer();
 }
 
 /** A screenshot-like PNG: flat fills and one-pixel coloured lines (what 4:2:0 lossy WebP smears). */
@@ -67,10 +70,7 @@ describe("a negotiated WebP is served only when smaller than the stored file", (
   });
 
   test("a JPEG whose WebP is smaller still gets the WebP", async () => {
-    const photo = await sharp({ create: { width: 640, height: 480, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } })
-      .blur(1.2)
-      .jpeg({ quality: 95 })
-      .toBuffer();
+    const photo = await photoLike().jpeg({ quality: 95 }).toBuffer();
     const image = await upload(photo, "photo.jpg");
     const { res, bytes } = await get(`/i/${image.id}`);
     expect(res.headers.get("content-type")).toBe("image/webp");
@@ -89,10 +89,7 @@ describe("a PNG source's WebP", () => {
   });
 
   test("a photo kept as PNG is negotiated to the (much smaller) lossy WebP", async () => {
-    const photo = await sharp({ create: { width: 480, height: 360, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } })
-      .blur(1.5)
-      .png()
-      .toBuffer();
+    const photo = await photoLike(480, 360, 1.5).png().toBuffer();
     const image = await upload(photo, "photo.png");
     const { res, bytes } = await get(`/i/${image.id}`);
     expect(res.headers.get("content-type")).toBe("image/webp");
@@ -118,10 +115,7 @@ describe("a PNG variant keeps what its source was", () => {
   });
 
   test("a 16-bit PNG resized stays 16-bit", async () => {
-    const png = await sharp({ create: { width: 640, height: 100, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 30 } } })
-      .toColourspace("rgb16")
-      .png()
-      .toBuffer();
+    const png = await photoLike(640, 100, 0, 30).toColourspace("rgb16").png().toBuffer();
     expect((await sharp(png).metadata()).depth).toBe("ushort");
     const image = await upload(png, "deep.png");
     const { bytes } = await get(`/i/${image.id}?w=320`, NO_WEBP);
@@ -150,10 +144,7 @@ describe("a PNG variant keeps what its source was", () => {
 });
 
 test("a variant's ETag names its render settings: after a quality change the tag is new, and the old one gets the new bytes, not a 304", async () => {
-  const photo = await sharp({ create: { width: 640, height: 480, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } })
-    .blur(1)
-    .jpeg({ quality: 95 })
-    .toBuffer();
+  const photo = await photoLike(640, 480, 1).jpeg({ quality: 95 }).toBuffer();
   const image = await upload(photo, "q.jpg");
   const before = await get(`/i/${image.id}?w=320`, NO_WEBP);
   const oldTag = before.res.headers.get("etag")!;
