@@ -20,7 +20,7 @@ async function main(argv: string[]): Promise<number> {
   process.umask(0o077);
   switch (command) {
     case "version":
-      console.log(`kura ${BUILD.version} (commit ${BUILD.commit}, built ${BUILD.built_at})`);
+      console.log(`kura ${BUILD.version}（提交 ${BUILD.commit}，构建于 ${BUILD.built_at}）`);
       return 0;
     case "selftest":
       return failSafe(command, undefined, async () => {

@@ -25,7 +25,7 @@ describe("help and version", () => {
   test("kura --version acts as kura version", async () => {
     const r = await runKuraIn(tempDir("kura-version-"), ["--version"]);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^kura \d+\.\d+\.\d+ \(commit \S+, built \S+\)/);
+    expect(r.out).toMatch(/^kura \d+\.\d+\.\d+（提交 [0-9a-z]+，构建于 [0-9TZ:.-]+）\n$/);
   });
 });
 

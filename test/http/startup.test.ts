@@ -106,6 +106,6 @@ describe("startup", () => {
   test("kura version prints the version", async () => {
     const res = await runCli(["version"], {});
     expect(res.code).toBe(0);
-    expect(res.out).toMatch(/^kura \d+\.\d+\.\d+ \(commit \S+, built \S+\)/);
+    expect(res.out).toMatch(/^kura \d+\.\d+\.\d+（提交 [0-9a-z]+，构建于 [0-9TZ:.-]+）\n$/);
   });
 });
