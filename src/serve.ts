@@ -84,7 +84,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
       error: unhandledServerError(log),
     });
   } catch (err) {
-    log.error("启动失败：无法监听端口", { listen: boot.listen.text, err: listenFailure(err, boot.listen.port) });
+    log.error("启动失败：无法监听端口", { listen: boot.listen.text, err: listenFailure(err, boot.listen) });
     db.close();
     return 1;
   }

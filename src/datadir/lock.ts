@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { isSqliteDamage } from "../db/damage";
+import { fsProblem } from "../shared/fs-errors";
 
 /** The data directory cannot be locked (not creatable, not writable); the message is shown as is. */
 export class DataDirError extends Error {}
@@ -28,7 +29,7 @@ export function lockDataDir(dataDir: string): { release(): void } {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     db = new Database(path, { create: true });
   } catch (err) {
-    throw new DataDirError(`无法在数据目录 ${dataDir} 中创建锁文件 ${LOCK_FILE}：${(err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
+    throw new DataDirError(`无法在数据目录 ${dataDir} 中创建锁文件 ${LOCK_FILE}：${fsProblem(err) ?? (err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
   }
   try {
     // SQLite opens a file it may not write read-only, without a word, and a read-only connection
