@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { MasterKey } from "../config/master-key";
+import { type MasterKey, SealedDataError } from "../config/master-key";
 import { sqlTime } from "../db/time";
 import { scrubChannelError } from "./masking";
 
@@ -50,8 +50,16 @@ export class ChannelRepo {
     return !!this.db.query("SELECT 1 FROM channels LIMIT 1").get();
   }
 
+  /** The channel's config and inputs; a damaged seal names the channel (a load failure, a start that stops). */
   secrets(row: ChannelRow): ChannelSecrets {
-    return JSON.parse(this.key.decrypt(row.config_sealed)) as ChannelSecrets;
+    let text: string;
+    try {
+      text = this.key.decrypt(row.config_sealed);
+    } catch (err) {
+      if (err instanceof SealedDataError) throw new Error(`存储渠道 ${row.name} 的加密配置${err.reason}`);
+      throw err;
+    }
+    return JSON.parse(text) as ChannelSecrets;
   }
 
   insert(fields: {

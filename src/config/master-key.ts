@@ -42,10 +42,26 @@ export class MasterKey {
 
   decrypt(sealed: string): string {
     const [version, iv, tag, body] = sealed.split(":");
-    if (version !== "v1" || !iv || !tag || body === undefined) throw new Error("密文格式无效");
-    const decipher = createDecipheriv("aes-256-gcm", this.derive("at-rest"), Buffer.from(iv, "base64url"));
-    decipher.setAuthTag(Buffer.from(tag, "base64url"));
-    return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8");
+    if (version !== "v1" || !iv || !tag || body === undefined) throw new SealedDataError("格式无效");
+    try {
+      const decipher = createDecipheriv("aes-256-gcm", this.derive("at-rest"), Buffer.from(iv, "base64url"));
+      decipher.setAuthTag(Buffer.from(tag, "base64url"));
+      return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8");
+    } catch {
+      // node:crypto says "Unsupported state or unable to authenticate data" or "Invalid authentication tag length".
+      throw new SealedDataError("无法用当前主密钥解密（数据已损坏，或不是用这个主密钥加密的）");
+    }
+  }
+}
+
+/**
+ * A sealed value that cannot be opened. `reason` completes a sentence naming the value
+ * ("存储渠道 nas 的加密配置" + reason); the message alone says it of the ciphertext.
+ */
+export class SealedDataError extends Error {
+  constructor(readonly reason: string) {
+    super(`密文${reason}`);
+    this.name = "SealedDataError";
   }
 }
 

@@ -1,7 +1,7 @@
 import { readSettingRows, writeSettingRows } from "./repo";
 import type { Database } from "bun:sqlite";
 import { EventEmitter } from "node:events";
-import type { MasterKey } from "./master-key";
+import { type MasterKey, SealedDataError } from "./master-key";
 import { DEFAULT_SETTINGS, SECRET_SETTINGS, settingsPatchSchema, type SettingKey, type Settings } from "./settings-schema";
 
 export class SettingsValidationError extends Error {}
@@ -58,11 +58,25 @@ export class SettingsStore {
     for (const row of rows) {
       if (!(row.key in DEFAULT_SETTINGS)) continue;
       const key = row.key as SettingKey;
-      let value = JSON.parse(row.value);
-      if (SECRET_SETTINGS.has(key) && value && typeof value === "object") value = this.key.decrypt(value.sealed);
+      let value: unknown;
+      try {
+        value = JSON.parse(row.value);
+      } catch {
+        throw new Error(`数据库中配置项 ${key} 的值已损坏（不是有效的 JSON）：请用 kura restore 从快照恢复`);
+      }
+      if (SECRET_SETTINGS.has(key) && value && typeof value === "object") value = this.unseal(key, (value as { sealed: string }).sealed);
       (settings as Record<string, unknown>)[key] = value;
     }
     return settings;
+  }
+
+  private unseal(key: SettingKey, sealed: string): string {
+    try {
+      return this.key.decrypt(sealed);
+    } catch (err) {
+      if (err instanceof SealedDataError) throw new Error(`数据库中配置项 ${key} 的加密值${err.reason}：请用 kura restore 从快照恢复`);
+      throw err;
+    }
   }
 }
 
