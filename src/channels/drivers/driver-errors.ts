@@ -11,6 +11,12 @@ export function networkFailureReason(err: unknown): string {
   if (e?.code === "ConnectionRefused" || e?.code === "ECONNREFUSED") return "连接被拒绝";
   if (e?.code === "ECONNRESET" || e?.code === "ConnectionClosed") return "连接被重置";
   if (e?.code === "ENOTFOUND" || e?.code === "DNSException") return "域名解析失败";
+  if (e?.code === "EHOSTUNREACH") return "主机不可达";
+  if (e?.code === "ENETUNREACH") return "网络不可达";
+  if (e?.code === "ETIMEDOUT") return "连接超时";
+  if (e?.code === "EPIPE" || e?.code === "ECONNABORTED") return "连接中断";
+  // Bun's fetch refuses a URL it cannot parse (a host name like `bucket.127.0.0.1`) before connecting.
+  if (e?.code === "ERR_INVALID_URL") return "请求地址无效（检查 endpoint 或 url 配置）";
   if (typeof e?.code === "string" && /CERT|TLS|SSL/i.test(e.code)) return `TLS 错误 ${e.code}`;
   if (typeof e?.code === "string" && /^[A-Za-z_]{1,40}$/.test(e.code)) return `网络错误 ${e.code}`;
   return "网络错误";

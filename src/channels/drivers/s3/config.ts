@@ -108,6 +108,11 @@ export function resolveS3Settings(config: Record<string, string>): S3Settings {
   if (accessKeyId === "") throw new Error("S3 缺少 access_key_id / secret_access_key (不支持匿名或 env_auth)");
 
   const forcePathStyle = parseBool(config.force_path_style, true);
+  const pathStyle = !VIRTUAL_HOST_PROVIDERS.has(provider) ? forcePathStyle : !canUseVirtualHost(bucket, endpoint);
+  // Virtual-hosted style puts the bucket in the host name, which an IP address cannot take.
+  if (!pathStyle && isAddressHost(endpoint)) {
+    throw new Error("S3 endpoint 是 IP 地址或 localhost 时只能用路径风格访问：请开启 force_path_style（路径风格访问）");
+  }
   return {
     provider,
     accessKeyId,
@@ -118,7 +123,7 @@ export function resolveS3Settings(config: Record<string, string>): S3Settings {
     basePath: endpoint.pathname.replace(/\/+$/, ""),
     bucket,
     prefix,
-    pathStyle: !VIRTUAL_HOST_PROVIDERS.has(provider) ? forcePathStyle : !canUseVirtualHost(bucket, endpoint),
+    pathStyle,
     locationConstraint: (config.location_constraint ?? "").trim(),
     acl: (config.acl ?? "").trim(),
     storageClass: (config.storage_class ?? "").trim(),
@@ -168,7 +173,11 @@ function resolveEndpoint(provider: string, endpoint: string, region: string): UR
 /** Like the AWS SDKs: fall back to path style when the bucket cannot be a DNS label or the host is an IP. */
 function canUseVirtualHost(bucket: string, endpoint: URL): boolean {
   if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(bucket)) return false;
+  return !isAddressHost(endpoint);
+}
+
+/** An IP address (v4 or v6) or localhost: no bucket can be put in front of it as a subdomain. */
+function isAddressHost(endpoint: URL): boolean {
   const host = endpoint.hostname;
-  if (host === "localhost" || /^[\d.]+$/.test(host) || host.startsWith("[")) return false;
-  return true;
+  return host === "localhost" || /^[\d.]+$/.test(host) || host.startsWith("[");
 }
