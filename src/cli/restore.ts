@@ -6,6 +6,7 @@ import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
 import { stagedPath, stagingPartialPath } from "../ops/backups";
 import { BEFORE_RESTORE_KEEP } from "../ops/restore-copies";
 import { snapshotProblem } from "../ops/snapshot-check";
+import { fsProblem } from "../shared/fs-errors";
 
 /** Whether a service currently holds the data directory (the staged file then waits for its restart). */
 function serviceRunning(dataDir: string): boolean {
@@ -56,7 +57,7 @@ export function restoreFromFile(boot: Bootstrap, file: string): number {
     chmodSync(partial, 0o600);
     renameSync(partial, target);
   } catch (err) {
-    console.error(`无法把快照写入数据目录 ${boot.dataDir}：${(err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
+    console.error(`无法把快照写入数据目录 ${boot.dataDir}：${fsProblem(err) ?? (err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
     return 1;
   } finally {
     rmSync(partial, { force: true });

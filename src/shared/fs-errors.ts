@@ -7,13 +7,17 @@ export function fsProblem(err: unknown): string | undefined {
   const e = err as NodeJS.ErrnoException | null;
   const code = typeof e?.code === "string" ? e.code : undefined;
   if (!code) return undefined;
-  const path = typeof e?.path === "string" && e.path !== "" ? e.path : "文件";
+  const named = (p: unknown) => (typeof p === "string" && p !== "" ? p : undefined);
+  // A rename or copy onto a directory (or an existing name) is about its destination.
+  const dest = (code === "EISDIR" || code === "EEXIST" || code === "ENOTEMPTY") && named((e as { dest?: unknown }).dest);
+  const path = dest || named(e?.path) || "文件";
   switch (code) {
     case "EEXIST":
       return e?.syscall === "mkdir" ? `${path} 已存在，但不是目录` : `${path} 已存在`;
     case "ENOTDIR":
       return `${path} 路径中有一级不是目录`;
     case "EISDIR":
+    case "ENOTEMPTY":
       return `${path} 是一个目录，不是文件`;
     case "ENOENT":
       return `${path} 不存在`;
