@@ -43,6 +43,9 @@ const foreignKeyFinding = (db: Database): Finding => {
   return { ok: foreign === 0, line: `外键检查：${foreign === 0 ? "正常" : `${foreign} 处引用失效`}` };
 };
 
+/** Replica states as the console names them (image-detail.ts); a state of a newer version shows as is. */
+const REPLICA_STATES: Record<string, string> = { done: "已完成", pending: "等待复制", failed: "失败" };
+
 function checkDatabase(app: AppContext): Finding[] {
   const count = (table: CountedTable) => rowCount(app.db, table);
   const states = app.images.replicaStateCounts();
@@ -50,7 +53,7 @@ function checkDatabase(app: AppContext): Finding[] {
     foreignKeyFinding(app.db),
     { ok: true, line: `结构版本：${schemaVersion(app.db)}` },
     { ok: true, line: `用户 ${count("users")}，图片 ${count("images")}，文件 ${count("blobs")}，存储渠道 ${count("channels")}` },
-    { ok: true, line: `副本状态：${states.map((s) => `${s.state} ${s.n}`).join("，") || "无"}` },
+    { ok: true, line: `副本状态：${states.map((s) => `${REPLICA_STATES[s.state] ?? s.state} ${s.n}`).join("，") || "无"}` },
   ];
 }
 
