@@ -269,18 +269,25 @@ function readFingerprint(path: string): string | undefined {
   try {
     return storedFingerprint(path);
   } catch (err) {
+    // SQLite says only "disk I/O error" of a directory in the database's place.
+    if (statSync(path, { throwIfNoEntry: false })?.isDirectory())
+      throw new StartupError(`数据库文件 ${path} 是一个目录，不是文件：请移走它，或把 KURA_DATA_DIR 指向服务的数据目录`);
     throw new StartupError(damagedDatabase(path, err));
   }
 }
 
 const damagedDatabase = (path: string, err: unknown) => `数据库文件 ${path} 已损坏或不是 SQLite 数据库（${sqliteReason(err)}）：请用 kura restore 从快照恢复`;
 
-/** SQLite's reason in Chinese for the common cases, else its own words (no stack). */
+/** SQLite's reason in Chinese for the common cases, else its own words after a Chinese label (no stack). */
 function sqliteReason(err: unknown): string {
   const message = (err as Error).message ?? String(err);
   if (/readonly|read-only|permission|EACCES/i.test(message)) return "没有写入权限，请检查数据目录及其中文件的属主和权限";
   if (/malformed|not a database|corrupt/i.test(message)) return "文件已损坏";
-  return message;
+  if (/disk I\/O error/i.test(message)) return "磁盘读写错误";
+  if (/database or disk is full/i.test(message)) return "磁盘已满";
+  if (/database is locked|busy/i.test(message)) return "数据库被另一个进程锁定";
+  if (/unable to open database file/i.test(message)) return "无法打开数据库文件";
+  return `SQLite 错误：${message}`;
 }
 
 /** Gives a user a fresh random factory default password; the only password ever logged. */

@@ -6,7 +6,7 @@
  */
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminSession, Session } from "../helpers/client";
@@ -51,6 +51,13 @@ describe("a path that should be a directory but is a file", () => {
     writeFileSync(file, "not a directory");
     const err = await failedStart(file);
     expect(err).toContain(`${file} 已存在，但不是目录`);
+  });
+
+  test("kura.db in the data directory is a directory (SQLite: 'disk I/O error')", async () => {
+    const dataDir = tempDir("kura-db-dir-");
+    mkdirSync(join(dataDir, "kura.db"));
+    const err = await failedStart(dataDir);
+    expect(err).toContain(`数据库文件 ${join(dataDir, "kura.db")} 是一个目录，不是文件`);
   });
 
   test("storage/ in the data directory is a file", async () => {
