@@ -6,6 +6,7 @@
  * transition delivered; anything else is retried on the next round.
  */
 import type { AppContext } from "../context";
+import { networkFailureReason } from "../channels/drivers/driver-errors";
 import type { AddressSet } from "../net/cidr";
 import { checkedAddress, pinnedRequest, resolveWithOs, UrlImportError } from "../net/safe-fetch";
 import { alertMessage, markAlertDelivered, undeliveredAlerts, type PendingAlert } from "./repo";
@@ -62,7 +63,8 @@ async function post(url: string, payload: WebhookPayload, allow: AddressSet): Pr
     if (err instanceof UrlImportError) return err.message;
     const e = err as Error & { code?: string };
     if (e.name === "TimeoutError") return "超时";
-    return (e.code ?? e.message ?? "连接失败").split(url).join("<webhook>");
+    // Bun's own words ("Unable to connect. Is the computer able to access the url?") never reach the log.
+    return networkFailureReason(err);
   }
 }
 

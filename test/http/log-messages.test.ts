@@ -1,0 +1,36 @@
+/**
+ * Log lines an operator reads say what failed in Chinese, in `msg` and in the reason: an alert
+ * webhook whose receiver is down is "连接被拒绝", not Bun's "ConnectionRefused" / "Unable to
+ * connect. Is the computer able to access the url?".
+ */
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { useAdmin } from "../helpers/fixture";
+import { expectUserMessage } from "../helpers/messages";
+
+const { server, admin } = useAdmin({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  for (const dir of dirs) rmSync(`${dir}.away`, { recursive: true, force: true });
+});
+
+test("an alert webhook nobody listens on: the retry line names the refusal in Chinese", async () => {
+  const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = closed.port;
+  closed.stop(true);
+  await admin.json("PUT", "/api/admin/config", { alert_webhook_url: `http://127.0.0.1:${port}/hook`, health_check_seconds: 1 });
+  // A local channel whose directory becomes a file opens a channel_unhealthy alert.
+  const dir = mkdtempSync(join(tmpdir(), "kura-log-hook-"));
+  dirs.push(dir);
+  const ch = await admin.json("POST", "/api/admin/channels", { name: "shaky", driver: "local", config: { path: dir } }, 201);
+  renameSync(dir, `${dir}.away`);
+  writeFileSync(dir, "not a directory");
+  await admin.json("POST", `/api/admin/channels/${ch.id}/check`);
+  const line = await server.waitForLog(/level=WARN msg=(\S+) kind=channel_unhealthy target=shaky status=open err=("[^"]*"|\S+)/, 15_000);
+  expect(line[1]).toBe("告警通知发送失败，将在下一轮重试");
+  expect(line[2]).toBe("连接被拒绝");
+  expectUserMessage(line[2]!);
+});
