@@ -1,16 +1,20 @@
 /**
  * Log lines an operator reads say what failed in Chinese, in `msg` and in the reason: an alert
- * webhook whose receiver is down is "连接被拒绝", not Bun's "ConnectionRefused" / "Unable to
- * connect. Is the computer able to access the url?".
+ * webhook whose receiver is down is "连接被拒绝", not Bun's "ECONNREFUSED" / "Unable to connect.
+ * Is the computer able to access the url?". And nothing but log lines reaches the log: a URL
+ * import whose server sends a body that does not decompress no longer has Bun print
+ * "Decompression error: ZlibError" among them.
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { gzipSync } from "node:zlib";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
+import { makeJpeg } from "../helpers/images";
 import { expectUserMessage } from "../helpers/messages";
 
-const { server, admin } = useAdmin({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32" } });
+const { server, admin } = useAdmin({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32", KURA_IMPORT_ALLOW: "127.0.0.1/32" } });
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -33,4 +37,29 @@ test("an alert webhook nobody listens on: the retry line names the refusal in Ch
   expect(line[1]).toBe("告警通知发送失败，将在下一轮重试");
   expect(line[2]).toBe("连接被拒绝");
   expectUserMessage(line[2]!);
+});
+
+test("a URL import answered with a gzip body that does not decode: a Chinese 400 and no stray line in the log", async () => {
+  const jpeg = await makeJpeg(24, 16, 9);
+  const source = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) =>
+      new URL(req.url).pathname === "/broken.jpg"
+        ? new Response("this is not gzip at all", { headers: { "content-type": "image/jpeg", "content-encoding": "gzip" } })
+        : new Response(gzipSync(jpeg), { headers: { "content-type": "image/jpeg", "content-encoding": "gzip" } }),
+  });
+  try {
+    const res = await admin.request("POST", "/api/admin/upload/url", { url: `http://127.0.0.1:${source.port}/broken.jpg` });
+    expect(res.status).toBe(400);
+    expectUserMessage((await res.json()).error);
+    // A server that compresses despite `accept-encoding: identity` is still understood.
+    const ok = await admin.json("POST", "/api/admin/upload/url", { url: `http://127.0.0.1:${source.port}/fine.jpg` });
+    const served = Buffer.from(await (await fetch(server.url(`/i/${ok.id}`))).arrayBuffer());
+    expect(served.equals(jpeg)).toBe(true);
+    // Every line of the server's output is a log line.
+    expect(server.logs.split("\n").filter((l) => l !== "" && !l.startsWith("time="))).toEqual([]);
+  } finally {
+    source.stop(true);
+  }
 });
