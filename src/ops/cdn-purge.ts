@@ -6,6 +6,7 @@
  */
 import type { AppContext } from "../context";
 import { cdnPurgeEnabled } from "../config/views";
+import { networkFailureReason } from "../channels/drivers/driver-errors";
 import { PermanentJobError } from "../jobs/queue";
 import { imageExtension } from "../shared/links";
 
@@ -79,8 +80,8 @@ async function purge(app: AppContext, { files }: { files: string[] }, signal: Ab
       signal: AbortSignal.any([signal, AbortSignal.timeout(PURGE_TIMEOUT_MS)]),
     });
   } catch (err) {
-    const e = err as Error & { code?: string };
-    throw new Error(`CDN 刷新请求失败：${e.name === "TimeoutError" ? "超时" : (e.code ?? "连接失败")}`);
+    // In Chinese like a channel's network failure, not the runtime's code (ECONNREFUSED).
+    throw new Error(`CDN 刷新请求失败：${networkFailureReason(err)}`);
   }
   const body = (await res.json().catch(() => null)) as { success?: unknown } | null;
   if (!res.ok || body?.success !== true) throw new Error(`CDN 刷新失败：HTTP ${res.status}`);

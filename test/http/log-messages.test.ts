@@ -11,10 +11,20 @@ import { gzipSync } from "node:zlib";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
-import { makeJpeg } from "../helpers/images";
+import { form, makeJpeg } from "../helpers/images";
 import { expectUserMessage } from "../helpers/messages";
 
-const { server, admin } = useAdmin({ env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32", KURA_IMPORT_ALLOW: "127.0.0.1/32" } });
+/** A loopback port nothing listens on (taken, then released). */
+function closedPort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+const { server, admin } = useAdmin({
+  env: { KURA_WEBHOOK_ALLOW: "127.0.0.1/32", KURA_IMPORT_ALLOW: "127.0.0.1/32", KURA_CDN_API_BASE: `http://127.0.0.1:${closedPort()}/client/v4` },
+});
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -22,10 +32,7 @@ afterAll(() => {
 });
 
 test("an alert webhook nobody listens on: the retry line names the refusal in Chinese", async () => {
-  const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = closed.port;
-  closed.stop(true);
-  await admin.json("PUT", "/api/admin/config", { alert_webhook_url: `http://127.0.0.1:${port}/hook`, health_check_seconds: 1 });
+  await admin.json("PUT", "/api/admin/config", { alert_webhook_url: `http://127.0.0.1:${closedPort()}/hook`, health_check_seconds: 1 });
   // A local channel whose directory becomes a file opens a channel_unhealthy alert.
   const dir = mkdtempSync(join(tmpdir(), "kura-log-hook-"));
   dirs.push(dir);
@@ -62,4 +69,14 @@ test("a URL import answered with a gzip body that does not decode: a Chinese 400
   } finally {
     source.stop(true);
   }
+});
+
+test("a CDN purge whose API does not answer: the job's retry line names the refusal in Chinese", async () => {
+  await admin.json("PUT", "/api/admin/config", { base_url: "https://img.example.com", cdn_provider_zone_id: "zone", cdn_provider_api_token: "token" });
+  const up = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(20, 14, 11), "purged.jpg"));
+  await admin.json("DELETE", `/api/admin/images/${up.id}`, undefined, 204);
+  const line = await server.waitForLog(/level=WARN msg=(\S+) .*kind=cdn\.purge.* error=("[^"]*"|\S+)/, 15_000);
+  expect(line[1]).toBe("任务失败，稍后重试");
+  expect(line[2]).toBe('"CDN 刷新请求失败：连接被拒绝"');
+  expectUserMessage(line[2]!);
 });
