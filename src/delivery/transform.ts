@@ -79,7 +79,7 @@ async function render(img: Sharp, opts: RenderOptions): Promise<Buffer> {
   // EXIF orientation into the pixels, as a browser shows the original: the output carries no
   // metadata (privacy), so the tag that made the original display upright would be lost otherwise.
   if (meta && displayedOrientation(meta) > 1) img.autoOrient();
-  if (opts.format === "webp" && meta?.format === "png") return smallerWebp(img, opts);
+  if (opts.format === "webp" && meta?.format === "png") return smallerWebp(img, opts, meta);
   return encode(img, opts, meta).toBuffer();
 }
 
@@ -91,10 +91,10 @@ async function render(img: Sharp, opts: RenderOptions): Promise<Buffer> {
  * ~10x smaller lossy (2.2 MB: 145 KB lossy, 1.56 MB lossless). Two encodes, but of one decode each
  * way and only for PNG sources (image-fidelity audit MED-3).
  */
-async function smallerWebp(img: Sharp, opts: RenderOptions): Promise<Buffer> {
+async function smallerWebp(img: Sharp, opts: RenderOptions, meta: Metadata): Promise<Buffer> {
   const [lossless, lossy] = await Promise.all([
     img.clone().webp({ lossless: true, effort: opts.webpMethod }).toBuffer(),
-    img.clone().webp({ quality: opts.quality.webp, effort: opts.webpMethod }).toBuffer(),
+    encode(img.clone(), opts, meta).toBuffer(), // the lossy WebP every other source gets
   ]);
   return lossless.length <= lossy.length ? lossless : lossy;
 }
