@@ -38,6 +38,16 @@ export async function waitReplicaState(admin: Session, imageId: string, channelI
   );
 }
 
+/** Waits until the image has `count` replicas and every one of them is done (no copy still in flight). */
+export async function waitAllReplicasDone(admin: Session, imageId: string, count: number, timeoutMs = 15_000) {
+  return waitFor(
+    async () => (await admin.json("GET", `/api/admin/images/${imageId}`)).replicas as Replica[],
+    (replicas) => replicas.length === count && replicas.every((r) => r.state === "done"),
+    timeoutMs,
+    `every replica of ${imageId} to be done`,
+  );
+}
+
 /** Reads the server's database directly (read-only) for rows the API does not show yet (audit, alerts). */
 export function queryDb<T>(server: KuraServer, sql: string, ...args: (string | number)[]): T[] {
   const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
