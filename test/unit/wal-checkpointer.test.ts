@@ -115,8 +115,10 @@ describe("WAL checkpoints in a worker", () => {
     expect(checkpointer.stats.restarts).toBeGreaterThan(0);
     expect(walSequence(db)).not.toBe(sequence);
     // 41 rounds are ~50 MB of WAL, all of which PASSIVE alone keeps (measured: 57 MB); with
-    // restarts it stays at the limit plus what arrives while a checkpoint runs (7-22 MB).
-    expect(largest).toBeLessThan(oneRound * 41 * 0.5);
+    // restarts it stays at the limit plus what arrives while a checkpoint runs: 7-22 MB on an idle
+    // machine, 31 MB on a CI machine whose other test files starve the worker of CPU. Three
+    // quarters of the whole still tells the two apart.
+    expect(largest).toBeLessThan(oneRound * 41 * 0.75);
     expect(db.query("SELECT COUNT(*) AS n FROM blob").get()).toEqual({ n: 41 * 300 });
   });
 
