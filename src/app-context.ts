@@ -30,14 +30,23 @@ import { JobQueue } from "./jobs/queue";
 import { registerCdnPurgeJob } from "./ops/cdn-purge";
 import type { Logger } from "./ops/log";
 import { createMetrics, scrapeGauge } from "./ops/metrics";
+import { fsProblem } from "./shared/fs-errors";
 import { deleteAllUploadRows } from "./s3/repo";
 import { UserRepo } from "./users/repo";
 
-function prepareDataPaths(dataDir: string): DataPaths {
+function prepareDataPaths(dataDir: string, log: Logger): DataPaths {
   const paths = { tmp: join(dataDir, "tmp"), variants: join(dataDir, "variants"), storage: join(dataDir, "storage") };
   // Staged uploads of a previous run are garbage by definition.
   rmSync(paths.tmp, { recursive: true, force: true });
-  for (const dir of Object.values(paths)) mkdirSync(dir, { recursive: true });
+  for (const dir of [paths.tmp, paths.variants]) mkdirSync(dir, { recursive: true });
+  // storage/ is the built-in channel's, and a channel that cannot load is skipped, not fatal (spec
+  // 3.2): the service starts and serves the copies on its other channels while the built-in one is
+  // unhealthy, with the reason in its last_error and an alert, and retried at every health check.
+  try {
+    mkdirSync(paths.storage, { recursive: true });
+  } catch (err) {
+    log.warn("数据目录中的 storage 无法使用，内置本地渠道将不可用，其他渠道照常服务", { path: paths.storage, err: fsProblem(err) ?? (err as Error).message });
+  }
   return paths;
 }
 
@@ -65,7 +74,7 @@ async function cleanLocalChannels(app: AppContext, startedAt: number) {
 export async function createAppContext(boot: Bootstrap, db: Database, key: MasterKey, log: Logger, shutdown: (reason: string) => void): Promise<AppContext> {
   // In dependency order: each part gets only what was built before it, and nothing is patched in later.
   const metrics = createMetrics();
-  const paths = prepareDataPaths(boot.dataDir);
+  const paths = prepareDataPaths(boot.dataDir, log);
   // Multipart parts lived under tmp, just wiped: their uploads cannot complete any more.
   deleteAllUploadRows(db);
   const settings = new SettingsStore(db, key);

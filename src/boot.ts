@@ -256,7 +256,7 @@ function usableStagedSnapshot(dataDir: string, dbPath: string, key: MasterKey | 
 function refuseLostDatabase(dataDir: string, dbPath: string, staged: string | undefined): void {
   if (staged !== undefined || !existsSync(dbPath) || statSync(dbPath).size > 0) return;
   const storage = join(dataDir, "storage");
-  if (!existsSync(storage) || readdirSync(storage).length === 0) return;
+  if (!statSync(storage, { throwIfNoEntry: false })?.isDirectory() || readdirSync(storage).length === 0) return;
   throw new StartupError(
     `数据库文件 ${dbPath} 是空文件，但数据目录中已有存储的图片：数据库可能已丢失。请用 kura restore 从快照恢复；确认要重新初始化时先删除 kura.db`,
   );

@@ -50,7 +50,7 @@ export class ChannelRepo {
     return !!this.db.query("SELECT 1 FROM channels LIMIT 1").get();
   }
 
-  /** The channel's config and inputs; a damaged seal names the channel (a load failure, a start that stops). */
+  /** The channel's config and inputs; a damaged seal names the channel (a load failure: the channel is skipped). */
   secrets(row: ChannelRow): ChannelSecrets {
     let text: string;
     try {

@@ -37,7 +37,12 @@ export function relativizeDefaultChannel(app: AppContext) {
   const builtin = builtinChannelId(app);
   for (const row of app.channels.repo.all()) {
     if (row.driver !== "local") continue;
-    const secrets = app.channels.repo.secrets(row);
+    let secrets: ReturnType<typeof app.channels.repo.secrets>;
+    try {
+      secrets = app.channels.repo.secrets(row);
+    } catch {
+      continue; // a seal the master key cannot open: the channel fails to load and is skipped, saying why (registry.ts)
+    }
     const path = secrets.config.path?.trim();
     if (!path || !isAbsolute(path)) continue;
     const own = resolve(path) === storage;
