@@ -25,8 +25,41 @@ export interface SessionRow {
   expires_at: string;
 }
 
-export function insertSession(db: Database, idHash: string, userId: string, createdAt: string, expiresAt: string): void {
-  db.query("INSERT INTO sessions (id_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)").run(idHash, userId, createdAt, expiresAt);
+/** A session as its owner's list shows it (migration 0017: where it logged in from). */
+export interface SessionListRow {
+  id_hash: string;
+  created_at: string;
+  expires_at: string;
+  client: string;
+  user_agent: string;
+}
+
+export function insertSession(
+  db: Database,
+  row: { idHash: string; userId: string; createdAt: string; expiresAt: string; client: string; userAgent: string },
+): void {
+  db.query("INSERT INTO sessions (id_hash, user_id, created_at, expires_at, client, user_agent) VALUES (?, ?, ?, ?, ?, ?)").run(
+    row.idHash,
+    row.userId,
+    row.createdAt,
+    row.expiresAt,
+    row.client,
+    row.userAgent,
+  );
+}
+
+/** The user's unexpired sessions, newest first. */
+export function userSessions(db: Database, userId: string, now: string): SessionListRow[] {
+  return db
+    .query<SessionListRow, [string, string]>(
+      "SELECT id_hash, created_at, expires_at, client, user_agent FROM sessions WHERE user_id = ? AND expires_at > ? ORDER BY created_at DESC, id_hash",
+    )
+    .all(userId, now);
+}
+
+/** Ends every session of the user but one; returns how many ended. */
+export function deleteUserSessionsExcept(db: Database, userId: string, keepHash: string): number {
+  return db.query("DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?").run(userId, keepHash).changes;
 }
 
 export function sessionByHash(db: Database, idHash: string): SessionRow | undefined {
@@ -41,12 +74,12 @@ export function deleteUserSessions(db: Database, userId: string): void {
   db.query("DELETE FROM sessions WHERE user_id = ?").run(userId);
 }
 
-/** Deletes the sessions expired at `now` (SQL time text). */
 /** Ends every session (after a restore swapped in a snapshot); returns how many there were. */
 export function deleteAllSessions(db: Database): number {
   return db.query("DELETE FROM sessions").run().changes;
 }
 
+/** Deletes the sessions expired at `now` (SQL time text). */
 export function deleteExpiredSessions(db: Database, now: string): void {
   db.query("DELETE FROM sessions WHERE expires_at <= ?").run(now);
 }

@@ -16,6 +16,7 @@ import m0013 from "../../migrations/0013_list_scale.sql" with { type: "text" };
 import m0014 from "../../migrations/0014_dedup_pair_lookups.sql" with { type: "text" };
 import m0015 from "../../migrations/0015_lsky_tokens_sha1.sql" with { type: "text" };
 import m0016 from "../../migrations/0016_image_own_digests.sql" with { type: "text" };
+import m0017 from "../../migrations/0017_session_devices.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -40,4 +41,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 14, name: "0014_dedup_pair_lookups.sql", sql: m0014 },
   { version: 15, name: "0015_lsky_tokens_sha1.sql", sql: m0015 },
   { version: 16, name: "0016_image_own_digests.sql", sql: m0016 },
+  { version: 17, name: "0017_session_devices.sql", sql: m0017 },
 ];

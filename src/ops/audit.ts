@@ -5,6 +5,7 @@ import { insertAudit } from "./repo";
 /** Every action the audit log records; the log's `action` filter matches these exactly. */
 export type AuditAction =
   | "auth.login"
+  | "auth.session_end"
   | "channel.create"
   | "channel.delete"
   | "channel.export"

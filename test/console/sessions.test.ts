@@ -143,6 +143,43 @@ describe("the console follows the session across tabs", () => {
     await a.locator("#login-form").waitFor();
   });
 
+  test("登录设备 lists the user's sessions by browser and address, ends another device's, the others' and finally its own", async () => {
+    // Another device: its own browser context (cookie jar), logged in as alice with a phone's User-Agent.
+    const browser = await sharedBrowser();
+    const phone = await browser.newContext({ userAgent: "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 Chrome/130.0 Mobile Safari/537.36" });
+    contexts.push(phone);
+    const phonePage = await phone.newPage();
+    await phonePage.goto(`${server.base}/#dashboard`);
+    await login(phonePage, "alice", "alice-password-1");
+    const spare = new Session(server, { "user-agent": "curl/8.5.0" });
+    expect((await spare.login("alice", "alice-password-1")).status).toBe(200);
+
+    const [a] = await twoTabs("");
+    await login(a, "alice", "alice-password-1");
+    await a.locator("#sessions").click();
+    const table = a.locator("#sessions-table");
+    const phoneRow = table.locator("tr", { hasText: "Chrome · Android" });
+    await phoneRow.waitFor();
+    await expect(phoneRow.locator("td").nth(1).textContent()).resolves.toBe("127.0.0.1");
+    expect(await table.locator("tr", { hasText: "当前" }).count()).toBe(1);
+    await phoneRow.getByRole("button", { name: "退出该设备" }).click();
+    await a.getByText("该设备已退出登录").waitFor();
+    await phoneRow.waitFor({ state: "detached" });
+    // The phone is signed out: its next page load shows the login form.
+    await phonePage.reload();
+    await phonePage.locator("#login-form").waitFor();
+
+    await table.locator("tr", { hasText: "curl" }).waitFor();
+    await a.locator("#end-other-sessions").click();
+    await a.getByText(/已让 \d+ 个其他会话退出登录/).waitFor();
+    expect((await spare.request("GET", "/api/admin/me")).status).toBe(401);
+    await expect(a.locator("#end-other-sessions").isDisabled()).resolves.toBe(true);
+    expect(await table.locator("tbody tr").count()).toBe(1);
+
+    await table.getByRole("button", { name: "退出登录" }).click();
+    await a.locator("#login-form").waitFor();
+  });
+
   test("no page errors, console errors or foreign requests", () => {
     expect(problems).toEqual([]);
   });

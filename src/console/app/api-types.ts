@@ -8,6 +8,21 @@ export interface Error {
 
 export type Timestamp = string;
 
+export interface OwnSession {
+  /** 会话编号（由会话派生，不能用来登录） */
+  id: string;
+  /** 登录时间 */
+  created_at: Timestamp;
+  /** 到期时间（登录后 30 天，不因使用延长） */
+  expires_at: Timestamp;
+  /** 登录时的客户端地址 */
+  client: string;
+  /** 登录时浏览器的 User-Agent */
+  user_agent: string;
+  /** 是否为本次请求所用的会话 */
+  current: boolean;
+}
+
 export interface Principal {
   user: {
     id: string;

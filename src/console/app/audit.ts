@@ -11,6 +11,7 @@ const PAGE_SIZE = 50;
 /** Actions the server records, for the filter's suggestions (free text is accepted too). */
 const KNOWN_ACTIONS = [
   "auth.login",
+  "auth.session_end",
   "user.create",
   "user.update",
   "user.delete",
@@ -21,6 +22,7 @@ const KNOWN_ACTIONS = [
   "token.revoke",
   "token.rotate",
   "token.delete",
+  "token.s3_credential",
   "image.delete",
   "image.update",
   "image.expire",

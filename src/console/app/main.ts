@@ -13,6 +13,7 @@ import { confirmLeave, setLeaveGuard } from "./leave-guard";
 import { referersView } from "./referers";
 import { labelTablesIn } from "./responsive-tables";
 import { reviewView } from "./review";
+import { openSessionsDialog } from "./sessions";
 import { syncSession } from "./session-sync";
 import { settingsView } from "./settings";
 import { tokensView } from "./tokens";
@@ -172,6 +173,7 @@ async function openShell(me: Principal): Promise<void> {
         { type: "button", class: "link", onclick: () => openPasswordDialog(me.user.name, () => login("密码已修改，请使用新密码重新登录", me.user.name)) },
         "修改密码",
       ),
+      h("button", { type: "button", class: "link", id: "sessions", onclick: () => openSessionsDialog(() => login("已退出登录")) }, "登录设备"),
       h("button", { type: "button", class: "link", id: "logout", onclick: () => confirmLeave() && void logout() }, "退出"),
     ),
   );

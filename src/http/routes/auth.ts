@@ -7,7 +7,7 @@ import { SESSION_COOKIE, SESSION_DAYS } from "../../auth/sessions";
 import { audit } from "../../ops/audit";
 import type { UserRow } from "../../users/repo";
 import { parseBody } from "../body";
-import { ApiError, badRequest, forbidden, unauthorized } from "../errors";
+import { ApiError, badRequest, forbidden, notFound, unauthorized } from "../errors";
 import { authenticate, readCookie, sessionRoutes } from "../guard";
 import { requestInfo } from "../request-info";
 
@@ -28,7 +28,6 @@ function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): s
   return [`${SESSION_COOKIE}=${value}`, "Path=/", `Max-Age=${maxAgeSeconds}`, "HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])].join("; ");
 }
 
-/** Verifies a password once the throttle admitted it; 429 otherwise (argon2 is the expensive part). */
 /** Verifies a password under a login admission (429 when refused); shared with the Lsky token endpoint. */
 export async function checkPassword(admission: LoginAdmission, password: string, hash: string | undefined): Promise<boolean> {
   if (!admission.ok) {
@@ -62,6 +61,25 @@ export function authRoutes(app: AppContext) {
       set.status = 204;
     });
 
+  // A user's sessions: where each logged in from, and ending any of them (a cookie left on a
+  // borrowed machine) without a password change, which would end them all.
+  const ownSessions = sessionRoutes(app, "user")
+    .get("/api/admin/me/sessions", ({ set, principal: p }) => {
+      set.headers["cache-control"] = "no-store";
+      return { items: app.sessions.list(p.user.id, p.sessionToken) };
+    })
+    .delete("/api/admin/me/sessions/:id", ({ params, request, set, principal: p }) => {
+      if (!app.sessions.endById(p.user.id, params.id)) throw notFound("会话不存在或已结束");
+      audit(app.db, p.user, "auth.session_end", p.user.id, { ended: 1 });
+      if (app.sessions.isCurrent(params.id, p.sessionToken)) set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
+      set.status = 204;
+    })
+    .post("/api/admin/me/sessions/end-others", ({ principal: p }) => {
+      const ended = app.sessions.endOthers(p.user.id, p.sessionToken);
+      if (ended > 0) audit(app.db, p.user, "auth.session_end", p.user.id, { ended });
+      return { ended };
+    });
+
   // Login and logout are the open exceptions listed in ../access.ts.
   return new Elysia()
     .post("/api/admin/auth/login", async ({ body, request, set }) => {
@@ -71,7 +89,7 @@ export function authRoutes(app: AppContext) {
       const verified = await checkPassword(app.loginLimiter.admitLogin(info.client, input.name), input.password, user?.password_hash);
       if (!verified || !user) throw unauthorized("用户名或密码错误");
       if (user.disabled) throw forbidden("该账号已被停用");
-      const session = app.sessions.create(user.id);
+      const session = app.sessions.create(user.id, Date.now(), { client: info.client, userAgent: request.headers.get("user-agent") ?? "" });
       set.headers["set-cookie"] = sessionCookie(session.token, SESSION_DAYS * 86_400, info.secure);
       set.headers["cache-control"] = "no-store";
       audit(app.db, user, "auth.login", user.id, { client: info.client });
@@ -85,5 +103,6 @@ export function authRoutes(app: AppContext) {
       set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
       set.status = 204;
     })
-    .use(ownAccount);
+    .use(ownAccount)
+    .use(ownSessions);
 }
