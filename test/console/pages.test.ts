@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import type { Browser, Locator, Page } from "playwright-core";
 import { FakeOnedrive } from "../channels/fakes/onedrive";
 import { startS3, TEST_CREDENTIALS } from "../channels/s3rver-harness";
@@ -313,6 +314,42 @@ describe("console pages", () => {
     await row.getByRole("link", { name: "查看图片" }).click();
     await page.locator("#image-grid .empty").waitFor();
     expect(await page.locator("#image-filters select[name=owner]").inputValue()).toBe(alice.id);
+  });
+
+  test("#tokens: the S3 credential dialog gives everything an S3 client needs, and it works as shown", async () => {
+    await openPage(page, "tokens");
+    await page.locator("#token-form input[name=token_name]").fill("console-s3");
+    await page.locator("#token-form button[type=submit]").click();
+    await page.locator("#token-issued").waitFor();
+    await page.locator("#token-issued").getByRole("button", { name: "关闭" }).click();
+    await page.locator('#token-table tr[data-name="console-s3"]').getByRole("button", { name: "S3 凭据" }).click();
+    const dialog = page.locator("#s3-credential");
+    await dialog.waitFor();
+    const field = (name: string) => dialog.locator(`[data-field="${name}"]`).inputValue();
+    // Each field says in Chinese what it is, with the S3 term the client's own form uses.
+    for (const label of ["端点（Endpoint）", "区域（Region）", "存储桶（Bucket）", "图片地址前缀"]) await dialog.getByText(label, { exact: true }).waitFor();
+    const cred = {
+      access_key_id: await field("Access Key ID"),
+      secret_access_key: await field("secret_access_key"),
+      endpoint: await field("endpoint"),
+      region: await field("region"),
+      bucket: await field("bucket"),
+      url_prefix: await field("图片地址前缀"),
+    };
+    await dialog.getByRole("button", { name: "关闭" }).click();
+    const client = new S3Client({
+      endpoint: cred.endpoint,
+      region: cred.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: cred.access_key_id, secretAccessKey: cred.secret_access_key },
+      maxAttempts: 1,
+    });
+    const bytes = await makeJpeg(64, 48, 4242);
+    await client.send(new PutObjectCommand({ Bucket: cred.bucket, Key: "console/s3.jpg", Body: bytes, ContentType: "image/jpeg" }));
+    client.destroy();
+    const served = await fetch(`${cred.url_prefix}console/s3.jpg`);
+    expect(served.status).toBe(200);
+    expect(Buffer.from(await served.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
   test("#images: page through 60+ images and batch-delete a selection spanning pages", async () => {

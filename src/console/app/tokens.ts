@@ -56,9 +56,10 @@ function showS3(cred: S3Credential, name: string): void {
     ),
     copyField("Access Key ID", cred.access_key_id),
     copyField("Secret Access Key", cred.secret_access_key, { name: "secret_access_key" }),
-    copyField("Endpoint", cred.endpoint),
-    copyField("Region", cred.region),
-    copyField("Bucket", cred.bucket),
+    // Chinese first, the S3 term in brackets: it is the name the client's own form uses.
+    copyField("端点（Endpoint）", cred.endpoint, { name: "endpoint" }),
+    copyField("区域（Region）", cred.region, { name: "region" }),
+    copyField("存储桶（Bucket）", cred.bucket, { name: "bucket" }),
     copyField("图片地址前缀", cred.url_prefix),
     h("h3", null, "PicGo（picgo-plugin-s3）"),
     h("p", { class: "muted" }, "先执行 picgo install s3，再把下面内容合并进 ~/.picgo/config.json；uploadPath 可按需修改。"),
