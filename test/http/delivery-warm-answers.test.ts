@@ -48,12 +48,22 @@ describe.each(["0", "1"])("warm answers with KURA_DELIVERY_THREADS=%s", (threads
 
   test("an image is 404 from the moment it expires, though its row is still cached", async () => {
     // Upload late in a second: the expiry (whole seconds, rounded up) then comes ~1.1 s later,
-    // well within the 2 s the looked-up row is reused.
-    const inSecond = Date.now() % 1000;
-    await Bun.sleep(inSecond < 850 ? 850 - inSecond : 1850 - inSecond);
-    const id = await upload({ ttl: "1" });
-    expect(await statuses(`/i/${id}`)).toEqual([200]);
-    const expiry = parseSqlTime((await admin.json("GET", `/api/admin/images/${id}`)).expire_at).getTime();
+    // well within the 2 s the looked-up row is reused. The warm-up GETs must all be answered in
+    // that ~1.1 s; a loaded machine can take longer, and then the image has simply expired under
+    // them: such a try is not a verdict and is made again. A 404 before the expiry always fails.
+    let id = "";
+    let expiry = 0;
+    for (let attempt = 0; attempt < 3 && !id; attempt++) {
+      const inSecond = Date.now() % 1000;
+      await Bun.sleep(inSecond < 850 ? 850 - inSecond : 1850 - inSecond);
+      const candidate = await upload({ ttl: "1" });
+      const warm = await statuses(`/i/${candidate}`);
+      expiry = parseSqlTime((await admin.json("GET", `/api/admin/images/${candidate}`)).expire_at).getTime();
+      if (warm.join() !== "200" && Date.now() >= expiry) continue;
+      expect(warm).toEqual([200]);
+      id = candidate;
+    }
+    if (!id) throw new Error("the machine never answered the warm-up GETs before a 1 s TTL ran out (3 tries)");
     await Bun.sleep(Math.max(0, expiry - Date.now() + 40));
     expect(await statuses(`/i/${id}`)).toEqual([404]);
   });
