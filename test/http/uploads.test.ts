@@ -10,6 +10,7 @@ import { listFiles } from "../helpers/files";
 import { KuraServer } from "../helpers/server";
 import { openContext } from "../helpers/context";
 import { PHASH_DELAY_MS, PhashSweep } from "../../src/images/phash-sweep";
+import { waitFor } from "./channels.helpers";
 
 /** Image objects on the default local channel. */
 const storedFiles = (server: KuraServer) => listFiles(join(server.dataDir, "storage")).filter((f) => f.startsWith("img/"));
@@ -300,7 +301,13 @@ describe("size, pixel and rate limits", () => {
       body: slowBody,
       duplex: "half",
     } as RequestInit);
-    await Bun.sleep(300);
+    // Admitted: its file part is being written to tmp/ (the gate holds the rest of it back).
+    await waitFor(
+      async () => readdirSync(join(server.dataDir, "tmp")).length,
+      (n) => n > 0,
+      15_000,
+      "the slow upload to be admitted and writing its temp file",
+    );
     const busy = await admin.request("POST", "/api/admin/upload", form(jpeg, "fast.jpg"));
     expect(busy.headers.get("retry-after")).toBe("1");
     await expectError(busy, 429);
