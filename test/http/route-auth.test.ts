@@ -23,6 +23,9 @@ function adminRoutes() {
 const USER_ROUTES = new Set([
   "GET /api/admin/me",
   "PUT /api/admin/me/password",
+  "GET /api/admin/me/sessions",
+  "DELETE /api/admin/me/sessions/:id",
+  "POST /api/admin/me/sessions/end-others",
   "GET /api/admin/config",
   "GET /api/admin/dashboard",
   "POST /api/admin/upload",
