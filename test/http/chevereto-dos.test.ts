@@ -42,6 +42,12 @@ const sharexUpload = () => cheveretoUpload(true);
 const silent = (first: string | Uint8Array, type = MULTIPART) =>
   RawRequest.open(server, ["POST /api/1/upload HTTP/1.1", "Host: 127.0.0.1", `Content-Type: ${type}`, "Transfer-Encoding: chunked"].join("\r\n"), chunk(first));
 
+/** The uploads being staged in the data directory's tmp/ (one `upload-…` file each). */
+const stagedUploads = () =>
+  readdirSync(join(server.dataDir, "tmp"))
+    .map(String)
+    .filter((f) => f.startsWith("upload-"));
+
 const fileStart = (bytes = 1024) => Buffer.concat([Buffer.from(partHead("source", "x.png")), Buffer.alloc(bytes, 0x41)]);
 
 test("setup: an upload token", async () => {
@@ -104,9 +110,17 @@ describe("unauthenticated forms", () => {
       wrongForm.destroy();
     }
     // Five forms whose right key came first, then silence: none of them is left in the pool of 4.
+    const before = new Set(stagedUploads());
     const authenticated = await Promise.all(Array.from({ length: 5 }, () => silent(Buffer.concat([Buffer.from(textPart("key", token)), fileStart()]))));
     try {
-      await Bun.sleep(300);
+      // Each has left the pool once its file is being staged (its key read and its slot taken): an
+      // event to wait for, where a fixed pause could end before a loaded server got that far.
+      const staged = await settled(
+        async () => stagedUploads().filter((f) => !before.has(f)).length,
+        (n) => n >= 5,
+        10_000,
+      );
+      expect(staged).toBe(5);
       for (const r of authenticated) expect(await r.within(0)).toBeUndefined();
       expect((await sharexUpload()).status).toBe(200);
     } finally {
