@@ -4,19 +4,14 @@
  * never seen nor ended; the ids in the list cannot be used as a cookie.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { SessionView } from "../../src/auth/sessions";
 import { adminSession, expectError, Session } from "../helpers/client";
 import { KuraServer } from "../helpers/server";
 
 const PASSWORD = "admin-password-1";
 
-interface SessionItem {
-  id: string;
-  created_at: string;
-  expires_at: string;
-  client: string;
-  user_agent: string;
-  current: boolean;
-}
+/** A list item, as the server builds it. */
+type SessionItem = SessionView;
 
 let server: KuraServer;
 let admin: Session;
