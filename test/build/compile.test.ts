@@ -180,7 +180,14 @@ describe("compiled executable (dist/kura)", () => {
       expect(docsScript.status).toBe(200);
       const installed = Bun.file(join(import.meta.dir, "..", "..", "node_modules", "@scalar", "api-reference", "dist", "browser", "standalone.js"));
       expect((await docsScript.arrayBuffer()).byteLength).toBe(installed.size);
-      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      // The thread starts beside the main listener, which answers meanwhile: on a loaded machine it
+      // may come up after the first answers, so its gauge is waited for, not read once.
+      let metrics = "";
+      const threadDeadline = Date.now() + 20_000;
+      while (Date.now() < threadDeadline && !metrics.includes("\nkura_delivery_threads 1\n")) {
+        metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        if (!metrics.includes("\nkura_delivery_threads 1\n")) await Bun.sleep(100);
+      }
       expect(metrics).toContain("\nkura_delivery_threads 1\n");
       for (let i = 0; i < 16; i++) expect((await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { connection: "close" } })).status).toBe(200);
       proc.kill("SIGTERM");
