@@ -12,6 +12,7 @@ import { expireMultipartUploads } from "./s3/multipart-store";
 import { evaluateChannelAlerts } from "./ops/alerts";
 import { backupRound } from "./ops/backups";
 import { deliverAlertWebhooks } from "./ops/webhook";
+import { markAt } from "./testing/hold-points";
 
 type SecondsSetting = "health_check_seconds" | "activity_flush_seconds" | "cleanup_sweep_seconds" | "dedup_scan_seconds";
 
@@ -23,10 +24,13 @@ export function startBackgroundLoops(app: AppContext) {
   const rounds: Record<SecondsSetting, () => Promise<void>> = {
     // Alerts are evaluated right after each health round (spec 6.2: same interval);
     // pending webhook deliveries are (re)tried once per evaluation round (spec 6.1).
-    health_check_seconds: () =>
-      healthRound(app)
+    health_check_seconds: () => {
+      markAt("health.round", "phase=begin");
+      return healthRound(app)
         .then(() => evaluateChannelAlerts(app))
-        .then(() => deliverAlertWebhooks(app)),
+        .then(() => deliverAlertWebhooks(app))
+        .finally(() => markAt("health.round", "phase=end"));
+    },
     activity_flush_seconds: async () => app.access.flush(),
     // S3 multipart uploads past their lifetime go with the same round (their parts are temp files).
     cleanup_sweep_seconds: async () => {

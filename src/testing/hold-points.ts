@@ -89,7 +89,9 @@ export type MarkPoint =
   /** A multipart request waits for the lock another request of the same upload holds (s3/multipart-store.ts). */
   | "s3.multipart-queued"
   /** An upload that must write a blob's lost bytes again waits for another upload of the same bytes (images/store.ts). */
-  | "upload.rewrite-queued";
+  | "upload.rewrite-queued"
+  /** A health round (probes, then alerts and webhooks) begins (`phase=begin`) or has ended (`phase=end`) (loops.ts). */
+  | "health.round";
 
 export function markAt(point: MarkPoint, detail: string) {
   if (enabled.has(point)) process.stderr.write(`kura-test-hook reached point=${point} ${detail}\n`);

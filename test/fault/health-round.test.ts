@@ -18,7 +18,10 @@ const ids: number[] = [];
 beforeAll(async () => {
   peers = await Promise.all([startProxiedS3("health-a", "ha"), startProxiedS3("health-b", "hb")]);
 });
-const { admin } = useAdmin({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS) } });
+const { server, admin } = useAdmin({ env: { KURA_CHANNEL_TIMEOUT_MS: String(TIMEOUT_MS), KURA_TEST_HOOKS: "health.round" } });
+
+/** Health rounds begun and ended so far (test-only marks, src/testing/hold-points.ts). */
+const rounds = (phase: "begin" | "end") => server.logs.split(`kura-test-hook reached point=health.round phase=${phase}`).length - 1;
 beforeAll(async () => {
   for (const [i, peer] of peers.entries()) ids.push(await addProxiedChannel(admin, peer, `hangs-${i}`, 10 - i));
   await admin.json("PUT", "/api/admin/config", { health_check_seconds: 1 });
@@ -37,7 +40,10 @@ test("peers that hang together are marked unhealthy together, within one probe's
   // apart under CI load though the probes run side by side. Rounds are stopped (interval re-timed
   // to an hour), the in-flight one ends (peers still answer), the peers hang, then rounds resume.
   await admin.json("PUT", "/api/admin/config", { health_check_seconds: 3600 });
-  await Bun.sleep(500);
+  expect(rounds("begin")).toBeGreaterThan(0); // the marks are on: rounds ran since the start
+  const deadline = Date.now() + 10_000;
+  while (rounds("end") < rounds("begin") && Date.now() < deadline) await Bun.sleep(20);
+  expect(rounds("end")).toBe(rounds("begin"));
   for (const peer of peers) peer.proxy.mode = "blackhole";
   await admin.json("PUT", "/api/admin/config", { health_check_seconds: 1 });
   const started = performance.now();
