@@ -89,6 +89,14 @@ export async function startS3(opts: { directory: string; port?: number; buckets?
     delete ctx.req.headers.authorization;
     await next();
   });
+  // An answer of 500 InternalError is a fault of the fake itself (s3rver, or these adjustments), not of
+  // the client under test: its cause goes to stderr, which `silent` would otherwise swallow.
+  // A client that went away (tests abort uploads on purpose) is not such a fault.
+  const clientGone = (err: Error & { code?: string }) =>
+    err.message === "aborted" || ["ECONNRESET", "EPIPE", "ERR_STREAM_PREMATURE_CLOSE"].includes(err.code ?? "") || err.message === "Premature close";
+  (server as unknown as NodeJS.EventEmitter).on("error", (err: Error & { status?: number; code?: string }) => {
+    if (!(err instanceof S3Error) && (err.status ?? 500) >= 500 && !clientGone(err)) console.error(`s3rver 500: ${err.stack ?? err}`);
+  });
   const address = await server.run();
   return {
     port: address.port,
