@@ -7,7 +7,9 @@
  *   `Content-MD5` (400 BadDigest, as S3; s3rver ignores the header), and only
  *   answered once on disk (s3rver stores truncated bodies of aborted uploads
  *   and answers before its write has finished);
- * - listings are sorted before paging (s3rver assumes readdir() is sorted);
+ * - listings are sorted before paging (s3rver assumes readdir() is sorted), and a listing that meets a
+ *   file removed while it walked (ENOENT, answered 500) is walked again, as is a metadata file read
+ *   while it was being written;
  * - a delete leaves the key's directories in place (real S3 has none): s3rver removed the emptied
  *   parents, and a put into the same "directory" racing that delete failed with ENOENT (500), e.g.
  *   a health probe and a channel test both writing under `_kura/probe/` at once;
@@ -70,6 +72,7 @@ export async function startS3(opts: { directory: string; port?: number; buckets?
   });
   commitOnlyCompleteUploads(server);
   sortListings(server);
+  tolerateMetadataWrites(server);
   keepDirectoriesOnDelete(server);
   const verified: VerifiedRequest[] = [];
   server.middleware.unshift(async (ctx, next) => {
@@ -94,7 +97,7 @@ export async function startS3(opts: { directory: string; port?: number; buckets?
   // A client that went away (tests abort uploads on purpose) is not such a fault.
   const clientGone = (err: Error & { code?: string }) =>
     err.message === "aborted" || ["ECONNRESET", "EPIPE", "ERR_STREAM_PREMATURE_CLOSE"].includes(err.code ?? "") || err.message === "Premature close";
-  (server as unknown as NodeJS.EventEmitter).on("error", (err: Error & { status?: number; code?: string }) => {
+  server.on("error", (err) => {
     if (!(err instanceof S3Error) && (err.status ?? 500) >= 500 && !clientGone(err)) console.error(`s3rver 500: ${err.stack ?? err}`);
   });
   const address = await server.run();
@@ -161,7 +164,7 @@ function sortListings(server: S3rver): void {
   const store = server.store;
   const listObjects = store.listObjects.bind(store);
   store.listObjects = async (bucket: string, options: ListOptions) => {
-    const all = await listObjects(bucket, { ...options, startAfter: "", maxKeys: Infinity });
+    const all = await listTolerantly(() => listObjects(bucket, { ...options, startAfter: "", maxKeys: Infinity }));
     const after = options.startAfter ? Buffer.from(options.startAfter) : null;
     const objects = all.objects
       .filter((o) => !after || Buffer.compare(Buffer.from(o.key), after) > 0)
@@ -169,6 +172,43 @@ function sortListings(server: S3rver): void {
     const maxKeys = options.maxKeys ?? Infinity;
     return { ...all, objects: objects.slice(0, maxKeys), isTruncated: objects.length > maxKeys };
   };
+}
+
+/**
+ * s3rver walks a listing with readdir() and then stat() of each name: a file that goes in between (a
+ * put's temp file renamed into place, an object deleted, e.g. a channel probe's beside a backfill's
+ * writes) fails the whole listing with ENOENT, answered 500. Real S3 lists whatever is there, so the
+ * walk is tried again (the race lasts a moment).
+ */
+async function listTolerantly<T>(list: () => Promise<T>): Promise<T> {
+  return again(list, (err) => (err as NodeJS.ErrnoException).code === "ENOENT");
+}
+
+/** `work` tried up to 5 times while it fails with a passing race of the fake (`transient`). */
+async function again<T>(work: () => Promise<T>, transient: (err: unknown) => boolean): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (!transient(err) || attempt >= 5) throw err;
+      await Bun.sleep(2);
+    }
+  }
+}
+
+/**
+ * s3rver writes an object's metadata.json in place, so a read beside that write (a listing, a GET of
+ * another request) can parse half a file and answer 500: read again, as S3 would have answered with
+ * the old or the new metadata.
+ */
+function tolerateMetadataWrites(server: S3rver): void {
+  const store = server.store;
+  const getMetadata = store.getMetadata.bind(store);
+  store.getMetadata = (bucket: string, key: string) =>
+    again(
+      () => getMetadata(bucket, key),
+      (err) => err instanceof SyntaxError,
+    );
 }
 
 /** Deletes an object's files only; s3rver also removed its emptied parent directories (see the header). */

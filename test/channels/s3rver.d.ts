@@ -17,11 +17,14 @@ declare module "s3rver" {
     close(): Promise<void>;
     middleware: ((ctx: any, next: () => Promise<void>) => Promise<void>)[];
     httpServer?: Server;
+    /** Koa's application events: "error" for every error a request raised. */
+    on(event: "error", listener: (err: Error & { status?: number; code?: string }) => void): this;
     store: {
       putObject(object: any): Promise<{ size: number; md5: string }>;
       listObjects(bucket: string, options: any): Promise<{ objects: { key: string }[]; commonPrefixes: string[]; isTruncated: boolean }>;
       getResourcePath(bucket: string, key: string, resource: string): string;
       putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+      getMetadata(bucket: string, key: string): Promise<Record<string, string>>;
       deleteObject(bucket: string, key: string): Promise<void>;
     };
   }
