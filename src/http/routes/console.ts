@@ -4,6 +4,7 @@ import consoleBundle from "../../console/index.html" with { type: "text" };
 // Runs at bundle time (see src/console/bundle.ts): the finished browser script becomes a
 // string literal here, so the compiled executable needs no console source files.
 import { consoleScript } from "../../console/bundle" with { type: "macro" };
+import { ifNoneMatchMatches } from "../../delivery/etag";
 
 // A text import yields the file's contents; Bun's types describe the HTML-bundle form.
 const template = consoleBundle as unknown as string;
@@ -50,17 +51,10 @@ const headers = {
   "referrer-policy": "same-origin",
 };
 
-/** If-None-Match names this page: `*`, or a list whose entries may be weak (`W/"…"`). */
-export function matchesEtag(ifNoneMatch: string | null, current: string): boolean {
-  if (!ifNoneMatch) return false;
-  return ifNoneMatch.split(",").some((tag) => {
-    const t = tag.trim();
-    return t === "*" || t.replace(/^W\//, "") === current;
-  });
-}
-
 export function consoleRoutes() {
   return new Elysia().get("/", ({ request }) =>
-    matchesEtag(request.headers.get("if-none-match"), etag) ? new Response(null, { status: 304, headers: cacheHeaders }) : new Response(page.html, { headers }),
+    ifNoneMatchMatches(request.headers.get("if-none-match"), etag)
+      ? new Response(null, { status: 304, headers: cacheHeaders })
+      : new Response(page.html, { headers }),
   );
 }
