@@ -11,6 +11,7 @@ import {
   sessionByHash,
   userSessions,
 } from "./repo";
+import { truncateText } from "../shared/text";
 import { randomToken, safeEqual, sha256Hex } from "./secrets";
 
 export const SESSION_COOKIE = "kura_session";
@@ -58,8 +59,8 @@ export class SessionStore {
       userId,
       createdAt: sqlTime(now),
       expiresAt: sqlTime(expiresAt),
-      client: origin.client.slice(0, MAX_ORIGIN_CHARS),
-      userAgent: origin.userAgent.slice(0, MAX_ORIGIN_CHARS),
+      client: truncateText(origin.client, MAX_ORIGIN_CHARS),
+      userAgent: truncateText(origin.userAgent, MAX_ORIGIN_CHARS),
     });
     return { token, expiresAt };
   }
