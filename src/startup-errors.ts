@@ -10,8 +10,7 @@ import { DataDirError } from "./datadir/lock";
 import { isSqliteDamage } from "./db/damage";
 import type { Logger } from "./ops/log";
 import { fsProblem } from "./shared/fs-errors";
-
-const CJK = /[\u4e00-\u9fff]/;
+import { hasChinese } from "./shared/text";
 
 const ownerOf = (path: string): number | undefined => {
   try {
@@ -38,7 +37,7 @@ export function describeFailure(err: unknown, dataDir: string): string {
   if (isSqliteDamage(err)) return `数据库文件已损坏（${message}）：请用 kura restore 从快照恢复`;
   // Any other file-system error (a path that is a file where a directory belongs…), then whatever
   // else in one Chinese line: the runtime's own text (English) stays only as the detail.
-  return fsProblem(err) ?? (CJK.test(message) ? message : `未预期的错误（${message}）`);
+  return fsProblem(err) ?? (hasChinese(message) ? message : `未预期的错误（${message}）`);
 }
 
 /** Logs the one line and gives the exit code. */

@@ -1,4 +1,5 @@
 import { readSettingRows, writeSettingRows } from "./repo";
+import { hasChinese } from "../shared/text";
 import type { Database } from "bun:sqlite";
 import { EventEmitter } from "node:events";
 import { type MasterKey, SealedDataError } from "./master-key";
@@ -85,5 +86,5 @@ function describeIssue(issue: { path: PropertyKey[]; code: string; message: stri
   if (issue.code === "unrecognized_keys") return `未知的配置项: ${(issue.keys ?? []).join(", ")}`;
   const key = issue.path.map(String).join(".");
   // A rule of our own says what is wrong (zod's built-in messages are English, so not those).
-  return issue.code === "custom" && /[\u4e00-\u9fff]/.test(issue.message) ? `配置项 ${key} 的值无效：${issue.message}` : `配置项 ${key} 的值无效`;
+  return issue.code === "custom" && hasChinese(issue.message) ? `配置项 ${key} 的值无效：${issue.message}` : `配置项 ${key} 的值无效`;
 }

@@ -17,3 +17,8 @@ export function truncateText(text: string, max: number): string {
   const last = text.charCodeAt(max - 1);
   return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }
+
+/** Whether `text` holds Chinese: Kura's own messages are written in it, a runtime's are not. */
+export function hasChinese(text: string): boolean {
+  return /[\u4e00-\u9fff]/.test(text);
+}

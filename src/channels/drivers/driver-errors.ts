@@ -3,6 +3,7 @@
  * only, never from URLs, headers or the server's free text, so no credential
  * can appear in it.
  */
+import { hasChinese } from "../../shared/text";
 
 /** Why a request never got an answer (refused, reset, DNS, TLS, timeout), in Chinese. */
 export function networkFailureReason(err: unknown): string {
@@ -42,7 +43,7 @@ export function answerTooLarge(what: string, maxBytes: number): () => Error {
  * a transport failure of `label` at `where`.
  */
 export function bodyReadError(err: unknown, label: string, where: string): Error {
-  if (err instanceof Error && OWN_TEXT.test(err.message)) return err;
+  if (err instanceof Error && hasChinese(err.message)) return err;
   return networkError(err, label, where);
 }
 
@@ -50,9 +51,6 @@ export function bodyReadError(err: unknown, label: string, where: string): Error
 export function networkError(err: unknown, label: string, where: string): Error {
   return new Error(`${label} 连接失败: ${where}: ${networkFailureReason(err)}`);
 }
-
-/** Text of Kura's own messages: they are written in Chinese (and built free of secrets). */
-const OWN_TEXT = /[\u4e00-\u9fff]/;
 
 /**
  * An error on its way to an admin (channel `last_error`, a replica's error, alerts, webhooks,
@@ -64,7 +62,7 @@ const OWN_TEXT = /[\u4e00-\u9fff]/;
 export function channelErrorText(err: unknown): string {
   const e = err as { name?: string; message?: string; code?: string } | null;
   const message = typeof e?.message === "string" ? e.message : "";
-  if (OWN_TEXT.test(message)) return message;
+  if (hasChinese(message)) return message;
   if (e?.name === "SyntaxError" || /JSON/i.test(message)) return "存储服务的响应格式无效（不是完整的 JSON 或 XML）";
   if (/out of memory/i.test(message)) return "存储服务的响应过大，内存不足";
   if (e?.name === "TimeoutError" || e?.name === "AbortError" || typeof e?.code === "string") return `与存储服务通信失败: ${networkFailureReason(err)}`;
