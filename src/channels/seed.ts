@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { AppContext } from "../context";
 import { readMeta, writeMeta } from "../db/meta";
+import type { ChannelSecrets } from "./repo";
 
 /** The default channel's `path`, relative to the data directory so the directory can be moved. */
 export const DEFAULT_STORAGE_PATH = "storage";
@@ -37,7 +38,7 @@ export function relativizeDefaultChannel(app: AppContext) {
   const builtin = builtinChannelId(app);
   for (const row of app.channels.repo.all()) {
     if (row.driver !== "local") continue;
-    let secrets: ReturnType<typeof app.channels.repo.secrets>;
+    let secrets: ChannelSecrets;
     try {
       secrets = app.channels.repo.secrets(row);
     } catch {
@@ -76,7 +77,7 @@ function builtinChannelId(app: AppContext): number | undefined {
  * admin chose: the seed's shape (a path and nothing else), named `storage`, and either gone (the
  * other machine, a directory since moved) or inside another Kura data directory (a copy).
  */
-function isOldDefaultStorage(path: string, secrets: { config: Record<string, string>; inputs?: Record<string, string> }): boolean {
+function isOldDefaultStorage(path: string, secrets: ChannelSecrets): boolean {
   if (Object.keys(secrets.config).length !== 1 || secrets.inputs || basename(resolve(path)) !== DEFAULT_STORAGE_PATH) return false;
   if (!existsSync(path)) return true;
   const parent = dirname(resolve(path));
