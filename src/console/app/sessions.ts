@@ -7,28 +7,32 @@ import { dataTable, messageRow } from "./ui";
 
 const COLUMNS = ["设备", "地址", "登录时间", "到期", ""];
 
+const BROWSERS: [RegExp, string][] = [
+  [/Edg(?:e|A|iOS)?\//, "Edge"],
+  [/OPR\/|Opera/, "Opera"],
+  [/Firefox\/|FxiOS\//, "Firefox"],
+  [/Chrome\/|CriOS\//, "Chrome"],
+  [/Safari\//, "Safari"],
+  [/curl\//, "curl"],
+];
+const SYSTEMS: [RegExp, string][] = [
+  [/Android/, "Android"],
+  [/iPhone|iPad|iPod/, "iOS"],
+  [/Windows/, "Windows"],
+  [/Mac OS X|Macintosh/, "macOS"],
+  [/CrOS/, "ChromeOS"],
+  [/Linux/, "Linux"],
+];
+
+/** The name of the first pattern (in order: Edge and Opera also say Chrome) that the text matches. */
+const firstMatch = (list: [RegExp, string][], ua: string) => list.find(([pattern]) => pattern.test(ua))?.[1];
+
 /** A short name for a User-Agent ("Chrome · Windows"); the full text stays in the cell's title. */
 export function describeUserAgent(ua: string): string {
   if (!ua) return "未知（升级前的登录）";
-  const browser =
-    [
-      [/Edg(?:e|A|iOS)?\//, "Edge"],
-      [/OPR\/|Opera/, "Opera"],
-      [/Firefox\/|FxiOS\//, "Firefox"],
-      [/Chrome\/|CriOS\//, "Chrome"],
-      [/Safari\//, "Safari"],
-      [/curl\//, "curl"],
-    ].find(([pattern]) => (pattern as RegExp).test(ua))?.[1] ?? "其他客户端";
-  const os =
-    [
-      [/Android/, "Android"],
-      [/iPhone|iPad|iPod/, "iOS"],
-      [/Windows/, "Windows"],
-      [/Mac OS X|Macintosh/, "macOS"],
-      [/CrOS/, "ChromeOS"],
-      [/Linux/, "Linux"],
-    ].find(([pattern]) => (pattern as RegExp).test(ua))?.[1] ?? "";
-  return os ? `${browser} · ${os}` : `${browser}`;
+  const browser = firstMatch(BROWSERS, ua) ?? "其他客户端";
+  const os = firstMatch(SYSTEMS, ua);
+  return os ? `${browser} · ${os}` : browser;
 }
 
 /** Opens the dialog; `onCurrentEnded` runs when the user ends the session they are using. */
