@@ -6,6 +6,7 @@ import type { AppContext } from "../context";
 import { type CountedTable, foreignKeyViolations, integrityCheck, rowCount } from "../db/health";
 import { isSqliteDamage } from "../db/damage";
 import { schemaVersion } from "../db/open";
+import { replicaStateName } from "../shared/replica-states";
 import { describeFailure } from "../startup-errors";
 import { openForMaintenance } from "./maintenance";
 
@@ -44,7 +45,6 @@ const foreignKeyFinding = (db: Database): Finding => {
 };
 
 /** Replica states as the console names them (image-detail.ts); a state of a newer version shows as is. */
-const REPLICA_STATES: Record<string, string> = { done: "已完成", pending: "等待复制", failed: "失败" };
 
 function checkDatabase(app: AppContext): Finding[] {
   const count = (table: CountedTable) => rowCount(app.db, table);
@@ -53,7 +53,7 @@ function checkDatabase(app: AppContext): Finding[] {
     foreignKeyFinding(app.db),
     { ok: true, line: `结构版本：${schemaVersion(app.db)}` },
     { ok: true, line: `用户 ${count("users")}，图片 ${count("images")}，文件 ${count("blobs")}，存储渠道 ${count("channels")}` },
-    { ok: true, line: `副本状态：${states.map((s) => `${REPLICA_STATES[s.state] ?? s.state} ${s.n}`).join("，") || "无"}` },
+    { ok: true, line: `副本状态：${states.map((s) => `${replicaStateName(s.state)} ${s.n}`).join("，") || "无"}` },
   ];
 }
 

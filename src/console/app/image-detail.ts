@@ -3,14 +3,11 @@
 import { api } from "./api";
 import { badge, busy, copyButton, errorText, fmtBytes, fmtTime, h, openModal, replace, safeHref, toast } from "./dom";
 import { linkForms } from "../../shared/links";
+import { replicaStateName } from "../../shared/replica-states";
 import { publicUrl, thumbUrl } from "./links";
 import type { Image, Replica, ViewContext } from "./types";
 
-const REPLICA_STATES: Record<string, [string, "ok" | "warn" | "bad" | "muted"]> = {
-  done: ["已完成", "ok"],
-  pending: ["等待复制", "warn"],
-  failed: ["失败", "bad"],
-};
+const REPLICA_BADGES: Record<string, "ok" | "warn" | "bad"> = { done: "ok", pending: "warn", failed: "bad" };
 
 function replicaTable(replicas: Replica[]): HTMLElement {
   if (!replicas.length) return h("p", { class: "muted" }, "没有副本记录");
@@ -22,7 +19,8 @@ function replicaTable(replicas: Replica[]): HTMLElement {
       "tbody",
       null,
       ...replicas.map((r) => {
-        const [label, kind] = REPLICA_STATES[r.state] ?? [r.state, "muted"];
+        const label = replicaStateName(r.state);
+        const kind = REPLICA_BADGES[r.state] ?? "muted";
         return h(
           "tr",
           null,
