@@ -73,6 +73,29 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/delivery/hot-answers.ts"],
     tests: ["test/unit/delivery-hot-answers.test.ts", "test/unit/delivery-hot-answers-equivalence.test.ts"],
   },
+  /** exif_policy=strip: EXIF, GPS, XMP and comments removed from every format, orientation and colour kept. */
+  "exif-strip": {
+    mutate: [
+      "src/images/exif.ts",
+      "src/images/exif-jpeg.ts",
+      "src/images/exif-parts.ts",
+      "src/images/exif-avif.ts",
+      "src/images/exif-gainmap.ts",
+      "src/images/sniff.ts",
+    ],
+    tests: [
+      "test/unit/exif-parts.test.ts",
+      "test/unit/exif.test.ts",
+      "test/unit/exif-avif.test.ts",
+      "test/unit/exif-gainmap.test.ts",
+      "test/unit/sniff.test.ts",
+    ],
+  },
+  /** The strip's format-independent part alone: the EXIF facts kept, the minimal block written back, the pieces joined. */
+  "exif-parts": {
+    mutate: ["src/images/exif-parts.ts"],
+    tests: ["test/unit/exif-parts.test.ts"],
+  },
   ssrf: {
     mutate: ["src/net/safe-fetch.ts", "src/net/public-address.ts", "src/net/cidr.ts"],
     tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/public-address.test.ts"],
