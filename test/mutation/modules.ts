@@ -29,6 +29,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/images/store.ts"],
     tests: ["test/unit/upload-store.test.ts", "test/http/quota-usage.test.ts", "test/http/min-success.test.ts"],
   },
+  /** Upload tokens alone: the plaintext's, header's and access key's exact shapes, and the expiry second. */
+  tokens: {
+    mutate: ["src/auth/tokens.ts"],
+    tests: ["test/unit/auth-tokens.test.ts"],
+  },
   /** Which blob owns a storage key: upload undo and crash recovery delete what no blob owns. */
   "storage-key": {
     mutate: ["src/images/storage-key.ts", "src/images/repos/references.ts:43-57"],
