@@ -11,10 +11,13 @@ import {
   authenticateUploadToken,
   authenticateUploadTokenText,
   newTokenPlaintext,
+  LAST_USED_RESOLUTION_MS,
   resolveS3Credential,
+  s3SecretFor,
   type TokenDeps,
   TokenRepo,
   tokenPrefixOf,
+  TokenNameTakenError,
   tokenState,
 } from "../../src/auth/tokens";
 import { MasterKey } from "../../src/config/master-key";
@@ -103,6 +106,28 @@ describe("the Authorization header", () => {
     expect(statusOf(() => authenticateUploadToken(deps, new Request("http://kura.test/"), T0))).toBe(401);
   });
 
+  test("a refusal says why in Chinese and offers the Bearer challenge (RFC 6750), naming the scope when that is what is missing", () => {
+    const refusal = (call: () => unknown) => {
+      try {
+        call();
+      } catch (err) {
+        return err as Unauthenticated | Forbidden;
+      }
+      throw new Error("not refused");
+    };
+    const missing = refusal(() => authenticateUploadToken(deps, withHeader("Basic x"), T0));
+    expect(missing).toBeInstanceOf(Unauthenticated);
+    expect({ message: missing.message, challenge: missing.challenge }).toEqual({ message: "上传令牌无效、已过期或已吊销", challenge: 'Bearer realm="kura"' });
+    const t = repo.issue("u1", "read-only", 0, T0);
+    db.run("UPDATE tokens SET scopes = 'read' WHERE id = ?", [t.id]);
+    const scope = refusal(() => authenticateUploadTokenText(deps, t.token, T0));
+    expect(scope).toBeInstanceOf(Forbidden);
+    expect({ message: scope.message, challenge: scope.challenge }).toEqual({
+      message: "上传令牌没有上传权限",
+      challenge: 'Bearer realm="kura", error="insufficient_scope"',
+    });
+  });
+
   test("the right prefix with another secret is 401", () => {
     const forged = `${issued.prefix}_${"A".repeat(43)}`;
     expect(tokenPrefixOf(forged)).toBe(issued.prefix);
@@ -143,5 +168,78 @@ describe("the S3 access key id", () => {
     for (const bad of [`x${issued.prefix}`, `${issued.prefix}x`, `${issued.prefix}\n`, issued.prefix.toUpperCase(), issued.token]) {
       expect({ bad, found: resolveS3Credential(deps, bad, T0) }).toEqual({ bad, found: undefined });
     }
+  });
+});
+
+describe("the token repository", () => {
+  test("a second token of the same name is refused by name; other errors are not taken for it", () => {
+    repo.issue("u1", "dup", 0, T0);
+    expect(() => repo.issue("u1", "dup", 0, T0)).toThrow(TokenNameTakenError);
+    expect(() => repo.issue("nobody", "x", 0, T0)).toThrow(/FOREIGN KEY/); // a missing owner is another error
+  });
+
+  test("rotation: same id, name and expiry, a new prefix and secret; the old plaintext and S3 key stop working", () => {
+    const t = repo.issue("u1", "rotating", 24, T0);
+    const oldSecret = resolveS3Credential(deps, t.prefix, T0)!.secret;
+    const rotated = repo.rotate(t.id, T0 + HOUR)!;
+    expect({ id: rotated.id, name: rotated.name }).toEqual({ id: t.id, name: "rotating" });
+    expect(rotated.prefix).not.toBe(t.prefix);
+    expect(tokenPrefixOf(rotated.token)).toBe(rotated.prefix);
+    expect(repo.byId(t.id)!.expires_at).toBe("2026-03-02 12:00:00");
+    expect(statusOf(() => authenticateUploadTokenText(deps, t.token, T0 + HOUR))).toBe(401);
+    expect(statusOf(() => authenticateUploadTokenText(deps, rotated.token, T0 + HOUR))).toBe(200);
+    expect(resolveS3Credential(deps, t.prefix, T0 + HOUR)).toBeUndefined();
+    expect(resolveS3Credential(deps, rotated.prefix, T0 + HOUR)!.secret).not.toBe(oldSecret);
+    // A revoked token cannot be rotated back to life.
+    repo.revoke(t.id, T0 + 2 * HOUR);
+    expect(repo.rotate(t.id, T0 + 3 * HOUR)).toBeUndefined();
+    expect(repo.rotate(999_999, T0)).toBeUndefined();
+  });
+
+  test("the S3 secret is derived, stable, and differs per token", () => {
+    const a = resolveS3Credential(deps, issued.prefix, T0)!.secret;
+    expect(resolveS3Credential(deps, issued.prefix, T0)!.secret).toBe(a);
+    expect(a).toHaveLength(40);
+    expect(a).toMatch(/^[A-Za-z0-9_-]{40}$/);
+    expect(s3SecretFor(deps.key, { id: issued.id, prefix: issued.prefix })).toBe(a);
+    expect(s3SecretFor(deps.key, { id: issued.id + 1, prefix: issued.prefix })).not.toBe(a);
+    expect(s3SecretFor(MasterKey.generate().key, { id: issued.id, prefix: issued.prefix })).not.toBe(a);
+  });
+
+  test("use is recorded at most once per resolution, and a list item carries no hash, owner or origin", () => {
+    const t = repo.issue("u1", "touched", 0, T0);
+    expect(repo.byId(t.id)!.last_used_at).toBeNull();
+    authenticateUploadTokenText(deps, t.token, T0);
+    expect(repo.byId(t.id)!.last_used_at).toBe("2026-03-01 12:00:00");
+    authenticateUploadTokenText(deps, t.token, T0 + LAST_USED_RESOLUTION_MS - 1_000);
+    expect(repo.byId(t.id)!.last_used_at).toBe("2026-03-01 12:00:00");
+    authenticateUploadTokenText(deps, t.token, T0 + LAST_USED_RESOLUTION_MS);
+    expect(repo.byId(t.id)!.last_used_at).toBe("2026-03-01 12:01:00");
+    const item = repo.listForUser("u1", 500, 0).items.find((i) => i.id === t.id)!;
+    expect(item).toMatchObject({ id: t.id, name: "touched", prefix: t.prefix, last_used_at: "2026-03-01 12:01:00" });
+    for (const hidden of ["secret_hash", "user_id", "issued_via"]) expect(Object.keys(item)).not.toContain(hidden);
+    expect(repo.listForUser("u1", 500, 0).total).toBe(repo.listForUser("u1", 500, 0).items.length);
+    repo.delete(t.id);
+    expect(repo.byId(t.id)).toBeUndefined();
+  });
+
+  test("a token without the upload scope is 403; a disabled owner's token is 401", () => {
+    const t = repo.issue("u1", "scoped", 0, T0);
+    for (const [scopes, status] of [
+      ["upload", 200],
+      ["read, upload", 200],
+      ["read,,upload", 200],
+      ["read  upload", 200],
+      ["read", 403],
+      ["uploads", 403],
+      ["", 403],
+    ] as const) {
+      db.run("UPDATE tokens SET scopes = ? WHERE id = ?", [scopes, t.id]);
+      expect({ scopes, status: statusOf(() => authenticateUploadTokenText(deps, t.token, T0)) }).toEqual({ scopes, status });
+    }
+    users.insert({ id: "u2", name: "u2", role: "user", must_change_password: 0, disabled: 1, password_hash: "x", quota_bytes: null, default_ttl_hours: null });
+    const off = repo.issue("u2", "off", 0, T0);
+    expect(statusOf(() => authenticateUploadTokenText(deps, off.token, T0))).toBe(401);
+    expect(resolveS3Credential(deps, off.prefix, T0)).toBeUndefined();
   });
 });
