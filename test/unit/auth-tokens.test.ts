@@ -4,6 +4,7 @@
  * the S3 access key's exact shape, and the second a token expires.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -194,6 +195,13 @@ describe("the token repository", () => {
     repo.revoke(t.id, T0 + 2 * HOUR);
     expect(repo.rotate(t.id, T0 + 3 * HOUR)).toBeUndefined();
     expect(repo.rotate(999_999, T0)).toBeUndefined();
+  });
+
+  test("the S3 secret stays what earlier versions derived: clients configured with it keep working after an upgrade", () => {
+    const key = MasterKey.parse("11".repeat(32));
+    const expected = createHmac("sha256", Buffer.alloc(32, 0x11)).update("s3-secret\u00007\u0000kura_abcdefghijkl").digest("base64url").slice(0, 40);
+    expect(expected).toBe("iob0Eckfp3CISxXKoJnLPodRH9azpz8VEuM0CTiE"); // recorded 2026-11-28 from the released derivation
+    expect(s3SecretFor(key, { id: 7, prefix: "kura_abcdefghijkl" })).toBe(expected);
   });
 
   test("the S3 secret is derived, stable, and differs per token", () => {
