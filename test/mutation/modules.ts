@@ -89,6 +89,7 @@ export const MODULES: Record<string, MutationModule> = {
       "src/images/sniff.ts",
     ],
     tests: [
+      "test/unit/exif-strip-rules.test.ts",
       "test/unit/exif-parts.test.ts",
       "test/unit/exif.test.ts",
       "test/unit/exif-avif.test.ts",
