@@ -23,7 +23,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   crypt: {
     mutate: ["src/channels/crypt-layer.ts", "src/channels/rclone/crypt-data.ts"],
-    tests: ["test/unit/crypt-layer.test.ts", "test/unit/crypt-layer-nonces.test.ts", "test/unit/rclone-crypt.test.ts"],
+    tests: ["test/unit/crypt-layer.test.ts", "test/unit/crypt-layer-streams.test.ts", "test/unit/crypt-layer-nonces.test.ts", "test/unit/rclone-crypt.test.ts"],
   },
   "upload-store": {
     mutate: ["src/images/store.ts"],

@@ -10,7 +10,15 @@ import { readFileSync } from "node:fs";
 import { makeCrypt } from "../../src/channels/rclone/crypt.ts";
 import { deriveCryptKeys } from "../../src/channels/rclone/crypt-keys.ts";
 import { decryptSegment, encryptSegment } from "../../src/channels/rclone/crypt-names.ts";
-import { BLOCK_CIPHER_SIZE, CryptRangeError, HEADER_SIZE, addToNonce, decryptBuffer, encryptBuffer } from "../../src/channels/rclone/crypt-data.ts";
+import {
+  BLOCK_CIPHER_SIZE,
+  BLOCK_DATA_SIZE,
+  CryptRangeError,
+  HEADER_SIZE,
+  addToNonce,
+  decryptBuffer,
+  encryptBuffer,
+} from "../../src/channels/rclone/crypt-data.ts";
 
 const VECTORS = join(SHARED_DIR, "rclone/vectors");
 const FILES = `${VECTORS}/crypt-files`;
@@ -275,5 +283,139 @@ describe("tampering and wrong keys", () => {
     const fetch = async (r: { start: number; end: number }) => streamOf(bad.subarray(r.start, r.end + 1));
     const { stream } = await crypt.readPlainRange(fetch, { start: 65536 }, bad.length);
     await expect(collect(stream)).rejects.toThrow(/校验失败/);
+  });
+});
+
+describe("format edges", () => {
+  const plainOf = (n: number) => new Uint8Array(randomBytes(n));
+  const cat = (...parts: Uint8Array[]) => new Uint8Array(Buffer.concat(parts));
+  const header = cat(Buffer.from("RCLONE\0\0", "latin1"), new Uint8Array(24));
+  /** A source that counts the bytes it hands out and the reason it was cancelled with; it pulls only on demand. */
+  function watchedSource(bytes: Uint8Array | null, chunk = 1000) {
+    const seen = { pulled: 0, cancelled: undefined as unknown };
+    let at = 0;
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        pull(c) {
+          if (bytes && at >= bytes.length) return c.close();
+          const piece = bytes ? bytes.slice(at, at + chunk) : new Uint8Array(chunk);
+          at += piece.length;
+          seen.pulled += piece.length;
+          c.enqueue(piece);
+        },
+        cancel(reason) {
+          seen.cancelled = reason;
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return { stream, seen };
+  }
+
+  test("sizes that are not whole non-negative numbers are refused in the size's own words", () => {
+    for (const bad of [-1, 0.5, Number.NaN, 2 ** 53]) expect(() => crypt.encryptedSize(bad)).toThrow(/明文大小无效/);
+    for (const bad of [31, 32.5, Number.NaN]) expect(() => crypt.decryptedSize(bad)).toThrow(/过短/);
+  });
+
+  test("block nonces add as one 24-byte little-endian number, carrying across bytes and wrapping at 2^192", () => {
+    const zero = new Uint8Array(24);
+    expect(hex(addToNonce(zero, 0x010203))).toBe(`030201${"00".repeat(21)}`);
+    expect(hex(addToNonce(zero, 2 ** 53 - 1))).toBe(`${"ff".repeat(6)}1f${"00".repeat(17)}`);
+    expect(hex(addToNonce(Uint8Array.from([0xff, 0xff, 0x07, ...new Uint8Array(21)]), 1))).toBe(`000008${"00".repeat(21)}`);
+    expect(hex(addToNonce(new Uint8Array(24).fill(0xff), 1))).toBe("00".repeat(24));
+    expect(hex(addToNonce(new Uint8Array(24).fill(0xff), 258))).toBe(`0101${"00".repeat(22)}`);
+  });
+
+  test("a nonce that is not 24 bytes is refused before anything is written", () => {
+    for (const n of [0, 23, 25]) {
+      expect(() => encryptBuffer(plainOf(10), crypt.keys, new Uint8Array(n))).toThrow(/24 字节/);
+      expect(() => crypt.encryptStream(streamOf(plainOf(10)), new Uint8Array(n))).toThrow(/24 字节/);
+    }
+  });
+
+  test("a block of a bare 16-byte tag is truncated data, one of 17 bytes is checked by its tag", async () => {
+    await expect(collect(crypt.decryptStream(streamOf(cat(header, new Uint8Array(16)))))).rejects.toThrow(/截断/);
+    await expect(collect(crypt.decryptStream(streamOf(cat(header, new Uint8Array(17)))))).rejects.toThrow(/校验失败/);
+    // A 17-byte block rclone wrote (1 byte of plaintext) reads back.
+    const one = encryptBuffer(Uint8Array.of(42), crypt.keys);
+    expect(Array.from(await collect(crypt.decryptStream(streamOf(one))))).toEqual([42]);
+  });
+
+  test("the encryptor reads no plaintext until its consumer asks for a block, and reads one block per ask", async () => {
+    const { stream, seen } = watchedSource(null, 4096);
+    const reader = crypt.encryptStream(stream).getReader();
+    await Bun.sleep(20);
+    expect(seen.pulled).toBe(0);
+    expect((await reader.read()).value!.length).toBe(HEADER_SIZE);
+    await Bun.sleep(20);
+    expect(seen.pulled).toBe(0); // the header needs no plaintext
+    expect((await reader.read()).value!.length).toBe(BLOCK_CIPHER_SIZE);
+    await Bun.sleep(20);
+    expect(seen.pulled).toBe(BLOCK_DATA_SIZE);
+    await reader.cancel("consumer gone");
+    expect(seen.cancelled).toBe("consumer gone");
+  });
+
+  test("the decryptor reads no ciphertext until its consumer asks, and passes a cancel on to its source", async () => {
+    const cipher = encryptBuffer(plainOf(3 * BLOCK_DATA_SIZE), crypt.keys);
+    const { stream, seen } = watchedSource(cipher, 4096);
+    const reader = crypt.decryptStream(stream).getReader();
+    await Bun.sleep(20);
+    expect(seen.pulled).toBe(0);
+    expect((await reader.read()).value!.length).toBe(BLOCK_DATA_SIZE);
+    await Bun.sleep(20);
+    expect(seen.pulled).toBeLessThan(HEADER_SIZE + BLOCK_CIPHER_SIZE + 4096);
+    await reader.cancel("client went away");
+    expect(seen.cancelled).toBe("client went away");
+  });
+
+  test("ranges that do not start at a whole byte inside the object are unsatisfiable", () => {
+    const size = crypt.encryptedSize(200000);
+    for (const start of [-1, 0.5, Number.NaN, 200000, 2 ** 53]) {
+      const err = (() => {
+        try {
+          crypt.cipherRangeFor({ start }, size);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toBeInstanceOf(CryptRangeError);
+      expect((err as Error).name).toBe("CryptRangeError");
+      expect((err as Error).message).toMatch(/无法满足/);
+    }
+    expect(crypt.cipherRangeFor({ start: 199999 }, size)).toMatchObject({ plainStart: 199999, plainEnd: 199999, length: 1, firstBlock: 3 });
+  });
+
+  /** The blocks of `object` from block `first` on, decrypted by a plan made for an object of `planned` plaintext bytes. */
+  async function readWithStalePlan(object: Uint8Array, planned: number, first: number) {
+    const cipher = encryptBuffer(object, crypt.keys);
+    const plan = crypt.cipherRangeFor({ start: first * BLOCK_DATA_SIZE }, crypt.encryptedSize(planned));
+    const blocks = cipher.subarray(HEADER_SIZE + first * BLOCK_CIPHER_SIZE);
+    return collect(crypt.decryptRange(cipher.subarray(0, HEADER_SIZE), streamOf(blocks, 5000), plan));
+  }
+
+  test("blocks that end before the planned range does (the object shrank after its size was read) fail as truncated", async () => {
+    // The object ends on a block boundary: the next block is simply missing.
+    await expect(readWithStalePlan(plainOf(2 * BLOCK_DATA_SIZE), 200000, 1)).rejects.toThrow(/截断/);
+    // The object ends inside a block that authenticates: still short of the plan.
+    await expect(readWithStalePlan(plainOf(BLOCK_DATA_SIZE + 1000), 200000, 1)).rejects.toThrow(/截断/);
+    // The same blocks under a plan that fits them read back whole.
+    const object = plainOf(BLOCK_DATA_SIZE + 1000);
+    const cipher = encryptBuffer(object, crypt.keys);
+    const plan = crypt.cipherRangeFor({ start: BLOCK_DATA_SIZE }, cipher.length);
+    const back = await collect(crypt.decryptRange(cipher.subarray(0, HEADER_SIZE), streamOf(cipher.subarray(plan.cipherStart)), plan));
+    expect(Buffer.compare(back, object.subarray(BLOCK_DATA_SIZE))).toBe(0);
+  });
+
+  test("a range that ends exactly on a 64 KiB boundary neither reads nor checks the block after it", async () => {
+    const object = plainOf(3 * BLOCK_DATA_SIZE);
+    const cipher = encryptBuffer(object, crypt.keys);
+    const damaged = Uint8Array.from(cipher);
+    damaged[HEADER_SIZE + 2 * BLOCK_CIPHER_SIZE + 20] ^= 1; // inside block 2
+    const plan = crypt.cipherRangeFor({ start: 10, end: 2 * BLOCK_DATA_SIZE - 1 }, cipher.length);
+    const { stream, seen } = watchedSource(damaged.subarray(HEADER_SIZE), 4096);
+    const back = await collect(crypt.decryptRange(cipher.subarray(0, HEADER_SIZE), stream, plan));
+    expect(Buffer.compare(back, object.subarray(10, 2 * BLOCK_DATA_SIZE))).toBe(0);
+    expect(seen.pulled).toBeLessThan(2 * BLOCK_CIPHER_SIZE + 4096);
   });
 });
