@@ -62,7 +62,7 @@ export function form(bytes: Uint8Array, fileName = "photo.jpg", fields: Record<s
 }
 
 /** One PNG chunk: length, type, data, CRC-32 over type and data. */
-function pngChunk(type: string, data: Uint8Array): Buffer {
+export function pngChunk(type: string, data: Uint8Array): Buffer {
   const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
   const out = Buffer.alloc(body.length + 8);
   out.writeUInt32BE(data.length, 0);

@@ -4,6 +4,7 @@
 // passed through. Each case is a rule a mutant of the walker broke while exif.test.ts still passed.
 import { describe, expect, test } from "bun:test";
 import { crc32, deflateSync } from "node:zlib";
+import { pngChunk } from "../helpers/images";
 import sharp from "sharp";
 import { MalformedImageError, stripMetadataBytes } from "../../src/images/exif";
 import { exifFacts, minimalExif } from "../../src/images/exif-parts";
@@ -17,14 +18,6 @@ const sample = (format: "png" | "webp") =>
 
 // ---------------------------------------------------------------- PNG
 
-const pngChunk = (type: string, data: Buffer) => {
-  const c = Buffer.alloc(12 + data.length);
-  c.writeUInt32BE(data.length, 0);
-  c.write(type, 4, "latin1");
-  data.copy(c, 8);
-  c.writeUInt32BE(crc32(c.subarray(4, 8 + data.length)), 8 + data.length);
-  return c;
-};
 /** The chunks of a PNG as [type, data]. */
 const pngChunks = (b: Buffer) => {
   const out: [string, Buffer][] = [];

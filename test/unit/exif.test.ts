@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { crc32 } from "node:zlib";
+import { pngChunk } from "../helpers/images";
 import sharp from "sharp";
 import { MalformedImageError, readOrientation, reencodeWithoutMetadata, stripMetadata, stripMetadataBytes } from "../../src/images/exif";
 import { exiftool, exiftoolWrite, personalTags } from "../helpers/metadata";
@@ -172,15 +172,6 @@ describe("JPEG (lossless)", () => {
     expect(out.equals(Buffer.concat([original.subarray(0, 2), jfif(0, ""), original.subarray(2)]))).toBe(true);
   });
 });
-
-const pngChunk = (type: string, data: Buffer) => {
-  const c = Buffer.alloc(12 + data.length);
-  c.writeUInt32BE(data.length, 0);
-  c.write(type, 4, "latin1");
-  data.copy(c, 8);
-  c.writeUInt32BE(crc32(c.subarray(4, 8 + data.length)), 8 + data.length);
-  return c;
-};
 
 describe("PNG (lossless)", () => {
   test("drops eXIf, text chunks (XMP, comments) and tIME; writes back orientation 6 only", async () => {
