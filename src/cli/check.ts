@@ -44,8 +44,6 @@ const foreignKeyFinding = (db: Database): Finding => {
   return { ok: foreign === 0, line: `外键检查：${foreign === 0 ? "正常" : `${foreign} 处引用失效`}` };
 };
 
-/** Replica states as the console names them (image-detail.ts); a state of a newer version shows as is. */
-
 function checkDatabase(app: AppContext): Finding[] {
   const count = (table: CountedTable) => rowCount(app.db, table);
   const states = app.images.replicaStateCounts();

@@ -12,6 +12,7 @@ import { makeCrypt } from "../../src/channels/rclone/crypt.ts";
 import { BLOCK_CIPHER_SIZE, BLOCK_DATA_SIZE, HEADER_SIZE, encryptBuffer, encryptedSize } from "../../src/channels/rclone/crypt-data.ts";
 import { MasterKey } from "../../src/config/master-key.ts";
 import { listKeys, readAll } from "../channels/conformance.ts";
+import { errorOf } from "../helpers/rejection.ts";
 
 const master = MasterKey.generate().key;
 const CREATED = "2026-01-01 00:00:00";
@@ -90,14 +91,6 @@ function memoryDriver(opts: { chunk?: number; firstChunk?: number; stagesWrites?
 }
 
 /** The error a promise rejects with (fails the test when it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  return promise.then(
-    () => {
-      throw new Error("expected a rejection");
-    },
-    (err: unknown) => err as Error,
-  );
-}
 
 describe("crypt layer: stream handling over a chunked inner driver", () => {
   const passwords = channelPasswords(30);
@@ -166,7 +159,7 @@ describe("crypt layer: stream handling over a chunked inner driver", () => {
     };
     const short = wrapEncrypted(cut, passwords);
     for (const range of [undefined, { start: 0 }, { start: 2 * BLOCK_DATA_SIZE }]) {
-      const err = await rejection(short.get("r/obj.bin", range).then((g) => readAll(g.stream)));
+      const err = await errorOf(short.get("r/obj.bin", range).then((g) => readAll(g.stream)));
       expect(err.message).toMatch(/过短/);
     }
   });
@@ -175,11 +168,11 @@ describe("crypt layer: stream handling over a chunked inner driver", () => {
     const { layer, objects, log } = await setup();
     const [cipherKey] = objects.keys();
     objects.set(cipherKey, objects.get(cipherKey)!.subarray(0, HEADER_SIZE + 10)); // inside the first tag
-    const whole = await rejection(layer.get("r/obj.bin"));
+    const whole = await errorOf(layer.get("r/obj.bin"));
     expect(whole.message).toMatch(/大小无效/);
     expect(log.cancels.length).toBe(1);
     // A broken object is not an unsatisfiable range (that would answer 416 instead of failing).
-    const ranged = await rejection(layer.get("r/obj.bin", { start: 0, end: 5 }));
+    const ranged = await errorOf(layer.get("r/obj.bin", { start: 0, end: 5 }));
     expect(ranged).not.toBeInstanceOf(RangeError);
     expect(ranged.message).toMatch(/大小无效/);
     expect(log.cancels.length).toBe(2);
@@ -199,16 +192,16 @@ describe("crypt layer: stream handling over a chunked inner driver", () => {
       [{ start: 0, end: 2.5 }, "0-2.5"],
       [{ start: 2 * BLOCK_DATA_SIZE, end: BLOCK_DATA_SIZE }, `${2 * BLOCK_DATA_SIZE}-${BLOCK_DATA_SIZE}`],
     ] as [ByteRange, string][]) {
-      const err = await rejection(layer.get("r/obj.bin", range));
+      const err = await errorOf(layer.get("r/obj.bin", range));
       expect(err).toBeInstanceOf(RangeError);
       expect(err.message).toBe(`请求的范围无效: ${text}`);
     }
     expect(log.gets).toEqual([]);
     // A well-formed range past the end is found out from the stored size, and named the same way.
-    const past = await rejection(layer.get("r/obj.bin", { start: plain.length }));
+    const past = await errorOf(layer.get("r/obj.bin", { start: plain.length }));
     expect(past).toBeInstanceOf(RangeError);
     expect(past.message).toBe(`请求的范围无效: ${plain.length}-`);
-    const pastEnd = await rejection(layer.get("r/obj.bin", { start: plain.length, end: plain.length + 9 }));
+    const pastEnd = await errorOf(layer.get("r/obj.bin", { start: plain.length, end: plain.length + 9 }));
     expect(pastEnd.message).toBe(`请求的范围无效: ${plain.length}-${plain.length + 9}`);
   });
 
@@ -277,7 +270,7 @@ describe("crypt layer: passwords and the deep probe", () => {
     const crypt = makeCrypt(passwords.password, passwords.password2);
     const { driver, objects } = memoryDriver();
     const layer = wrapEncrypted({ ...driver, ...tamper(driver, crypt) }, passwords);
-    const err = await rejection(layer.probe(true));
+    const err = await errorOf(layer.probe(true));
     expect(err.message).toStartWith("加密层读写检查失败: ");
     expect((err as Error & { cause?: unknown }).cause).toBeInstanceOf(Error);
     expect(objects.size).toBe(0); // the probe object is deleted even when the check fails
