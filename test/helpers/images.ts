@@ -34,6 +34,16 @@ export async function noisePng(width: number, height = width): Promise<Buffer> {
     .toBuffer();
 }
 
+/** A JPEG of seeded noise: it does not compress, so 1800x1400 at quality 95 is well over 2 MiB (streamed, never kept in memory). */
+export async function largeNoiseJpeg(seed: number): Promise<Buffer> {
+  const raw = Buffer.alloc(1800 * 1400 * 3);
+  let x = seed;
+  for (let i = 0; i < raw.length; i++) raw[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+  return sharp(raw, { raw: { width: 1800, height: 1400, channels: 3 } })
+    .jpeg({ quality: 95 })
+    .toBuffer();
+}
+
 /** An animated image (`gif` or `webp`) with `frames` distinct frames. */
 export async function makeAnimated(format: "gif" | "webp" = "gif", width = 32, height = 32, frames = 3) {
   const pages = await Promise.all(

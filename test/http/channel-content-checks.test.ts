@@ -7,21 +7,10 @@
  * purge=false ends quietly.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
-import { form, makeJpeg, sha256 } from "../helpers/images";
+import { form, largeNoiseJpeg, makeJpeg, sha256 } from "../helpers/images";
 import { FakeDav } from "../channels/fakes/webdav";
 import { replicaOn, waitFor, waitReplicaState } from "./channels.helpers";
-
-/** A JPEG of seeded noise well over 2 MiB: streamed, never kept in memory. */
-async function largeJpeg(seed: number): Promise<Buffer> {
-  const raw = Buffer.alloc(1800 * 1400 * 3);
-  let x = seed;
-  for (let i = 0; i < raw.length; i++) raw[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
-  return sharp(raw, { raw: { width: 1800, height: 1400, channels: 3 } })
-    .jpeg({ quality: 95 })
-    .toBuffer();
-}
 
 describe("content checks on reads from a misbehaving WebDAV peer", () => {
   const dav = new FakeDav();
@@ -130,7 +119,7 @@ describe("content checks on reads from a misbehaving WebDAV peer", () => {
 
   test("a streamed original (over 2 MiB) with wrong bytes is cut before its end, then served from local", async () => {
     await admin.json("PUT", "/api/admin/config", { max_upload_mb: 20 });
-    const { id, bytes } = await upload(true, await largeJpeg(++seed));
+    const { id, bytes } = await upload(true, await largeNoiseJpeg(++seed));
     expect(bytes.length).toBeGreaterThan(2 * 1024 * 1024);
     dav.getMode = "flip";
     // The copy back to dav (read repair) is held, so dav's replica stays failed while the next

@@ -6,6 +6,7 @@
  * (delivery audit L3) was never answered with a 304 although Last-Modified is sent.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
+import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 
@@ -99,5 +100,33 @@ describe("originals: If-Range, If-Modified-Since, and one URL per image", () => 
     await plain.arrayBuffer();
     await (await fetch(server.url(`/i/${id}`))).arrayBuffer(); // now remembered
     for (let i = 0; i < 2; i++) expect((await fetch(server.url(`/i/${id}`), { headers: { "if-modified-since": lastModified } })).status).toBe(304);
+  });
+});
+
+describe("a render that fails: the original in its place", () => {
+  const { server, admin } = useAdmin();
+
+  test("is sent uncached and unconditional, and never lends those headers to the image's own original answer", async () => {
+    // AVIF (HEIF) cannot hold an image wider than 16384 pixels: this render fails at once, every time.
+    const png = await sharp({ create: { width: 17000, height: 8, channels: 3, background: "#369" } })
+      .png()
+      .toBuffer();
+    const { id } = await admin.json("POST", "/api/admin/upload", form(png, "wide.png"));
+    const image = await admin.json("GET", `/api/admin/images/${id}`);
+    const fetched = async (path: string, headers: Record<string, string> = {}) => {
+      const res = await fetch(server.url(path), { headers });
+      const body = Buffer.from(await res.arrayBuffer());
+      return [res.status, res.headers.get("content-type"), res.headers.get("cache-control"), res.headers.get("etag"), sha256(body)];
+    };
+    const fallback = [200, "image/png", "no-store", null, image.sha256];
+    const original = [200, "image/png", "public, max-age=31536000, immutable", `"${image.sha256}"`, image.sha256];
+    // The failed render, then the failure remembered (no new render), each side twice, within one lookup's lifetime.
+    for (let i = 0; i < 2; i++) {
+      expect(await fetched(`/i/${id}?format=avif`)).toEqual(fallback);
+      expect(await fetched(`/i/${id}`)).toEqual(original);
+    }
+    // The original's tag does not validate the stand-in: a cache holds nothing of it to refresh.
+    expect(await fetched(`/i/${id}?format=avif`, { "if-none-match": `"${image.sha256}"` })).toEqual(fallback);
+    expect((await fetched(`/i/${id}`, { "if-none-match": `"${image.sha256}"` }))[0]).toBe(304);
   });
 });

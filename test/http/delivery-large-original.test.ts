@@ -9,20 +9,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import sharp from "sharp";
-import { form } from "../helpers/images";
+import { form, largeNoiseJpeg } from "../helpers/images";
 import { queryDb, waitReplicaState } from "./channels.helpers";
 import { sdkClient, startS3Fixture, type S3Fixture } from "../s3/s3-setup";
-
-/** A JPEG of seeded noise: it does not compress, so 1800x1400 at quality 95 is well over 2 MiB. */
-async function largeJpeg(): Promise<Buffer> {
-  const raw = Buffer.alloc(1800 * 1400 * 3);
-  let x = 2654435761;
-  for (let i = 0; i < raw.length; i++) raw[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
-  return sharp(raw, { raw: { width: 1800, height: 1400, channels: 3 } })
-    .jpeg({ quality: 95 })
-    .toBuffer();
-}
 
 const MiB = 1024 * 1024;
 
@@ -51,7 +40,7 @@ describe("originals over 2 MiB", () => {
   beforeAll(async () => {
     f = await startS3Fixture({ max_upload_mb: 20, exif_policy: "passthrough" });
     s3 = sdkClient(f.cred);
-    bytes = await largeJpeg();
+    bytes = await largeNoiseJpeg(2654435761);
     expect(bytes.length).toBeGreaterThan(2 * MiB + 100_000);
     await s3.send(new PutObjectCommand({ Bucket: f.cred.bucket, Key: "big/photo.jpg", Body: bytes, ContentType: "image/jpeg" }));
     userId = (await f.admin.json("GET", "/api/admin/me")).user.id;

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, renameSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expectError } from "../helpers/client";
 import { listFiles } from "../helpers/files";
 import { useAdmin } from "../helpers/fixture";
-import { form, makeJpeg } from "../helpers/images";
+import { form, largeNoiseJpeg, makeJpeg } from "../helpers/images";
 import { queryDb, waitFor, waitReplicaState } from "./channels.helpers";
 
 /** Removes an image's object from a local channel directory; returns the removed path. */
@@ -165,4 +165,74 @@ describe("several channels: replication, failover reads and redirect mode", () =
     expect(thumb.headers.get("location")).toBe(`https://cdn.example.com/kura/${key}`);
     await admin.json("PUT", "/api/admin/config", { access_mode: "proxy" });
   });
+
+  test("redirect mode links only from a healthy channel that allows direct links and has a public address", async () => {
+    /** Breaks (or repairs) a local channel: its directory becomes a plain file, and the check records it. */
+    const setBroken = async (name: string, broken: boolean) => {
+      const dir = dirs[name]!;
+      if (broken) {
+        renameSync(dir, `${dir}.away`);
+        writeFileSync(dir, "not a directory");
+      } else {
+        rmSync(dir);
+        renameSync(`${dir}.away`, dir);
+      }
+      expect((await admin.json("POST", `/api/admin/channels/${ids[name]}/check`)).healthy).toBe(!broken);
+    };
+    // Ahead of the linkable ones: one allows direct links but has no public address, one has an address but does not allow them.
+    await createLocal("nobase", 60, { allow_direct_link: true });
+    await createLocal("nodirect", 50, {}, { public_base_url: "https://nodirect.example.com/" });
+    await createLocal("cdn2", 40, { allow_direct_link: true }, { public_base_url: "https://cdn2.example.com/a//" });
+    const bytes = await makeJpeg(61, 61, 11);
+    const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "l.jpg", { exif_policy: "passthrough" }));
+    for (const name of ["nobase", "nodirect", "cdn2", "cdn"]) await waitReplicaState(admin, id, ids[name]!, "done");
+    const { sha256 } = await admin.json("GET", `/api/admin/images/${id}`);
+    const key = listFiles(dirs.cdn2!).find((f) => f.startsWith("img/") && f.includes(sha256))!;
+    const location = async () => {
+      const res = await fetch(server.url(`/i/${id}`), { redirect: "manual" });
+      if (res.status === 302) return res.headers.get("location");
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+      return "served";
+    };
+    await admin.json("PUT", "/api/admin/config", { access_mode: "redirect" });
+    try {
+      // Trailing slashes of the address collapse into the one before the key.
+      expect(await location()).toBe(`https://cdn2.example.com/a/${key}`);
+      await setBroken("cdn2", true);
+      expect(await location()).toBe(`https://cdn.example.com/kura/${key}`);
+      await setBroken("cdn", true);
+      // No healthy channel can link: the bytes are served by us (from nobase, the best copy).
+      expect(await location()).toBe("served");
+    } finally {
+      await admin.json("PUT", "/api/admin/config", { access_mode: "proxy" });
+      for (const name of ["cdn2", "cdn"]) if (existsSync(`${dirs[name]}.away`)) await setBroken(name, false);
+    }
+  });
+});
+
+describe("an original whose best copy has the wrong size", () => {
+  const { server, admin } = useAdmin();
+  const dir = mkdtempSync(join(tmpdir(), "kura-ch-short-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("a short local file is never sent as the image (sendfile checks nothing): the next channel's bytes are", async () => {
+    const best = await admin.json("POST", "/api/admin/channels", { name: "best", driver: "local", config: { path: dir }, priority: 10 }, 201);
+    const localId = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id;
+    for (const [bytes, what] of [
+      [await largeNoiseJpeg(77), "streamed (over 2 MiB)"],
+      [await makeJpeg(300, 200, 12), "read whole and kept in memory"],
+    ] as const) {
+      const { id } = await admin.json("POST", "/api/admin/upload", form(bytes, "short.jpg", { exif_policy: "passthrough" }));
+      await waitReplicaState(admin, id, best.id, "done");
+      await waitReplicaState(admin, id, localId, "done");
+      const { sha256 } = await admin.json("GET", `/api/admin/images/${id}`);
+      const file = join(dir, listFiles(dir).find((f) => f.includes(sha256))!);
+      // The stored copy loses its tail: what it still has is the image's own first bytes.
+      truncateSync(file, bytes.length - 1000);
+      const res = await fetch(server.url(`/i/${id}`));
+      expect(`${what}: ${res.status} ${res.headers.get("content-length")}`).toBe(`${what}: 200 ${bytes.length}`);
+      expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+    }
+  }, 60_000);
 });

@@ -68,6 +68,35 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/delivery/serve-image.ts", "src/delivery/cache-headers.ts", "src/delivery/etag.ts"],
     tests: ["test/unit/delivery-conditional.test.ts", "test/unit/delivery-headers.test.ts", "test/http/delivery-bytes.test.ts", "test/http/delivery.test.ts"],
   },
+  /** The cold paths of `/i/` (channel reads with their size checks, redirect mode, render failures), judged by the HTTP tests that reach them. */
+  "delivery-cold": {
+    mutate: ["src/delivery/serve-image.ts"],
+    tests: [
+      "test/http/delivery.test.ts",
+      "test/http/delivery-bytes.test.ts",
+      "test/http/multichannel.test.ts",
+      "test/http/spec-sweep-delivery.test.ts",
+      "test/http/channel-content-checks.test.ts",
+      "test/http/delivery-encoders.test.ts",
+      "test/services/delivery-lookup-failure.test.ts",
+    ],
+  },
+  /** The in-memory pipeline every `/i/`, `/o/` and thumb answer passes: validators, ranges, HEAD, hotlinks, counting, the hot answers. */
+  "delivery-pipeline": {
+    mutate: ["src/delivery/pipeline.ts"],
+    tests: [
+      "test/unit/delivery-conditional.test.ts",
+      "test/unit/request-edges.test.ts",
+      "test/unit/delivery-hot-answers-equivalence.test.ts",
+      "test/http/delivery.test.ts",
+      "test/http/delivery-bytes.test.ts",
+      "test/http/delivery-edges.test.ts",
+      "test/http/delivery-encoders.test.ts",
+      "test/http/delivery-rules.test.ts",
+      "test/http/multichannel.test.ts",
+      "test/services/delivery-lookup-failure.test.ts",
+    ],
+  },
   /** The conditional-request parser alone, judged by its unit tests (minutes instead of an hour). */
   "delivery-etag": {
     mutate: ["src/delivery/etag.ts"],
@@ -101,6 +130,11 @@ export const MODULES: Record<string, MutationModule> = {
   "exif-parts": {
     mutate: ["src/images/exif-parts.ts"],
     tests: ["test/unit/exif-parts.test.ts"],
+  },
+  /** The URL import's download alone (hops, timeouts, the cap, file names): minutes instead of the whole `ssrf` scope. */
+  "safe-fetch": {
+    mutate: ["src/net/safe-fetch.ts"],
+    tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts"],
   },
   ssrf: {
     mutate: ["src/net/safe-fetch.ts", "src/net/public-address.ts", "src/net/cidr.ts"],

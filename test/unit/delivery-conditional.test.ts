@@ -1,10 +1,11 @@
 /**
  * If-None-Match parsing and Range parsing at their edges (written to kill the etag/range mutants that
  * `bun run mutate delivery` left): lists with commas inside quotes, tabs and junk, unquoted members,
- * weak tags, `*`, and every single-range form with its boundaries.
+ * weak tags, `*`, every single-range form with its boundaries, and the two validators of originals
+ * (If-Range's strong comparison or exact date, If-Modified-Since under If-None-Match's precedence).
  */
 import { expect, test } from "bun:test";
-import { ifNoneMatchMatches, parseEntityTagList } from "../../src/delivery/etag.ts";
+import { ifNoneMatchMatches, ifRangeAllows, notModifiedSince, parseEntityTagList } from "../../src/delivery/etag.ts";
 import { parseRange } from "../../src/delivery/serve-image.ts";
 
 test("entity-tag lists split on commas outside quotes only", () => {
@@ -12,6 +13,7 @@ test("entity-tag lists split on commas outside quotes only", () => {
     ['"a"', ['"a"']],
     [' "a" ,\t"b",,"c" ', ['"a"', '"b"', '"c"']],
     ['"a,b", W/"c"', ['"a,b"', 'W/"c"']],
+    ['W/"a,b", "c"', ['W/"a,b"', '"c"']],
     ['"a"junk, "b"', ['"a"', '"b"']],
     ['"open', ['"open']],
     ["plain, W/weak ,x", ["plain", "W/weak", "x"]],
@@ -71,6 +73,53 @@ test("single byte ranges: forms, clamping, 416 only when unsatisfiable, anything
     ["bytes=99999999999999999999-", "unsatisfiable"],
     ["bytes=0-1, 5-6", undefined],
     ["bytes=0-1,", undefined],
+    // The whole value is the range: nothing may come before the unit.
+    ["xbytes=0-1", undefined],
+    ["other=1, bytes=0-1", undefined],
+    // Leading zeros are no magnitude: 0009 is below 10, 09 is the 9 it says.
+    ["bytes=10-0009", undefined],
+    ["bytes=0005-09", { start: 5, end: 9 }],
   ];
   expect(table.map(([h]) => [h, parseRange(h, 100)])).toEqual(table);
+});
+
+test("If-Range: a strong tag must be the current one, a weak tag never matches, else the exact Last-Modified (RFC 9110 §13.1.5)", () => {
+  const etag = '"abc"';
+  const date = "Tue, 24 Nov 2026 10:00:00 GMT";
+  const table: [string | null | undefined, string | undefined, boolean][] = [
+    [null, date, true],
+    [undefined, date, true],
+    ["", date, true],
+    ['"abc"', date, true],
+    [' "abc" ', date, true],
+    ['"abd"', date, false],
+    ['"abc"x', date, false],
+    ['W/"abc"', date, false],
+    ["W/abc", date, false],
+    [date, date, true],
+    [` ${date} `, date, true],
+    ["Tue, 24 Nov 2026 10:00:01 GMT", date, false],
+    // The same instant written another way is no exact match: If-Range compares the text.
+    ["Tuesday, 24-Nov-26 10:00:00 GMT", date, false],
+    [date, undefined, false],
+    ["abc", undefined, false],
+  ];
+  expect(table.map(([h, lm]) => [h, lm, ifRangeAllows(h, etag, lm)])).toEqual(table);
+});
+
+test("If-Modified-Since: 304 when unchanged since that date, ignored under If-None-Match or when unreadable (RFC 9110 §13.1.3)", () => {
+  const lastModified = "Tue, 24 Nov 2026 10:00:00 GMT";
+  const table: [string | null, string | null, boolean][] = [
+    [null, null, false],
+    [null, "", false],
+    [null, lastModified, true],
+    [null, "Tue, 24 Nov 2026 10:00:01 GMT", true],
+    [null, "Tue, 24 Nov 2026 09:59:59 GMT", false],
+    [null, "Wed, 01 Jan 2031 00:00:00 GMT", true],
+    [null, "yesterday", false],
+    // If-None-Match takes precedence, even an empty or non-matching one: the date is not looked at.
+    ['"other"', lastModified, false],
+    ["", lastModified, false],
+  ];
+  expect(table.map(([inm, ims]) => [inm, ims, notModifiedSince(inm, ims, lastModified)])).toEqual(table);
 });
