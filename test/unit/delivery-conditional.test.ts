@@ -42,6 +42,9 @@ test("If-None-Match uses the weak comparison and honours *", () => {
     ['"x","y"', false],
     ['"a"bc"', false],
     ['"', false],
+    // Only a tag quoted at both ends loses its quotes: half-quoted text is compared as written.
+    ['xabc"', false],
+    ['"abcx', false],
   ];
   expect(table.map(([h]) => [h, ifNoneMatchMatches(h, tag)])).toEqual(table);
   expect(ifNoneMatchMatches('"a"', '"a"')).toBe(true);
