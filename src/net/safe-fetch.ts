@@ -191,7 +191,7 @@ export async function checkedAddress(
     addresses = [literal];
   } else {
     try {
-      addresses = await abortable(resolve(hostname), signal);
+      addresses = await abortable(() => resolve(hostname), signal);
     } catch (err) {
       if (signal.aborted) throw err;
       throw fail.dns();
@@ -290,12 +290,15 @@ function discard(res: Response): void {
   res.body?.cancel().catch(() => {});
 }
 
-function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+/** `start()`'s promise, or a rejection as soon as `signal` fires; `start` is not called at all once it has. */
+function abortable<T>(start: () => Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(new Error("aborted"));
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(new Error("aborted"));
     signal.addEventListener("abort", onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    start()
+      .then(resolve, reject)
+      .finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
 

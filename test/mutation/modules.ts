@@ -134,11 +134,11 @@ export const MODULES: Record<string, MutationModule> = {
   /** The URL import's download alone (hops, timeouts, the cap, file names): minutes instead of the whole `ssrf` scope. */
   "safe-fetch": {
     mutate: ["src/net/safe-fetch.ts"],
-    tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts"],
+    tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/safe-fetch-edges.test.ts"],
   },
   ssrf: {
     mutate: ["src/net/safe-fetch.ts", "src/net/public-address.ts", "src/net/cidr.ts"],
-    tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/public-address.test.ts"],
+    tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/safe-fetch-edges.test.ts", "test/unit/public-address.test.ts"],
   },
 };
 
