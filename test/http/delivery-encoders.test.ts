@@ -69,6 +69,14 @@ describe("a negotiated WebP is served only when smaller than the stored file", (
     expect(revalidated.res.status).toBe(304);
   });
 
+  test("only a format-only negotiation falls back: a width asked for is a resize, WebP whatever its size", async () => {
+    const image = await upload(await photoLike(1280, 960).jpeg({ quality: 20, mozjpeg: true }).toBuffer(), "small-file.jpg");
+    const { res, bytes } = await get(`/i/${image.id}?w=960`);
+    expect([res.status, res.headers.get("content-type"), res.headers.get("vary")]).toEqual([200, "image/webp", "Accept"]);
+    expect(bytes.length).toBeGreaterThan(image.size); // the premise: this WebP is bigger than the whole original
+    expect((await sharp(bytes).metadata()).width).toBe(960);
+  });
+
   test("a JPEG whose WebP is smaller still gets the WebP", async () => {
     const photo = await photoLike().jpeg({ quality: 95 }).toBuffer();
     const image = await upload(photo, "photo.jpg");

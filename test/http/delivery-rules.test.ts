@@ -52,6 +52,7 @@ describe("hotlink protection, variant cache bound and TTL renewal", () => {
       if (status === 403) {
         expect(res.headers.get("content-type")).toContain("text/plain");
         expect(res.headers.get("cache-control")).toBeNull();
+        expect(await res.text()).toBe("禁止盗链");
       }
     }
     // /o/ is protected too; the admin thumb endpoint is not.
