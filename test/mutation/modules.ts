@@ -134,7 +134,13 @@ export const MODULES: Record<string, MutationModule> = {
   /** Who is asking: the client address behind trusted proxies, https detection, the raw request target, hotlink matching. */
   "request-identity": {
     mutate: ["src/http/request-info.ts", "src/http/raw-url.ts", "src/delivery/referer.ts"],
-    tests: ["test/unit/foundation.test.ts", "test/unit/request-edges.test.ts", "test/unit/delivery-referer.test.ts", "test/fuzz/parsers.test.ts"],
+    tests: [
+      "test/unit/request-identity.test.ts",
+      "test/unit/foundation.test.ts",
+      "test/unit/request-edges.test.ts",
+      "test/unit/delivery-referer.test.ts",
+      "test/fuzz/parsers.test.ts",
+    ],
   },
   /** The URL import's download alone (hops, timeouts, the cap, file names): minutes instead of the whole `ssrf` scope. */
   "safe-fetch": {
