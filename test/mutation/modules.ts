@@ -27,7 +27,15 @@ export const MODULES: Record<string, MutationModule> = {
   },
   "upload-store": {
     mutate: ["src/images/store.ts"],
-    tests: ["test/unit/upload-store.test.ts", "test/http/quota-usage.test.ts", "test/http/min-success.test.ts"],
+    tests: [
+      "test/unit/upload-store.test.ts",
+      "test/services/uploads.test.ts",
+      "test/http/quota-usage.test.ts",
+      "test/http/min-success.test.ts",
+      // The commit's re-checks (uploader, token, blob and channels changed while the bytes were written).
+      "test/http/upload-delete-races.test.ts",
+      "test/http/concurrent-duplicates.test.ts",
+    ],
   },
   /** Upload tokens alone: the plaintext's, header's and access key's exact shapes, and the expiry second. */
   tokens: {
