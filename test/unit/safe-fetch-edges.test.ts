@@ -13,7 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from "node:zlib";
 import { parseAddressSet } from "../../src/net/cidr.ts";
-import { checkedAddress, fetchToFile, resolveWithOs, sanitizeFileName, UrlImportError, type FetchToFileOptions } from "../../src/net/safe-fetch.ts";
+import { checkedAddress, fetchToFile, resolveWithOs, sanitizeFileName, type UrlImportError, type FetchToFileOptions } from "../../src/net/safe-fetch.ts";
+import { importRefusal } from "../helpers/url-import";
 
 const PAYLOAD = new Uint8Array(50_000).map((_, i) => (i * 131 + 17) & 0xff);
 const LOCAL = parseAddressSet("127.0.0.1/32");
@@ -84,17 +85,10 @@ afterAll(() => {
 let n = 0;
 const nextDest = () => join(dir, `out-${++n}.bin`);
 const base = () => `http://127.0.0.1:${server.port}`;
-const download = (url: string, opts: Partial<FetchToFileOptions> = {}) => fetchToFile(url, nextDest(), { maxBytes: 1_000_000, allow: LOCAL, ...opts });
+const download = (url: string, opts: Partial<FetchToFileOptions> = {}, path = nextDest()) =>
+  fetchToFile(url, path, { maxBytes: 1_000_000, allow: LOCAL, ...opts });
 
-async function refusal(url: string, opts: Partial<FetchToFileOptions> = {}): Promise<UrlImportError> {
-  try {
-    await download(url, opts);
-  } catch (err) {
-    expect(err).toBeInstanceOf(UrlImportError);
-    return err as UrlImportError;
-  }
-  throw new Error(`expected ${url} to be refused`);
-}
+const refusal = (url: string, opts: Partial<FetchToFileOptions> = {}) => importRefusal(url, nextDest(), { maxBytes: 1_000_000, allow: LOCAL, ...opts });
 
 describe("what the peer is sent", () => {
   test("one GET that names us, asks for images and for no content coding, with the URL's own Host", async () => {
@@ -110,14 +104,14 @@ describe("what the peer is sent", () => {
 describe("content codings a peer sends anyway", () => {
   test.each(Object.keys(ENCODED).concat([" GZIP "]))("%p is decoded: the file holds the image, not its coding", async (coding) => {
     const path = nextDest();
-    const got = await fetchToFile(`${base()}/encoded?coding=${encodeURIComponent(coding)}`, path, { maxBytes: 1_000_000, allow: LOCAL });
+    const got = await download(`${base()}/encoded?coding=${encodeURIComponent(coding)}`, {}, path);
     expect(got.bytes).toBe(PAYLOAD.length);
     expect(Buffer.from(readFileSync(path)).equals(Buffer.from(PAYLOAD))).toBe(true);
   });
 
   test("an unknown coding is stored as sent", async () => {
     const path = nextDest();
-    await fetchToFile(`${base()}/encoded?coding=compress`, path, { maxBytes: 1_000_000, allow: LOCAL });
+    await download(`${base()}/encoded?coding=compress`, {}, path);
     expect(Buffer.from(readFileSync(path)).equals(Buffer.from(PAYLOAD))).toBe(true);
   });
 

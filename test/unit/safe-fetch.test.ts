@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAddressSet } from "../../src/net/cidr.ts";
-import { fetchToFile, fileNameFromUrl, sanitizeFileName, UrlImportError, type FetchToFileOptions } from "../../src/net/safe-fetch.ts";
+import { fetchToFile, fileNameFromUrl, sanitizeFileName, type FetchToFileOptions } from "../../src/net/safe-fetch.ts";
+import { importRefusal } from "../helpers/url-import";
 
 // Self-signed (valid until 2126) for the made-up name img.test.invalid; used as its own CA.
 const TLS_KEY = `-----BEGIN PRIVATE KEY-----
@@ -105,17 +106,7 @@ afterEach(() => {
 let n = 0;
 const nextDest = () => (dest = join(dir, `out-${++n}.bin`));
 
-async function importError(url: string, opts: Partial<FetchToFileOptions> = {}): Promise<UrlImportError> {
-  const path = nextDest();
-  try {
-    await fetchToFile(url, path, { maxBytes: 1_000_000, ...opts });
-  } catch (err) {
-    expect(err).toBeInstanceOf(UrlImportError);
-    expect(existsSync(path)).toBe(false);
-    return err as UrlImportError;
-  }
-  throw new Error(`expected ${url} to be refused`);
-}
+const importError = (url: string, opts: Partial<FetchToFileOptions> = {}) => importRefusal(url, nextDest(), { maxBytes: 1_000_000, ...opts });
 
 describe("pinning", () => {
   test("connects to the resolved address with the original Host header (no second DNS lookup)", async () => {

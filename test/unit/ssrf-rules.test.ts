@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CidrSyntaxError, LOOPBACK_AND_PRIVATE, normalizeAddress, parseAddressSet } from "../../src/net/cidr.ts";
 import { isPublicAddress, refusalReason } from "../../src/net/public-address.ts";
-import { fetchToFile, sanitizeFileName, UrlImportError, type FetchToFileOptions } from "../../src/net/safe-fetch.ts";
+import { sanitizeFileName, type UrlImportError, type FetchToFileOptions } from "../../src/net/safe-fetch.ts";
+import { importRefusal } from "../helpers/url-import";
 
 describe("address sets", () => {
   test("normalizing strips brackets, zone ids, surrounding space and the IPv4-mapped prefix only when whole", () => {
@@ -170,11 +171,7 @@ describe("URL import refusals carry their Chinese message", () => {
   });
 
   let n = 0;
-  async function refusal(url: string, opts: Partial<FetchToFileOptions> = {}): Promise<UrlImportError> {
-    const err = await fetchToFile(url, join(dir, `f${++n}`), { maxBytes: 50, allow, ...opts }).catch((e) => e);
-    expect(err).toBeInstanceOf(UrlImportError);
-    return err as UrlImportError;
-  }
+  const refusal = (url: string, opts: Partial<FetchToFileOptions> = {}) => importRefusal(url, join(dir, `f${++n}`), { maxBytes: 50, allow, ...opts });
   const base = () => `http://127.0.0.1:${upstream.port}`;
 
   test("each refusal kind has its status, code and message", async () => {
