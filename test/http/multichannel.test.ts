@@ -27,6 +27,17 @@ describe("several channels: replication, failover reads and redirect mode", () =
     return ch;
   };
 
+  /** Breaks a local channel: its directory becomes a plain file (the original waits beside it). */
+  const breakDir = (name: string) => {
+    renameSync(dirs[name]!, `${dirs[name]}.away`);
+    writeFileSync(dirs[name]!, "not a directory");
+  };
+  /** Undoes breakDir. */
+  const repairDir = (name: string) => {
+    rmSync(dirs[name]!);
+    renameSync(`${dirs[name]}.away`, dirs[name]!);
+  };
+
   const { server, admin } = useAdmin();
   beforeAll(async () => {
     dirs.local = join(server.dataDir, "storage");
@@ -71,8 +82,7 @@ describe("several channels: replication, failover reads and redirect mode", () =
     await createLocal("flaky", 1);
     const dir = dirs.flaky!;
     // Break it after creation: its directory becomes a plain file.
-    renameSync(dir, `${dir}.away`);
-    writeFileSync(dir, "not a directory");
+    breakDir("flaky");
     const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(42, 42, 3), "x.jpg"));
     const failed = await waitReplicaState(admin, id, ids.flaky!, "failed");
     expect(failed!.last_error).toMatch(/[\u4e00-\u9fff]/);
@@ -95,8 +105,7 @@ describe("several channels: replication, failover reads and redirect mode", () =
       "every replica on flaky attempted",
     );
     // Repair and check: the failed replica is written without waiting out its back-off.
-    rmSync(dir);
-    renameSync(`${dir}.away`, dir);
+    repairDir("flaky");
     const healthy = await admin.json("POST", `/api/admin/channels/${ids.flaky}/check`);
     expect(healthy.healthy).toBe(true);
     await waitReplicaState(admin, id, ids.flaky!, "done", 10_000);
@@ -167,16 +176,9 @@ describe("several channels: replication, failover reads and redirect mode", () =
   });
 
   test("redirect mode links only from a healthy channel that allows direct links and has a public address", async () => {
-    /** Breaks (or repairs) a local channel: its directory becomes a plain file, and the check records it. */
+    /** Breaks (or repairs) a local channel, and has its check record it. */
     const setBroken = async (name: string, broken: boolean) => {
-      const dir = dirs[name]!;
-      if (broken) {
-        renameSync(dir, `${dir}.away`);
-        writeFileSync(dir, "not a directory");
-      } else {
-        rmSync(dir);
-        renameSync(`${dir}.away`, dir);
-      }
+      (broken ? breakDir : repairDir)(name);
       expect((await admin.json("POST", `/api/admin/channels/${ids[name]}/check`)).healthy).toBe(!broken);
     };
     // Ahead of the linkable ones: one allows direct links but has no public address, one has an address but does not allow them.

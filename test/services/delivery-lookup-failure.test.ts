@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AppContext } from "../../src/context";
 import { serveImage } from "../../src/delivery/serve-image";
+import type { ImageView } from "../../src/images/repo";
 import { type CapturedLog, openContext } from "../helpers/context";
 import { makeJpeg } from "../helpers/images";
 import { uploadBytes } from "./harness";
@@ -26,14 +27,15 @@ afterAll(() => {
 
 test("a failed image lookup answers 500 in Chinese without the cause, and logs the cause", async () => {
   const { id } = await uploadBytes(app, app.users.byName("admin")!.id, await makeJpeg(40, 30, 5));
-  const request = () => new Request(`http://kura.test/i/${id}`);
-  const served = await serveImage(app, { area: "i", request: request(), isPublic: true, lookup: () => app.lookups.byId(id) });
-  expect(served.status).toBe(200);
+  /** `/i/<id>` through the delivery pipeline, its row found by `lookup`. */
+  const serve = async (lookup: () => ImageView | undefined) =>
+    serveImage(app, { area: "i", request: new Request(`http://kura.test/i/${id}`), isPublic: true, lookup });
+  expect((await serve(() => app.lookups.byId(id))).status).toBe(200);
 
   app.db.exec("ALTER TABLE images RENAME TO images_away");
   try {
     // A fresh row is needed: the remembered one would still answer for LOOKUP_TTL_MS.
-    const failing = await serveImage(app, { area: "i", request: request(), isPublic: true, lookup: () => app.images.view(id) });
+    const failing = await serve(() => app.images.view(id));
     expect(failing.status).toBe(500);
     expect(failing.headers.get("content-type")).toBe("text/plain; charset=utf-8");
     expect(failing.headers.get("cache-control")).toBeNull(); // spec 4.5: error statuses carry no caching headers
@@ -44,6 +46,5 @@ test("a failed image lookup answers 500 in Chinese without the cause, and logs t
   } finally {
     app.db.exec("ALTER TABLE images_away RENAME TO images");
   }
-  const again = await serveImage(app, { area: "i", request: request(), isPublic: true, lookup: () => app.images.view(id) });
-  expect(again.status).toBe(200);
+  expect((await serve(() => app.images.view(id))).status).toBe(200);
 });
