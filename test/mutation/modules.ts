@@ -29,6 +29,7 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/images/store.ts"],
     tests: [
       "test/unit/upload-store.test.ts",
+      "test/unit/upload-store-replans.test.ts",
       "test/services/uploads.test.ts",
       "test/http/quota-usage.test.ts",
       "test/http/min-success.test.ts",

@@ -6,29 +6,23 @@
  */
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AppContext } from "../../src/context";
 import { expiryTime, sqlTime } from "../../src/db/time";
 import { Invalid } from "../../src/errors";
-import { asApiError } from "../../src/http/errors";
 import { REPLICATE_JOB, resolveUploadIntents, scheduleReplication, storeReference } from "../../src/images/store";
 import { awaitedLater } from "../../src/shared/awaited-later";
 import { openContext } from "../helpers/context";
-
-interface FakeChannel {
-  row: { id: number; name: string; deleting: number };
-  healthy: boolean;
-  objects: Map<string, Uint8Array>;
-  puts: string[];
-  deletes: string[];
-  failPut?: boolean;
-  failDelete?: boolean;
-  onPut?: () => void;
-  driver: { put(key: string, body: Uint8Array | ReadableStream<Uint8Array>, size: number): Promise<void>; delete(key: string): Promise<void> };
-}
+import {
+  type FakeChannel,
+  installFakeChannels,
+  preparedUpload as prepared,
+  resetFakeChannels,
+  storeOutcome as apiError,
+  uploadRef as ref,
+} from "../helpers/store-channels";
 
 const dir = mkdtempSync(join(tmpdir(), "kura-store-unit-"));
 let app: AppContext;
@@ -36,87 +30,23 @@ let close: () => void;
 let logs: { level: string; msg: string }[] = [];
 let channels: FakeChannel[] = [];
 
-function fakeChannel(id: number, name: string): FakeChannel {
-  const ch: FakeChannel = {
-    row: { id, name, deleting: 0 },
-    healthy: true,
-    objects: new Map(),
-    puts: [],
-    deletes: [],
-    driver: {
-      async put(key, body, size) {
-        ch.puts.push(key);
-        ch.onPut?.();
-        if (ch.failPut) throw new Error("写入失败（测试）");
-        const bytes = body instanceof Uint8Array ? body : new Uint8Array(await new Response(body).arrayBuffer());
-        expect(bytes.length).toBe(size);
-        ch.objects.set(key, bytes);
-      },
-      async delete(key) {
-        ch.deletes.push(key);
-        if (ch.failDelete) throw new Error("删除失败（测试）");
-        ch.objects.delete(key);
-      },
-    },
-  };
-  return ch;
-}
-
 beforeAll(async () => {
   ({ app, close, logs } = await openContext(dir));
-  const ids: number[] = [];
-  for (const name of ["a", "b", "c"]) {
-    const r = app.db
-      .query("INSERT INTO channels (name, driver, config_sealed, bound_at, created_at) VALUES (?, 'local', '{}', ?, ?)")
-      .run(`fake-${name}`, sqlTime(), sqlTime());
-    ids.push(Number(r.lastInsertRowid));
-  }
-  channels = ids.map((id, i) => fakeChannel(id, `fake-${"abc"[i]}`));
-  const registry = app.channels as unknown as Record<string, unknown>;
-  registry.writable = () => channels.filter((c) => c.healthy && !c.row.deleting);
-  registry.list = () => channels;
-  registry.get = (id: number) => channels.find((c) => c.row.id === id);
-  // Like the registry with a driver that does not stage writes: nothing is written before the intent commits.
-  registry.put = async (ch: FakeChannel, key: string, body: Uint8Array, size: number, publishAfter?: Promise<unknown>) => {
-    await publishAfter;
-    return ch.driver.put(key, body, size);
-  };
+  channels = installFakeChannels(app, ["a", "b", "c"]);
 });
 afterAll(() => {
   close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-let seed = 0;
 beforeEach(() => {
-  for (const c of channels) Object.assign(c, { healthy: true, failPut: false, failDelete: false, onPut: undefined, puts: [], deletes: [] });
-  for (const c of channels) c.row.deleting = 0;
+  resetFakeChannels(channels);
   app.settings.update({ min_success: 1 });
   app.db.query("UPDATE users SET quota_bytes = NULL").run();
 });
 
-function prepared(size = 100) {
-  const bytes = Buffer.from(new Uint8Array(size).map((_, i) => (i * 13 + ++seed) & 0xff));
-  return {
-    bytes,
-    size,
-    sha256: createHash("sha256").update(bytes).digest("hex"),
-    mime: "image/png",
-    ext: "png",
-    dimensions: Promise.resolve({ width: 10, height: 10 }),
-  };
-}
-const ref = (over: Record<string, unknown> = {}) => ({ userId: "default", tokenId: null, fileName: "x.png", objectKey: null, ttlSeconds: null, ...over });
 const one = <T>(sql: string, ...args: (string | number)[]) => app.db.query(sql).get(...args) as T;
 const all = <T>(sql: string, ...args: (string | number)[]) => app.db.query(sql).all(...args) as T[];
-const apiError = (p: Promise<unknown>) =>
-  p.then(
-    () => "stored",
-    (e) => {
-      const api = asApiError(e);
-      return api ? `${api.status}:${api.message}` : `other:${(e as Error).message}`;
-    },
-  );
 const intents = () => all<{ id: number }>("SELECT id FROM upload_intents").length;
 
 describe("storeReference", () => {
