@@ -1,3 +1,4 @@
+import { expect } from "bun:test";
 import fc from "fast-check";
 
 /**
@@ -102,3 +103,18 @@ export const hostileString = fc.oneof(
   fc.array(fc.oneof(fc.constantFrom(...HOSTILE_TOKENS), fc.string({ maxLength: 8 })), { maxLength: 60 }).map((p) => p.join("")),
   fc.tuple(fc.constantFrom(...HOSTILE_TOKENS), fc.integer({ min: 1_000, max: 40_000 })).map(([t, n]) => t.repeat(n)),
 );
+
+/**
+ * Runs a parser call that must either return or throw an error `allowed` accepts (with a Chinese
+ * message), within PARSER_BLOCK_MS; anything else fails the property.
+ */
+export function expectContained<T>(fn: () => T, allowed: (err: unknown) => boolean): T | undefined {
+  const r = timedCall(fn);
+  if (r.ms > PARSER_BLOCK_MS) throw new Error(`parser held the event loop for ${r.ms.toFixed(1)} ms`);
+  if ("error" in r && r.error !== undefined) {
+    if (!allowed(r.error)) throw r.error;
+    expect(hasChinese((r.error as Error).message)).toBe(true);
+    return undefined;
+  }
+  return r.value;
+}

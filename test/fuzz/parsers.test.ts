@@ -19,20 +19,9 @@ import { readCookie } from "../../src/http/guard";
 import { httpErrorOf } from "../../src/http/errors";
 import { decryptBuffer, encryptBuffer, BLOCK_DATA_SIZE } from "../../src/channels/rclone/crypt-data";
 import { makeCrypt } from "../../src/channels/rclone/crypt";
-import { fuzzParams, hasChinese, hostileString, PARSER_BLOCK_MS, timedCall } from "./fuzz-support";
+import { expectContained, fuzzParams, hasChinese, hostileString } from "./fuzz-support";
 
 /** Asserts the budget and that a thrown error is of the expected kind with a Chinese message. */
-function expectContained<T>(fn: () => T, allowed: (err: unknown) => boolean): T | undefined {
-  const r = timedCall(fn);
-  if (r.ms > PARSER_BLOCK_MS) throw new Error(`parser held the event loop for ${r.ms.toFixed(1)} ms`);
-  if ("error" in r && r.error !== undefined) {
-    if (!allowed(r.error)) throw r.error;
-    expect(hasChinese((r.error as Error).message)).toBe(true);
-    return undefined;
-  }
-  return r.value;
-}
-
 const isS3AuthError = (e: unknown) => e instanceof S3AuthError;
 
 describe("aws-chunked decoder", () => {

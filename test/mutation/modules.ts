@@ -38,6 +38,11 @@ export const MODULES: Record<string, MutationModule> = {
       "test/http/concurrent-duplicates.test.ts",
     ],
   },
+  /** Browser-form uploads' gate: the POST policy's signature, expiry and conditions. */
+  "post-policy": {
+    mutate: ["src/s3/post-policy.ts"],
+    tests: ["test/unit/s3-post-policy.test.ts", "test/fuzz/post-policy.test.ts", "test/s3/presigned-post.test.ts"],
+  },
   /** Upload tokens alone: the plaintext's, header's and access key's exact shapes, and the expiry second. */
   tokens: {
     mutate: ["src/auth/tokens.ts"],
