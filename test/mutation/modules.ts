@@ -38,6 +38,27 @@ export const MODULES: Record<string, MutationModule> = {
       "test/http/concurrent-duplicates.test.ts",
     ],
   },
+  /** The aws-chunked body decoder (chunk signatures, trailers) and the checksums it and PutObject verify. */
+  "s3-chunked": {
+    mutate: ["src/s3/aws-chunked-parser.ts", "src/s3/aws-chunked.ts", "src/s3/checksums.ts"],
+    tests: ["test/unit/s3-aws-chunked.test.ts", "test/unit/s3-body.test.ts", "test/fuzz/parsers.test.ts", "test/s3/checksums.test.ts"],
+  },
+  /** SigV4's canonical request, string to sign, key derivation and date parsing. */
+  "sigv4-canonical": {
+    mutate: ["src/s3/sigv4-canonical.ts"],
+    tests: [
+      "test/unit/s3-sigv4.test.ts",
+      "test/unit/s3-sigv4-refusals.test.ts",
+      "test/unit/s3-aws-chunked.test.ts",
+      "test/unit/s3-post-policy.test.ts",
+      "test/fuzz/parsers.test.ts",
+    ],
+  },
+  /** The XML reader of CompleteMultipartUpload and Delete bodies. */
+  "s3-xml": {
+    mutate: ["src/s3/xml-reader.ts"],
+    tests: ["test/unit/s3-xml-reader.test.ts", "test/unit/markup.test.ts"],
+  },
   /** Browser-form uploads' gate: the POST policy's signature, expiry and conditions. */
   "post-policy": {
     mutate: ["src/s3/post-policy.ts"],

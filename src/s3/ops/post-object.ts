@@ -64,6 +64,8 @@ function successResponse(fields: Record<string, string>, bucket: string, key: st
   return new Response(null, { status: status === "200" ? 200 : 204, headers });
 }
 
+const malformedForm = () => new S3Error("MalformedPOSTRequest", "表单上传的 multipart 格式无效", 400);
+
 const MAX_FIELDS = 64;
 const MAX_PARTS = 80;
 /** Every field at its longest and every part header at busboy's 16 KiB, with room for delimiters. */
@@ -82,6 +84,8 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
   const source = Readable.fromWeb(withIdleDeadline(request.body, idleMs, { bytes: bodyLimit, over: () => entityTooLarge(uploadCap) }) as never);
   const fields: Record<string, string> = {};
   let upload: Promise<Response> | undefined;
+  /** The body's own failure (idle deadline, size cap), once it happened. */
+  let bodyFailure: unknown;
 
   const handleFile = async (stream: Readable, fileName: string): Promise<Response> => {
     let principal: ReturnType<typeof resolveS3Credential>;
@@ -111,11 +115,13 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     try {
       parser = busboy({
         headers: { "content-type": request.headers.get("content-type") ?? "" },
-        limits: { fieldSize: MAX_POLICY_BYTES, fields: MAX_FIELDS, files: 1, parts: MAX_PARTS },
+        // Every file part is let through to the handler below, which takes the first named `file` and
+        // skips the others (a browser sends an empty part for each unused file input).
+        limits: { fieldSize: MAX_POLICY_BYTES, fields: MAX_FIELDS, files: MAX_PARTS, parts: MAX_PARTS },
         defParamCharset: "utf8",
       });
     } catch {
-      reject(new S3Error("MalformedPOSTRequest", "表单上传的 multipart 格式无效", 400));
+      reject(malformedForm());
       return;
     }
     const stop = (err: unknown) => {
@@ -131,19 +137,29 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
       // A body ending inside a part errors that part's stream; unheard (a part nobody reads, or the
       // file of a form refused before its bytes are read), that error would end the process. The
       // parser reports the same fault itself.
-      stream.on("error", () => {});
+      let broken: unknown;
+      stream.on("error", (err) => {
+        broken = err;
+      });
       if (upload || name.toLowerCase() !== "file") {
         stream.resume();
         return;
       }
-      upload = handleFile(stream, info.filename ?? "");
+      // The file's bytes ended or broke mid-part: the parser's own error (English, internal) is
+      // the client's malformed form, unless the body itself failed first (its deadline or cap).
+      upload = handleFile(stream, info.filename ?? "").catch((err: unknown) => {
+        throw err === broken ? (bodyFailure ?? malformedForm()) : err;
+      });
       upload.catch(stop);
     });
     parser.on("partsLimit", () => stop(new S3Error("MalformedPOSTRequest", "表单字段过多", 400)));
     parser.on("fieldsLimit", () => stop(new S3Error("MalformedPOSTRequest", "表单字段过多", 400)));
-    parser.on("error", () => stop(new S3Error("MalformedPOSTRequest", "表单上传的 multipart 格式无效", 400)));
+    parser.on("error", () => stop(malformedForm()));
     parser.on("close", () => resolve());
-    source.on("error", (err) => stop(err));
+    source.on("error", (err) => {
+      bodyFailure = err;
+      stop(err);
+    });
     source.pipe(parser);
   });
   try {
