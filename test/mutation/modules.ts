@@ -59,6 +59,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/s3/xml-reader.ts"],
     tests: ["test/unit/s3-xml-reader.test.ts", "test/unit/markup.test.ts"],
   },
+  /** SFTP host key checking against known_hosts (judged against OpenSSH's own matcher). */
+  "known-hosts": {
+    mutate: ["src/channels/drivers/sftp/known-hosts.ts"],
+    tests: ["test/unit/sftp-known-hosts.test.ts"],
+  },
   /** Browser-form uploads' gate: the POST policy's signature, expiry and conditions. */
   "post-policy": {
     mutate: ["src/s3/post-policy.ts"],
