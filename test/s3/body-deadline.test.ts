@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { makePng } from "../helpers/images";
 import { RawRequest } from "../http/raw-upload.helpers";
 import { queryDb } from "../http/channels.helpers";
-import { startS3Fixture, type S3Fixture } from "./s3-setup";
+import { errorCodeOf as codeOf, startS3Fixture, type S3Fixture } from "./s3-setup";
 import { signedS3 } from "./signed-request";
 
 let f: S3Fixture;
@@ -33,7 +33,6 @@ function signedHead(method: string, path: string, length: number): string {
   return [`${method} ${path} HTTP/1.1`, ...headers].join("\r\n");
 }
 
-const codeOf = (xml: string) => /<Code>([^<]+)<\/Code>/.exec(xml)?.[1];
 const tmpLeft = () =>
   readdirSync(join(f.server.dataDir, "tmp"), { recursive: true })
     .map(String)

@@ -18,7 +18,7 @@ import { Readable } from "node:stream";
 import { checksumCalculator } from "../../src/s3/checksums";
 import { makePng, sha256 } from "../helpers/images";
 import { queryDb } from "../http/channels.helpers";
-import { sdkClient, startS3Fixture, type S3Fixture } from "./s3-setup";
+import { errorCodeOf as codeOf, sdkClient, startS3Fixture, type S3Fixture } from "./s3-setup";
 import { signedS3 } from "./signed-request";
 
 const crc64 = (...pieces: Uint8Array[]) => {
@@ -28,7 +28,6 @@ const crc64 = (...pieces: Uint8Array[]) => {
 };
 const b64 = (hex: string) => Buffer.from(hex, "hex").toString("base64");
 const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
-const codeOf = (xml: string) => /<Code>([^<]+)<\/Code>/.exec(xml)?.[1];
 
 describe("CRC64-NVME calculator", () => {
   const fill = (f: (i: number) => number) => Uint8Array.from({ length: 4096 }, (_, i) => f(i));

@@ -7,9 +7,8 @@ import { CreateMultipartUploadCommand, ListMultipartUploadsCommand } from "@aws-
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { makeJpeg, makePng, sha256 } from "../helpers/images";
-import { sdkClient, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
+import { responseCodeOf as codeOf, sdkClient, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
 
-const codeOf = async (res: Response) => /<Code>([^<]+)<\/Code>/.exec(await res.text())?.[1];
 const hmac = (key: Buffer | string, data: string) => createHmac("sha256", key).update(data).digest();
 
 describe("S3 client gaps", () => {

@@ -10,10 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { makePng } from "../helpers/images";
 import { queryDb } from "../http/channels.helpers";
-import { sdkClient, startS3Fixture, type S3Fixture } from "./s3-setup";
+import { errorCodeOf as codeOf, sdkClient, startS3Fixture, type S3Fixture } from "./s3-setup";
 import { signedS3 } from "./signed-request";
 
-const codeOf = (xml: string) => /<Code>([^<]+)<\/Code>/.exec(xml)?.[1];
 const PAST = "Mon, 01 Jan 2001 00:00:00 GMT";
 const FUTURE = "Fri, 01 Jan 2100 00:00:00 GMT";
 const WRONG_ETAG = '"00000000000000000000000000000000"';

@@ -7,9 +7,8 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { makeJpeg } from "../helpers/images";
-import { s3User, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
+import { responseCodeOf as codeOf, s3User, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
 
-const codeOf = async (res: Response) => /<Code>([^<]+)<\/Code>/.exec(await res.text())?.[1];
 const uploadIdOf = async (res: Response) => {
   const text = await res.text();
   const id = /<UploadId>([^<]+)<\/UploadId>/.exec(text)?.[1];

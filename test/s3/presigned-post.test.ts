@@ -6,9 +6,7 @@
 import { createPresignedPost } from "@aws-sdk/s3-presigned-post";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { makePng, sha256 } from "../helpers/images";
-import { sdkClient, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
-
-const codeOf = async (res: Response) => /<Code>([^<]+)<\/Code>/.exec(await res.text())?.[1];
+import { responseCodeOf as codeOf, sdkClient, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
 
 describe("createPresignedPost from the AWS SDK", () => {
   let f: S3Fixture;

@@ -124,3 +124,9 @@ export function rcloneFor(f: S3Fixture, configPath: string) {
     return { code: await proc.exited, out, err };
   };
 }
+
+/** The `<Code>` of an S3 error document. */
+export const errorCodeOf = (xml: string) => /<Code>([^<]+)<\/Code>/.exec(xml)?.[1];
+
+/** The `<Code>` of an S3 error response (reads the body). */
+export const responseCodeOf = async (res: Response) => errorCodeOf(await res.text());
