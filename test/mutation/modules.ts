@@ -166,6 +166,19 @@ export const MODULES: Record<string, MutationModule> = {
       "test/unit/sniff.test.ts",
     ],
   },
+  /** Parts of `exif-strip`, each judged by the tests that reach it (the whole scope takes ~3 h). */
+  "exif-jpeg": {
+    mutate: ["src/images/exif-jpeg.ts"],
+    tests: ["test/unit/exif.test.ts", "test/unit/exif-strip-rules.test.ts", "test/unit/exif-gainmap.test.ts"],
+  },
+  "exif-gainmap": {
+    mutate: ["src/images/exif-gainmap.ts"],
+    tests: ["test/unit/exif-gainmap.test.ts", "test/unit/exif.test.ts"],
+  },
+  sniff: {
+    mutate: ["src/images/sniff.ts"],
+    tests: ["test/unit/sniff.test.ts"],
+  },
   /** The strip's format-independent part alone: the EXIF facts kept, the minimal block written back, the pieces joined. */
   "exif-parts": {
     mutate: ["src/images/exif-parts.ts"],
