@@ -119,14 +119,29 @@ export function isClientRejection(err: unknown): boolean {
  * in the request, so it is answered as one clear 503 instead of an internal error.
  */
 export function isDiskFull(err: unknown): boolean {
-  return diskFullAt(err, 0);
+  return faultAt(err, DISK_FULL, 0);
 }
 
-function diskFullAt(err: unknown, depth: number): boolean {
+/**
+ * The process out of file descriptors (EMFILE) or the system out of open files (ENFILE): a
+ * temporary condition of the server (too many connections at once, a limit set too low).
+ */
+export function isOutOfFileDescriptors(err: unknown): boolean {
+  return faultAt(err, OUT_OF_DESCRIPTORS, 0);
+}
+
+interface Fault {
+  codes: string[];
+  message: RegExp;
+}
+const DISK_FULL: Fault = { codes: ["ENOSPC", "EDQUOT", "SQLITE_FULL"], message: /database or disk is full|no space left on device|ENOSPC/i };
+const OUT_OF_DESCRIPTORS: Fault = { codes: ["EMFILE", "ENFILE"], message: /too many open files|EMFILE|ENFILE/i };
+
+function faultAt(err: unknown, fault: Fault, depth: number): boolean {
   if (typeof err !== "object" || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
-  if (code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL") return true;
-  if (typeof message === "string" && /database or disk is full|no space left on device|ENOSPC/i.test(message)) return true;
+  if (typeof code === "string" && fault.codes.includes(code)) return true;
+  if (typeof message === "string" && fault.message.test(message)) return true;
   // A driver's Chinese wrapper keeps the file-system error as its cause.
-  return depth < 4 && err instanceof Error && diskFullAt(err.cause, depth + 1);
+  return depth < 4 && err instanceof Error && faultAt(err.cause, fault, depth + 1);
 }

@@ -14,6 +14,8 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   /** Command after the entry point (default "serve"). */
   args?: string[];
+  /** A command the server runs under (e.g. `prlimit --nofile=1024:1024`). */
+  wrap?: string[];
 }
 
 /** A real Kura process on a random loopback port with its own data directory. */
@@ -34,7 +36,7 @@ export class KuraServer {
     for (const [k, v] of Object.entries({ ...process.env, KURA_LISTEN: "127.0.0.1:0", KURA_DATA_DIR: dataDir, ...opts.env })) {
       if (v !== undefined) env[k] = v;
     }
-    const proc = Bun.spawn([...DIE_WITH_PARENT, "bun", "run", join(ROOT, "src/main.ts"), ...(opts.args ?? ["serve"])], {
+    const proc = Bun.spawn([...DIE_WITH_PARENT, ...(opts.wrap ?? []), "bun", "run", join(ROOT, "src/main.ts"), ...(opts.args ?? ["serve"])], {
       cwd: dataDir,
       env,
       stdout: "pipe",

@@ -10,7 +10,7 @@ import { isSecureRequest, resolveClientAddress } from "../../src/http/request-in
 import { buildRouteTable } from "../../src/http/route-table";
 import { parseAddressSet } from "../../src/net/cidr";
 import { formatLine } from "../../src/ops/log";
-import { isDiskFull } from "../../src/errors";
+import { isDiskFull, isOutOfFileDescriptors } from "../../src/errors";
 
 describe("logfmt", () => {
   test("quotes values with spaces, quotes, equals and control characters", () => {
@@ -121,6 +121,15 @@ describe("small pieces", () => {
     (loop as { cause?: unknown }).cause = loop;
     expect(isDiskFull(loop)).toBe(false);
     expect([enospc, null, "ENOSPC"].map((e) => isDiskFull(e))).toEqual([true, false, false]);
+  });
+
+  test("the file descriptor limit is recognised the same ways, and is not a full disk", () => {
+    const emfile = Object.assign(new Error("open failed"), { code: "EMFILE" });
+    expect([emfile, Object.assign(new Error("x"), { code: "ENFILE" })].map(isOutOfFileDescriptors)).toEqual([true, true]);
+    expect(isOutOfFileDescriptors(new Error("EMFILE: too many open files, open '/data/storage/img/x'"))).toBe(true);
+    expect(isOutOfFileDescriptors(new Error("本地存储写入失败: k: 打开的文件过多", { cause: emfile }))).toBe(true);
+    expect([isDiskFull(emfile), isOutOfFileDescriptors(Object.assign(new Error("x"), { code: "ENOSPC" }))]).toEqual([false, false]);
+    expect([null, "EMFILE", new Error("permission denied")].map(isOutOfFileDescriptors)).toEqual([false, false, false]);
   });
 
   test("constant-time equality", () => {

@@ -1,0 +1,123 @@
+/**
+ * Fault tier: the process out of file descriptors, for real (its limit lowered with prlimit while
+ * it runs). An upload that cannot open its files answers a clear retryable error and leaves
+ * nothing behind; connections beyond the limit wait in the backlog and are all answered once
+ * descriptors free up; uploads work again afterwards; a start under a low limit is warned about.
+ */
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { adminSession, type Session } from "../helpers/client";
+import { form, makePng } from "../helpers/images";
+import { KuraServer } from "../helpers/server";
+
+/** The hard limit this test process has, which the server inherited (and Bun raised its soft limit to). */
+const hardLimit = () => Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
+const openFds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+const setLimit = (pid: number, n: number) => {
+  // The soft limit only: raising a hard limit again takes CAP_SYS_RESOURCE, which a sandbox's root may lack.
+  const run = Bun.spawnSync(["prlimit", `--pid=${pid}`, `--nofile=${n}:`], { stderr: "pipe" });
+  expect(run.stderr.toString()).toBe("");
+};
+const imageRows = (dataDir: string) => {
+  const db = new Database(join(dataDir, "kura.db"), { readonly: true });
+  try {
+    return (db.query("SELECT COUNT(*) AS n FROM images").get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+};
+const tmpLeft = (dataDir: string) =>
+  readdirSync(join(dataDir, "tmp"), { recursive: true })
+    .map(String)
+    .filter((n) => n !== "multipart");
+
+describe("out of file descriptors", () => {
+  let server: KuraServer;
+  let admin: Session;
+  let token = "";
+  beforeAll(async () => {
+    server = await KuraServer.start();
+    admin = await adminSession(server);
+    token = (await admin.json("POST", "/api/admin/tokens", { name: "fds" }, 201)).token;
+  });
+  afterAll(() => server.dispose());
+  const pid = () => server.proc.pid;
+  const upload = (name: string, png: Uint8Array) =>
+    fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(png, name) });
+
+  test("an upload that cannot open its files is a 503 in Chinese, stores nothing, and the next one after the limit rises succeeds", async () => {
+    const png = await makePng(60, 40, 7);
+    const rows = imageRows(server.dataDir);
+    // One descriptor to spare: enough to accept the upload's connection, not to write its bytes.
+    setLimit(pid(), openFds(pid()) + 1);
+    const refused = await upload("starved.png", png);
+    setLimit(pid(), hardLimit());
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect(await refused.json()).toEqual({ error: "服务器同时打开的文件已达上限，暂时无法写入，请稍后重试" });
+    // The operator hears what to change.
+    expect(server.logs).toMatch(/level=ERROR msg="打开的文件过多，上传写入失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）" err=.*EMFILE/);
+    expect(imageRows(server.dataDir)).toBe(rows);
+    expect(tmpLeft(server.dataDir)).toEqual([]);
+    expect((await upload("after.png", png)).status).toBe(200);
+    expect(imageRows(server.dataDir)).toBe(rows + 1);
+  });
+
+  test("connections beyond the limit wait in the backlog, and every one is answered as descriptors free up", async () => {
+    const { hostname, port } = new URL(server.base);
+    const spare = 8;
+    const limit = openFds(pid()) + spare;
+    setLimit(pid(), limit);
+    // Thirty requests with their heads unfinished: the server can hold only `spare` of them.
+    const clients = await Promise.all(
+      Array.from({ length: 30 }, async () => {
+        let got = "";
+        let closed!: () => void;
+        const done = new Promise<void>((resolve) => (closed = resolve));
+        const socket = await Bun.connect({
+          hostname,
+          port: Number(port),
+          socket: {
+            data(_socket, chunk) {
+              got += chunk.toString();
+            },
+            close() {
+              closed();
+            },
+            error() {},
+          },
+        });
+        socket.write(`GET /healthz HTTP/1.1\r\nHost: ${hostname}\r\n`);
+        return { socket, done, status: () => got.split("\r\n")[0] };
+      }),
+    );
+    // The server holds as many as its limit allows; the rest wait unaccepted.
+    for (let i = 0; i < 100 && openFds(pid()) < limit; i++) await Bun.sleep(20);
+    expect(openFds(pid())).toBe(limit);
+    // Each head is finished; answered connections close and make room for the next.
+    for (const c of clients) c.socket.write("Connection: close\r\n\r\n");
+    await Promise.all(clients.map((c) => c.done));
+    setLimit(pid(), hardLimit());
+    expect(clients.map((c) => c.status())).toEqual(Array.from({ length: 30 }, () => "HTTP/1.1 200 OK"));
+    expect(server.proc.exitCode).toBeNull();
+  });
+});
+
+test("a start under a low descriptor limit is warned about, with the limit and what to set", async () => {
+  const low = await KuraServer.start({ wrap: ["prlimit", "--nofile=1024:1024"] });
+  try {
+    expect(low.logs).toMatch(/level=WARN msg="进程的文件描述符上限偏低.*limit=1024 recommended=65536/);
+  } finally {
+    await low.dispose();
+  }
+  // This machine's own limit (Bun raises the soft limit to it), when it is not low itself.
+  if (hardLimit() < 8192) return;
+  const normal = await KuraServer.start();
+  try {
+    expect(normal.logs).not.toContain("文件描述符上限偏低");
+  } finally {
+    await normal.dispose();
+  }
+});
