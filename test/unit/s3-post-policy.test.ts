@@ -130,7 +130,8 @@ describe("the signing fields", () => {
 describe("the policy document", () => {
   test("a signed document that is not base64 JSON, or has no valid expiration, is refused", () => {
     expect(refusal(form({ doc: "not json" }))).toBe(denied("policy 不是 base64 编码的 JSON"));
-    for (const expiration of [undefined, 1795000000000, "someday", null]) {
+    // A number is no expiration, even one Date.parse would read as a year.
+    for (const expiration of [undefined, 1795000000000, 2099, "someday", null]) {
       expect(refusal(form({ expiration }))).toBe(denied("策略缺少有效的 expiration"));
     }
   });
@@ -146,7 +147,15 @@ describe("the policy document", () => {
     expect(refusal(form({ doc: JSON.stringify({ expiration: EXPIRES }) }))).toBe(denied("策略缺少 conditions 数组"));
     for (const c of [null, 7, "bucket"]) expect(refusal(form({ conditions: [c] }))).toBe(denied("策略条件格式无效"));
     expect(refusal(form({ conditions: [{ bucket: 1 }] }))).toBe(denied("策略条件 bucket 的值必须是字符串"));
-    for (const c of [["eq", "key", "uploads/a.png"], ["eq", "$key", 1], ["in", "$key", "a"], ["starts-with", "$key"], []]) {
+    for (const c of [
+      ["eq", "key", "uploads/a.png"],
+      ["eq", "$key", 1],
+      ["eq", 5, "x"],
+      ["starts-with", null, "x"],
+      ["in", "$key", "a"],
+      ["starts-with", "$key"],
+      [],
+    ]) {
       expect(refusal(form({ conditions: [c] }))).toBe(denied(`不支持的策略条件 ${JSON.stringify(c).slice(0, 80)}`));
     }
     const long = ["eq", "$key", "x".repeat(200)];
@@ -190,6 +199,8 @@ describe("every field has a condition, every condition a field", () => {
     expect(refusal(meta("cats", ["eq", "$x-amz-meta-tag", "cats"]))).toBe("ok");
     expect(refusal(meta("cats!", ["eq", "$x-amz-meta-tag", "cats"]))).toBe(denied("字段 x-amz-meta-tag 不满足策略条件"));
     expect(refusal(meta("Cats", { "x-amz-meta-tag": "cats" }))).toBe(denied("字段 x-amz-meta-tag 不满足策略条件"));
+    // {field: value} is equality, not a prefix.
+    expect(refusal(meta("cats", { "x-amz-meta-tag": "cat" }))).toBe(denied("字段 x-amz-meta-tag 不满足策略条件"));
     expect(refusal(meta("cats-and-dogs", ["starts-with", "$x-amz-meta-tag", "cats"]))).toBe("ok");
     expect(refusal(meta("dogs", ["starts-with", "$x-amz-meta-tag", "cats"]))).toBe(denied("字段 x-amz-meta-tag 不满足策略条件"));
     expect(refusal(meta("anything", ["starts-with", "$x-amz-meta-tag", ""]))).toBe("ok");

@@ -280,7 +280,7 @@ test("start-up recovery drops the cached variants of bytes no blob holds, and on
   } finally {
     app.variants.onBlobDropped = before;
   }
-  expect(dropped).toEqual([lost.sha256]);
+  expect(dropped).toStrictEqual([lost.sha256]);
   expect(b.deletes.sort()).toEqual([owned, orphanOfLost, loserOfOwned, "img/not-a-storage-key"].sort());
   expect(intents()).toBe(0);
 });
