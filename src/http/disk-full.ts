@@ -1,4 +1,4 @@
-import { isDiskFull } from "../errors";
+import { isDiskFull, isOutOfFileDescriptors } from "../errors";
 import type { Logger } from "../ops/log";
 import { ApiError, asApiError, jsonError } from "./errors";
 import { rawTarget } from "./raw-url";
@@ -6,6 +6,10 @@ import { rawTarget } from "./raw-url";
 export const DISK_FULL_MESSAGE = "服务器存储空间不足，暂时无法写入，请稍后重试或联系管理员";
 
 export const diskFullError = () => new ApiError(503, DISK_FULL_MESSAGE, { "retry-after": "60" });
+
+export const TOO_MANY_OPEN_FILES_MESSAGE = "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试";
+
+export const tooManyOpenFilesError = () => new ApiError(503, TOO_MANY_OPEN_FILES_MESSAGE, { "retry-after": "5" });
 
 /**
  * An ERROR line for a request that failed, with its method, path and the error's message. The
@@ -20,6 +24,27 @@ export function logDiskFull(log: Logger, request: Request, err: unknown) {
   logFailedRequest(log, "磁盘空间不足，写入失败", request, err);
 }
 
+/** Or about the descriptor limit, with the setting to change. */
+export function logOutOfFileDescriptors(log: Logger, request: Request, err: unknown) {
+  logFailedRequest(log, "打开的文件过多，请求失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）", request, err);
+}
+
+/**
+ * A full disk or the descriptor limit met by a request: logged for the operator; which one it was
+ * (undefined for anything else).
+ */
+export function logServerResourceFault(log: Logger, request: Request, err: unknown): "disk-full" | "out-of-files" | undefined {
+  if (isDiskFull(err)) {
+    logDiskFull(log, request, err);
+    return "disk-full";
+  }
+  if (isOutOfFileDescriptors(err)) {
+    logOutOfFileDescriptors(log, request, err);
+    return "out-of-files";
+  }
+  return undefined;
+}
+
 /** A crash (what `answerableError` could not answer), logged the same way on every JSON-speaking surface before its 500. */
 export function logCrash(log: Logger, request: Request, err: unknown) {
   logFailedRequest(log, "请求处理失败", request, err);
@@ -28,13 +53,16 @@ export function logCrash(log: Logger, request: Request, err: unknown) {
 /**
  * A handler's failure as an error any JSON-speaking surface (our API, Lsky, Chevereto) can
  * answer in its own envelope, or undefined for a crash, which the caller logs and answers 500.
- * A full disk is the server's temporary condition: a retryable 503, and an ERROR line.
+ * A full disk or the descriptor limit is the server's temporary condition: a retryable 503, and
+ * an ERROR line.
  */
 export function answerableError(log: Logger, request: Request, err: unknown): ApiError | undefined {
   const known = asApiError(err);
-  if (known || !isDiskFull(err)) return known;
-  logDiskFull(log, request, err);
-  return diskFullError();
+  if (known) return known;
+  const fault = logServerResourceFault(log, request, err);
+  if (fault === "disk-full") return diskFullError();
+  if (fault === "out-of-files") return tooManyOpenFilesError();
+  return undefined;
 }
 
 /**

@@ -111,13 +111,9 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   }
   if (written.length < app.settings.get().min_success) {
     await undoWrites(app, key, written, intents);
-    // Every write stopped on a full disk: that is what the client and the operator hear about.
-    if (failures.length > 0 && failures.every(isDiskFull)) throw failures[0];
-    // Or on the process's file descriptor limit: a busy moment for the client, a setting for the operator.
-    if (failures.length > 0 && failures.every(isOutOfFileDescriptors)) {
-      app.log.error("打开的文件过多，上传写入失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）", { err: (failures[0] as Error).message });
-      throw new Unavailable("服务器同时打开的文件已达上限，暂时无法写入，请稍后重试", 5);
-    }
+    // Every write stopped on a full disk, or on the process's descriptor limit: that is what the
+    // client and the operator hear about (http/disk-full.ts, s3/errors.ts).
+    if (failures.length > 0 && (failures.every(isDiskFull) || failures.every(isOutOfFileDescriptors))) throw failures[0];
     throw new Unavailable("成功写入的存储渠道数量不足，请稍后重试", 30);
   }
   return { written, intents };

@@ -3,8 +3,8 @@
  * Clients map on `<Code>` (the SDK turns it into an exception class), so codes and statuses follow S3;
  * messages are Chinese and never contain secrets.
  */
-import { DISK_FULL_MESSAGE } from "../http/disk-full";
-import { DomainError, Forbidden, Invalid, isDiskFull, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable } from "../errors";
+import { DISK_FULL_MESSAGE, TOO_MANY_OPEN_FILES_MESSAGE } from "../http/disk-full";
+import { DomainError, Forbidden, Invalid, isDiskFull, isOutOfFileDescriptors, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable } from "../errors";
 import { ApiError } from "../http/errors";
 import { S3AuthError } from "./s3-auth-error";
 import { xmlDocument, el } from "./xml";
@@ -92,6 +92,7 @@ export function toS3Error(err: unknown): S3Error {
     }
   }
   if (isDiskFull(err)) return new S3Error("ServiceUnavailable", DISK_FULL_MESSAGE, 503, { "retry-after": "60" });
+  if (isOutOfFileDescriptors(err)) return new S3Error("ServiceUnavailable", TOO_MANY_OPEN_FILES_MESSAGE, 503, { "retry-after": "5" });
   return new S3Error("InternalError", "服务器内部错误");
 }
 

@@ -8,8 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import { errorResponse, notImplemented, S3Error, toS3Error } from "./errors";
 import { rawTarget } from "../http/raw-url";
-import { isDiskFull } from "../errors";
-import { logDiskFull } from "../http/disk-full";
+import { logServerResourceFault } from "../http/disk-full";
 import { authenticateS3, splitS3Path, type S3Request } from "./request";
 import { isPostPolicyUpload, postObject } from "./ops/post-object";
 import { createBucket, deleteBucket, requireOwnBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
@@ -203,7 +202,7 @@ export function s3Routes(app: AppContext) {
       const s3 = toS3Error(err);
       if (s3.status >= 500 && s3.code === "InternalError") {
         app.log.error("S3 请求处理失败", { method: request.method, path: resource, err: err instanceof Error ? err.message : String(err) });
-      } else if (isDiskFull(err)) logDiskFull(app.log, request, err);
+      } else logServerResourceFault(app.log, request, err);
       response = errorResponse(s3, { method: request.method, resource, requestId });
     }
     response.headers.set("x-amz-request-id", requestId);

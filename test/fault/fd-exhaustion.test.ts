@@ -8,9 +8,9 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { adminSession, type Session } from "../helpers/client";
 import { form, makePng } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
+import { errorCodeOf, type S3Fixture, signedRequest, startS3Fixture } from "../s3/s3-setup";
 
 /** The hard limit this test process has, which the server inherited (and Bun raised its soft limit to). */
 const hardLimit = () => Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
@@ -34,35 +34,54 @@ const tmpLeft = (dataDir: string) =>
     .filter((n) => n !== "multipart");
 
 describe("out of file descriptors", () => {
+  let f: S3Fixture;
   let server: KuraServer;
-  let admin: Session;
   let token = "";
   beforeAll(async () => {
-    server = await KuraServer.start();
-    admin = await adminSession(server);
-    token = (await admin.json("POST", "/api/admin/tokens", { name: "fds" }, 201)).token;
+    f = await startS3Fixture();
+    server = f.server;
+    token = (await f.admin.json("POST", "/api/admin/tokens", { name: "fds" }, 201)).token;
   });
   afterAll(() => server.dispose());
   const pid = () => server.proc.pid;
   const upload = (name: string, png: Uint8Array) =>
     fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(png, name) });
+  /** Runs `fn` with one descriptor to spare: enough to accept a connection, not to write an upload's bytes. */
+  async function starved<T>(fn: () => Promise<T>): Promise<T> {
+    setLimit(pid(), openFds(pid()) + 1);
+    try {
+      return await fn();
+    } finally {
+      setLimit(pid(), hardLimit());
+    }
+  }
 
-  test("an upload that cannot open its files is a 503 in Chinese, stores nothing, and the next one after the limit rises succeeds", async () => {
+  test("an upload that cannot open its files is a retryable 503 in Chinese on the API and S3, stores nothing, and succeeds once the limit rises", async () => {
     const png = await makePng(60, 40, 7);
     const rows = imageRows(server.dataDir);
-    // One descriptor to spare: enough to accept the upload's connection, not to write its bytes.
-    setLimit(pid(), openFds(pid()) + 1);
-    const refused = await upload("starved.png", png);
-    setLimit(pid(), hardLimit());
+    const refused = await starved(() => upload("starved.png", png));
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("5");
-    expect(await refused.json()).toEqual({ error: "服务器同时打开的文件已达上限，暂时无法写入，请稍后重试" });
+    expect(await refused.json()).toEqual({ error: "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试" });
     // The operator hears what to change.
-    expect(server.logs).toMatch(/level=ERROR msg="打开的文件过多，上传写入失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）" err=.*EMFILE/);
+    expect(server.logs).toMatch(
+      /level=ERROR msg="打开的文件过多，请求失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）" method=POST path=\/api\/upload err=.*EMFILE/,
+    );
+
+    const put = await starved(() => signedRequest(f, "PUT", "/s3/kura/starved.png", { body: png }));
+    expect([put.status, put.headers.get("retry-after")]).toEqual([503, "5"]);
+    const xml = await put.text();
+    expect([errorCodeOf(xml), /<Message>([^<]*)<\/Message>/.exec(xml)?.[1]]).toEqual([
+      "ServiceUnavailable",
+      "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试",
+    ]);
+    expect(server.logs).toMatch(/level=ERROR msg="打开的文件过多，请求失败：.*" method=PUT path=\/s3\/kura\/starved.png err=.*EMFILE/);
+
     expect(imageRows(server.dataDir)).toBe(rows);
     expect(tmpLeft(server.dataDir)).toEqual([]);
     expect((await upload("after.png", png)).status).toBe(200);
-    expect(imageRows(server.dataDir)).toBe(rows + 1);
+    expect((await signedRequest(f, "PUT", "/s3/kura/after.png", { body: png })).status).toBe(200);
+    expect(imageRows(server.dataDir)).toBe(rows + 2);
   });
 
   test("connections beyond the limit wait in the backlog, and every one is answered as descriptors free up", async () => {
