@@ -57,7 +57,7 @@ export const MODULES: Record<string, MutationModule> = {
   /** The XML reader of CompleteMultipartUpload and Delete bodies. */
   "s3-xml": {
     mutate: ["src/s3/xml-reader.ts"],
-    tests: ["test/unit/s3-xml-reader.test.ts", "test/unit/markup.test.ts"],
+    tests: ["test/unit/s3-xml-reader.test.ts", "test/unit/s3-xml-rules.test.ts", "test/unit/markup.test.ts"],
   },
   /** SFTP host key checking against known_hosts (judged against OpenSSH's own matcher). */
   "known-hosts": {
