@@ -47,6 +47,7 @@ export const MODULES: Record<string, MutationModule> = {
   "sigv4-canonical": {
     mutate: ["src/s3/sigv4-canonical.ts"],
     tests: [
+      "test/unit/sigv4-canonical.test.ts",
       "test/unit/s3-sigv4.test.ts",
       "test/unit/s3-sigv4-refusals.test.ts",
       "test/unit/s3-aws-chunked.test.ts",
