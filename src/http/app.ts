@@ -6,7 +6,7 @@ import { assertAdminRoutesGuarded } from "./access";
 import { DomainError } from "../errors";
 import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, jsonError } from "./errors";
-import { boundSmallBody } from "./body-limit";
+import { BodyBudget, boundSmallBody } from "./body-limit";
 import { inSurfaceEnvelope, unknownRoute } from "../compat/envelopes";
 import { BodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
@@ -35,6 +35,7 @@ import { refererRoutes } from "./routes/referers";
 import { reviewRoutes } from "./routes/review";
 import { s3Routes } from "../s3/router";
 import { getOrCreate } from "../shared/get-or-create";
+import { scrapeGauge } from "../ops/metrics";
 
 /** Paths left out of HTTP metrics (spec 4.12). */
 const UNMETERED = new Set(["/healthz", "/metrics"]);
@@ -135,6 +136,8 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
   const meters = requestMeters(app);
   const hintProxy = proxyMisconfigurationHint(app.bootstrap.trustedProxies, app.log);
   const fastImage = imageFastPath(app);
+  const bodyBudget = new BodyBudget();
+  scrapeGauge(app.metrics.registry, "kura_http_body_bytes_held", "正在接收、尚未处理完的小请求体（JSON、表单）占用的内存字节数", () => bodyBudget.held().bytes);
   let onDelivery: ((started: number) => void) | undefined;
 
   /** Headers every response gets, then the metrics. */
@@ -163,11 +166,15 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     let response: Response;
     try {
       requireUsableHost(request, path);
-      const bounded = await boundSmallBody(request, path);
+      const bounded = await boundSmallBody(request, path, bodyBudget, info.client);
       if (bounded instanceof Response) response = await inSurfaceEnvelope(path, bounded);
       else {
-        if (bounded !== request) setRequestInfo(bounded, info);
-        response = await router.handle(bounded);
+        try {
+          if (bounded.request !== request) setRequestInfo(bounded.request, info);
+          response = await router.handle(bounded.request);
+        } finally {
+          bounded.release();
+        }
       }
     } catch (err) {
       response = await inSurfaceEnvelope(path, errorAnswer(app, request, err));
