@@ -178,7 +178,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   sniff: {
     mutate: ["src/images/sniff.ts"],
-    tests: ["test/unit/sniff.test.ts"],
+    tests: ["test/unit/sniff.test.ts", "test/unit/sniff-rules.test.ts"],
   },
   /** The strip's format-independent part alone: the EXIF facts kept, the minimal block written back, the pieces joined. */
   "exif-parts": {

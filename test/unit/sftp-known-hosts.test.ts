@@ -98,12 +98,14 @@ describe("the file and the verdicts", () => {
       "short.example.com ssh-ed25519",
       "empty.example.com ssh-ed25519 ====",
       `crlf.example.com\tssh-ed25519\t${KEY_B}\r`,
+      `spaced.example.com  ssh-ed25519 \t ${KEY_A}`,
     ].join("\r\n");
     expect(parseKnownHosts(text).map((l) => [l.marker, l.patterns, l.keyType, l.key.toString("base64")])).toEqual([
       ["", "db.example.com", "ssh-ed25519", KEY_A],
       ["revoked", "*", "ssh-ed25519", KEY_B],
       ["cert-authority", "*.example.com", "ssh-ed25519", KEY_A],
       ["", "crlf.example.com", "ssh-ed25519", KEY_B],
+      ["", "spaced.example.com", "ssh-ed25519", KEY_A],
     ]);
   });
 
@@ -120,6 +122,10 @@ describe("the file and the verdicts", () => {
     expect(verifyHostKey(lines, "DB.Example.com", 22, blob(KEY_A))).toBe("ok");
     expect(verifyHostKey(lines, "db.example.com", 2222, blob(KEY_A))).toBe("mismatch");
     expect(verifyHostKey(lines, "web.example.com", 22, blob(KEY_A))).toBe("unknown");
+    // A host with two keys listed: either one is its key.
+    const keyC = Buffer.from("a third host key blob, for this test").toString("base64");
+    const twoKeys = [...lines, ...parseKnownHosts(`db.example.com ssh-ed25519 ${keyC}`)];
+    expect([verifyHostKey(twoKeys, "db.example.com", 22, blob(KEY_A)), verifyHostKey(twoKeys, "db.example.com", 22, blob(keyC))]).toEqual(["ok", "ok"]);
     // Revoked wherever it is presented, even by a host whose own line lists it.
     const revokedToo = [...lines, ...parseKnownHosts(`@revoked nothing.example ssh-ed25519 ${KEY_A}`)];
     expect(verifyHostKey(revokedToo, "db.example.com", 22, blob(KEY_A))).toBe("revoked");
@@ -132,11 +138,21 @@ describe("the file and the verdicts", () => {
         `db.example.com ssh-rsa ${KEY_A}`,
         `db.example.com ecdsa-sha2-nistp256 ${KEY_A}`,
         `db.example.com ssh-ed25519 ${KEY_A}`,
+        `db.example.com ecdsa-sha2-nistp521 ${KEY_A}`,
+        `db2.example.com ecdsa-sha2-nistp384 ${KEY_A}`,
         `other.example.com ecdsa-sha2-nistp521 ${KEY_A}`,
         `@revoked db.example.com ecdsa-sha2-nistp384 ${KEY_A}`,
       ].join("\n"),
     );
-    expect(preferredHostKeyAlgorithms(lines, "db.example.com", 22)).toEqual(["ssh-ed25519", "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"]);
+    expect(preferredHostKeyAlgorithms(lines, "db.example.com", 22)).toEqual([
+      "ssh-ed25519",
+      "ecdsa-sha2-nistp521",
+      "ecdsa-sha2-nistp256",
+      "rsa-sha2-512",
+      "rsa-sha2-256",
+      "ssh-rsa",
+    ]);
+    expect(preferredHostKeyAlgorithms(lines, "db2.example.com", 22)).toEqual(["ecdsa-sha2-nistp384"]);
     expect(preferredHostKeyAlgorithms(lines, "new.example.com", 22)).toEqual([]);
   });
 });
