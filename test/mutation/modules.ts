@@ -41,7 +41,13 @@ export const MODULES: Record<string, MutationModule> = {
   /** The aws-chunked body decoder (chunk signatures, trailers) and the checksums it and PutObject verify. */
   "s3-chunked": {
     mutate: ["src/s3/aws-chunked-parser.ts", "src/s3/aws-chunked.ts", "src/s3/checksums.ts"],
-    tests: ["test/unit/s3-aws-chunked.test.ts", "test/unit/s3-body.test.ts", "test/fuzz/parsers.test.ts", "test/s3/checksums.test.ts"],
+    tests: [
+      "test/unit/aws-chunked-rules.test.ts",
+      "test/unit/s3-aws-chunked.test.ts",
+      "test/unit/s3-body.test.ts",
+      "test/fuzz/parsers.test.ts",
+      "test/s3/checksums.test.ts",
+    ],
   },
   /** SigV4's canonical request, string to sign, key derivation and date parsing. */
   "sigv4-canonical": {
