@@ -46,12 +46,18 @@ describe("out of file descriptors", () => {
   const pid = () => server.proc.pid;
   const upload = (name: string, png: Uint8Array) =>
     fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(png, name) });
-  /** Runs `fn` with one descriptor to spare: enough to accept a connection, not to write an upload's bytes. */
+  /**
+   * Runs `fn` with two descriptors to spare: enough to accept a connection (if the request needs a
+   * new one), not to write an upload's bytes (which takes three). Should the request not even be
+   * accepted, the limit comes back after 5 s, so the test fails instead of hanging.
+   */
   async function starved<T>(fn: () => Promise<T>): Promise<T> {
-    setLimit(pid(), openFds(pid()) + 1);
+    setLimit(pid(), openFds(pid()) + 2);
+    const rescue = setTimeout(() => setLimit(pid(), hardLimit()), 5_000);
     try {
       return await fn();
     } finally {
+      clearTimeout(rescue);
       setLimit(pid(), hardLimit());
     }
   }
