@@ -170,7 +170,9 @@ export const MODULES: Record<string, MutationModule> = {
       "test/unit/exif.test.ts",
       "test/unit/exif-avif.test.ts",
       "test/unit/exif-gainmap.test.ts",
+      "test/unit/exif-gainmap-rules.test.ts",
       "test/unit/sniff.test.ts",
+      "test/unit/sniff-rules.test.ts",
     ],
   },
   /** Parts of `exif-strip`, each judged by the tests that reach it (the whole scope takes ~3 h). */
@@ -180,7 +182,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   "exif-gainmap": {
     mutate: ["src/images/exif-gainmap.ts"],
-    tests: ["test/unit/exif-gainmap.test.ts", "test/unit/exif.test.ts"],
+    tests: ["test/unit/exif-gainmap-rules.test.ts", "test/unit/exif-gainmap.test.ts", "test/unit/exif.test.ts"],
   },
   sniff: {
     mutate: ["src/images/sniff.ts"],
