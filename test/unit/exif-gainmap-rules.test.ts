@@ -194,7 +194,8 @@ describe("the MPF index", () => {
     tail.writeUInt32LE(8 + 16, 4);
     tail.set(list(1), 8);
     tail.writeUInt16LE(1, 24);
-    [0xb002, 7].forEach((v, i) => tail.writeUInt16LE(v, 26 + 2 * i));
+    tail.writeUInt16LE(0xb002, 26);
+    tail.writeUInt16LE(7, 28);
     tail.writeUInt32LE(16, 30);
     tail.writeUInt32LE(8, 34);
     expect(readMpf(Buffer.concat([Buffer.from("MPF\0", "latin1"), tail]))?.length).toBe(1);
