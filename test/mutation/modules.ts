@@ -166,6 +166,7 @@ export const MODULES: Record<string, MutationModule> = {
     ],
     tests: [
       "test/unit/exif-strip-rules.test.ts",
+      "test/unit/exif-jpeg-rules.test.ts",
       "test/unit/exif-parts.test.ts",
       "test/unit/exif.test.ts",
       "test/unit/exif-avif.test.ts",
@@ -178,7 +179,7 @@ export const MODULES: Record<string, MutationModule> = {
   /** Parts of `exif-strip`, each judged by the tests that reach it (the whole scope takes ~3 h). */
   "exif-jpeg": {
     mutate: ["src/images/exif-jpeg.ts"],
-    tests: ["test/unit/exif.test.ts", "test/unit/exif-strip-rules.test.ts", "test/unit/exif-gainmap.test.ts"],
+    tests: ["test/unit/exif-jpeg-rules.test.ts", "test/unit/exif.test.ts", "test/unit/exif-strip-rules.test.ts", "test/unit/exif-gainmap.test.ts"],
   },
   "exif-gainmap": {
     mutate: ["src/images/exif-gainmap.ts"],
