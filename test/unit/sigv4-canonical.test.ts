@@ -100,6 +100,9 @@ describe("dates and keys", () => {
       "20261128T240000Z",
       "20261128T236000Z",
       "20261128T235960Z",
+      // Minutes and seconds of 60 that Date.UTC would carry into the same day's next hour or minute.
+      "20261128T106000Z",
+      "20261128T105960Z",
       "20250229T000000Z",
       "20261131T000000Z",
       "20261300T000000Z",
