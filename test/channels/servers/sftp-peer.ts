@@ -38,9 +38,21 @@ export interface SftpPeer {
   stop(): Promise<void>;
 }
 
+/**
+ * An ed25519 host key ssh2 can read back. About 1 in 256 of the keys ssh2's generateKeyPairSync
+ * writes cannot be parsed (it strips a leading zero byte of the public key: mscdex/ssh2#1390,
+ * #1513), which failed a CI run; such a key is simply made again.
+ */
+function newHostKey(): string {
+  for (;;) {
+    const pair = utils.generateKeyPairSync("ed25519");
+    if (!(utils.parseKey(pair.private) instanceof Error) && !(utils.parseKey(pair.public) instanceof Error)) return pair.private;
+  }
+}
+
 export async function startSftpPeer(root: string): Promise<SftpPeer> {
   const password = `peer-${randomBytes(6).toString("hex")}`;
-  let hostKey = utils.generateKeyPairSync("ed25519").private;
+  let hostKey = newHostKey();
   const ctl: PeerControl = {};
   const stats = { readdir: 0, opendir: 0, openDirs: 0, passwordsOffered: 0, authAttempts: 0 };
   const clients = new Set<Connection>();
@@ -203,7 +215,7 @@ export async function startSftpPeer(root: string): Promise<SftpPeer> {
     stats,
     async replaceHostKey() {
       await stop();
-      hostKey = utils.generateKeyPairSync("ed25519").private;
+      hostKey = newHostKey();
       server = await listen(port);
     },
     fingerprint() {
