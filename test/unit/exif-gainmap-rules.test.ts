@@ -25,7 +25,7 @@ const withVersion = (rest: string) => `hdrgm:Version="1.0" ${rest}/>`;
 
 describe("the hdrgm whitelist", () => {
   test("numbers: optional sign, up to 20 digits each side of the point, an exponent of up to 3 digits; nothing around them", () => {
-    for (const good of ["1", "-1.5", "+2.", ".5", "1e3", "1.5E-10", "12345678901234567890", "0.12345678901234567890", "1e+123"]) {
+    for (const good of ["1", "-1.5", "+2.", ".5", ".25", "1e3", "1.5E-10", "12345678901234567890", "0.12345678901234567890", "1e+123"]) {
       expect([good, kept(withVersion(`hdrgm:Gamma="${good}"`))?.Gamma]).toEqual([good, good]);
     }
     for (const bad of [
