@@ -10,6 +10,8 @@ import type { Logger } from "./log";
 
 /** Below this many descriptors a public instance can be starved by a few hundred slow connections. */
 export const LOW_OPEN_FILE_LIMIT = 8192;
+/** What deploy/kura.service sets. */
+const RECOMMENDED_OPEN_FILE_LIMIT = 65536;
 
 /** The soft "Max open files" of a /proc/<pid>/limits text; undefined when absent, Infinity when unlimited. */
 export function openFileLimit(limits: string): number | undefined {
@@ -29,8 +31,11 @@ export function warnIfFewFileDescriptors(log: Pick<Logger, "warn">, readLimits =
     return;
   }
   if (limit === undefined || limit >= LOW_OPEN_FILE_LIMIT) return;
-  log.warn("进程的文件描述符上限偏低：连接和上传较多时会耗尽，新连接将无法接入、上传失败，请提高上限（systemd 单元的 LimitNOFILE=，建议 65536）", {
-    limit,
-    recommended: 65536,
-  });
+  log.warn(
+    `进程的文件描述符上限偏低：连接和上传较多时会耗尽，新连接将无法接入、上传失败，请提高上限（systemd 单元的 LimitNOFILE=，建议 ${RECOMMENDED_OPEN_FILE_LIMIT}）`,
+    {
+      limit,
+      recommended: RECOMMENDED_OPEN_FILE_LIMIT,
+    },
+  );
 }
