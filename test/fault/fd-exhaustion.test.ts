@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { form, makePng } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
-import { errorCodeOf, type S3Fixture, signedRequest, startS3Fixture } from "../s3/s3-setup";
+import { errorCodeOf, errorMessageOf, type S3Fixture, signedRequest, startS3Fixture } from "../s3/s3-setup";
 
 /** The hard limit this test process has, which the server inherited (and Bun raised its soft limit to). */
 const hardLimit = () => Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
@@ -77,10 +77,7 @@ describe("out of file descriptors", () => {
     const put = await starved(() => signedRequest(f, "PUT", "/s3/kura/starved.png", { body: png }));
     expect([put.status, put.headers.get("retry-after")]).toEqual([503, "5"]);
     const xml = await put.text();
-    expect([errorCodeOf(xml), /<Message>([^<]*)<\/Message>/.exec(xml)?.[1]]).toEqual([
-      "ServiceUnavailable",
-      "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试",
-    ]);
+    expect([errorCodeOf(xml), errorMessageOf(xml)]).toEqual(["ServiceUnavailable", "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试"]);
     expect(server.logs).toMatch(/level=ERROR msg="打开的文件过多，请求失败：.*" method=PUT path=\/s3\/kura\/starved.png err=.*EMFILE/);
 
     expect(imageRows(server.dataDir)).toBe(rows);

@@ -10,7 +10,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { RawRequest } from "../http/raw-upload.helpers";
 import { makePng } from "../helpers/images";
-import { type S3Credential, type S3Fixture, s3User, sdkClient, signedRequest, startS3Fixture } from "./s3-setup";
+import { errorCodeOf, errorMessageOf, type S3Credential, type S3Fixture, s3User, sdkClient, signedRequest, startS3Fixture } from "./s3-setup";
 
 type Part = { name: string; value: string } | { name: string; filename: string; bytes: Uint8Array };
 const BOUNDARY = "kura-form-boundary";
@@ -50,7 +50,7 @@ describe("POST Object forms", () => {
     } as RequestInit);
   const s3Error = async (res: Response) => {
     const xml = await res.text();
-    return { status: res.status, code: /<Code>([^<]+)<\/Code>/.exec(xml)?.[1], message: /<Message>([^<]*)<\/Message>/.exec(xml)?.[1] };
+    return { status: res.status, code: errorCodeOf(xml), message: errorMessageOf(xml) };
   };
   const stored = async (key: string) => (await signedRequest(f, "HEAD", `/s3/${f.cred.bucket}/${key}`)).status;
   const tmpLeft = () =>
@@ -116,7 +116,7 @@ describe("POST Object forms", () => {
     ];
     const declared = await RawRequest.open(f.server, head.join("\r\n"), `--${BOUNDARY}\r\n`);
     const answer = await declared.answer;
-    expect([answer?.status, /<Code>([^<]+)<\/Code>/.exec(answer?.body ?? "")?.[1]]).toEqual([400, "EntityTooLarge"]);
+    expect([answer?.status, errorCodeOf(answer?.body ?? "")]).toEqual([400, "EntityTooLarge"]);
     // An endless preamble before the first boundary: the parser skips it, the body cap ends it.
     let sent = 0;
     const endless = new ReadableStream<Uint8Array>({

@@ -128,5 +128,8 @@ export function rcloneFor(f: S3Fixture, configPath: string) {
 /** The `<Code>` of an S3 error document. */
 export const errorCodeOf = (xml: string) => /<Code>([^<]+)<\/Code>/.exec(xml)?.[1];
 
+/** The `<Message>` of an S3 error document. */
+export const errorMessageOf = (xml: string) => /<Message>([^<]*)<\/Message>/.exec(xml)?.[1];
+
 /** The `<Code>` of an S3 error response (reads the body). */
 export const responseCodeOf = async (res: Response) => errorCodeOf(await res.text());
