@@ -2,6 +2,7 @@ import type { AppContext } from "../context";
 import type { ImageView } from "../images/repo";
 import { NoReadableChannelError, openBlob, readBlob, readCandidates } from "../images/read";
 import { cacheHeaders } from "./cache-headers";
+import { logServerResourceFault } from "../http/disk-full";
 import { VariantUnavailableError } from "./variants";
 import {
   answer,
@@ -61,7 +62,7 @@ async function renderedVariant(
     if (notSmaller(choice, variant.size, image)) return serveOriginal(app, req, image, true, cold);
     return variantAnswer(req, headers, choice.format, variant);
   } catch (err) {
-    if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
+    if (err instanceof NoReadableChannelError) return unreadable(app, req, err);
     // A failure remembered from an earlier request was logged then: repeating the request
     // (anyone may, anonymously) must not write a log line each time.
     if (!(err instanceof VariantUnavailableError)) app.log.warn("图片处理失败，返回原图", { image: image.id, err: (err as Error).message });
@@ -99,9 +100,18 @@ async function storedOriginal(
       return answer(req, 200, app.variants.hot.set(image.sha256, read), headers, read.byteLength);
     });
   } catch (err) {
-    if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
+    if (err instanceof NoReadableChannelError) return unreadable(app, req, err);
     throw err;
   }
+}
+
+/**
+ * No channel could be read: when the server itself was out of file descriptors, that retryable
+ * 503 with an ERROR naming the limit (as on every other surface); else the channels' 503.
+ */
+function unreadable(app: AppContext, req: DeliveryRequest, err: NoReadableChannelError): Response {
+  const fault = logServerResourceFault(app.log, req.request, err);
+  return fault ? plain(req, 503, fault.message, { ...fault.headers }) : plain(req, 503, err.message);
 }
 
 /** The blob fields delivery needs, straight from the image view (no second query). */

@@ -11,6 +11,7 @@ import type { DeliveryFormat } from "./negotiate";
 import { renderProfile } from "./render-profile";
 import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
+import { serverFaultBehind } from "../images/pixel-faults";
 import { pauseAt } from "../testing/hold-points";
 import { VariantCache } from "./variant-cache";
 
@@ -163,9 +164,10 @@ export class VariantService {
       this.app.metrics.variantRenders.inc({ format, result: "ok" });
     } catch (err) {
       this.app.metrics.variantRenders.inc({ format, result: "error" });
-      // Only a render that ran and failed is remembered; one that never got a slot (a busy
-      // moment) may be tried by the next request.
-      if (!(err instanceof QueueWaitTimeoutError)) this.rememberFailure(key);
+      // Only a render that failed for the image's sake is remembered; one that never got a slot
+      // (a busy moment) or that the server failed (out of descriptors, which libvips reports as
+      // an unreadable image; a full disk) may be tried by the next request.
+      if (!(err instanceof QueueWaitTimeoutError) && !(await serverFaultBehind(err))) this.rememberFailure(key);
       throw err;
     }
     return this.store(blob, width, format, key, bytes);

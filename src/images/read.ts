@@ -1,4 +1,5 @@
 import { ObjectNotFoundError, type ByteRange, type GetResult } from "../channels/driver";
+import { isOutOfFileDescriptors } from "../errors";
 import type { ChannelRegistry } from "../channels/registry";
 import type { JobKinds } from "../jobs/kinds";
 import type { JobQueue } from "../jobs/queue";
@@ -19,10 +20,18 @@ export interface BlobReadDeps {
 }
 
 export class NoReadableChannelError extends Error {
-  constructor() {
-    super("没有可读取该图片的健康存储渠道");
+  /**
+   * `cause`: the server's own trouble that kept a channel from being read (out of file
+   * descriptors), when there was one; every surface then answers that (a retryable 503 naming
+   * it, errors.ts walks the cause) instead of blaming the channels.
+   */
+  constructor(cause?: unknown) {
+    super("没有可读取该图片的健康存储渠道", cause === undefined ? undefined : { cause });
   }
 }
+
+/** A read failure that is the server's rather than the channel's: out of file descriptors. */
+const serverFaultOf = (err: unknown) => (isOutOfFileDescriptors(err) ? err : undefined);
 
 /** Channels holding a completed replica: healthy ones first, each group by priority. */
 export function readCandidates(app: BlobReadDeps, blobId: number) {
@@ -44,11 +53,13 @@ export type OpenedBlob = GetResult & { channelId: number; verified(): boolean };
 
 /** Opens the blob's bytes from the best channel, failing over to the next on any error. */
 export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRange): Promise<OpenedBlob> {
+  let serverFault: unknown;
   for (const channel of readCandidates(app, blob.id)) {
     const result = await openOn(app, channel, blob, range);
-    if (result) return { ...result, channelId: channel.row.id };
+    if (!("failed" in result)) return { ...result, channelId: channel.row.id };
+    serverFault ??= serverFaultOf(result.failed);
   }
-  throw new NoReadableChannelError();
+  throw new NoReadableChannelError(serverFault);
 }
 
 /**
@@ -58,29 +69,34 @@ export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRan
  * small originals kept in memory, render sources.
  */
 export async function readBlob<T>(app: BlobReadDeps, blob: BlobRef, consume: (got: GetResult) => Promise<T>): Promise<T> {
+  let serverFault: unknown;
   for (const channel of readCandidates(app, blob.id)) {
     const result = await openOn(app, channel, blob);
-    if (!result) continue;
+    if ("failed" in result) {
+      serverFault ??= serverFaultOf(result.failed);
+      continue;
+    }
     try {
       return await consume(result);
     } catch (err) {
+      serverFault ??= serverFaultOf(err);
       const what = err instanceof ContentMismatchError ? "从存储渠道读到的数据校验失败，切换到下一个" : "从存储渠道读取中断，切换到下一个";
       app.log.warn(what, { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     }
   }
-  throw new NoReadableChannelError();
+  throw new NoReadableChannelError(serverFault);
 }
 
 /**
- * The blob opened on one channel, its stream checked (see OpenedBlob), or undefined after
- * logging why not (and repairing a missing replica).
+ * The blob opened on one channel, its stream checked (see OpenedBlob), or why not after
+ * logging it (and repairing a missing replica).
  */
 async function openOn(
   app: BlobReadDeps,
   channel: ReturnType<typeof readCandidates>[number],
   blob: BlobRef,
   range?: ByteRange,
-): Promise<(GetResult & { verified(): boolean }) | undefined> {
+): Promise<(GetResult & { verified(): boolean }) | { failed: unknown }> {
   try {
     const got = await channel.driver!.get(blob.storage_key, range);
     const sha256 = blob.sha256 ?? sha256OfStorageKey(blob.storage_key);
@@ -91,7 +107,7 @@ async function openOn(
     app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     // A draining channel loses its objects on purpose.
     if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
-    return undefined;
+    return { failed: err };
   }
 }
 

@@ -10,11 +10,27 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { form, makePng } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
+import sharp from "sharp";
 import { errorCodeOf, errorMessageOf, type S3Fixture, signedRequest, startS3Fixture } from "../s3/s3-setup";
 
 /** The hard limit this test process has, which the server inherited (and Bun raised its soft limit to). */
 const hardLimit = () => Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
 const openFds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+/**
+ * The server's descriptor count once it holds still (unchanged for 200 ms): work of its own just
+ * after start (or after a request) may hold descriptors for a moment, which would leave more to
+ * spare than the test means once they close.
+ */
+async function settledFds(pid: number): Promise<number> {
+  let last = openFds(pid);
+  for (let still = 0; still < 4; ) {
+    await Bun.sleep(50);
+    const now = openFds(pid);
+    still = now === last ? still + 1 : 0;
+    last = now;
+  }
+  return last;
+}
 const setLimit = (pid: number, n: number) => {
   // The soft limit only: raising a hard limit again takes CAP_SYS_RESOURCE, which a sandbox's root may lack.
   const run = Bun.spawnSync(["prlimit", `--pid=${pid}`, `--nofile=${n}:`], { stderr: "pipe" });
@@ -47,12 +63,13 @@ describe("out of file descriptors", () => {
   const upload = (name: string, png: Uint8Array) =>
     fetch(server.url("/api/upload"), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form(png, name) });
   /**
-   * Runs `fn` with two descriptors to spare: enough to accept a connection (if the request needs a
-   * new one), not to write an upload's bytes (which takes three). Should the request not even be
-   * accepted, the limit comes back after 5 s, so the test fails instead of hanging.
+   * Runs `fn` with no descriptor to spare, on the connection an earlier request left open (fetch
+   * keeps it alive). Not "a few to spare": how many an upload holds at once depends on timing, so
+   * a spare one or two made the outcome a race. Should the request need a new connection, the
+   * limit comes back after 5 s, so the test fails instead of hanging.
    */
   async function starved<T>(fn: () => Promise<T>): Promise<T> {
-    setLimit(pid(), openFds(pid()) + 2);
+    setLimit(pid(), await settledFds(pid()));
     const rescue = setTimeout(() => setLimit(pid(), hardLimit()), 5_000);
     try {
       return await fn();
@@ -87,10 +104,37 @@ describe("out of file descriptors", () => {
     expect(imageRows(server.dataDir)).toBe(rows + 2);
   });
 
+  test("a variant whose render found no descriptor is rendered by the next request once they are back, not served as the original for ten minutes", async () => {
+    const res = await upload("variant.png", await makePng(400, 300, 11));
+    expect(res.status).toBe(200);
+    const { id } = (await res.json()) as { id: string };
+    const variant = () => fetch(server.url(`/i/${id}?w=320&format=webp`));
+    // On the connection the upload opened (no new one to accept), with no descriptor at all:
+    // libvips cannot open the original, which it reports as an unreadable image.
+    setLimit(pid(), await settledFds(pid()));
+    const rescue = setTimeout(() => setLimit(pid(), hardLimit()), 5_000);
+    let starvedAnswer: [number, string | null, string];
+    try {
+      const res = await variant();
+      starvedAnswer = [res.status, res.headers.get("retry-after"), await res.text()];
+    } finally {
+      clearTimeout(rescue);
+      setLimit(pid(), hardLimit());
+    }
+    // Nor the original either (it cannot be opened): the server's retryable trouble, not "no healthy channel".
+    expect(starvedAnswer).toEqual([503, "5", "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试"]);
+    expect(server.logs).toMatch(/level=ERROR msg="打开的文件过多，请求失败：.*" method=GET path=\/i\/\w+ err=/);
+    // The local disk's failed read is told as what it is, not as a network error.
+    expect(server.logs).toMatch(/msg=从存储渠道读取失败，切换到下一个 channel=local blob=\d+ err="打开的文件过多：请提高进程的文件描述符上限/);
+    const after = await variant();
+    expect([after.status, after.headers.get("content-type")]).toEqual([200, "image/webp"]);
+    expect((await sharp(Buffer.from(await after.arrayBuffer())).metadata()).width).toBe(320);
+  });
+
   test("connections beyond the limit wait in the backlog, and every one is answered as descriptors free up", async () => {
     const { hostname, port } = new URL(server.base);
     const spare = 8;
-    const limit = openFds(pid()) + spare;
+    const limit = (await settledFds(pid())) + spare;
     setLimit(pid(), limit);
     // Thirty requests with their heads unfinished: the server can hold only `spare` of them.
     const clients = await Promise.all(

@@ -143,4 +143,14 @@ describe("channelErrorText: what reaches last_error, alerts, webhooks and the lo
     expect(channelErrorText(new TypeError("undefined is not an object (evaluating 'x.y')"))).toBe("与存储服务通信失败");
     expect(channelErrorText("weird")).toBe("与存储服务通信失败");
   });
+
+  test("a local disk's file-system error says what is wrong with which file, not 'network error'", () => {
+    const fsError = (code: string, syscall = "open") =>
+      Object.assign(new Error(`${code}: failed, ${syscall} '/srv/kura/storage/img/a.png'`), { code, syscall, path: "/srv/kura/storage/img/a.png" });
+    expect(channelErrorText(fsError("EMFILE"))).toBe("打开的文件过多：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）");
+    expect(channelErrorText(fsError("EACCES"))).toBe("没有权限访问 /srv/kura/storage/img/a.png");
+    expect(channelErrorText(fsError("EIO", "read"))).toBe("读写 /srv/kura/storage/img/a.png 时发生磁盘 I/O 错误");
+    // A network code is still the network's.
+    expect(channelErrorText(Object.assign(new Error("connect failed"), { code: "ECONNREFUSED" }))).toBe("与存储服务通信失败: 连接被拒绝");
+  });
 });

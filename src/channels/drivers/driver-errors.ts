@@ -3,6 +3,7 @@
  * only, never from URLs, headers or the server's free text, so no credential
  * can appear in it.
  */
+import { fsProblem } from "../../shared/fs-errors";
 import { hasChinese } from "../../shared/text";
 
 /** Why a request never got an answer (refused, reset, DNS, TLS, timeout), in Chinese. */
@@ -57,7 +58,7 @@ export function networkError(err: unknown, label: string, where: string): Error 
  * the log), in Chinese and without internals. Kura's own errors pass unchanged; what a runtime
  * throws while a peer's answer is read (a connection reset mid-body, JSON cut short, memory)
  * is English and may describe internals (`pass verbose: true to fetch()`), so it is replaced
- * by what it means for the channel.
+ * by what it means for the channel; a file-system error says what is wrong with which file.
  */
 export function channelErrorText(err: unknown): string {
   const e = err as { name?: string; message?: string; code?: string } | null;
@@ -65,6 +66,9 @@ export function channelErrorText(err: unknown): string {
   if (hasChinese(message)) return message;
   if (e?.name === "SyntaxError" || /JSON/i.test(message)) return "存储服务的响应格式无效（不是完整的 JSON 或 XML）";
   if (/out of memory/i.test(message)) return "存储服务的响应过大，内存不足";
+  // The local-disk driver's file-system errors (a read's EMFILE, EACCES) are no network failure.
+  const onDisk = fsProblem(err);
+  if (onDisk) return onDisk;
   if (e?.name === "TimeoutError" || e?.name === "AbortError" || typeof e?.code === "string") return `与存储服务通信失败: ${networkFailureReason(err)}`;
   return "与存储服务通信失败";
 }

@@ -1,4 +1,5 @@
-import { Invalid, isDiskFull } from "../../errors";
+import { Invalid } from "../../errors";
+import { serverFaultBehind } from "../pixel-faults";
 import { displayedOrientation } from "../orientation";
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
@@ -56,8 +57,8 @@ async function describe(input: Buffer | string, maxPixels: number, type: { ext: 
   let meta: Metadata;
   try {
     meta = await sharp(input, { animated: true, limitInputPixels: false }).metadata();
-  } catch {
-    throw damaged(type);
+  } catch (err) {
+    throw (await serverFaultBehind(err)) ?? damaged(type);
   }
   const frameHeight = meta.pageHeight ?? meta.height ?? 0;
   const width = meta.width ?? 0;
@@ -101,8 +102,8 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
       return { bytes: stripped, size: stripped.length, sha256: sha256Hex(stripped), ...kind, dimensions };
     }
     const dimensions = await describe(received.bytes, opts.maxPixels, reading);
-    const bytes = await reencodeWithoutMetadata(received.bytes, type.mime).catch(() => {
-      throw damaged(reading);
+    const bytes = await reencodeWithoutMetadata(received.bytes, type.mime).catch(async (err) => {
+      throw (await serverFaultBehind(err)) ?? damaged(reading);
     });
     return { bytes, size: bytes.length, sha256: sha256Hex(bytes), ...kind, dimensions: Promise.resolve(dimensions) };
   }
@@ -112,9 +113,8 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
     await stripMetadata(received.path, stripped, type.mime);
   } catch (err) {
     await rm(stripped, { force: true });
-    // A full disk is the server's trouble (503), not the image's.
-    if (isDiskFull(err)) throw err;
-    throw damaged(reading);
+    // A full disk or missing descriptors are the server's trouble (503), not the image's.
+    throw (await serverFaultBehind(err)) ?? damaged(reading);
   }
   return { path: stripped, size: Bun.file(stripped).size, sha256: await sha256File(stripped), ...kind, dimensions: Promise.resolve(dimensions) };
 }
