@@ -62,7 +62,9 @@ async function renderedVariant(
     if (notSmaller(choice, variant.size, image)) return serveOriginal(app, req, image, true, cold);
     return variantAnswer(req, headers, choice.format, variant);
   } catch (err) {
-    if (err instanceof NoReadableChannelError) return unreadable(app, req, err);
+    // No channel has the source: the original cannot be read either. (Any other failure, even the
+    // server's own, falls back to the original, which answers for itself.)
+    if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
     // A failure remembered from an earlier request was logged then: repeating the request
     // (anyone may, anonymously) must not write a log line each time.
     if (!(err instanceof VariantUnavailableError)) app.log.warn("图片处理失败，返回原图", { image: image.id, err: (err as Error).message });
@@ -100,18 +102,21 @@ async function storedOriginal(
       return answer(req, 200, app.variants.hot.set(image.sha256, read), headers, read.byteLength);
     });
   } catch (err) {
-    if (err instanceof NoReadableChannelError) return unreadable(app, req, err);
+    const unavailable = unreadable(app, req, err);
+    if (unavailable) return unavailable;
     throw err;
   }
 }
 
 /**
- * No channel could be read: when the server itself was out of file descriptors, that retryable
- * 503 with an ERROR naming the limit (as on every other surface); else the channels' 503.
+ * No channel could be read: the channels' 503, or when the server itself was out of file
+ * descriptors, that retryable 503 with an ERROR naming the limit (as on every other surface).
+ * Undefined for any other error.
  */
-function unreadable(app: AppContext, req: DeliveryRequest, err: NoReadableChannelError): Response {
+function unreadable(app: AppContext, req: DeliveryRequest, err: unknown): Response | undefined {
+  if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
   const fault = logServerResourceFault(app.log, req.request, err);
-  return fault ? plain(req, 503, fault.message, { ...fault.headers }) : plain(req, 503, err.message);
+  return fault && plain(req, 503, fault.message, { ...fault.headers });
 }
 
 /** The blob fields delivery needs, straight from the image view (no second query). */

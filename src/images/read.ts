@@ -1,5 +1,5 @@
 import { ObjectNotFoundError, type ByteRange, type GetResult } from "../channels/driver";
-import { isOutOfFileDescriptors } from "../errors";
+import { isOutOfFileDescriptors, Unavailable } from "../errors";
 import type { ChannelRegistry } from "../channels/registry";
 import type { JobKinds } from "../jobs/kinds";
 import type { JobQueue } from "../jobs/queue";
@@ -19,19 +19,26 @@ export interface BlobReadDeps {
   log: Logger;
 }
 
-export class NoReadableChannelError extends Error {
-  /**
-   * `cause`: the server's own trouble that kept a channel from being read (out of file
-   * descriptors), when there was one; every surface then answers that (a retryable 503 naming
-   * it, errors.ts walks the cause) instead of blaming the channels.
-   */
-  constructor(cause?: unknown) {
-    super("没有可读取该图片的健康存储渠道", cause === undefined ? undefined : { cause });
+/**
+ * No channel could give the blob: a dependency that cannot serve now (every surface answers a
+ * 503: delivery's text, the APIs' JSON, S3's ServiceUnavailable), not a crash.
+ */
+export class NoReadableChannelError extends Unavailable {
+  constructor() {
+    super("没有可读取该图片的健康存储渠道");
+    this.name = "NoReadableChannelError";
   }
 }
 
 /** A read failure that is the server's rather than the channel's: out of file descriptors. */
 const serverFaultOf = (err: unknown) => (isOutOfFileDescriptors(err) ? err : undefined);
+
+/**
+ * Why no channel gave the blob: the server's own trouble when that kept a channel from being
+ * read (every surface answers it as such: a retryable 503 naming the descriptor limit, instead
+ * of blaming the channels), else NoReadableChannelError.
+ */
+const unreadable = (serverFault: unknown) => (serverFault === undefined ? new NoReadableChannelError() : serverFault);
 
 /** Channels holding a completed replica: healthy ones first, each group by priority. */
 export function readCandidates(app: BlobReadDeps, blobId: number) {
@@ -59,7 +66,7 @@ export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRan
     if (!("failed" in result)) return { ...result, channelId: channel.row.id };
     serverFault ??= serverFaultOf(result.failed);
   }
-  throw new NoReadableChannelError(serverFault);
+  throw unreadable(serverFault);
 }
 
 /**
@@ -84,7 +91,7 @@ export async function readBlob<T>(app: BlobReadDeps, blob: BlobRef, consume: (go
       app.log.warn(what, { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     }
   }
-  throw new NoReadableChannelError(serverFault);
+  throw unreadable(serverFault);
 }
 
 /**
