@@ -140,9 +140,10 @@ function gainMapImages(src: Buffer, primary: JpegWalk, mpf: NonNullable<JpegWalk
   if (mpf.images[0].offset !== 0) return [];
   const found: GainMapImage[] = [];
   let after = primary.end;
+  // Entries with offset 0 (inside the primary) or size 0 (no room for an image) fall to the
+  // checks below like any other misplaced entry.
   const candidates = mpf.images
     .slice(1)
-    .filter((image) => image.offset !== 0 && image.size !== 0)
     .map((image) => ({ image, at: mpf.tiffAt + image.offset }))
     .sort((a, b) => a.at - b.at);
   for (const { image, at } of candidates) {
