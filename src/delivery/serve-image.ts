@@ -2,7 +2,7 @@ import type { AppContext } from "../context";
 import type { ImageView } from "../images/repo";
 import { NoReadableChannelError, openBlob, readBlob, readCandidates } from "../images/read";
 import { cacheHeaders } from "./cache-headers";
-import { logServerResourceFault } from "../http/disk-full";
+import { logServerFault } from "../ops/server-faults";
 import { VariantUnavailableError } from "./variants";
 import {
   answer,
@@ -115,8 +115,8 @@ async function storedOriginal(
  */
 function unreadable(app: AppContext, req: DeliveryRequest, err: unknown): Response | undefined {
   if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
-  const fault = logServerResourceFault(app.log, req.request, err);
-  return fault && plain(req, 503, fault.message, { ...fault.headers });
+  const fault = logServerFault(app.log, req.request, err);
+  return fault && plain(req, 503, fault.message, fault.headers);
 }
 
 /** The blob fields delivery needs, straight from the image view (no second query). */

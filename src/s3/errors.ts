@@ -3,9 +3,9 @@
  * Clients map on `<Code>` (the SDK turns it into an exception class), so codes and statuses follow S3;
  * messages are Chinese and never contain secrets.
  */
-import { serverResourceError } from "../http/disk-full";
 import { DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable } from "../errors";
 import { ApiError } from "../http/errors";
+import { serverFaultOf } from "../ops/server-faults";
 import { S3AuthError } from "./s3-auth-error";
 import { xmlDocument, el } from "./xml";
 
@@ -91,8 +91,8 @@ export function toS3Error(err: unknown): S3Error {
         return new S3Error(err.status >= 500 ? "InternalError" : "InvalidRequest", err.message, err.status >= 500 ? 500 : 400);
     }
   }
-  const resource = serverResourceError(err);
-  if (resource) return new S3Error("ServiceUnavailable", resource.message, 503, resource.headers);
+  const fault = serverFaultOf(err);
+  if (fault) return new S3Error("ServiceUnavailable", fault.message, 503, fault.headers);
   return new S3Error("InternalError", "服务器内部错误");
 }
 

@@ -5,7 +5,7 @@
 import { hasUploadScope, resolveS3Credential, TokenRepo, type TokenRow } from "../auth/tokens";
 import type { UserRow } from "../users/repo";
 import type { AppContext } from "../context";
-import { rawTarget } from "../http/raw-url";
+import { rawTarget } from "../shared/url-target";
 import { S3Error } from "./errors";
 import { verifySigV4, type SigV4Auth } from "./sigv4";
 import { uploadIdleMs } from "../http/idle-limits";

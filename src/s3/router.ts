@@ -7,8 +7,8 @@ import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import { errorResponse, notImplemented, S3Error, toS3Error } from "./errors";
-import { rawTarget } from "../http/raw-url";
-import { logServerResourceFault } from "../http/disk-full";
+import { rawTarget } from "../shared/url-target";
+import { logServerFault } from "../ops/server-faults";
 import { authenticateS3, splitS3Path, type S3Request } from "./request";
 import { isPostPolicyUpload, postObject } from "./ops/post-object";
 import { createBucket, deleteBucket, requireOwnBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
@@ -202,7 +202,7 @@ export function s3Routes(app: AppContext) {
       const s3 = toS3Error(err);
       if (s3.status >= 500 && s3.code === "InternalError") {
         app.log.error("S3 请求处理失败", { method: request.method, path: resource, err: err instanceof Error ? err.message : String(err) });
-      } else logServerResourceFault(app.log, request, err);
+      } else logServerFault(app.log, request, err);
       response = errorResponse(s3, { method: request.method, resource, requestId });
     }
     response.headers.set("x-amz-request-id", requestId);

@@ -196,7 +196,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   /** Who is asking: the client address behind trusted proxies, https detection, the raw request target, hotlink matching. */
   "request-identity": {
-    mutate: ["src/http/request-info.ts", "src/http/raw-url.ts", "src/delivery/referer.ts"],
+    mutate: ["src/http/request-info.ts", "src/http/raw-url.ts", "src/shared/url-target.ts", "src/delivery/referer.ts"],
     tests: [
       "test/unit/request-identity.test.ts",
       "test/unit/foundation.test.ts",

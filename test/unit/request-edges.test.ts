@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { parseRange } from "../../src/delivery/serve-image";
 import { unhandledServerError } from "../../src/http/disk-full";
 import { illFormedField, isSqlTime } from "../../src/http/body";
-import { rawTarget } from "../../src/http/raw-url";
+import { rawTarget } from "../../src/shared/url-target";
 import { usableHost } from "../../src/http/request-info";
 import { handoverTarget, restoreTarget } from "../../src/http/threads/handover";
 import { HANDOVER_TARGET_HEADER } from "../../src/http/threads/protocol";

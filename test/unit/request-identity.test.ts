@@ -8,7 +8,8 @@
 import { describe, expect, test } from "bun:test";
 import { parseAddressSet } from "../../src/net/cidr.ts";
 import { hostMatches, InvalidRefererPatternError, refererAllowed, validateRefererPattern } from "../../src/delivery/referer.ts";
-import { hasOrigin, PLACEHOLDER_ORIGIN, rawTarget, routableRequest, withPlaceholderOrigin } from "../../src/http/raw-url.ts";
+import { hasOrigin, PLACEHOLDER_ORIGIN, routableRequest, withPlaceholderOrigin } from "../../src/http/raw-url.ts";
+import { rawTarget } from "../../src/shared/url-target";
 import {
   HOST_REQUIRED,
   isSecureRequest,

@@ -22,7 +22,8 @@ import { type ColdPaths, deliver, type DeliveryDeps, type DeliveryRequest, HOT_I
 import { ImageRepo } from "../../images/repo";
 import { log } from "../../ops/log";
 import { unhandledServerError } from "../disk-full";
-import { hasOrigin, rawTarget } from "../raw-url";
+import { hasOrigin } from "../raw-url";
+import { rawTarget } from "../../shared/url-target";
 import { FrontStatsBatch } from "./front-stats";
 import { handOver, type HandoverTarget } from "./handover";
 import type { FrontInit, FrontInvalidate, FrontStats } from "./protocol";

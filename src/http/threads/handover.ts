@@ -1,5 +1,6 @@
 import { jsonError } from "../errors";
-import { hasOrigin, PLACEHOLDER_ORIGIN, pathStart, withPlaceholderOrigin, withUrl } from "../raw-url";
+import { hasOrigin, PLACEHOLDER_ORIGIN, withPlaceholderOrigin, withUrl } from "../raw-url";
+import { pathStart } from "../../shared/url-target";
 import { HANDOVER_COUNTED_HEADER, HANDOVER_PEER_HEADER, HANDOVER_SECRET_HEADER, HANDOVER_TARGET_HEADER } from "./protocol";
 
 /**

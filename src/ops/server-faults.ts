@@ -1,0 +1,52 @@
+/**
+ * Temporary conditions of the server rather than faults of a request (a full disk, the
+ * descriptor limit), whichever surface meets them: each is answered as a retryable 503 in the
+ * surface's own form (http/disk-full.ts, s3/errors.ts, delivery's plain text), and the operator
+ * hears what to change from one ERROR line.
+ */
+import { isDiskFull, isOutOfFileDescriptors } from "../errors";
+import { rawTarget } from "../shared/url-target";
+import type { Logger } from "./log";
+
+export const DISK_FULL_MESSAGE = "服务器存储空间不足，暂时无法写入，请稍后重试或联系管理员";
+
+export const TOO_MANY_OPEN_FILES_MESSAGE = "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试";
+
+export interface ServerFault {
+  /** What the operator reads in the ERROR line. */
+  log: string;
+  /** What the client reads. */
+  message: string;
+  headers: Record<string, string>;
+}
+
+const SERVER_FAULTS: (ServerFault & { is: (err: unknown) => boolean })[] = [
+  { is: isDiskFull, log: "磁盘空间不足，写入失败", message: DISK_FULL_MESSAGE, headers: { "retry-after": "60" } },
+  {
+    is: isOutOfFileDescriptors,
+    log: "打开的文件过多，请求失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）",
+    message: TOO_MANY_OPEN_FILES_MESSAGE,
+    headers: { "retry-after": "5" },
+  },
+];
+
+/** The server fault behind `err` (a fresh copy: callers may add headers), or undefined for anything else. */
+export function serverFaultOf(err: unknown): ServerFault | undefined {
+  const fault = SERVER_FAULTS.find((f) => f.is(err));
+  return fault && { log: fault.log, message: fault.message, headers: { ...fault.headers } };
+}
+
+/**
+ * An ERROR line for a request that failed, with its method, path and the error's message. The
+ * path without parsing the URL: logging must not throw for a URL Bun built from a bad Host.
+ */
+export function logFailedRequest(log: Pick<Logger, "error">, msg: string, request: Request, err: unknown) {
+  log.error(msg, { method: request.method, path: rawTarget(request.url).path, err: err instanceof Error ? err.message : String(err) });
+}
+
+/** Logs the server fault a request met and returns it; undefined (nothing logged) for anything else. */
+export function logServerFault(log: Pick<Logger, "error">, request: Request, err: unknown): ServerFault | undefined {
+  const fault = serverFaultOf(err);
+  if (fault) logFailedRequest(log, fault.log, request, err);
+  return fault;
+}
