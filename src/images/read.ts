@@ -31,7 +31,7 @@ export class NoReadableChannelError extends Unavailable {
 }
 
 /** A read failure that is the server's rather than the channel's: out of file descriptors. */
-const serverFaultOf = (err: unknown) => (isOutOfFileDescriptors(err) ? err : undefined);
+const descriptorFault = (err: unknown) => (isOutOfFileDescriptors(err) ? err : undefined);
 
 /**
  * Why no channel gave the blob: the server's own trouble when that kept a channel from being
@@ -64,7 +64,7 @@ export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRan
   for (const channel of readCandidates(app, blob.id)) {
     const result = await openOn(app, channel, blob, range);
     if (!("failed" in result)) return { ...result, channelId: channel.row.id };
-    serverFault ??= serverFaultOf(result.failed);
+    serverFault ??= descriptorFault(result.failed);
   }
   throw unreadable(serverFault);
 }
@@ -80,13 +80,13 @@ export async function readBlob<T>(app: BlobReadDeps, blob: BlobRef, consume: (go
   for (const channel of readCandidates(app, blob.id)) {
     const result = await openOn(app, channel, blob);
     if ("failed" in result) {
-      serverFault ??= serverFaultOf(result.failed);
+      serverFault ??= descriptorFault(result.failed);
       continue;
     }
     try {
       return await consume(result);
     } catch (err) {
-      serverFault ??= serverFaultOf(err);
+      serverFault ??= descriptorFault(err);
       const what = err instanceof ContentMismatchError ? "从存储渠道读到的数据校验失败，切换到下一个" : "从存储渠道读取中断，切换到下一个";
       app.log.warn(what, { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     }
