@@ -151,6 +151,19 @@ describe("trailers", () => {
     const late = signedBody(["hello"], trailers).replace(/\r\n\r\n$/, "\r\nx-amz-meta-late:1\r\n\r\n");
     expect(run(late, opts)).toBe("MalformedTrailerError: x-amz-trailer-signature 之后不能再有尾部字段");
   });
+
+  test("signed trailers: the signature covers every trailer line, each `name:value\\n`, in the order sent", () => {
+    const trailers: [string, string][] = [
+      ["x-amz-checksum-crc32", crc32Base64("hello")],
+      ["x-amz-meta-note", "two"],
+    ];
+    const opts = { signed: SIGNING, trailerExpected: "x-amz-checksum-crc32" };
+    expect(run(signedBody(["hello"], trailers), opts)).toBe("ok:hello");
+    // The same two lines sent the other way round, under the first order's signature.
+    const signature = /x-amz-trailer-signature:(\w+)/.exec(signedBody(["hello"], trailers))![1]!;
+    const swapped = signedBody(["hello"], [trailers[1]!, trailers[0]!], { trailerSignature: signature });
+    expect(run(swapped, opts)).toBe("SignatureDoesNotMatch: 尾部签名不匹配，数据可能被篡改");
+  });
 });
 
 describe("the decoding stream", () => {
