@@ -101,6 +101,16 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/compat/urlencoded-stream.ts", "src/compat/base64-stream.ts"],
     tests: ["test/unit/urlencoded-stream.test.ts"],
   },
+  /** Chevereto's urlencoded upload form read as it streams (text fields, `source ?? image`, base64 to disk). */
+  "chevereto-urlencoded": {
+    mutate: ["src/compat/chevereto-urlencoded.ts"],
+    tests: ["test/unit/chevereto-urlencoded.test.ts"],
+  },
+  /** Chevereto's `expiration`: whole seconds or an ISO-8601 duration on the calendar, clamped unless offered. */
+  "chevereto-expiration": {
+    mutate: ["src/compat/chevereto-expiration.ts"],
+    tests: ["test/unit/chevereto-expiration.test.ts"],
+  },
   /** Bounded waits: the render queue's wait deadline and the SFTP reply watchdog. */
   "bounded-waits": {
     mutate: ["src/delivery/limiter.ts", "src/channels/drivers/sftp/watchdog.ts"],
@@ -167,6 +177,7 @@ export const MODULES: Record<string, MutationModule> = {
     tests: [
       "test/unit/exif-strip-rules.test.ts",
       "test/unit/exif-jpeg-rules.test.ts",
+      "test/unit/exif-jpeg-gainmap-selection.test.ts",
       "test/unit/exif-parts.test.ts",
       "test/unit/exif.test.ts",
       "test/unit/exif-avif.test.ts",
@@ -179,7 +190,13 @@ export const MODULES: Record<string, MutationModule> = {
   /** Parts of `exif-strip`, each judged by the tests that reach it (the whole scope takes ~3 h). */
   "exif-jpeg": {
     mutate: ["src/images/exif-jpeg.ts"],
-    tests: ["test/unit/exif-jpeg-rules.test.ts", "test/unit/exif.test.ts", "test/unit/exif-strip-rules.test.ts", "test/unit/exif-gainmap.test.ts"],
+    tests: [
+      "test/unit/exif-jpeg-rules.test.ts",
+      "test/unit/exif-jpeg-gainmap-selection.test.ts",
+      "test/unit/exif.test.ts",
+      "test/unit/exif-strip-rules.test.ts",
+      "test/unit/exif-gainmap.test.ts",
+    ],
   },
   "exif-gainmap": {
     mutate: ["src/images/exif-gainmap.ts"],
