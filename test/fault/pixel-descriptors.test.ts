@@ -95,7 +95,9 @@ describe("serverFaultBehind: whose fault a failed libvips read is", () => {
 describe("an upload read from a temp file while the process is out of descriptors", () => {
   for (const exifPolicy of ["strip", "passthrough"] as ExifPolicy[]) {
     test(`exif_policy=${exifPolicy}: the EMFILE comes out, not "damaged image"; the same file reads once the limit rises`, async () => {
-      // The header check reads the file with libvips under either policy.
+      // With no descriptor at all the first step to open the file meets the EMFILE (reading its
+      // head); whichever step it is, the error must come out as it is. (The libvips step alone,
+      // which hides it, is judged above: which step meets a shortage is a matter of timing.)
       const path = join(dir, `upload-${exifPolicy}.png`);
       const png = await makePng(40, 30, 3);
       writeFileSync(path, png);
