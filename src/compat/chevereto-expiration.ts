@@ -7,12 +7,12 @@ import { Invalid } from "../errors";
 const MIN_SECONDS = 300;
 const MAX_SECONDS = 31_536_000;
 
-/** The choices Chevereto offers (getAvailableExpirations); they are added as calendar intervals, unclamped. */
-const OFFERED = new Set([
-  ...["PT5M", "PT15M", "PT30M", "PT1H", "PT3H", "PT6H", "PT12H"],
-  ...["P1D", "P2D", "P3D", "P4D", "P5D", "P6D", "P1W", "P2W", "P3W"],
-  ...["P1M", "P2M", "P3M", "P4M", "P5M", "P6M", "P1Y"],
-]);
+/**
+ * The choices Chevereto offers (getAvailableExpirations: PT5M … PT12H, P1D … P3W, P1M … P6M, P1Y)
+ * are added as calendar intervals, unclamped. Every one of them but a year always lies within the
+ * clamp anyway; a year that spans a 29 February is 366 days, one past it, and stays so.
+ */
+const OFFERED_YEAR = "P1Y";
 
 /** ISO-8601 durations as PHP's DateInterval reads them: whole numbers, weeks may be combined with days. */
 const DURATION = /^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
@@ -42,5 +42,5 @@ export function cheveretoExpirationSeconds(value: string | undefined, now = Date
   const match = text.length > 1 ? DURATION.exec(text) : null;
   if (!match) throw new Invalid("expiration 必须是 ISO-8601 时长（如 PT5M、PT1H、P3D、P1W、P1M、P1Y）或整数秒");
   const seconds = durationSeconds(match, now);
-  return OFFERED.has(text) ? seconds : clamp(seconds);
+  return text === OFFERED_YEAR ? seconds : clamp(seconds);
 }
