@@ -10,6 +10,7 @@
 import { describe, expect, test } from "bun:test";
 import { stripJpeg } from "../../src/images/exif-jpeg";
 import { type MpfImage, mpfSegment, mpfSegmentLength, readMpf } from "../../src/images/exif-gainmap";
+import { minimalExif } from "../../src/images/exif-parts";
 
 const SOI = Buffer.from([0xff, 0xd8]);
 const EOI = Buffer.from([0xff, 0xd9]);
@@ -42,13 +43,18 @@ const PRIMARY_ATTRIBUTES = 0x20030000;
 const TIFF_AT = SOI.length + HDRGM.length + 4 + 4;
 
 /**
- * A primary (hdrgm XMP, MPF index, `inPrimary` segments, image data) followed by `images`, each
- * after `gap` junk bytes; the index lists them where they are, unless `edit` changes it (same
- * number of entries).
+ * A primary (`beforeMpf`: its hdrgm XMP unless told otherwise; the MPF index; `inPrimary`
+ * segments; image data) followed by `images`, each after `gap` junk bytes; the index lists them
+ * where they are, unless `edit` changes it (same number of entries).
  */
-function hdrJpeg(images: { bytes: Buffer; gap?: number }[], edit?: (index: MpfImage[]) => void, inPrimary = Buffer.alloc(0)): Buffer {
-  const head = jpeg(SOI, HDRGM);
-  const tiffAt = TIFF_AT;
+function hdrJpeg(
+  images: { bytes: Buffer; gap?: number }[],
+  edit?: (index: MpfImage[]) => void,
+  inPrimary = Buffer.alloc(0),
+  beforeMpf: Buffer[] = [HDRGM],
+): Buffer {
+  const head = jpeg(SOI, ...beforeMpf);
+  const tiffAt = head.length + 4 + 4;
   const primaryLength = head.length + mpfSegmentLength(1 + images.length) + inPrimary.length + imageData(PRIMARY_TAG).length + EOI.length;
   const index: MpfImage[] = [{ attributes: PRIMARY_ATTRIBUTES, size: primaryLength, offset: 0 }];
   const tail: Buffer[] = [];
@@ -162,5 +168,61 @@ describe("the gain maps an MPF index points to", () => {
     // A segment length running past the image: refused by the walk.
     const broken = jpeg(SOI, Buffer.from([0xff, 0xe1, 0x7f, 0xff]), imageData(6), EOI);
     expect(kept(hdrJpeg([{ bytes: broken }, { bytes: gainMap(8) }])).gainMaps).toEqual([{ tag: 8, attributes: 2 }]);
+  });
+});
+
+describe("the gain-map segments each image keeps", () => {
+  const count = (out: Buffer, text: string) => out.toString("latin1").split(text).length - 1;
+  const strip = (src: Buffer) => stripJpeg(src, false).bytes;
+  /** An hdrgm XMP packet in `marker` whose GainMapMax tells it apart. */
+  const hdrgm = (max: string, marker = 0xe1) =>
+    seg(
+      marker,
+      Buffer.from(
+        `http://ns.adobe.com/xap/1.0/\0<x:xmpmeta><rdf:RDF><rdf:Description xmlns:hdrgm="http://ns.adobe.com/hdr-gain-map/1.0/" hdrgm:Version="1.0" hdrgm:GainMapMax="${max}"/></rdf:RDF></x:xmpmeta>`,
+        "latin1",
+      ),
+    );
+  const iso = (marker: number) => seg(marker, Buffer.from("urn:iso:std:iso:ts:21496:-1\0\x00\x01gain", "latin1"));
+
+  test("a gain map's own MPF index goes, and so does a second index in the primary", () => {
+    const ownIndex = mpfSegment([{ attributes: 0, size: 10, offset: 0 }]);
+    const withIndex = jpeg(SOI, HDRGM, ownIndex, imageData(7), EOI);
+    const out = strip(hdrJpeg([{ bytes: withIndex }]));
+    expect(kept(hdrJpeg([{ bytes: withIndex }])).gainMaps).toEqual([{ tag: 7, attributes: 1 }]);
+    expect(count(out, "MPF\0")).toBe(1);
+    const withSecond = hdrJpeg([{ bytes: gainMap(7) }], undefined, mpfSegment([{ attributes: 9, size: 99, offset: 0 }]));
+    expect(kept(withSecond).gainMaps).toEqual([{ tag: 7, attributes: 1 }]);
+    const second = strip(withSecond);
+    expect(count(second, "MPF\0")).toBe(1);
+    expect(second.includes(mpfSegment([{ attributes: 9, size: 99, offset: 0 }]))).toBe(false);
+  });
+
+  test("a primary without gain-map metadata keeps no gain map; gain-map metadata without an index goes", () => {
+    expect(kept(hdrJpeg([{ bytes: gainMap(7) }], undefined, undefined, []))).toEqual(onlyPrimary);
+    expect(strip(jpeg(SOI, HDRGM, iso(0xe2), imageData(PRIMARY_TAG), EOI))).toEqual(jpeg(SOI, imageData(PRIMARY_TAG), EOI));
+  });
+
+  test("an MPF index that cannot be read keeps nothing (and is no crash)", () => {
+    const unreadable = seg(0xe2, Buffer.from(`MPF\0${"x".repeat(24)}`, "latin1"));
+    expect(kept(jpeg(SOI, HDRGM, unreadable, imageData(PRIMARY_TAG), EOI, gainMap(7)))).toEqual(onlyPrimary);
+  });
+
+  test("only an image's first hdrgm XMP is kept, and only from APP1; ISO gain-map segments count in APP2 only", () => {
+    const out = strip(hdrJpeg([{ bytes: gainMap(7) }], undefined, jpeg(iso(0xe2), iso(0xe3)), [hdrgm("9.5", 0xe2), HDRGM, hdrgm("7.5")]));
+    const primary = out.subarray(0, out.indexOf(EOI) + 2).toString("latin1");
+    expect([primary.includes('GainMapMax="2.5"'), primary.includes("9.5"), primary.includes("7.5")]).toEqual([true, false, false]);
+    expect(count(out.subarray(0, out.indexOf(EOI) + 2), "urn:iso:std:iso:ts:21496:-1")).toBe(1);
+    expect(out.includes(iso(0xe2))).toBe(true);
+    expect(out.includes(iso(0xe3))).toBe(false);
+  });
+
+  test("the minimal EXIF goes right after SOI, before an index that was there, whose offsets follow", () => {
+    const exif6 = seg(0xe1, minimalExif({ orientation: 6 }, true));
+    const src = hdrJpeg([{ bytes: gainMap(7) }], undefined, jpeg(HDRGM, exif6), []);
+    const out = stripJpeg(src, false);
+    expect(out.orientation).toBe(6);
+    expect(out.bytes.subarray(2, 2 + exif6.length)).toEqual(exif6);
+    expect(kept(src)).toEqual({ primary: PRIMARY_TAG, gainMaps: [{ tag: 7, attributes: 1 }], hdrgmInPrimary: true });
   });
 });

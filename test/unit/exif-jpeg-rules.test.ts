@@ -67,6 +67,29 @@ describe("kept and dropped segments", () => {
     expect(hex(strip(jpeg(SOI, half, IMAGE, EOI)))).toBe(hex(jpeg(SOI, seg(0xe0, JFIF), IMAGE, EOI)));
     const exact = seg(0xe0, "JFIF\0\x01\x01\0\0\x01\0\x01\x02\x03");
     expect(hex(strip(jpeg(SOI, exact, IMAGE, EOI)))).toBe(hex(jpeg(SOI, exact, IMAGE, EOI)));
+    // The other size set alone: a thumbnail too.
+    const wide = seg(0xe0, `JFIF\0\x01\x01\0\0\x01\0\x01\x02\0${"RGB".repeat(2)}`);
+    expect(hex(strip(jpeg(SOI, wide, IMAGE, EOI)))).toBe(hex(jpeg(SOI, seg(0xe0, JFIF), IMAGE, EOI)));
+    // A 0×0 thumbnail with bytes after it is no thumbnail: the segment is kept as it is.
+    const padded = seg(0xe0, `${JFIF}\x01\x02`);
+    expect(hex(strip(jpeg(SOI, padded, IMAGE, EOI)))).toBe(hex(jpeg(SOI, padded, IMAGE, EOI)));
+  });
+
+  test("each kept kind is recognised in its own APPn only: the same identifier in another APPn goes", () => {
+    const ICC = `ICC_PROFILE\0\x01\x01${"p".repeat(20)}`;
+    const ISO = `urn:iso:std:iso:ts:21496:-1\0${"g".repeat(8)}`;
+    const XMP = 'http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:hdrgm="http://ns.adobe.com/hdr-gain-map/1.0/" hdrgm:Version="1.0"/>';
+    const elsewhere = [seg(0xe1, JFIF), seg(0xe3, ICC), seg(0xe3, ISO), seg(0xe2, XMP), seg(0xe4, "Adobe\0\x64\0\0\0\0\x01")];
+    expect(hex(strip(jpeg(SOI, ...elsewhere, IMAGE, EOI)))).toBe(hex(jpeg(SOI, IMAGE, EOI)));
+    // An EXIF in APP2 is not read either: no orientation comes back from it.
+    const exifInApp2 = seg(0xe2, minimalExif({ orientation: 6 }, true));
+    expect(stripJpeg(jpeg(SOI, exifInApp2, IMAGE, EOI), false)).toMatchObject({ orientation: 1 });
+  });
+
+  test("markers F0–FD (JPEG extensions) are image data, kept; an empty segment at the very end of a file without EOI is read", () => {
+    const extension = seg(0xf0, Buffer.from([1, 2, 3]));
+    expect(hex(strip(jpeg(SOI, extension, IMAGE, EOI)))).toBe(hex(jpeg(SOI, extension, IMAGE, EOI)));
+    expect(hex(strip(jpeg(SOI, DQT, SOF, seg(0xfe, ""))))).toBe(hex(jpeg(SOI, DQT, SOF)));
   });
 
   test("markers without a length (TEM, RSTn) are kept; stray bytes and fill bytes before a marker are dropped", () => {
