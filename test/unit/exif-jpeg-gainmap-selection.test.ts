@@ -50,7 +50,7 @@ const TIFF_AT = SOI.length + HDRGM.length + 4 + 4;
 function hdrJpeg(
   images: { bytes: Buffer; gap?: number }[],
   edit?: (index: MpfImage[]) => void,
-  inPrimary = Buffer.alloc(0),
+  inPrimary: Buffer = Buffer.alloc(0),
   beforeMpf: Buffer[] = [HDRGM],
 ): Buffer {
   const head = jpeg(SOI, ...beforeMpf);
