@@ -50,7 +50,7 @@ function summary(form: UrlencodedForm) {
   expect(form.file === undefined || path !== undefined).toBe(true);
   const file = path ? readFileSync(path) : undefined;
   if (path) {
-    expect(form.file!.size).toBe(file!.length);
+    expect([form.file!.size, form.file!.fileName]).toEqual([file!.length, "image"]);
     rmSync(path);
   }
   return { fields: form.fields, from: form.from, imageSent: form.imageSent ?? false, file: file?.toString("hex") };
@@ -174,18 +174,36 @@ describe("refusals", () => {
     expect(tempFiles()).toEqual([]);
   });
 
-  test("a body that breaks off is 上传中断, and a long source's file goes", async () => {
-    let sent = false;
-    const body = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent) return controller.error(new Error("connection reset"));
-        sent = true;
-        controller.enqueue(Buffer.from(`source=${LONG_VALUE.slice(0, 10_000)}`));
-      },
-    });
-    const req = new Request("http://kura.test/", { method: "POST", body, duplex: "half" } as RequestInit);
-    expect(await readUrlencodedForm(req, dir, limits, () => {}).catch((e: Error) => e.message)).toBe("上传中断");
+  test("a body that breaks off is 上传中断, in a long source (whose file goes) or a short one", async () => {
+    for (const sent of [`source=${LONG_VALUE.slice(0, 10_000)}`, "key=1&source=https%3A%2F%2Fe.com"]) {
+      let pulled = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled) return controller.error(new Error("connection reset"));
+          pulled = true;
+          controller.enqueue(Buffer.from(sent));
+        },
+      });
+      const req = new Request("http://kura.test/", { method: "POST", body, duplex: "half" } as RequestInit);
+      expect(await readUrlencodedForm(req, dir, limits, () => {}).catch((e: Error) => e.message)).toBe("上传中断");
+    }
     expect(tempFiles()).toEqual([]);
+  });
+
+  test("the bounds themselves are allowed: an image of exactly the cap, a body declared exactly at its limit", async () => {
+    const atCap = Buffer.alloc(MAX_BYTES, 7);
+    expect((await read([`source=${enc(atCap.toString("base64"))}`])).file).toBe(atCap.toString("hex"));
+    const limit = 2 * (Math.ceil(MAX_BYTES / 3) * 4 + 4096);
+    expect((await read(["key=1"], { "content-length": String(limit) })).fields).toEqual({ key: "1" });
+  });
+
+  test("a blank inside a data: prefix is no prefix: refused as base64", async () => {
+    expect(await refusal([`source=${enc(`data:image/png; base64,${LONG}`)}`])).toBe("source 不是有效的 base64 数据或图片 URL");
+  });
+
+  test("no body at all: an empty form", async () => {
+    const req = new Request("http://kura.test/", { method: "POST" });
+    expect(await readUrlencodedForm(req, dir, limits, () => {})).toEqual({ fields: {} });
   });
 });
 
