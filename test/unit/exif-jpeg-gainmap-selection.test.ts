@@ -203,6 +203,14 @@ describe("the gain-map segments each image keeps", () => {
     expect(strip(jpeg(SOI, HDRGM, iso(0xe2), imageData(PRIMARY_TAG), EOI))).toEqual(jpeg(SOI, imageData(PRIMARY_TAG), EOI));
   });
 
+  test("an MPF index counts in APP2 only: the same bytes in APP3 are dropped, and no gain map is found through them", () => {
+    const src = hdrJpeg([{ bytes: gainMap(7) }]);
+    const mpfAt = src.indexOf(Buffer.from("MPF\0", "latin1")) - 4;
+    const inApp3 = Buffer.from(src);
+    inApp3[mpfAt + 1] = 0xe3;
+    expect(kept(inApp3)).toEqual(onlyPrimary);
+  });
+
   test("an MPF index that cannot be read keeps nothing (and is no crash)", () => {
     const unreadable = seg(0xe2, Buffer.from(`MPF\0${"x".repeat(24)}`, "latin1"));
     expect(kept(jpeg(SOI, HDRGM, unreadable, imageData(PRIMARY_TAG), EOI, gainMap(7)))).toEqual(onlyPrimary);
