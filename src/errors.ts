@@ -130,12 +130,22 @@ export function isOutOfFileDescriptors(err: unknown): boolean {
   return faultAt(err, OUT_OF_DESCRIPTORS, 0);
 }
 
+/**
+ * The database locked by another process for longer than the busy timeout (an operator's
+ * `sqlite3 kura.db` left inside a write transaction, a backup tool taking a write lock): the
+ * server's temporary condition, not a bug in the request.
+ */
+export function isDatabaseLocked(err: unknown): boolean {
+  return faultAt(err, DATABASE_LOCKED, 0);
+}
+
 interface Fault {
   codes: string[];
   message: RegExp;
 }
 const DISK_FULL: Fault = { codes: ["ENOSPC", "EDQUOT", "SQLITE_FULL"], message: /database or disk is full|no space left on device|ENOSPC/i };
 const OUT_OF_DESCRIPTORS: Fault = { codes: ["EMFILE", "ENFILE"], message: /too many open files|EMFILE|ENFILE/i };
+const DATABASE_LOCKED: Fault = { codes: ["SQLITE_BUSY"], message: /^database is locked$/ };
 
 function faultAt(err: unknown, fault: Fault, depth: number): boolean {
   if (typeof err !== "object" || err === null) return false;
