@@ -101,6 +101,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/compat/urlencoded-stream.ts", "src/compat/base64-stream.ts"],
     tests: ["test/unit/urlencoded-stream.test.ts"],
   },
+  /** The upload form: the in-memory and streamed multipart paths, their limits, and which form Bun's parser may read. */
+  "upload-receive": {
+    mutate: ["src/images/upload/receive.ts", "src/images/upload/plain-form.ts"],
+    tests: ["test/unit/upload-form-rules.test.ts", "test/unit/multipart-paths.test.ts"],
+  },
   /** Chevereto's urlencoded upload form read as it streams (text fields, `source ?? image`, base64 to disk). */
   "chevereto-urlencoded": {
     mutate: ["src/compat/chevereto-urlencoded.ts"],

@@ -97,6 +97,8 @@ describe("POST Object forms", () => {
     expect(await s3Error(longField)).toEqual({ status: 400, code: "MalformedPOSTRequest", message: "表单字段 x-ignore-long 过长" });
     // Exactly at the limits is a form like any other.
     expect((await post(formBody([...fields, ...padding(64 - fields.length, "x-ignore-"), file]))).status).toBe(204);
+    expect((await post(formBody([...fields, { name: "x-ignore-long", value: "y".repeat(20 * 1024) }, file]))).status).toBe(204);
+    expect((await post(formBody([...fields, ...skippedFiles.slice(0, 79 - fields.length), file]))).status).toBe(204);
 
     const cut = formBody([...fields, file]).subarray(0, -BOUNDARY.length - 20);
     expect(await s3Error(await post(cut))).toMatchObject({ status: 400, code: "MalformedPOSTRequest" });
