@@ -9,11 +9,11 @@
  * a declared length the body overruns, and no temp file left by a refusal.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isPlainForm } from "../../src/images/upload/plain-form";
-import { type MultipartOptions, parseMultipart } from "../../src/images/upload/receive";
+import { IN_MEMORY_UPLOAD_BYTES, type MultipartOptions, parseMultipart, receiveMultipart } from "../../src/images/upload/receive";
 
 const tmp = mkdtempSync(join(tmpdir(), "kura-form-rules-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -98,6 +98,39 @@ describe("the file", () => {
       expect(first).toMatchObject({ file: { name: "one.png", size: 7 } });
       expect(await outcome([file(png(5), "s.png", "source")], path, [], { fileField: "source" })).toMatchObject({ file: { name: "s.png", size: 5 } });
       expect(await outcome([text("ttl", "60")], path)).toEqual({ fields: { ttl: "60" }, file: undefined });
+    }
+  });
+});
+
+describe("where the file goes", () => {
+  test("a body declared at most 4 MiB is read in memory, one byte more streams to a temp file (0600) hashed on the way", async () => {
+    const big = { maxBytes: 5 * 1024 * 1024, idleMs: 5000 };
+    const shell = formBody([file(Buffer.alloc(0))]).length;
+    for (const [extra, inMemory] of [
+      [0, true],
+      [1, false],
+    ] as const) {
+      const bytes = Buffer.alloc(IN_MEMORY_UPLOAD_BYTES - shell + extra, 0x33);
+      const body = formBody([file(bytes)]);
+      expect(body.length).toBe(IN_MEMORY_UPLOAD_BYTES + extra);
+      const { file: got } = await parseMultipart(request(body, "declared"), tmp, big, []);
+      expect([got!.bytes !== undefined, got!.path !== undefined]).toEqual([inMemory, !inMemory]);
+      if (got!.path) {
+        expect(statSync(got!.path).mode & 0o777).toBe(0o600);
+        expect(got!.sha256).toBe(new Bun.CryptoHasher("sha256").update(bytes).digest("hex"));
+        expect(readFileSync(got!.path).equals(bytes)).toBe(true);
+        rmSync(got!.path);
+      }
+    }
+  });
+
+  test("receiveMultipart: a form without its file part is refused", async () => {
+    for (const path of PATHS) {
+      const err = await receiveMultipart(request(formBody([text("ttl", "1")]), path), tmp, limits, ["ttl"]).catch((e: Error) => e.message);
+      expect([path, err]).toEqual([path, "缺少文件字段 file"]);
+      const ok = await receiveMultipart(request(formBody([file(png(4))]), path), tmp, limits, []);
+      expect(ok.file.size).toBe(4);
+      if (ok.file.path) rmSync(ok.file.path);
     }
   });
 });
