@@ -1,18 +1,18 @@
 /**
  * Temporary conditions of the server rather than faults of a request (a full disk, the
- * descriptor limit, the database locked by another process), whichever surface meets them: each is answered as a retryable 503 in the
- * surface's own form (http/disk-full.ts, s3/errors.ts, delivery's plain text), and the operator
- * hears what to change from one ERROR line.
+ * descriptor limit, the database locked by another process), whichever surface meets them: each
+ * is answered as a retryable 503 in the surface's own form (http/disk-full.ts, s3/errors.ts,
+ * delivery's plain text), and the operator hears what to change from one ERROR line.
  */
 import { isDatabaseLocked, isDiskFull, isOutOfFileDescriptors } from "../errors";
 import { rawTarget } from "../shared/url-target";
 import type { Logger } from "./log";
 
-export const DISK_FULL_MESSAGE = "服务器存储空间不足，暂时无法写入，请稍后重试或联系管理员";
+const DISK_FULL_MESSAGE = "服务器存储空间不足，暂时无法写入，请稍后重试或联系管理员";
 
-export const TOO_MANY_OPEN_FILES_MESSAGE = "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试";
+const TOO_MANY_OPEN_FILES_MESSAGE = "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试";
 
-export const DATABASE_LOCKED_MESSAGE = "服务器数据库暂时被占用，请稍后重试";
+const DATABASE_LOCKED_MESSAGE = "服务器数据库暂时被占用，请稍后重试";
 
 export interface ServerFault {
   /** What the operator reads in the ERROR line. */
