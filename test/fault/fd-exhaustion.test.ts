@@ -6,36 +6,30 @@
  */
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { form, makePng } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 import sharp from "sharp";
 import { errorCodeOf, errorMessageOf, type S3Fixture, signedRequest, startS3Fixture } from "../s3/s3-setup";
+import { hardOpenFileLimit, openDescriptors, setSoftOpenFileLimit } from "./harness";
 
 /** The hard limit this test process has, which the server inherited (and Bun raised its soft limit to). */
-const hardLimit = () => Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
-const openFds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 /**
  * The server's descriptor count once it holds still (unchanged for 200 ms): work of its own just
  * after start (or after a request) may hold descriptors for a moment, which would leave more to
  * spare than the test means once they close.
  */
 async function settledFds(pid: number): Promise<number> {
-  let last = openFds(pid);
+  let last = openDescriptors(pid);
   for (let still = 0; still < 4; ) {
     await Bun.sleep(50);
-    const now = openFds(pid);
+    const now = openDescriptors(pid);
     still = now === last ? still + 1 : 0;
     last = now;
   }
   return last;
 }
-const setLimit = (pid: number, n: number) => {
-  // The soft limit only: raising a hard limit again takes CAP_SYS_RESOURCE, which a sandbox's root may lack.
-  const run = Bun.spawnSync(["prlimit", `--pid=${pid}`, `--nofile=${n}:`], { stderr: "pipe" });
-  expect(run.stderr.toString()).toBe("");
-};
 const imageRows = (dataDir: string) => {
   const db = new Database(join(dataDir, "kura.db"), { readonly: true });
   try {
@@ -69,13 +63,13 @@ describe("out of file descriptors", () => {
    * limit comes back after 5 s, so the test fails instead of hanging.
    */
   async function starved<T>(fn: () => Promise<T>): Promise<T> {
-    setLimit(pid(), await settledFds(pid()));
-    const rescue = setTimeout(() => setLimit(pid(), hardLimit()), 5_000);
+    setSoftOpenFileLimit(pid(), await settledFds(pid()));
+    const rescue = setTimeout(() => setSoftOpenFileLimit(pid(), hardOpenFileLimit()), 5_000);
     try {
       return await fn();
     } finally {
       clearTimeout(rescue);
-      setLimit(pid(), hardLimit());
+      setSoftOpenFileLimit(pid(), hardOpenFileLimit());
     }
   }
 
@@ -111,15 +105,15 @@ describe("out of file descriptors", () => {
     const variant = () => fetch(server.url(`/i/${id}?w=320&format=webp`));
     // On the connection the upload opened (no new one to accept), with no descriptor at all:
     // libvips cannot open the original, which it reports as an unreadable image.
-    setLimit(pid(), await settledFds(pid()));
-    const rescue = setTimeout(() => setLimit(pid(), hardLimit()), 5_000);
+    setSoftOpenFileLimit(pid(), await settledFds(pid()));
+    const rescue = setTimeout(() => setSoftOpenFileLimit(pid(), hardOpenFileLimit()), 5_000);
     let starvedAnswer: [number, string | null, string];
     try {
       const res = await variant();
       starvedAnswer = [res.status, res.headers.get("retry-after"), await res.text()];
     } finally {
       clearTimeout(rescue);
-      setLimit(pid(), hardLimit());
+      setSoftOpenFileLimit(pid(), hardOpenFileLimit());
     }
     // Nor the original either (it cannot be opened): the server's retryable trouble, not "no healthy channel".
     expect(starvedAnswer).toEqual([503, "5", "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试"]);
@@ -135,7 +129,7 @@ describe("out of file descriptors", () => {
     const { hostname, port } = new URL(server.base);
     const spare = 8;
     const limit = (await settledFds(pid())) + spare;
-    setLimit(pid(), limit);
+    setSoftOpenFileLimit(pid(), limit);
     // Thirty requests with their heads unfinished: the server can hold only `spare` of them.
     const clients = await Promise.all(
       Array.from({ length: 30 }, async () => {
@@ -160,12 +154,12 @@ describe("out of file descriptors", () => {
       }),
     );
     // The server holds as many as its limit allows; the rest wait unaccepted.
-    for (let i = 0; i < 100 && openFds(pid()) < limit; i++) await Bun.sleep(20);
-    expect(openFds(pid())).toBe(limit);
+    for (let i = 0; i < 100 && openDescriptors(pid()) < limit; i++) await Bun.sleep(20);
+    expect(openDescriptors(pid())).toBe(limit);
     // Each head is finished; answered connections close and make room for the next.
     for (const c of clients) c.socket.write("Connection: close\r\n\r\n");
     await Promise.all(clients.map((c) => c.done));
-    setLimit(pid(), hardLimit());
+    setSoftOpenFileLimit(pid(), hardOpenFileLimit());
     expect(clients.map((c) => c.status())).toEqual(Array.from({ length: 30 }, () => "HTTP/1.1 200 OK"));
     expect(server.proc.exitCode).toBeNull();
   });
@@ -179,7 +173,7 @@ test("a start under a low descriptor limit is warned about, with the limit and w
     await low.dispose();
   }
   // This machine's own limit (Bun raises the soft limit to it), when it is not low itself.
-  if (hardLimit() < 8192) return;
+  if (hardOpenFileLimit() < 8192) return;
   const normal = await KuraServer.start();
   try {
     expect(normal.logs).not.toContain("文件描述符上限偏低");

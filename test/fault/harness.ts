@@ -4,10 +4,26 @@
  * at exactly that point, without sleeps), or accept connections and never answer.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, openSync, closeSync, rmSync, statfsSync, writeSync } from "node:fs";
+import { mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
+/** This process's hard limit of open files (a server it starts inherits it; Bun raises its soft limit to it). */
+export const hardOpenFileLimit = () => Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
+
+/** How many descriptors process `pid` holds now. */
+export const openDescriptors = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+
+/**
+ * Sets process `pid`'s soft limit of open files with prlimit (failing on any complaint). The soft
+ * limit only: raising a hard limit again takes CAP_SYS_RESOURCE, which a sandbox's root may lack.
+ */
+export function setSoftOpenFileLimit(pid: number, n: number) {
+  const run = Bun.spawnSync(["prlimit", `--pid=${pid}`, `--nofile=${n}:`], { stderr: "pipe" });
+  const complaint = run.stderr.toString();
+  if (complaint !== "") throw new Error(`prlimit: ${complaint}`);
+}
 
 /** A tmpfs of `sizeMb` MiB (needs root, as in CI); `unmount` also removes the mount point. */
 export function mountTmpfs(sizeMb: number): { dir: string; unmount: () => void } {

@@ -7,7 +7,7 @@
  * was read, then the last descriptor went elsewhere before libvips opened the file.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Invalid, isOutOfFileDescriptors } from "../../src/errors";
@@ -16,17 +16,15 @@ import sharp from "sharp";
 import { type ExifPolicy, prepareImage } from "../../src/images/upload/prepare";
 import { makePng } from "../helpers/images";
 import { tuneNativeMemory } from "../../src/native/memory-tuning";
+import { hardOpenFileLimit, openDescriptors, setSoftOpenFileLimit } from "./harness";
 
 // As `kura serve` runs libvips: without its operation cache, which would otherwise hold files
 // open and let them go at moments of its own choosing (this test counts descriptors exactly).
 tuneNativeMemory();
 
 /** Read once: reading it again would take a descriptor, which a starved moment has none of. */
-const hardLimit = Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
-const setLimit = (n: number) => {
-  const run = Bun.spawnSync(["prlimit", `--pid=${process.pid}`, `--nofile=${n}:`], { stderr: "pipe" });
-  expect(run.stderr.toString()).toBe("");
-};
+const hardLimit = hardOpenFileLimit();
+
 /**
  * Runs `fn` with no descriptor to spare: the limit lowered a little, then every descriptor left
  * taken (descriptors the runtime closes a moment later, after a spawn, are taken too once they
@@ -35,7 +33,7 @@ const setLimit = (n: number) => {
  */
 async function starved<T>(fn: () => Promise<T>): Promise<T> {
   const reserve = Array.from({ length: 8 }, () => openSync("/dev/null", "r"));
-  setLimit(readdirSync(`/proc/${process.pid}/fd`).length + 16);
+  setSoftOpenFileLimit(process.pid, openDescriptors(process.pid) + 16);
   const filler: number[] = [];
   for (let taken = -1; taken !== filler.length; await Bun.sleep(25)) {
     taken = filler.length;
@@ -51,7 +49,7 @@ async function starved<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } finally {
     for (const fd of [...reserve, ...filler]) closeSync(fd);
-    setLimit(hardLimit);
+    setSoftOpenFileLimit(process.pid, hardLimit);
   }
 }
 
