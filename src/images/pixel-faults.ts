@@ -5,15 +5,17 @@
  * (a 400/415 the client will not retry) instead of the retryable 503 every other surface gives.
  */
 import { open } from "node:fs/promises";
-import { isDiskFull, isOutOfFileDescriptors } from "../errors";
+import { isOutOfFileDescriptors } from "../errors";
+import { serverFaultOf } from "../ops/server-faults";
 
 /**
  * The server's own trouble behind a failed pixel operation, or undefined when the image is to
- * blame: a full disk or missing descriptors named by the error itself, or else descriptors
- * found missing now (libvips hides them), by opening /dev/null as libvips would open a file.
+ * blame: a fault of the server-fault table named by the error itself (a full disk, missing
+ * descriptors), or else descriptors found missing now (libvips hides them), by opening
+ * /dev/null as libvips would open a file.
  */
 export async function serverFaultBehind(err: unknown): Promise<unknown> {
-  if (isDiskFull(err) || isOutOfFileDescriptors(err)) return err;
+  if (serverFaultOf(err)) return err;
   try {
     await (await open("/dev/null", "r")).close();
     return undefined;
