@@ -112,7 +112,7 @@ async function writeSynchronously(app: AppContext, prepared: PreparedImage, key:
   if (written.length < app.settings.get().min_success) {
     await undoWrites(app, key, written, intents);
     // Every write stopped on a full disk, or on the process's descriptor limit: that is what the
-    // client and the operator hear about (http/disk-full.ts, s3/errors.ts).
+    // client and the operator hear about (ops/server-faults.ts).
     if (failures.length > 0 && (failures.every(isDiskFull) || failures.every(isOutOfFileDescriptors))) throw failures[0];
     throw new Unavailable("成功写入的存储渠道数量不足，请稍后重试", 30);
   }

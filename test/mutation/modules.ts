@@ -103,7 +103,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   /** The upload form: the in-memory and streamed multipart paths, their limits, and which form Bun's parser may read. */
   "upload-receive": {
-    mutate: ["src/images/upload/receive.ts", "src/images/upload/plain-form.ts"],
+    mutate: ["src/images/upload/receive.ts", "src/images/upload/plain-form.ts", "src/shared/busboy-limits.ts"],
     tests: ["test/unit/upload-form-rules.test.ts", "test/unit/multipart-paths.test.ts"],
   },
   /** Chevereto's urlencoded upload form read as it streams (text fields, `source ?? image`, base64 to disk). */

@@ -1,5 +1,6 @@
 import { Invalid } from "../../errors";
 import busboy from "busboy";
+import { busboyLimits } from "../../shared/busboy-limits";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -158,11 +159,7 @@ async function streamMultipart(
           headers: { "content-type": type },
           // `files` as high as `parts`: a file part before the one named `file` is skipped, not the
           // end of the form (busboy drops every file past the limit), as on the in-memory path.
-          // busboy calls a part that reaches its size limit truncated (its `limit` event and
-          // `valueTruncated`), and a form whose part count reaches `parts` over it, so one more of
-          // each: a file of exactly the cap, a field of exactly its limit and exactly MAX_PARTS
-          // parts are taken, as on the in-memory path. (`files` and `fields` count as meant.)
-          limits: { fileSize: maxBytes + 1, fieldSize: textLimit + 1, files: MAX_PARTS, fields: MAX_TEXT_FIELDS, parts: MAX_PARTS + 1 },
+          limits: busboyLimits({ fileSize: maxBytes, fieldSize: textLimit, files: MAX_PARTS, fields: MAX_TEXT_FIELDS, parts: MAX_PARTS }),
           defParamCharset: "utf8",
         });
       } catch {

@@ -5,6 +5,7 @@
  * pipeline (gate, quota, image checks) as a PutObject. Fields after the file are ignored, as in S3.
  */
 import busboy from "busboy";
+import { busboyLimits } from "../../shared/busboy-limits";
 import { withIdleDeadline } from "../../images/upload/body-deadline";
 import { rm } from "node:fs/promises";
 import { Readable } from "node:stream";
@@ -117,9 +118,7 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
         headers: { "content-type": request.headers.get("content-type") ?? "" },
         // Every file part is let through to the handler below, which takes the first named `file` and
         // skips the others (a browser sends an empty part for each unused file input).
-        // One over the field size and the part count: busboy calls a field that reaches its size
-        // limit truncated, and a form whose part count reaches `parts` over it.
-        limits: { fieldSize: MAX_POLICY_BYTES + 1, fields: MAX_FIELDS, files: MAX_PARTS, parts: MAX_PARTS + 1 },
+        limits: busboyLimits({ fieldSize: MAX_POLICY_BYTES, fields: MAX_FIELDS, files: MAX_PARTS, parts: MAX_PARTS }),
         defParamCharset: "utf8",
       });
     } catch {
