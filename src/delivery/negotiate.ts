@@ -113,6 +113,9 @@ export function acceptsWebp(acceptHeader: string | null | undefined): boolean {
 
 const webpByAccept = new Map<string, boolean>();
 
+/** How many Accept answers are remembered: bounded, whatever variety of headers clients send (tests read it). */
+export const rememberedAcceptAnswers = () => webpByAccept.size;
+
 function parseAcceptsWebp(acceptHeader: string): boolean {
   let accepted = false;
   for (const range of acceptHeader.split(",")) {

@@ -25,6 +25,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/channels/crypt-layer.ts", "src/channels/rclone/crypt-data.ts"],
     tests: ["test/unit/crypt-layer.test.ts", "test/unit/crypt-layer-streams.test.ts", "test/unit/crypt-layer-nonces.test.ts", "test/unit/rclone-crypt.test.ts"],
   },
+  /** rclone's own encodings: obscured config passwords, the key derivation, encrypted names (EME + base32). */
+  "rclone-names": {
+    mutate: ["src/channels/rclone/obscure.ts", "src/channels/rclone/crypt-keys.ts", "src/channels/rclone/crypt-names.ts", "src/channels/rclone/eme.ts"],
+    tests: ["test/unit/rclone-obscure.test.ts", "test/unit/rclone-crypt.test.ts"],
+  },
   "upload-store": {
     mutate: ["src/images/store.ts"],
     tests: [
@@ -164,6 +169,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/delivery/etag.ts"],
     tests: ["test/unit/delivery-conditional.test.ts", "test/unit/delivery-headers.test.ts"],
   },
+  /** What `/i/` answers with: `w` and `format` read from the query, WebP negotiated from Accept (spec 4.5 rule 1). */
+  negotiation: {
+    mutate: ["src/delivery/negotiate.ts", "src/delivery/params.ts"],
+    tests: ["test/unit/delivery-negotiation-rules.test.ts", "test/unit/delivery-params.test.ts", "test/fuzz/parsers.test.ts"],
+  },
   /** The warm-answer memo, judged by its rules and by the equivalence property against the plain pipeline. */
   "hot-answers": {
     mutate: ["src/delivery/hot-answers.ts"],
@@ -206,6 +216,10 @@ export const MODULES: Record<string, MutationModule> = {
   "exif-gainmap": {
     mutate: ["src/images/exif-gainmap.ts"],
     tests: ["test/unit/exif-gainmap-rules.test.ts", "test/unit/exif-gainmap.test.ts", "test/unit/exif.test.ts"],
+  },
+  "exif-avif": {
+    mutate: ["src/images/exif-avif.ts"],
+    tests: ["test/unit/exif-avif.test.ts"],
   },
   sniff: {
     mutate: ["src/images/sniff.ts"],
