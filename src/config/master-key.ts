@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createFileDurably } from "../shared/durable-file";
 
 /**
  * The master key encrypts channel credentials and secret settings, and derives
@@ -89,7 +90,8 @@ export function loadMasterKey(dataDir: string, envValue: string | undefined): Ma
 export function writeNewMasterKeyFile(dataDir: string): MasterKey {
   const { key, text } = MasterKey.generate();
   const file = masterKeyPath(dataDir);
-  writeFileSync(file, `${text}\n`, { mode: 0o600, flag: "wx" });
-  chmodSync(file, 0o600);
+  // Synced before the database records the key's fingerprint: a crash must not leave an empty
+  // key file beside a database whose credentials only that key opens.
+  createFileDurably(file, `${text}\n`, 0o600);
   return key;
 }

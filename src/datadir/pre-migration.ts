@@ -1,11 +1,12 @@
 import type { Database } from "bun:sqlite";
-import { chmodSync, closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { deleteMeta, hasMetaTable, readMeta, writeMeta } from "../db/meta";
 import { MIGRATIONS, type Migration } from "../db/migrations";
 import { schemaVersion } from "../db/open";
 import type { Logger } from "../ops/log";
 import { BEFORE_MIGRATION_KEEP, pruneDatabaseCopies } from "../ops/restore-copies";
+import { fsyncPathSync } from "../shared/durable-file";
 
 /** `kura.db.before-migration-v4-20260102-030405.678`: next to the database, like the file a restore keeps. */
 export function preMigrationName(dbPath: string, fromVersion: number, now = new Date()): string {
@@ -29,15 +30,6 @@ function removePartialCopies(dbPath: string): void {
   const prefix = `${basename(dbPath)}.before-migration-`;
   for (const f of readdirSync(dir)) {
     if (f.startsWith(prefix) && (f.endsWith(PARTIAL_SUFFIX) || f.endsWith(`${PARTIAL_SUFFIX}-journal`))) rmSync(join(dir, f), { force: true });
-  }
-}
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -77,9 +69,9 @@ export function snapshotBeforeMigration(db: Database, dbPath: string, log: Logge
   try {
     db.run(`VACUUM INTO '${partial.replaceAll("'", "''")}'`);
     chmodSync(partial, 0o600);
-    fsyncPath(partial);
+    fsyncPathSync(partial);
     renameSync(partial, target);
-    fsyncPath(dirname(target));
+    fsyncPathSync(dirname(target));
   } finally {
     rmSync(partial, { force: true });
     rmSync(`${partial}-journal`, { force: true });
