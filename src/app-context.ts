@@ -19,6 +19,7 @@ import { AccessBuffer } from "./delivery/access-log";
 import { DeliveryLookups } from "./delivery/lookups";
 import { RefererRules } from "./delivery/referer-rules";
 import { VariantService } from "./delivery/variants";
+import { WalDurability } from "./db/durability";
 import { GroupCommit } from "./db/group-commit";
 import { registerImageJobs } from "./images/jobs";
 import { ImageRepo } from "./images/repo";
@@ -91,6 +92,7 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
       metrics.groupCommits.inc();
       metrics.groupCommitUnits.inc(units);
     }),
+    durability: new WalDurability(db),
     key,
     settings,
     sessions: new SessionStore(db, key),

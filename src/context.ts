@@ -9,6 +9,7 @@ import type { AccessBuffer } from "./delivery/access-log";
 import type { DeliveryLookups } from "./delivery/lookups";
 import type { RefererRules } from "./delivery/referer-rules";
 import type { VariantService } from "./delivery/variants";
+import type { WalDurability } from "./db/durability";
 import type { GroupCommit } from "./db/group-commit";
 import type { ImageRepo } from "./images/repo";
 import type { UploadGate } from "./images/upload/limits";
@@ -34,6 +35,8 @@ export interface AppContext {
   db: Database;
   /** Upload writes share commits with the others of the same event-loop turn (src/db/group-commit.ts). */
   commits: GroupCommit;
+  /** Makes the commits so far durable before a write request is answered (src/db/durability.ts). */
+  durability: WalDurability;
   key: MasterKey;
   settings: SettingsStore;
   sessions: SessionStore;

@@ -38,6 +38,9 @@ import { s3Routes } from "../s3/router";
 import { getOrCreate } from "../shared/get-or-create";
 import { scrapeGauge } from "../ops/metrics";
 
+/** Methods that write nothing a client is told about: their answers wait for no fsync (db/durability.ts). */
+const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+
 /** Paths left out of HTTP metrics (spec 4.12). */
 const UNMETERED = new Set(["/healthz", "/metrics"]);
 
@@ -180,7 +183,20 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     } catch (err) {
       response = await inSurfaceEnvelope(path, errorAnswer(app, request, err));
     }
+    // An error answer promises nothing stored (and a storage fault would be logged twice).
+    if (response.status < 400 && !READS.has(request.method)) response = await durable(request, path, response);
     return finish(request, path, response, requestInfo(request).route, started);
+  };
+
+  /** A write's answer once what it committed is on disk; the storage's 503 if it cannot be made so. */
+  const durable = async (request: Request, path: string, response: Response): Promise<Response> => {
+    try {
+      await app.durability.barrier();
+      return response;
+    } catch (err) {
+      void response.body?.cancel().catch(() => {});
+      return inSurfaceEnvelope(path, errorAnswer(app, request, err));
+    }
   };
 
   /** Fast-path answers carry nosniff and their real length already: only the metrics are left. */

@@ -1,0 +1,79 @@
+/**
+ * Answers to writes are durable. The main connection commits with `synchronous = NORMAL`: a
+ * COMMIT writes its WAL frames without an fsync, so the event loop never waits for the disk. On
+ * its own that lets a power loss, a kernel crash or a file system turned read-only after an error
+ * drop the last commits, which would include an upload whose URL the client already has (its
+ * file, synced by the channel, then an orphan) or a delete it was told is done.
+ *
+ * So before a write request is answered, the WAL file is fsync'd in the thread pool, off the loop.
+ * One fsync covers every commit before it started, so requests finishing together share one, and
+ * a request that wrote nothing (the connection's change counter did not move) waits for none.
+ * A checkpoint copies frames into the database file and syncs it before the WAL starts over, so
+ * a synced WAL (whatever it holds by then) is enough.
+ */
+import type { Database } from "bun:sqlite";
+import { fsync, openSync } from "node:fs";
+
+export class WalDurability {
+  readonly #changes: () => number;
+  readonly #walPath: string;
+  #fd: number | undefined;
+  /** The change counter when the last successful fsync began: everything up to it is durable. */
+  #durableThrough: number;
+  #inflight: { through: number; done: Promise<void> } | undefined;
+
+  readonly #syncWal: () => Promise<void>;
+
+  /** `syncWal` replaces the fsync of the WAL file (tests hold it to see which barrier waits for which). */
+  constructor(db: Database, syncWal?: () => Promise<void>) {
+    const total = db.query<{ n: number }, []>("SELECT total_changes() AS n");
+    this.#changes = () => total.get()!.n;
+    this.#walPath = `${db.filename}-wal`;
+    this.#durableThrough = this.#changes();
+    this.#syncWal = syncWal ?? (() => this.#fsyncWal());
+  }
+
+  /** Resolves once every commit made so far on the connection is on disk; rejects if the fsync failed. */
+  async barrier(): Promise<void> {
+    const needed = this.#changes();
+    for (;;) {
+      if (needed <= this.#durableThrough) return;
+      const inflight = this.#inflight;
+      if (!inflight) return this.#sync().done;
+      // A sync that began after these commits covers them; an older one may not: wait for it, then look again.
+      if (inflight.through >= needed) return inflight.done;
+      await inflight.done.catch(() => {});
+    }
+  }
+
+  #sync() {
+    const through = this.#changes();
+    const done = Promise.resolve()
+      .then(this.#syncWal)
+      .then(() => {
+        this.#durableThrough = Math.max(this.#durableThrough, through);
+      });
+    const inflight = { through, done };
+    this.#inflight = inflight;
+    const clear = () => {
+      if (this.#inflight === inflight) this.#inflight = undefined;
+    };
+    done.then(clear, clear);
+    return inflight;
+  }
+
+  #fsyncWal(): Promise<void> {
+    if (this.#fd === undefined) {
+      // The WAL exists from the connection's first transaction on; a read-only descriptor can fsync it.
+      try {
+        this.#fd = openSync(this.#walPath, "r");
+      } catch (err) {
+        // No WAL yet: no commit is waiting in one.
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") return Promise.resolve();
+        throw err;
+      }
+    }
+    const fd = this.#fd;
+    return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
+  }
+}
