@@ -139,18 +139,34 @@ export function isDatabaseLocked(err: unknown): boolean {
   return faultAt(err, DATABASE_LOCKED, 0);
 }
 
+/**
+ * The data dir's file system refusing writes: remounted read-only after disk errors (ext4's
+ * `errors=remount-ro`, the default on most VPS images), or the disk answering I/O errors. SQLite
+ * reports it as "disk I/O error" (SQLITE_IOERR_WRITE) on a file it opened writable, or as a
+ * read-only database; files as EROFS or EIO. Nothing the client can change, and nothing that ends
+ * by itself: the operator has to repair the disk.
+ */
+export function isStorageFailing(err: unknown): boolean {
+  return faultAt(err, STORAGE_FAILING, 0);
+}
+
 interface Fault {
+  /** Error codes, each also with SQLite's extended suffixes (`SQLITE_IOERR` matches `SQLITE_IOERR_WRITE`). */
   codes: string[];
   message: RegExp;
 }
 const DISK_FULL: Fault = { codes: ["ENOSPC", "EDQUOT", "SQLITE_FULL"], message: /database or disk is full|no space left on device|ENOSPC/i };
 const OUT_OF_DESCRIPTORS: Fault = { codes: ["EMFILE", "ENFILE"], message: /too many open files|EMFILE|ENFILE/i };
 const DATABASE_LOCKED: Fault = { codes: ["SQLITE_BUSY"], message: /^database is locked$/ };
+const STORAGE_FAILING: Fault = {
+  codes: ["EROFS", "EIO", "SQLITE_IOERR", "SQLITE_READONLY"],
+  message: /^disk I\/O error$|^attempt to write a readonly database$|read-only file system|^EROFS\b|^EIO\b/i,
+};
 
 function faultAt(err: unknown, fault: Fault, depth: number): boolean {
   if (typeof err !== "object" || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === "string" && fault.codes.includes(code)) return true;
+  if (typeof code === "string" && fault.codes.some((c) => code === c || code.startsWith(`${c}_`))) return true;
   if (typeof message === "string" && fault.message.test(message)) return true;
   // A driver's Chinese wrapper keeps the file-system error as its cause.
   return depth < 4 && err instanceof Error && faultAt(err.cause, fault, depth + 1);

@@ -131,13 +131,24 @@ export async function serve(boot: Bootstrap): Promise<number> {
       Bun.sleep(BACKGROUND_STOP_MS + 1_000).then(() => false),
     ]);
     if (!ended) log.warn("后台任务未能及时结束，不再等待", { wait_ms: BACKGROUND_STOP_MS });
-    app.access.flush();
-    await checkpointer.stop();
+    // Each last write is tried whatever the one before it met (a disk gone read-only fails them
+    // all): the process still ends, with an ERROR per step and a failed exit instead of a crash.
+    let clean = true;
+    const attempt = async (failure: string, step: () => unknown) => {
+      try {
+        await step();
+      } catch (err) {
+        clean = false;
+        log.error(failure, { err: (err as Error).message });
+      }
+    };
+    await attempt("关闭时保存访问计数失败，最近的访问次数未能保存", () => app.access.flush());
+    await attempt("关闭时停止 WAL 检查点线程失败", () => checkpointer.stop());
     // Leave one self-contained database file behind (no WAL to replay at the next start).
-    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    db.close();
-    log.info("已关闭");
-    process.exit(0);
+    await attempt("关闭时合并 WAL 失败，下次启动时由 SQLite 重放", () => db.exec("PRAGMA wal_checkpoint(TRUNCATE)"));
+    await attempt("关闭数据库失败", () => db.close());
+    log.info(clean ? "已关闭" : "已关闭，但有数据未能写入（见上方错误）");
+    process.exit(clean ? 0 : 1);
   }
   process.on("SIGTERM", () => app.shutdown("SIGTERM"));
   process.on("SIGINT", () => app.shutdown("SIGINT"));

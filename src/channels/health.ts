@@ -1,6 +1,7 @@
 import { REPLICATE_JOB } from "../images/store";
 import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
 import type { AppContext } from "../context";
+import { FailureLog } from "../ops/repeated-failure";
 
 /**
  * A loop that runs `round` now and then every `intervalMs()`. The interval is re-read each
@@ -28,10 +29,14 @@ export function startLoop(
     // Never longer than the interval: a clock set back since the anchor must not stall the loop.
     if (!stopped && !busy) timer = setLongTimeout(tick, Math.min(intervalMs(), Math.max(0, anchor + intervalMs() - now())));
   };
+  const failures = new FailureLog(app.log, name, now);
   const tick = () => {
     busy = true;
     running = round()
-      .catch((err) => app.log.error("后台任务执行失败", { loop: name, err: (err as Error).message }))
+      .then(
+        () => failures.succeeded(),
+        (err) => failures.failed(err),
+      )
       .finally(() => {
         busy = false;
         anchor = now();

@@ -38,6 +38,15 @@ export class AccessBuffer {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    for (const id of applyAccessCounts(this.db, batch, this.renewOnAccess())) this.onRenewed(id);
+    let renewed: string[];
+    try {
+      renewed = applyAccessCounts(this.db, batch, this.renewOnAccess());
+    } catch (err) {
+      // One transaction wrote nothing (the database locked, the disk failing): the counts wait
+      // for the next flush, each with its own last access, instead of being lost.
+      for (const [id, { count, last }] of batch) this.add(id, count, last);
+      throw err;
+    }
+    for (const id of renewed) this.onRenewed(id);
   }
 }

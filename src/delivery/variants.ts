@@ -12,6 +12,7 @@ import { renderProfile } from "./render-profile";
 import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
 import { serverFaultBehind } from "../images/pixel-faults";
+import { serverFaultOf } from "../ops/server-faults";
 import { pauseAt } from "../testing/hold-points";
 import { VariantCache } from "./variant-cache";
 
@@ -177,16 +178,43 @@ export class VariantService {
   private async store(blob: VariantSource, width: number, format: DeliveryFormat, key: string, bytes: Buffer): Promise<VariantBytes> {
     this.failedUntil.delete(key);
     await pauseAt("variant.store", `key=${key}`);
-    const path = await this.cache.put(key, bytes);
+    const unkept = { bytes: new Blob([bytes as Uint8Array<ArrayBuffer>]), size: bytes.length };
+    let path: string | null;
+    try {
+      path = await this.cache.put(key, bytes);
+    } catch (err) {
+      // A full or read-only disk, a failing one: the render itself succeeded, so the request
+      // gets it (not the original in the wrong format), only nothing of it is kept.
+      if (!serverFaultOf(err)) throw err;
+      this.cacheUnwritable(err);
+      return unkept;
+    }
     if (!this.app.images.blob(blob.id)) {
       // Physically deleted while it rendered (its dropBlob ran before this file existed): the
       // request that started it still gets the bytes, but nothing of them is kept or recorded.
       await this.cache.delete(key);
-      return { bytes: new Blob([bytes as Uint8Array<ArrayBuffer>]), size: bytes.length };
+      return unkept;
     }
-    this.app.images.recordVariant(blob.id, width, format, bytes.length);
+    try {
+      this.app.images.recordVariant(blob.id, width, format, bytes.length);
+    } catch (err) {
+      // Unrecorded, the file would be a cache entry no blob delete finds: it goes again.
+      if (!serverFaultOf(err)) throw err;
+      await this.cache.delete(key);
+      this.cacheUnwritable(err);
+      return unkept;
+    }
     const body = this.hot.set(key, bytes);
     return path && bytes.length > HOT_ITEM_MAX ? { path, size: bytes.length } : { bytes: body, size: bytes.length };
+  }
+
+  private unwritableWarnedAt = Number.NEGATIVE_INFINITY;
+
+  /** One WARN a minute while rendered variants cannot be kept, however many renders meet it. */
+  private cacheUnwritable(err: unknown) {
+    if (Date.now() - this.unwritableWarnedAt < 60_000) return;
+    this.unwritableWarnedAt = Date.now();
+    this.app.log.warn("变体缓存无法写入，渲染结果直接返回但不缓存", { err: (err as Error).message });
   }
 
   /** Told of every dropped blob (the delivery threads keep hot bytes of their own). */

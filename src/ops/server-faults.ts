@@ -1,10 +1,10 @@
 /**
- * Temporary conditions of the server rather than faults of a request (a full disk, the
- * descriptor limit, the database locked by another process), whichever surface meets them: each
+ * Conditions of the server rather than faults of a request (a full disk, the descriptor limit, the
+ * database locked by another process, a file system gone read-only), whichever surface meets them: each
  * is answered as a retryable 503 in the surface's own form (http/disk-full.ts, s3/errors.ts,
  * delivery's plain text), and the operator hears what to change from one ERROR line.
  */
-import { isDatabaseLocked, isDiskFull, isOutOfFileDescriptors } from "../errors";
+import { isDatabaseLocked, isDiskFull, isOutOfFileDescriptors, isStorageFailing } from "../errors";
 import { rawTarget } from "../shared/url-target";
 import type { Logger } from "./log";
 
@@ -13,6 +13,8 @@ const DISK_FULL_MESSAGE = "服务器存储空间不足，暂时无法写入，�
 const TOO_MANY_OPEN_FILES_MESSAGE = "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试";
 
 const DATABASE_LOCKED_MESSAGE = "服务器数据库暂时被占用，请稍后重试";
+
+const STORAGE_FAILING_MESSAGE = "服务器存储发生故障，暂时无法写入，请稍后重试或联系管理员";
 
 export interface ServerFault {
   /** What the operator reads in the ERROR line. */
@@ -35,6 +37,13 @@ const SERVER_FAULTS: (ServerFault & { is: (err: unknown) => boolean })[] = [
     log: "数据库被锁定（另一个连接长时间持有写锁），请求失败：请检查是否有程序正在写入 kura.db（例如停在事务中的 sqlite3 命令行）",
     message: DATABASE_LOCKED_MESSAGE,
     headers: { "retry-after": "5" },
+  },
+  {
+    is: isStorageFailing,
+    log: "数据目录无法写入（文件系统已变为只读或磁盘 I/O 错误），请求失败：请查看 dmesg 中的磁盘错误，修复文件系统（fsck）并重新挂载为可写后重启 Kura",
+    message: STORAGE_FAILING_MESSAGE,
+    // It does not end by itself: an operator has to repair the disk.
+    headers: { "retry-after": "300" },
   },
 ];
 

@@ -4,7 +4,7 @@
  * at exactly that point, without sleeps), or accept connections and never answer.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -35,6 +35,44 @@ export function mountTmpfs(sizeMb: number): { dir: string; unmount: () => void }
     unmount: () => {
       spawnSync("umount", ["-l", dir]);
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A small ext4 file system on a loop device, mounted with `errors=remount-ro` as most VPS images
+ * mount their root. `fail()` makes ext4 meet an error (its own sysfs trigger), after which the
+ * kernel turns the file system read-only at once, files held open for writing included: the
+ * fault a tmpfs or a plain `remount,ro` cannot give (both refuse while a file is open for
+ * writing). `repair()` is what the operator does: unmount, fsck, mount again.
+ */
+export function mountFailableExt4(sizeMb: number): { dir: string; fail: () => void; repair: () => void; unmount: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "kura-fault-ext4-"));
+  const image = `${dir}.img`;
+  const run = (cmd: string[]) => {
+    const r = spawnSync(cmd[0]!, cmd.slice(1), { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${cmd.join(" ")} failed (the fault tier runs as root): ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  run(["truncate", "-s", `${sizeMb}M`, image]);
+  run(["mkfs.ext4", "-q", "-F", image]);
+  const mount = () => run(["mount", "-o", "loop,errors=remount-ro", image, dir]);
+  mount();
+  const device = () => run(["findmnt", "-n", "-o", "SOURCE", "--target", dir]).replace("/dev/", "");
+  return {
+    dir,
+    fail: () => writeFileSync(`/sys/fs/ext4/${device()}/trigger_fs_error`, "kura fault test"),
+    repair: () => {
+      run(["umount", dir]);
+      // e2fsck exits 1 when it corrected errors (the one trigger_fs_error recorded): repaired.
+      const fsck = spawnSync("e2fsck", ["-fy", image], { encoding: "utf8" });
+      if (fsck.status !== 0 && fsck.status !== 1) throw new Error(`e2fsck exited ${fsck.status}: ${fsck.stdout}${fsck.stderr}`);
+      mount();
+    },
+    unmount: () => {
+      spawnSync("umount", ["-l", dir]);
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(image, { force: true });
     },
   };
 }

@@ -55,6 +55,55 @@ describe("serverFaultOf", () => {
     expect(serverFaultOf(fsError("ENOSPC"))?.headers).toEqual({ "retry-after": "60" });
   });
 
+  test("storage refusing writes (read-only, I/O errors) by its code, its message or as a cause: a 503 with Retry-After 300", () => {
+    const STORAGE = "服务器存储发生故障，暂时无法写入，请稍后重试或联系管理员";
+    const dir = mkdtempSync(join(tmpdir(), "kura-readonly-"));
+    let readOnly: unknown;
+    try {
+      new Database(join(dir, "x.db")).run("CREATE TABLE t (x)");
+      readOnly = (() => {
+        const db = new Database(join(dir, "x.db"), { readonly: true });
+        try {
+          db.run("INSERT INTO t VALUES (1)");
+        } catch (err) {
+          return err;
+        } finally {
+          db.close();
+        }
+      })();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect((readOnly as { code?: string }).code).toBe("SQLITE_READONLY");
+    const sqlite = (code: string, message: string) => Object.assign(new Error(message), { code });
+    for (const err of [
+      readOnly,
+      fsError("EROFS"),
+      fsError("EIO"),
+      sqlite("SQLITE_IOERR_WRITE", "disk I/O error"), // what bun:sqlite threw on the remounted ext4 (fault/read-only-disk)
+      sqlite("SQLITE_IOERR_FSYNC", "无法写入"), // the code alone, with SQLite's extended suffix
+      sqlite("SQLITE_READONLY_DBMOVED", "无法写入"),
+      new Error("disk I/O error"), // the message alone
+      new Error("attempt to write a readonly database"),
+      new Error('VipsForeignSave: unable to write to "/srv/kura/variants/x": Read-only file system'), // libvips
+      new Error("EROFS: read-only file system, mkdir '/srv/kura/variants/4c'"),
+      new Error("EIO: i/o error, write"),
+      new Error("本地存储写入失败", { cause: fsError("EROFS") }),
+    ]) {
+      expect({ err: String(err), answer: serverFaultOf(err)?.message }).toEqual({ err: String(err), answer: STORAGE });
+    }
+    expect(serverFaultOf(fsError("EIO"))?.headers).toEqual({ "retry-after": "300" });
+    for (const err of [
+      sqlite("SQLITE_ERROR", "no such table: t"),
+      sqlite("SQLITE_IOERRX", "x"),
+      new Error("a disk I/O error counter"),
+      new Error("EIOPS limit"),
+      new Error("x EROFS"),
+    ]) {
+      expect({ err: String(err), answer: serverFaultOf(err) }).toEqual({ err: String(err), answer: undefined });
+    }
+  });
+
   test("nothing else is one: a missing file, a request's fault, a message that only mentions a lock", async () => {
     const missing = await open("/nonexistent/kura").catch((e: unknown) => e);
     for (const err of [missing, fsError("EACCES"), new Invalid("不支持的图片格式"), new Error("the lock file is locked"), "database is locked", undefined]) {
