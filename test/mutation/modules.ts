@@ -28,7 +28,7 @@ export const MODULES: Record<string, MutationModule> = {
   /** rclone's own encodings: obscured config passwords, the key derivation, encrypted names (EME + base32). */
   "rclone-names": {
     mutate: ["src/channels/rclone/obscure.ts", "src/channels/rclone/crypt-keys.ts", "src/channels/rclone/crypt-names.ts", "src/channels/rclone/eme.ts"],
-    tests: ["test/unit/rclone-obscure.test.ts", "test/unit/rclone-crypt.test.ts"],
+    tests: ["test/unit/rclone-names-rules.test.ts", "test/unit/rclone-obscure.test.ts", "test/unit/rclone-crypt.test.ts"],
   },
   "upload-store": {
     mutate: ["src/images/store.ts"],
