@@ -20,6 +20,8 @@ import { DeliveryLookups } from "./delivery/lookups";
 import { RefererRules } from "./delivery/referer-rules";
 import { VariantService } from "./delivery/variants";
 import { WalDurability } from "./db/durability";
+import { LockBreaker } from "./db/lock-breaker";
+import { watchServerFaults } from "./ops/server-faults";
 import { GroupCommit } from "./db/group-commit";
 import { registerImageJobs } from "./images/jobs";
 import { ImageRepo } from "./images/repo";
@@ -84,6 +86,8 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
   const jobs = new JobQueue<JobKinds>(db, { log: (level, msg, fields) => log[level](msg, fields) });
   const variants = new VariantService({ settings, paths, images, channels, jobs, log, metrics });
   const lookups = new DeliveryLookups(images);
+  const dbLock = new LockBreaker(db, log);
+  dbLock.stopWatching = watchServerFaults((err) => dbLock.noticed(err));
   const app: AppContext = {
     bootstrap: boot,
     paths,
@@ -93,6 +97,7 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
       metrics.groupCommitUnits.inc(units);
     }),
     durability: new WalDurability(db),
+    dbLock,
     key,
     settings,
     sessions: new SessionStore(db, key),

@@ -10,6 +10,7 @@ import type { DeliveryLookups } from "./delivery/lookups";
 import type { RefererRules } from "./delivery/referer-rules";
 import type { VariantService } from "./delivery/variants";
 import type { WalDurability } from "./db/durability";
+import type { LockBreaker } from "./db/lock-breaker";
 import type { GroupCommit } from "./db/group-commit";
 import type { ImageRepo } from "./images/repo";
 import type { UploadGate } from "./images/upload/limits";
@@ -37,6 +38,8 @@ export interface AppContext {
   commits: GroupCommit;
   /** Makes the commits so far durable before a write request is answered (src/db/durability.ts). */
   durability: WalDurability;
+  /** Fails writes at once while another process holds the database's write lock (src/db/lock-breaker.ts). */
+  dbLock: LockBreaker;
   key: MasterKey;
   settings: SettingsStore;
   sessions: SessionStore;

@@ -142,6 +142,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
         log.error(failure, { err: (err as Error).message });
       }
     };
+    app.dbLock.dispose();
     await attempt("关闭时保存访问计数失败，最近的访问次数未能保存", () => app.access.flush());
     await attempt("关闭时停止 WAL 检查点线程失败", () => checkpointer.stop());
     // Leave one self-contained database file behind (no WAL to replay at the next start).

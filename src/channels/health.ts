@@ -2,6 +2,7 @@ import { REPLICATE_JOB } from "../images/store";
 import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
 import type { AppContext } from "../context";
 import { FailureLog } from "../ops/repeated-failure";
+import { noticeServerFault } from "../ops/server-faults";
 
 /**
  * A loop that runs `round` now and then every `intervalMs()`. The interval is re-read each
@@ -35,7 +36,10 @@ export function startLoop(
     running = round()
       .then(
         () => failures.succeeded(),
-        (err) => failures.failed(err),
+        (err) => {
+          failures.failed(err);
+          noticeServerFault(err);
+        },
       )
       .finally(() => {
         busy = false;

@@ -1,11 +1,12 @@
 import { Database } from "bun:sqlite";
 import { MIGRATIONS, type Migration } from "./migrations";
+import { BUSY_TIMEOUT_MS } from "./lock-breaker";
 import { sqlTime } from "./time";
 
 export function openDatabase(path: string): Database {
   const db = new Database(path, { create: true, strict: true });
   db.exec("PRAGMA journal_mode = WAL");
-  db.exec("PRAGMA busy_timeout = 5000");
+  db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   db.exec("PRAGMA foreign_keys = ON");
   db.exec("PRAGMA synchronous = NORMAL");
   return db;

@@ -37,6 +37,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from "./backoff";
+import { noticeServerFault } from "../ops/server-faults";
 import { JobInterruptedError, PermanentJobError } from "./errors";
 import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./repo";
 import type { EnqueueOptions, JobContext, JobHandler, JobLog, KindOptions, QueueOptions } from "./types";
@@ -275,6 +276,7 @@ export class JobQueue<K extends object = Record<string, any>> {
       if (now - this.lastPrune >= this.pruneEveryMs) this.prune();
     } catch (err) {
       this.log("error", "任务队列轮询失败", { error: errorText(err) });
+      noticeServerFault(err);
     }
     return started;
   }

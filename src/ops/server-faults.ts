@@ -64,6 +64,25 @@ export function logFailedRequest(log: Pick<Logger, "error">, msg: string, reques
 /** Logs the server fault a request met and returns it; undefined (nothing logged) for anything else. */
 export function logServerFault(log: Pick<Logger, "error">, request: Request, err: unknown): ServerFault | undefined {
   const fault = serverFaultOf(err);
-  if (fault) logFailedRequest(log, fault.log, request, err);
+  if (fault) {
+    logFailedRequest(log, fault.log, request, err);
+    noticeServerFault(err);
+  }
   return fault;
+}
+
+const watchers = new Set<(err: unknown) => void>();
+
+/**
+ * Calls `watcher` with every server fault a request or a background round meets (the database
+ * lock breaker); returns the function that stops it.
+ */
+export function watchServerFaults(watcher: (err: unknown) => void): () => void {
+  watchers.add(watcher);
+  return () => watchers.delete(watcher);
+}
+
+/** Tells the watchers of a fault met outside a request (a background round's failure). */
+export function noticeServerFault(err: unknown) {
+  for (const watcher of watchers) watcher(err);
 }

@@ -40,3 +40,49 @@ test("an upload while another process holds the database's write lock: a retryab
   expect(stored.status).toBe(200);
   expect(listFiles(storage).length).toBe(before.length + 1);
 }, 60_000);
+
+test("while the lock stays, only the first write waits out the busy timeout: the next answer at once, and writes resume when it goes", async () => {
+  // The first test's lock opened the breaker; its probe closed it once the lock was gone.
+  await server.waitForLog(/msg=数据库锁已释放，写入恢复正常/, 10_000);
+  const mark = server.logs.length;
+  const png = await makePng(30, 20, 5);
+  const answers: { status: number; ms: number }[] = [];
+  let longestHealthz = 0;
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const started = performance.now();
+      await (await fetch(server.url("/healthz"))).text();
+      longestHealthz = Math.max(longestHealthz, performance.now() - started);
+      await Bun.sleep(20);
+    }
+  })();
+  const db = new Database(join(server.dataDir, "kura.db"));
+  try {
+    db.run("BEGIN IMMEDIATE");
+    for (let i = 0; i < 4; i++) {
+      const started = performance.now();
+      const res = await admin.request("POST", "/api/admin/upload", form(png, `held-${i}.png`));
+      await res.text();
+      answers.push({ status: res.status, ms: performance.now() - started });
+    }
+  } finally {
+    db.run("ROLLBACK");
+    db.close();
+    probing = false;
+    await probe;
+  }
+  expect(answers.map((a) => a.status)).toEqual([503, 503, 503, 503]);
+  expect(answers[0]!.ms).toBeGreaterThan(4_500); // the busy timeout, once
+  expect(Math.max(...answers.slice(1).map((a) => a.ms))).toBeLessThan(1_000);
+  // The loop was held for that one wait, not for four of them (20 s).
+  expect(longestHealthz).toBeLessThan(7_000);
+  const during = server.logs.slice(mark);
+  expect(during.match(/msg="?数据库被其他进程长时间锁定/g)?.length).toBe(1);
+
+  // The probe (every second) finds the lock gone.
+  for (const deadline = Date.now() + 5_000; !/msg=数据库锁已释放，写入恢复正常/.test(server.logs.slice(mark)) && Date.now() < deadline; ) await Bun.sleep(50);
+  expect(server.logs.slice(mark)).toMatch(/msg=数据库锁已释放，写入恢复正常/);
+  const stored = await admin.request("POST", "/api/admin/upload", form(png, "after.png"));
+  expect(stored.status).toBe(200);
+}, 60_000);

@@ -26,5 +26,12 @@ export async function openContext(dataDir: string): Promise<{ app: AppContext; l
   const { db, key } = openDataDir(boot, log);
   await ensureBuiltinAdmin(db, log);
   const app = await createAppContext(boot, db, key, log, () => {});
-  return { app, logs, close: () => db.close() };
+  return {
+    app,
+    logs,
+    close: () => {
+      app.dbLock.dispose();
+      db.close();
+    },
+  };
 }

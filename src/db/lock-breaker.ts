@@ -1,0 +1,76 @@
+/**
+ * Another process holding kura.db's write lock (an operator's `sqlite3 kura.db` left inside a
+ * transaction, a tool taking a write lock): bun:sqlite is synchronous, so every write on the event
+ * loop waited out the whole busy timeout while nothing else ran, and ten uploads froze delivery
+ * for fifty seconds. Once a write has waited in vain, the breaker opens: the busy timeout drops to
+ * 0, so writes fail at once with the same retryable 503, until a probe (a write lock taken and
+ * given back, every `probeMs`) finds the lock free and closes it. The loop's connection is the
+ * only writer of the service itself (the checkpoint and backup workers never take the write
+ * lock), so an open breaker costs nothing but the waits.
+ */
+import type { Database } from "bun:sqlite";
+import { isDatabaseLocked } from "../errors";
+import type { Logger } from "../ops/log";
+
+export const BUSY_TIMEOUT_MS = 5_000;
+
+export class LockBreaker {
+  #probe: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly log: Pick<Logger, "warn" | "info">,
+    private readonly probeMs = 1_000,
+  ) {}
+
+  get open(): boolean {
+    return this.#probe !== undefined;
+  }
+
+  /** Told of every server fault a request or a background round met. */
+  noticed(err: unknown) {
+    if (this.#probe || !isDatabaseLocked(err)) return;
+    try {
+      this.db.exec("PRAGMA busy_timeout = 0");
+    } catch {
+      return; // a closed database: nothing to protect
+    }
+    this.log.warn("数据库被其他进程长时间锁定：锁释放前写入立即失败（503），不再逐个等待", { wait_ms: BUSY_TIMEOUT_MS });
+    this.#probe = setInterval(() => this.#check(), this.probeMs);
+    this.#probe.unref?.();
+  }
+
+  #check() {
+    try {
+      if (this.db.inTransaction) return;
+      this.db.exec("BEGIN IMMEDIATE");
+      this.db.exec("ROLLBACK");
+    } catch (err) {
+      if (isDatabaseLocked(err)) return;
+      // Any other failure is not the lock's: waiting for it again is the normal behaviour.
+    }
+    this.close();
+    this.log.info("数据库锁已释放，写入恢复正常");
+  }
+
+  /** Ends its watch of server faults (set by whoever started it). */
+  stopWatching: () => void = () => {};
+
+  /** Stops for good: no more watching, no probe left to run on a closed database. */
+  dispose() {
+    this.stopWatching();
+    this.close();
+  }
+
+  /** Back to waiting out the busy timeout. */
+  close() {
+    if (!this.#probe) return;
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+    try {
+      this.db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    } catch {
+      // Closed meanwhile (the service stopping): nothing to restore.
+    }
+  }
+}
