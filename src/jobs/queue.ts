@@ -37,6 +37,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from "./backoff";
+import { FailureLog } from "../ops/repeated-failure";
 import { noticeServerFault } from "../ops/server-faults";
 import { JobInterruptedError, PermanentJobError } from "./errors";
 import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./repo";
@@ -79,6 +80,8 @@ export class JobQueue<K extends object = Record<string, any>> {
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly log: JobLog;
+  /** A poll failing every round (the database locked or read-only) is logged once, not every 2 s. */
+  private readonly pollFailures: FailureLog;
   private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly backoff: BackoffOptions;
@@ -98,6 +101,12 @@ export class JobQueue<K extends object = Record<string, any>> {
     this.now = opts.now ?? Date.now;
     this.random = opts.random ?? Math.random;
     this.log = opts.log ?? (() => {});
+    const log = this.log;
+    this.pollFailures = new FailureLog(
+      { error: (msg, fields) => log("error", msg, fields), info: (msg, fields) => log("info", msg, fields) },
+      "job-queue",
+      () => this.now(),
+    );
     this.pollMs = positive(opts.pollMs ?? 2_000, "pollMs");
     this.leaseMs = positive(opts.leaseMs ?? 60_000, "leaseMs");
     this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
@@ -274,8 +283,9 @@ export class JobQueue<K extends object = Record<string, any>> {
         }
       }
       if (now - this.lastPrune >= this.pruneEveryMs) this.prune();
+      this.pollFailures.succeeded();
     } catch (err) {
-      this.log("error", "任务队列轮询失败", { error: errorText(err) });
+      this.pollFailures.failed(err);
       noticeServerFault(err);
     }
     return started;
