@@ -86,9 +86,10 @@ export interface AvifSpec {
   largeMdat?: boolean;
 }
 
-const u8 = (...v: number[]) => Buffer.from(v);
-const u16 = (...v: number[]) => Buffer.concat(v.map((n) => Buffer.from([n >> 8, n & 255])));
-const u32 = (...v: number[]) =>
+/** Big-endian fields of 8, 16 and 32 bits, one per argument (the box builders here and in unit/exif-avif-rules). */
+export const u8 = (...v: number[]) => Buffer.from(v);
+export const u16 = (...v: number[]) => Buffer.concat(v.map((n) => Buffer.from([n >> 8, n & 255])));
+export const u32 = (...v: number[]) =>
   Buffer.concat(
     v.map((n) => {
       const b = Buffer.alloc(4);

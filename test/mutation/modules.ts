@@ -196,6 +196,7 @@ export const MODULES: Record<string, MutationModule> = {
       "test/unit/exif-parts.test.ts",
       "test/unit/exif.test.ts",
       "test/unit/exif-avif.test.ts",
+      "test/unit/exif-avif-rules.test.ts",
       "test/unit/exif-gainmap.test.ts",
       "test/unit/exif-gainmap-rules.test.ts",
       "test/unit/sniff.test.ts",
@@ -219,7 +220,7 @@ export const MODULES: Record<string, MutationModule> = {
   },
   "exif-avif": {
     mutate: ["src/images/exif-avif.ts"],
-    tests: ["test/unit/exif-avif.test.ts"],
+    tests: ["test/unit/exif-avif-rules.test.ts", "test/unit/exif-avif.test.ts"],
   },
   sniff: {
     mutate: ["src/images/sniff.ts"],
