@@ -8,6 +8,7 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import sharp from "sharp";
 import { listFiles } from "../helpers/files";
 import { useAdmin } from "../helpers/fixture";
 import { form, makePng } from "../helpers/images";
@@ -90,4 +91,33 @@ test("while the lock stays, only the first write waits out the busy timeout: the
   expect(server.logs.slice(mark)).toMatch(/msg=数据库锁已释放，写入恢复正常/);
   const stored = await admin.request("POST", "/api/admin/upload", form(png, "after.png"));
   expect(stored.status).toBe(200);
+}, 60_000);
+
+test("a variant rendered while the lock stays is served but not kept: no cache file that no row records", async () => {
+  // The last test's breaker has closed again (each opening is followed by its closing).
+  const count = (pattern: RegExp) => server.logs.match(pattern)?.length ?? 0;
+  for (const deadline = Date.now() + 5_000; count(/数据库被其他进程长时间锁定/g) > count(/数据库锁已释放/g) && Date.now() < deadline; ) await Bun.sleep(50);
+  const { id } = await admin.json<{ id: string }>("POST", "/api/admin/upload", form(await makePng(400, 300, 6), "variant.png"));
+  const variants = join(server.dataDir, "variants");
+  const before = listFiles(variants);
+  const variant = () => fetch(server.url(`/i/${id}?w=320&format=webp`));
+  const db = new Database(join(server.dataDir, "kura.db"));
+  let served: Response;
+  try {
+    db.run("BEGIN IMMEDIATE");
+    served = await variant();
+    expect([served.status, served.headers.get("content-type")]).toEqual([200, "image/webp"]);
+    expect((await sharp(Buffer.from(await served.arrayBuffer())).metadata()).width).toBe(320);
+    expect(listFiles(variants)).toEqual(before);
+  } finally {
+    db.run("ROLLBACK");
+    db.close();
+  }
+  expect(server.logs).toMatch(/msg=变体缓存无法写入，渲染结果直接返回但不缓存 err="database is locked"/);
+  // Once the lock is gone, the next request renders it again and keeps it.
+  for (const deadline = Date.now() + 5_000; listFiles(variants).length === before.length && Date.now() < deadline; ) {
+    await (await variant()).arrayBuffer();
+    await Bun.sleep(200);
+  }
+  expect(listFiles(variants).length).toBe(before.length + 1);
 }, 60_000);
