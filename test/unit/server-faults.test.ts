@@ -11,7 +11,7 @@ import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Invalid } from "../../src/errors";
-import { logServerFault, serverFaultOf } from "../../src/ops/server-faults";
+import { logServerFault, serverFaultOf, watchServerFaults } from "../../src/ops/server-faults";
 import { toS3Error } from "../../src/s3/errors";
 
 /** What bun:sqlite throws when another connection holds the write lock past the busy timeout. */
@@ -124,11 +124,28 @@ describe("the surfaces", () => {
       [fsError("ENOSPC"), "60"],
       [fsError("EMFILE"), "5"],
       [databaseLockedError(), "5"],
+      [fsError("EROFS"), "300"],
     ] as const) {
       const s3 = toS3Error(err);
       expect([s3.code, s3.status, s3.message, s3.headers["retry-after"]]).toEqual(["ServiceUnavailable", 503, serverFaultOf(err)!.message, retry]);
     }
     expect(toS3Error(fsError("EACCES"))).toMatchObject({ code: "InternalError", status: 500 });
+  });
+
+  test("logServerFault tells the fault's watchers (the database lock breaker), and only of faults", () => {
+    const seen: unknown[] = [];
+    const stop = watchServerFaults((err) => seen.push(err));
+    const log = { error: () => {} };
+    const request = new Request("http://kura.test/api/upload", { method: "POST" });
+    const locked = databaseLockedError();
+    try {
+      logServerFault(log, request, fsError("EACCES"));
+      logServerFault(log, request, locked);
+    } finally {
+      stop();
+    }
+    logServerFault(log, request, fsError("EROFS")); // after stop: not told
+    expect(seen).toEqual([locked]);
   });
 
   test("logServerFault writes one ERROR with the method, the path without its query, and the error; nothing for other errors", () => {
