@@ -25,6 +25,11 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: ["src/channels/crypt-layer.ts", "src/channels/rclone/crypt-data.ts"],
     tests: ["test/unit/crypt-layer.test.ts", "test/unit/crypt-layer-streams.test.ts", "test/unit/crypt-layer-nonces.test.ts", "test/unit/rclone-crypt.test.ts"],
   },
+  /** What the server does about its own faults: the fault table, durable answers, the lock breaker, repeated failures logged once. */
+  "fault-plumbing": {
+    mutate: ["src/ops/server-faults.ts", "src/db/durability.ts", "src/db/lock-breaker.ts", "src/ops/repeated-failure.ts"],
+    tests: ["test/unit/server-faults.test.ts", "test/unit/wal-durability.test.ts", "test/unit/db-lock-breaker.test.ts", "test/unit/repeated-failure.test.ts"],
+  },
   /** rclone's own encodings: obscured config passwords, the key derivation, encrypted names (EME + base32). */
   "rclone-names": {
     mutate: ["src/channels/rclone/obscure.ts", "src/channels/rclone/crypt-keys.ts", "src/channels/rclone/crypt-names.ts", "src/channels/rclone/eme.ts"],
@@ -246,6 +251,16 @@ export const MODULES: Record<string, MutationModule> = {
   "safe-fetch": {
     mutate: ["src/net/safe-fetch.ts"],
     tests: ["test/unit/ssrf-rules.test.ts", "test/unit/safe-fetch.test.ts", "test/unit/safe-fetch-edges.test.ts"],
+  },
+  /** The compat APIs' request inputs: Lsky's `page`/`album_id` and paginator, Chevereto's `key`/`format`/`source ?? image` read. */
+  "compat-inputs": {
+    mutate: ["src/compat/lsky-page.ts", "src/compat/chevereto-input.ts"],
+    tests: ["test/unit/compat-input-rules.test.ts", "test/unit/lsky-page.test.ts"],
+  },
+  /** Small parsers: the channel drivers' Range/Content-Range checks and the `kura` command line. */
+  "small-parsers": {
+    mutate: ["src/channels/drivers/http-range.ts", "src/cli/args.ts"],
+    tests: ["test/unit/small-parser-rules.test.ts", "test/unit/read-guards.test.ts"],
   },
   ssrf: {
     mutate: ["src/net/safe-fetch.ts", "src/net/public-address.ts", "src/net/cidr.ts"],

@@ -14,7 +14,9 @@ let dir: string;
 let db: Database;
 let other: Database;
 const lines: string[] = [];
-const log = { warn: (msg: string) => void lines.push(`WARN ${msg}`), info: (msg: string) => void lines.push(`INFO ${msg}`) };
+const line = (level: string) => (msg: string, fields?: Record<string, unknown>) =>
+  void lines.push(`${level} ${msg}${fields ? ` ${JSON.stringify(fields)}` : ""}`);
+const log = { warn: line("WARN"), info: line("INFO") };
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "kura-lock-breaker-"));
   db = openDatabase(join(dir, "kura.db"));
@@ -51,7 +53,11 @@ test("opened by a lock, it fails writes at once until its probe finds the lock g
   other.run("BEGIN IMMEDIATE");
   breaker.noticed(lockedError());
   breaker.noticed(lockedError()); // already open: one WARN
-  expect([breaker.open, busyTimeout(), lines]).toEqual([true, 0, ["WARN 数据库被其他进程长时间锁定：锁释放前写入立即失败（503），不再逐个等待"]]);
+  expect([breaker.open, busyTimeout(), lines]).toEqual([
+    true,
+    0,
+    ['WARN 数据库被其他进程长时间锁定：锁释放前写入立即失败（503），不再逐个等待 {"wait_ms":5000}'],
+  ]);
   const started = performance.now();
   expect(() => db.run("INSERT INTO t VALUES (2)")).toThrow("database is locked");
   expect(performance.now() - started).toBeLessThan(50);
@@ -63,6 +69,35 @@ test("opened by a lock, it fails writes at once until its probe finds the lock g
   expect([breaker.open, busyTimeout(), lines.at(-1)]).toEqual([false, BUSY_TIMEOUT_MS, "INFO 数据库锁已释放，写入恢复正常"]);
   db.run("INSERT INTO t VALUES (3)"); // the probe's transaction is gone: a write works
   expect(db.inTransaction).toBe(false);
+  await Bun.sleep(100); // closed: no probe runs any more
+  expect(lines.filter((l) => l.startsWith("INFO"))).toEqual(["INFO 数据库锁已释放，写入恢复正常"]);
+});
+
+test("a probe never runs inside the connection's own transaction; a probe that fails for another reason closes it", async () => {
+  const breaker = new LockBreaker(db, log, 20);
+  other.run("BEGIN IMMEDIATE");
+  breaker.noticed(lockedError());
+  other.run("ROLLBACK");
+  db.run("BEGIN"); // a transaction of the connection itself spans the next probes: they wait
+  await Bun.sleep(100);
+  expect(breaker.open).toBe(true);
+  db.run("ROLLBACK");
+  for (const deadline = Date.now() + 2_000; breaker.open && Date.now() < deadline; ) await Bun.sleep(10);
+  expect(breaker.open).toBe(false);
+
+  const closing = openDatabase(join(dir, "closing.db"));
+  const gone = new LockBreaker(closing, log, 20);
+  other.run("BEGIN IMMEDIATE");
+  const locked = lockedError();
+  other.run("ROLLBACK");
+  gone.noticed(locked);
+  closing.close(); // the probe now fails, not for a lock: the breaker stops instead of probing forever
+  for (const deadline = Date.now() + 2_000; gone.open && Date.now() < deadline; ) await Bun.sleep(10);
+  expect(gone.open).toBe(false);
+  // Told of a lock after its database closed: nothing to do, nothing logged.
+  const before = lines.length;
+  gone.noticed(locked);
+  expect([gone.open, lines.length]).toEqual([false, before]);
 });
 
 test("it hears of faults through the server-fault watch until disposed", () => {

@@ -111,6 +111,15 @@ describe("serverFaultOf", () => {
     }
   });
 
+  test("each kind tells the operator what to change", () => {
+    expect([fsError("ENOSPC"), fsError("EMFILE"), databaseLockedError(), fsError("EROFS")].map((err) => serverFaultOf(err)!.log)).toEqual([
+      "磁盘空间不足，写入失败",
+      "打开的文件过多，请求失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）",
+      "数据库被锁定（另一个连接长时间持有写锁），请求失败：请检查是否有程序正在写入 kura.db（例如停在事务中的 sqlite3 命令行）",
+      "数据目录无法写入（文件系统已变为只读或磁盘 I/O 错误），请求失败：请查看 dmesg 中的磁盘错误，修复文件系统（fsck）并重新挂载为可写后重启 Kura",
+    ]);
+  });
+
   test("each answer is a fresh copy: a caller adding a header changes no later answer", () => {
     const first = serverFaultOf(fsError("EMFILE"))!;
     first.headers.connection = "close";

@@ -4,7 +4,7 @@
 // and the next barrier tries again. Real SQLite commits, the fsync held by the test.
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WalDurability } from "../../src/db/durability";
@@ -106,6 +106,21 @@ test("the real fsync: of the WAL file, and none needed before there is one", asy
     fresh.close();
   }
   const durability = new WalDurability(db);
+  /** This process's descriptors open on the WAL file (SQLite's own, and the one the fsync keeps). */
+  const walDescriptors = () => readdirSync("/proc/self/fd").filter((fd) => readlinkOr(`/proc/self/fd/${fd}`) === `${db.filename}-wal`).length;
+  const sqliteOwn = walDescriptors();
   write();
   await durability.barrier();
+  expect(walDescriptors()).toBe(sqliteOwn + 1); // the WAL itself was opened for the fsync
+  write();
+  await durability.barrier();
+  expect(walDescriptors()).toBe(sqliteOwn + 1); // and that descriptor is kept, not opened again
 });
+
+function readlinkOr(path: string): string | undefined {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return undefined; // closed meanwhile (the listing's own descriptor)
+  }
+}
