@@ -80,6 +80,13 @@ describe("driver results are held to their declared size", () => {
     expect((await drain(got.stream)).error?.message).toMatch(/更长/);
   });
 
+  test("rangedResult: a 206 whose total leaves nothing of the range asked for is refused naming the drive, its body cancelled", () => {
+    const { stream, state } = source([bytes(10)]);
+    const shrunk = new Response(stream, { status: 206, headers: { "content-range": "bytes 50-59/40" } });
+    expect(() => rangedResult(shrunk, { start: 50, end: 59 }, "OneDrive")).toThrow("OneDrive 返回的范围与请求不符 (Content-Range 无效)");
+    expect(state.cancelled).toBe(true);
+  });
+
   test("rangedResult: a body without Content-Length is held to the metadata size (Dropbox's header)", async () => {
     const longer = new Response(source([bytes(10), bytes(10)]).stream);
     const got = rangedResult(longer, undefined, "Dropbox", 10);

@@ -18,14 +18,34 @@ export function rangeHeader(range: ByteRange): string {
  * another part altogether (refused with an error naming `label`).
  */
 export async function partialResult(stream: ReadableStream<Uint8Array>, contentRange: string | null, range: ByteRange, label: string): Promise<GetResult> {
-  const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((contentRange ?? "").trim());
-  const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
-  const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };
-  if (!m || gotStart !== start || gotEnd < end) {
+  const part = coveredPart(contentRange, range);
+  if (!part) {
     await stream.cancel();
-    throw new Error(`${label} 返回的范围与请求不符 (Content-Range 无效)`);
+    throw new Error(mismatchedPart(label));
   }
-  return sizedPart(stream, gotStart, gotEnd, end, totalSize, label);
+  return sizedPart(stream, part.start, part.gotEnd, part.end, part.totalSize, label);
+}
+
+export const mismatchedPart = (label: string) => `${label} 返回的范围与请求不符 (Content-Range 无效)`;
+
+/**
+ * What a 206's Content-Range says, checked against the range asked for: undefined when it is no
+ * `bytes a-b/total` at all, when it starts elsewhere or ends short, and when its total leaves
+ * nothing of the range asked for (the object shrank): each is the peer's answer not fitting the
+ * question, which the caller refuses after cancelling the body.
+ */
+export function coveredPart(contentRange: string | null, range: ByteRange): { start: number; gotEnd: number; end: number; totalSize: number } | undefined {
+  const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((contentRange ?? "").trim());
+  if (!m) return undefined;
+  const [gotStart, gotEnd, totalSize] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  let asked: { start: number; end: number };
+  try {
+    asked = clampRange(range, totalSize);
+  } catch (err) {
+    if (err instanceof RangeError) return undefined;
+    throw err;
+  }
+  return gotStart === asked.start && gotEnd >= asked.end ? { start: asked.start, gotEnd, end: asked.end, totalSize } : undefined;
 }
 
 /** The part [start, end] of a 206 that carried [start, gotEnd] (gotEnd ≥ end), held to its length. */

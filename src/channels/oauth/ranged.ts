@@ -1,6 +1,5 @@
 import { ObjectNotFoundError, type ByteRange, type GetResult } from "../driver";
-import { sizedPart, wholeResult } from "../drivers/http-range";
-import { clampRange } from "../drivers/sized-body";
+import { coveredPart, mismatchedPart, sizedPart, wholeResult } from "../drivers/http-range";
 import { OAuthError } from "./errors";
 
 /** Refuses a download answered 404 (absent object) or 416 (unsatisfiable range), draining its body. */
@@ -20,14 +19,12 @@ export async function refuseMissingOrBadRange(response: Response, key: string, r
 export function rangedResult(response: Response, range: ByteRange | undefined, label: string, totalHint?: number): GetResult {
   const stream = response.body ?? new Blob([]).stream();
   if (response.status === 206 && range) {
-    const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((response.headers.get("content-range") ?? "").trim());
-    const [gotStart, gotEnd, totalSize] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [-1, -1, 0];
-    const { start, end } = m ? clampRange(range, totalSize) : { start: 0, end: 0 };
-    if (!m || gotStart !== start || gotEnd < end) {
+    const part = coveredPart(response.headers.get("content-range"), range);
+    if (!part) {
       void stream.cancel().catch(() => {});
-      throw new OAuthError(`${label} 返回的范围与请求不符 (Content-Range 无效)`);
+      throw new OAuthError(mismatchedPart(label));
     }
-    return sizedPart(stream, start, gotEnd, end, totalSize, label);
+    return sizedPart(stream, part.start, part.gotEnd, part.end, part.totalSize, label);
   }
   const length = Number(response.headers.get("content-length") ?? "NaN");
   const total = Number.isSafeInteger(length) ? length : totalHint;
