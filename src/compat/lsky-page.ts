@@ -18,7 +18,8 @@ interface PageLink {
  * and surrounding whitespace, no leading zeros) of at least 1, else page 1 (`abc`, `0`, `-2`).
  */
 export function laravelPage(value: string | undefined): number {
-  if (value === undefined || !/^\s*[+-]?(0|[1-9]\d*)\s*$/.test(value)) return 1;
+  // PHP trims only space, tab, CR, LF and VT here; \s would also take \f, NBSP and other spaces.
+  if (value === undefined || !/^[ \t\r\n\v]*[+-]?(0|[1-9]\d*)[ \t\r\n\v]*$/.test(value)) return 1;
   const page = Number(value.trim());
   return Number.isSafeInteger(page) && page >= 1 ? page : 1;
 }
