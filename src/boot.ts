@@ -77,7 +77,12 @@ export function storedFingerprint(path: string): string | undefined {
 export function openExistingDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}): { db: Database; key: MasterKey } | number {
   try {
     requireExistingDatabase(boot);
-    return openDataDir(boot, log, opts);
+    const opened = openDataDir(boot, log, opts);
+    // A command's commits are synced before it reports them done: beside a running service its
+    // WAL is not checkpointed at close, and nothing else would sync it (the service syncs only
+    // what its own requests wrote, db/durability.ts). Commands are short; the fsyncs cost nothing.
+    opened.db.exec("PRAGMA synchronous = FULL");
+    return opened;
   } catch (err) {
     if (err instanceof MigrationPendingError) {
       if (opts.rethrowPending) throw err;

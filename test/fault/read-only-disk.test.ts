@@ -13,7 +13,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { adminSession, Session } from "../helpers/client";
 import { form, makePng, sha256 } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
+import { KuraServer, runCli } from "../helpers/server";
 import { mountFailableExt4 } from "./harness";
 
 const disk = mountFailableExt4(96);
@@ -81,4 +81,25 @@ test("a data dir gone read-only: writes answer a 503, reads and renders go on, l
   const list = await admin.json<{ items: { file_name: string }[] }>("GET", "/api/admin/images");
   expect(list.items.map((i) => i.file_name)).toEqual(["kept.png"]);
   expect((await admin.request("POST", "/api/admin/upload", form(await makePng(40, 30, 9), "after.png"))).status).toBe(200);
+}, 90_000);
+
+test("a password reset beside the running service survives the disk going read-only right after it", async () => {
+  const second = mountFailableExt4(64);
+  const dir = join(second.dir, "data");
+  mkdirSync(dir);
+  let running = await KuraServer.start({ dataDir: dir });
+  try {
+    await adminSession(running);
+    const reset = await runCli(["reset-password"], { KURA_DATA_DIR: dir });
+    expect(reset.code, reset.err).toBe(0);
+    const password = /user=admin password=(\S+)/.exec(reset.err)![1]!;
+    second.fail(); // what the command committed but did not sync is lost here
+    await running.stop("SIGKILL");
+    second.repair();
+    running = await KuraServer.start({ dataDir: dir });
+    expect((await new Session(running).login("admin", password)).status).toBe(200);
+  } finally {
+    await running.stop("SIGKILL");
+    second.unmount();
+  }
 }, 90_000);
