@@ -71,6 +71,21 @@ export const MODULES: Record<string, MutationModule> = {
       "test/fuzz/parsers.test.ts",
     ],
   },
+  /** How an `/s3/` request is read and dispatched: bucket and key from the path, the operation, listing parameters, write conditions. */
+  "s3-requests": {
+    mutate: [
+      "src/s3/request.ts",
+      // Not the fault logging of `handle` (which log line a thrown error gets).
+      "src/s3/router.ts:1-202",
+      "src/s3/router.ts:206-241",
+      "src/s3/folders.ts",
+      "src/s3/write-conditions.ts",
+      // The marker and its start, and the handlers' parameters (not the key walk or the key order).
+      "src/s3/ops/list.ts:43-63",
+      "src/s3/ops/list.ts:147-214",
+    ],
+    tests: ["test/unit/s3-request-rules.test.ts"],
+  },
   /** The XML reader of CompleteMultipartUpload and Delete bodies. */
   "s3-xml": {
     mutate: ["src/s3/xml-reader.ts"],
@@ -135,6 +150,24 @@ export const MODULES: Record<string, MutationModule> = {
   "top-images": {
     mutate: ["src/ops/repos/dashboard.ts:18-37"],
     tests: ["test/scale/top-images.test.ts"],
+  },
+  /** Near-duplicate images: the perceptual hash, the multi-index lookup (its chunks, the distance-6 bound), the scan round's and merge's pair decisions. */
+  "dedup-index": {
+    mutate: [
+      "src/images/phash.ts",
+      "src/images/phash-index.ts",
+      "src/images/dedup.ts:57-109",
+      "src/images/dedup.ts:118-124",
+      "src/images/dedup.ts:137-196",
+      "src/images/dedup.ts:317-390",
+    ],
+    tests: [
+      "test/unit/dedup-index-rules.test.ts",
+      "test/unit/phash.test.ts",
+      "test/scale/dedup-merge-refill.test.ts",
+      "test/scale/dedup-burst.test.ts",
+      'test/scale/dedup-index.test.ts -t "chunks cover|finds exactly the pairs"',
+    ],
   },
   delivery: {
     mutate: ["src/delivery/serve-image.ts", "src/delivery/cache-headers.ts", "src/delivery/etag.ts"],
