@@ -692,27 +692,54 @@ describe("scan rounds and merges", () => {
         expect(outcome(() => merge(ctx.app, ab, keep, SYSTEM_ACTOR))).toBe("Conflict: 该相似候选已处理");
       });
 
-    for (const pendingPairs of [19, 20])
-      test(`the kept blob with ${pendingPairs} pending pairs after the merge is refilled to 20 with its nearest unpaired live blobs`, () => {
+    /** Bits flipped from BASE: each partner's (a pending pair with the kept blob before the merge) and each unpaired newcomer's. */
+    const refills: { rule: string; partners: number[][]; newcomers: number[][]; added: number[] }[] = [
+      {
+        rule: "19 pending pairs left: one more, the nearest unpaired, though the partners are nearer still",
+        partners: Array.from({ length: 19 }, (_, i) => [i + 1]),
+        newcomers: [
+          [40, 41, 42],
+          [43, 44, 45],
+          [46, 47, 48],
+        ],
+        added: [0],
+      },
+      {
+        rule: "20 pending pairs left: none",
+        partners: Array.from({ length: 20 }, (_, i) => [i + 1]),
+        newcomers: [
+          [40, 41, 42],
+          [43, 44, 45],
+        ],
+        added: [],
+      },
+      {
+        rule: "21 pending pairs left (more than a scan gives): none, though unpaired blobs are nearer",
+        partners: Array.from({ length: 21 }, (_, i) => [2 * i + 1, 2 * i + 2]),
+        newcomers: [[50], [51], [52]],
+        added: [],
+      },
+    ];
+    for (const row of refills)
+      test(`refill after a merge: ${row.rule}`, () => {
         const keep = add(BASE);
         const removed = add(flip(BASE, 0));
         const ab = pair(keep, removed);
-        const partners = Array.from({ length: pendingPairs }, (_, i) => add(flip(BASE, i + 1)));
-        for (const p of partners) pair(keep, p);
-        const dismissedOne = add(flip(BASE, 30, 31));
+        for (const bits of row.partners) pair(keep, add(flip(BASE, ...bits)), bits.length);
+        const dismissedOne = add(flip(BASE, 60, 61));
         ctx.app.db.query("UPDATE dedup_candidates SET state = 'dismissed' WHERE id = ?").run(pair(keep, dismissedOne, 2));
-        const newcomers = [add(flip(BASE, 40, 41, 42)), add(flip(BASE, 43, 44, 45)), add(flip(BASE, 46, 47, 48))];
-        add(flip(BASE, 50, 51, 52, 53, 54, 55, 56)); // 7 away: out of reach
+        const newcomers = row.newcomers.map((bits) => ({ id: add(flip(BASE, ...bits)), d: bits.length }));
+        add(flip(BASE, 53, 54, 55, 56, 57, 58, 59)); // 7 away: out of reach
         const index = new PhashIndex(ctx.app.db);
         for (const b of ctx.app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs").all()) index.add(b.id, phashToInt(b.phash));
         merge(ctx.app, ab, keep, SYSTEM_ACTOR);
         const added = ctx.app.db
-          .query<{ p: string }, [number, string]>(
-            "SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates WHERE blob_a = ? AND created_at != ? ORDER BY id",
+          .query<{ p: string }, [number, number, string]>(
+            "SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates WHERE (blob_a = ? OR blob_b = ?) AND created_at != ? ORDER BY id",
           )
-          .all(keep, "2026-01-01 00:00:00")
+          .all(keep, keep, "2026-01-01 00:00:00")
           .map((r) => r.p);
-        expect(added).toEqual(pendingPairs === 19 ? [`${keep}-${newcomers[0]}-3`] : []);
+        expect(added).toEqual(row.added.map((k) => `${keep}-${newcomers[k]!.id}-${newcomers[k]!.d}`));
         expect(state(ab)).toBe("merged");
       });
 
