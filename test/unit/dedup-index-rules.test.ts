@@ -293,9 +293,10 @@ describe("perceptual hash", () => {
     sharp(Buffer.from(px), { raw: { width: N, height: N, channels: 1 } })
       .png()
       .toBuffer();
+  /** The orthonormal DCT-II's scale: the first basis vector's is 1/√2 of the others'. */
+  const orthonormal = (k: number) => (k === 0 ? Math.sqrt(1 / N) : Math.sqrt(2 / N));
   /** The hash the slow way: the 2-D DCT-II as one double sum per coefficient, the median of the 63 AC terms. */
-  function referenceHash(px: Uint8Array): bigint {
-    const c = (k: number) => (k === 0 ? Math.sqrt(1 / N) : Math.sqrt(2 / N));
+  function referenceHash(px: Uint8Array, c = orthonormal): bigint {
     const coeffs: number[] = [];
     for (let u = 0; u < 8; u++)
       for (let v = 0; v < 8; v++) {
@@ -309,18 +310,32 @@ describe("perceptual hash", () => {
     for (const k of coeffs) bits += k > median ? "1" : "0";
     return BigInt(`0b${bits}`);
   }
-  const pictures: { rule: string; px: (x: number, y: number, r: () => number) => number }[] = [
-    { rule: "seeded noise", px: (_x, _y, r) => Math.floor(r() * 256) },
-    { rule: "a bright disc off centre on a gradient", px: (x, y) => ((x - 20) ** 2 + (y - 11) ** 2 < 49 ? 250 : 4 * x + 2 * y) },
-    { rule: "tall rectangle and diagonal wedge", px: (x, y) => (x > 5 && x < 12 && y > 3 && y < 28 ? 20 : x + y < 20 ? 230 : 90 + y) },
-    { rule: "smooth waves", px: (x, y) => Math.round(127 + 120 * Math.sin(x / 3.1) * Math.cos(y / 4.7)) },
+  const noise = (_x: number, _y: number, r: () => number) => Math.floor(r() * 256);
+  /** `sameScale`: how many bits one scale for every frequency (no 1/√2 on the first row and column) would change. */
+  const pictures: { rule: string; seed: number; sameScale: number; px: (x: number, y: number, r: () => number) => number }[] = [
+    { rule: "seeded noise", seed: 12, sameScale: 0, px: noise },
+    { rule: "seeded noise whose first row and column decide bits by their own scale", seed: 21, sameScale: 4, px: noise },
+    { rule: "a bright disc off centre on a gradient", seed: 0, sameScale: 0, px: (x, y) => ((x - 20) ** 2 + (y - 11) ** 2 < 49 ? 250 : 4 * x + 2 * y) },
+    {
+      rule: "tall rectangle and diagonal wedge",
+      seed: 0,
+      sameScale: 0,
+      px: (x, y) => (x > 5 && x < 12 && y > 3 && y < 28 ? 20 : x + y < 20 ? 230 : 90 + y),
+    },
+    { rule: "smooth waves", seed: 0, sameScale: 0, px: (x, y) => Math.round(127 + 120 * Math.sin(x / 3.1) * Math.cos(y / 4.7)) },
   ];
   for (const p of pictures)
     test(`equals the reference DCT hash, DC bit first, 31 of the 63 AC bits above their median: ${p.rule}`, async () => {
-      const r = rng(p.rule.length);
+      const r = rng(p.seed);
       const px = Uint8Array.from({ length: N * N }, (_, i) => p.px(i % N, Math.floor(i / N), r));
       const h = await perceptualHash(await greyPng(px));
       expect(hex64(h)).toBe(hex64(referenceHash(px)));
+      expect(
+        hammingDistance(
+          h,
+          referenceHash(px, () => Math.sqrt(2 / N)),
+        ),
+      ).toBe(p.sameScale);
       expect(h >> 63n).toBe(1n);
       expect(textDistance(hex64(h & ((1n << 63n) - 1n)), "0000000000000000")).toBe(31);
     });
