@@ -215,13 +215,16 @@ describe("the index", () => {
 
   test("distance 7 is out: beyond the setting when it shares chunks, and beyond what the index answers", () => {
     const a = add(BASE);
-    const seven = add(flip(BASE, 0, 1, 2, 3, 4, 5, 6)); // all in chunk 0: the other six agree
+    const sevenHex = flip(BASE, 0, 1, 2, 3, 4, 5, 6); // all in chunk 0: the other six agree, so every probe but one reads it
+    const seven = add(sevenHex);
     const six = add(flip(BASE, 0, 1, 2, 3, 4, 5));
+    expect(phashChunks(phashToInt(sevenHex)).filter((v, i) => v === phashChunks(phashToInt(BASE))[i])).toHaveLength(6);
+    expect(hamming(phashToInt(BASE), phashToInt(sevenHex))).toBe(7);
     expect(near(BASE, 6, a)).toEqual([{ blobId: six, distance: 6 }]);
     expect(near(BASE, 5, a)).toEqual([]);
     expect(outcome(() => near(BASE, 7, a))).toBe("RangeError: PhashIndex.near answers distances up to 6, not 7");
-    expect(hamming(phashToInt(BASE), phashToInt(flip(BASE, 0, 1, 2, 3, 4, 5, 6)))).toBe(7);
-    expect(seven).toBeGreaterThan(a);
+    // From the other side: the blob 7 away sees the one 1 away and, itself excluded, nothing else.
+    expect(near(sevenHex, 6, seven)).toEqual([{ blobId: six, distance: 1 }]);
   });
 
   test("the distance is a bound on both sides: a blob at distance d is found exactly when d ≤ maxDistance", () => {
