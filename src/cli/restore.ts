@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Bootstrap } from "../config/bootstrap";
 import { loadMasterKey, masterKeyPath } from "../config/master-key";
@@ -6,6 +6,7 @@ import { DataDirError, DataDirLockedError, lockDataDir } from "../datadir/lock";
 import { stagedPath, stagingPartialPath } from "../ops/backups";
 import { BEFORE_RESTORE_KEEP } from "../ops/restore-copies";
 import { snapshotProblem } from "../ops/snapshot-check";
+import { renameDurably } from "../shared/durable-file";
 import { fsProblem } from "../shared/fs-errors";
 
 /** Whether a service currently holds the data directory (the staged file then waits for its restart). */
@@ -55,7 +56,8 @@ export function restoreFromFile(boot: Bootstrap, file: string): number {
     mkdirSync(boot.dataDir, { recursive: true, mode: 0o700 });
     copyFileSync(source, partial);
     chmodSync(partial, 0o600);
-    renameSync(partial, target);
+    // "已暂存" must hold after a crash or power cut: the copy is synced and named before it is said.
+    renameDurably(partial, target);
   } catch (err) {
     console.error(`无法把快照写入数据目录 ${boot.dataDir}：${fsProblem(err) ?? (err as Error).message}（检查 KURA_DATA_DIR 与目录权限）`);
     return 1;

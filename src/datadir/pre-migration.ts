@@ -1,12 +1,12 @@
 import type { Database } from "bun:sqlite";
-import { chmodSync, existsSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { deleteMeta, hasMetaTable, readMeta, writeMeta } from "../db/meta";
 import { MIGRATIONS, type Migration } from "../db/migrations";
 import { schemaVersion } from "../db/open";
 import type { Logger } from "../ops/log";
 import { BEFORE_MIGRATION_KEEP, pruneDatabaseCopies } from "../ops/restore-copies";
-import { fsyncPathSync } from "../shared/durable-file";
+import { renameDurably } from "../shared/durable-file";
 
 /** `kura.db.before-migration-v4-20260102-030405.678`: next to the database, like the file a restore keeps. */
 export function preMigrationName(dbPath: string, fromVersion: number, now = new Date()): string {
@@ -69,9 +69,7 @@ export function snapshotBeforeMigration(db: Database, dbPath: string, log: Logge
   try {
     db.run(`VACUUM INTO '${partial.replaceAll("'", "''")}'`);
     chmodSync(partial, 0o600);
-    fsyncPathSync(partial);
-    renameSync(partial, target);
-    fsyncPathSync(dirname(target));
+    renameDurably(partial, target);
   } finally {
     rmSync(partial, { force: true });
     rmSync(`${partial}-journal`, { force: true });

@@ -7,11 +7,12 @@ import { resetChannelBindingTimes } from "../channels/repo";
 import type { Database } from "bun:sqlite";
 import { existsSync, renameSync, rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Driver, GetResult } from "../channels/driver";
 import type { LoadedChannel } from "../channels/registry";
 import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
+import { fsyncPathSync, renameDurably } from "../shared/durable-file";
 import { getOrCreate } from "../shared/get-or-create";
 import { openAlert, resolveAlert } from "./alerts";
 import { backupWasInterrupted, markBackupEnded, markBackupStarted } from "./backup-marker";
@@ -267,7 +268,8 @@ export async function stageSnapshot(app: AppContext, name: string): Promise<bool
     // again before it swaps it in, and keeps the live database if it fails then.
     const problem = snapshotProblem(partial, { keyFingerprint: app.key.fingerprint, integrity: false });
     if (problem) throw new Invalid(`快照 ${name} 无法恢复：${problem}`);
-    renameSync(partial, target);
+    // The answer says "staged" and the service stops: a crash after it must still find the file.
+    renameDurably(partial, target);
   } finally {
     rmSync(partial, { force: true });
   }
@@ -292,6 +294,9 @@ export function swapInStagedSnapshot(dataDir: string, dbPath: string, log: Logge
     if (existsSync(dbPath + suffix)) renameSync(dbPath + suffix, kept + suffix);
   }
   renameSync(staged, dbPath);
+  // The names, before SQLite writes to the swapped-in file: a crash must not bring the old one back
+  // under kura.db beside a WAL begun for the new one.
+  fsyncPathSync(dirname(dbPath));
   log.info("已换入快照，原数据库已保留", { previous: kept });
   // Repeated restores would otherwise fill the data disk with whole copies of the database.
   if (hadDatabase) pruneBeforeRestoreCopies(dbPath, kept, log);

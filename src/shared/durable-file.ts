@@ -18,6 +18,17 @@ export function fsyncPathSync(path: string): void {
 }
 
 /**
+ * Moves a finished file into place so that a crash after this returns finds it whole under its
+ * new name: its bytes synced before the rename (ext4's delayed allocation can otherwise leave a
+ * renamed file empty), the directory synced after it (the name itself).
+ */
+export function renameDurably(from: string, to: string): void {
+  fsyncPathSync(from);
+  renameSync(from, to);
+  fsyncPathSync(dirname(to));
+}
+
+/**
  * Creates `path` holding `data`, failing with EEXIST if it exists (as flag `wx` would), durable
  * before it returns: written and synced under a temporary name, linked into place, its directory
  * synced.
