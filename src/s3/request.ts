@@ -29,7 +29,6 @@ export interface S3Request {
 /** Raw path after `/s3`, percent-decoded per segment: `/b/k/x` → bucket `b`, key `k/x`. */
 export function splitS3Path(rawPath: string): { bucket: string; key: string } {
   const rest = rawPath.replace(/^\/s3(?=\/|$)/, "").replace(/^\//, "");
-  if (rest === "") return { bucket: "", key: "" };
   const slash = rest.indexOf("/");
   const decode = (s: string) => {
     try {
@@ -106,7 +105,8 @@ export const keyBytes = (key: string): number => Buffer.byteLength(key, "utf8");
  * /api/upload) must stay readable and deletable.
  */
 export function validObjectKey(key: string): boolean {
-  return key.length >= 1 && !key.startsWith("/") && !key.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(key);
+  // An empty key, a leading slash and a `//` all make an empty segment.
+  return !key.split("/").some((s) => s === "" || s === "." || s === "..") && !/[\u0000-\u001f\u007f\\]/.test(key);
 }
 
 /** A page size (`max-keys`, `max-uploads`): a non-negative integer, 1000 when absent, at most 1000; anything else InvalidArgument. */

@@ -171,7 +171,8 @@ export function s3Routes(app: AppContext) {
         if (!sub) return (r) => deleteObject(app, r);
         break;
     }
-    throw notImplemented(`${req.method} 对象${sub ? ` ?${sub}` : copySource ? "（复制分片）" : ""}`);
+    const partCopy = copySource && req.method === "PUT" && (sub === "partNumber" || sub === "uploadId");
+    throw notImplemented(`${req.method} 对象${sub ? ` ?${sub}` : ""}${partCopy ? "（复制分片 UploadPartCopy）" : ""}`);
   };
 
   /** Browser forms carry their signature in the policy fields, not in headers or the query. */

@@ -76,8 +76,8 @@ export const MODULES: Record<string, MutationModule> = {
     mutate: [
       "src/s3/request.ts",
       // Not the fault logging of `handle` (which log line a thrown error gets).
-      "src/s3/router.ts:1-202",
-      "src/s3/router.ts:206-241",
+      "src/s3/router.ts:1-203",
+      "src/s3/router.ts:207-242",
       "src/s3/folders.ts",
       "src/s3/write-conditions.ts",
       // The marker and its start, and the handlers' parameters (not the key walk or the key order).
