@@ -84,7 +84,7 @@ export const MODULES: Record<string, MutationModule> = {
       "src/s3/ops/list.ts:43-63",
       "src/s3/ops/list.ts:147-214",
     ],
-    tests: ["test/unit/s3-request-rules.test.ts"],
+    tests: ["test/unit/s3-request-reading.test.ts", "test/unit/s3-request-routing.test.ts", "test/unit/s3-listing-and-write-rules.test.ts"],
   },
   /** The XML reader of CompleteMultipartUpload and Delete bodies. */
   "s3-xml": {
