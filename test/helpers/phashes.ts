@@ -101,3 +101,17 @@ export function cappedPairs(rounds: { id: number; phash: string }[][], maxDistan
 
 /** The ready blobs in id order. */
 export const liveById = (db: Database) => liveBlobs(db).sort((a, b) => a.id - b.id);
+
+export const U64 = (1n << 64n) - 1n;
+/** `hex` with the given bits (0 = least significant) flipped. */
+export const flip = (hex: string, ...bits: number[]) => hex64(bits.reduce((h, b) => h ^ (1n << BigInt(b)), BigInt(`0x${hex}`)));
+/** Differing bits counted on the hex text, independent of the BigInt code under test. */
+export const textDistance = (a: string, b: string) => [...a].reduce((n, c, i) => n + popcount32(Number.parseInt(c, 16) ^ Number.parseInt(b[i]!, 16)), 0);
+/** What `run` answers: its value as text, or the error's class and message. */
+export const outcome = (run: () => unknown) => {
+  try {
+    return String(run());
+  } catch (err) {
+    return `${(err as Error).constructor.name}: ${(err as Error).message}`;
+  }
+};

@@ -163,7 +163,8 @@ export const MODULES: Record<string, MutationModule> = {
     ],
     // bun runs the files of one command in path order: the scale tests go in commands of their own, after the fast unit tests.
     tests: [
-      "test/unit/dedup-index-rules.test.ts",
+      "test/unit/phash-index-rules.test.ts",
+      "test/unit/dedup-round-rules.test.ts",
       "test/unit/phash.test.ts",
       'test/scale/dedup-index.test.ts -t "chunks cover|finds exactly the pairs"',
       'test/scale/dedup-merge-refill.test.ts -t "distance 6"',
