@@ -34,19 +34,24 @@ async function libraryWithSnapshot() {
   return { disk, dataDir, server, admin, snap, before, after };
 }
 
-/** The operator's repair after the fault, then the start that must swap the snapshot in. */
-async function repairAndStart(disk: ReturnType<typeof mountFailableExt4>, dataDir: string, server: KuraServer) {
-  await server.stop("SIGKILL");
-  disk.repair();
-  const restarted = await KuraServer.start({ dataDir });
-  await restarted.waitForLog(/已换入快照/);
-  return restarted;
-}
-
 async function expectRestored(server: KuraServer, ids: { before: { id: string }; after: { id: string } }) {
   expect(server.logs).not.toMatch(/暂存的快照无法换入/);
   expect((await fetch(server.url(`/i/${ids.before.id}`))).status).toBe(200);
   expect((await fetch(server.url(`/i/${ids.after.id}`))).status).toBe(404);
+}
+
+/** The disk fails right after a restore was reported staged; after the operator's repair (fsck) the start swaps it in. */
+async function failThenExpectRestored(lib: Awaited<ReturnType<typeof libraryWithSnapshot>>) {
+  lib.disk.fail();
+  await lib.server.stop("SIGKILL");
+  lib.disk.repair();
+  const restarted = await KuraServer.start({ dataDir: lib.dataDir });
+  try {
+    await restarted.waitForLog(/已换入快照/);
+    await expectRestored(restarted, lib);
+  } finally {
+    await restarted.stop("SIGKILL");
+  }
 }
 
 test("a snapshot staged by `kura restore` is still there, whole, after the disk fails right after the command", async () => {
@@ -55,26 +60,14 @@ test("a snapshot staged by `kura restore` is still there, whole, after the disk 
   await Bun.write(file, await (await lib.admin.request("GET", `/api/admin/backups/${lib.snap.name}`)).arrayBuffer());
   const staged = await runCli(["restore", file], { KURA_DATA_DIR: lib.dataDir });
   expect(staged.code, staged.err).toBe(0);
-  lib.disk.fail();
-  const restarted = await repairAndStart(lib.disk, lib.dataDir, lib.server);
-  try {
-    await expectRestored(restarted, lib);
-  } finally {
-    await restarted.stop("SIGKILL");
-  }
+  await failThenExpectRestored(lib);
 }, 90_000);
 
 test("a restore accepted by the console (the service stops) is still staged after the disk fails right after it", async () => {
   const lib = await libraryWithSnapshot();
   const accepted = await lib.admin.request("POST", `/api/admin/backups/${lib.snap.name}/restore`);
   expect(accepted.status).toBe(200);
-  lib.disk.fail();
-  const restarted = await repairAndStart(lib.disk, lib.dataDir, lib.server);
-  try {
-    await expectRestored(restarted, lib);
-  } finally {
-    await restarted.stop("SIGKILL");
-  }
+  await failThenExpectRestored(lib);
 }, 90_000);
 
 test("the swap at start holds: the restored database is the one in use after the disk fails once the service answers", async () => {

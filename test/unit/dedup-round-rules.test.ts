@@ -9,40 +9,18 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deleteMeta, readMeta, writeMeta } from "../../src/db/meta";
-import { createAppContext } from "../../src/app-context";
-import { openDataDir } from "../../src/boot";
-import { readBootstrap } from "../../src/config/bootstrap";
 import { dismiss, merge, scanRound, stopRescans } from "../../src/images/dedup";
 import { PhashIndex, phashToInt } from "../../src/images/phash-index";
 import { insertCandidate } from "../../src/images/repos/dedup";
 import { SYSTEM_ACTOR } from "../../src/ops/audit";
-import type { CapturedLog } from "../helpers/context";
+import { type CapturedLog, openContext as openSharedContext } from "../helpers/context";
 import { bruteForce, cappedPairs, flip, liveById, outcome, population, rng, storedPairs } from "../helpers/phashes";
 
-/**
- * The real application context over `dataDir`, as test/helpers/context.ts opens it but without the
- * built-in admin, whose password hash costs a quarter of a second (paid again by every mutant); a
- * plain user owns the images instead.
- */
+/** The real context without the built-in admin; a plain user owns the images instead. */
 async function openContext(dataDir: string) {
-  const logs: CapturedLog[] = [];
-  const capture =
-    (level: string) =>
-    (msg: string, fields: Record<string, unknown> = {}) =>
-      void logs.push({ level, msg, fields });
-  const log = { info: capture("INFO"), warn: capture("WARN"), error: capture("ERROR") };
-  const boot = readBootstrap({ KURA_DATA_DIR: dataDir, KURA_LISTEN: "127.0.0.1:0" });
-  const { db, key } = openDataDir(boot, log);
-  db.query("INSERT OR IGNORE INTO users (id, name, role, password_hash, created_at) VALUES ('u1', 'u1', 'user', '!', '2026-01-01 00:00:00')").run();
-  const app = await createAppContext(boot, db, key, log, () => {});
-  return {
-    app,
-    logs,
-    close: () => {
-      app.dbLock.dispose();
-      db.close();
-    },
-  };
+  const opened = await openSharedContext(dataDir, { admin: false });
+  opened.app.db.query("INSERT OR IGNORE INTO users (id, name, role, password_hash, created_at) VALUES ('u1', 'u1', 'user', '!', '2026-01-01 00:00:00')").run();
+  return opened;
 }
 
 describe("scan rounds and merges", () => {
