@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { isBodyLimitError, withIdleDeadline, type BodyLimits } from "./body-deadline";
-import { isPlainForm } from "./plain-form";
+import { type PlainPart, plainFormParts } from "./plain-form";
 
 export type { BodyLimits } from "./body-deadline";
 
@@ -114,9 +114,10 @@ export async function parseMultipart(
   const rules: FormRules = { maxBytes, textLimit, fileField, oversized, keeps, onField, largeFields };
   if (declared <= IN_MEMORY_UPLOAD_BYTES) {
     const body = await readDeclared(withIdleDeadline(request.body, idleMs), declared);
-    // Bun's native parser only where it reads a form as busboy does (plain-form.ts); any
+    // Read in place only where the walk finds the parts busboy finds (plain-form.ts); any
     // other form is read by busboy from memory, so both paths give it the same answer.
-    if (isPlainForm(body, type)) return receiveSmallMultipart(body, type, rules);
+    const parts = plainFormParts(body, type);
+    if (parts) return receivePlainForm(body, parts, rules);
     return streamMultipart(Readable.from([Buffer.from(body.buffer, body.byteOffset, body.byteLength)]), type, tmpDir, rules);
   }
   const capped = withIdleDeadline(request.body, idleMs, { bytes: bodyLimit, over: () => tooLarge(maxBytes) });
@@ -273,40 +274,36 @@ async function readDeclared(body: ReadableStream<Uint8Array>, declared: number):
   }
 }
 
-/** A small multipart body, already in memory, parsed natively. */
-async function receiveSmallMultipart(
+/** A plain form already in memory: the file is a view of the body, the text fields decoded as busboy decodes them. */
+function receivePlainForm(
   body: Uint8Array<ArrayBuffer>,
-  type: string,
+  parts: PlainPart[],
   { maxBytes, fileField, oversized, keeps, onField }: FormRules,
-): Promise<{ file: ReceivedFile | undefined; fields: Record<string, string> }> {
-  let form: FormData;
-  try {
-    form = await new Response(body, { headers: { "content-type": type } }).formData();
-  } catch {
-    throw malformedForm();
-  }
+): { file: ReceivedFile | undefined; fields: Record<string, string> } {
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const fields: Record<string, string> = {};
-  let upload: File | undefined;
+  let upload: PlainPart | undefined;
   // The streaming path's limits, so a form gets the same answer whichever path reads it.
-  let parts = 0;
+  let count = 0;
   let texts = 0;
-  for (const [name, value] of form.entries()) {
-    if (++parts > MAX_PARTS || (typeof value === "string" && ++texts > MAX_TEXT_FIELDS)) throw tooManyFields();
-    if (typeof value !== "string") {
-      if (name === fileField && !upload) upload = value;
+  for (const part of parts) {
+    if (++count > MAX_PARTS || (part.fileName === undefined && ++texts > MAX_TEXT_FIELDS)) throw tooManyFields();
+    if (part.fileName !== undefined) {
+      if (part.name === fileField && !upload) upload = part;
       continue;
     }
-    const tooLong = oversized(name, value);
+    const value = bytes.toString("utf8", part.start, part.end);
+    const tooLong = oversized(part.name, value);
     if (tooLong) throw tooLong;
-    if (!keeps(name)) continue;
-    fields[name] = value;
-    onField(name, value);
+    if (!keeps(part.name)) continue;
+    fields[part.name] = value;
+    onField(part.name, value);
   }
   if (!upload) return { file: undefined, fields };
-  if (upload.size > maxBytes) throw tooLarge(maxBytes);
-  const bytes = Buffer.from(await upload.arrayBuffer());
+  const size = upload.end - upload.start;
+  if (size > maxBytes) throw tooLarge(maxBytes);
   // No hash here: prepareImage hashes the bytes it stores, which under exif_policy=strip are not these.
-  return { file: { bytes, size: bytes.length, fileName: baseName(upload.name) || "image" }, fields };
+  return { file: { bytes: bytes.subarray(upload.start, upload.end), size, fileName: baseName(upload.fileName!) || "image" }, fields };
 }
 
 /** The file name as busboy gives it: the last `/` segment, and none for `.` or `..`. */
