@@ -9,6 +9,11 @@ export function openDatabase(path: string): Database {
   db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   db.exec("PRAGMA foreign_keys = ON");
   db.exec("PRAGMA synchronous = NORMAL");
+  // SQLite's statement journals, sorts and transient indexes would otherwise be files in TMPDIR
+  // (/tmp): a full /tmp made every upload fail with "disk full" while the data dir had room
+  // (fault/full-tmpdir.test.ts), and an image row's journal spill cost ~45 µs in syscalls. The
+  // statements run here are small and indexed (heavy reads run in workers on their own connection).
+  db.exec("PRAGMA temp_store = MEMORY");
   return db;
 }
 
