@@ -9,17 +9,22 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import sharp from "sharp";
 import { adminSession, type Session } from "../helpers/client";
 import { form, makePng } from "../helpers/images";
-import { KuraServer } from "../helpers/server";
+import { KuraServer, runCli } from "../helpers/server";
+import { useTempDirs } from "../helpers/temp-dirs";
 import { fillDisk, freeBytes, mountTmpfs } from "./harness";
 
+const tempDir = useTempDirs();
 const tmp = mountTmpfs(1);
+const fullTmp = { TMPDIR: tmp.dir, SQLITE_TMPDIR: tmp.dir };
+let dataDir: string;
 let server: KuraServer;
 let admin: Session;
 
 beforeAll(async () => {
   fillDisk(tmp.dir);
   expect(freeBytes(tmp.dir)).toBe(0);
-  server = await KuraServer.start({ env: { TMPDIR: tmp.dir, SQLITE_TMPDIR: tmp.dir } });
+  dataDir = tempDir("kura-full-tmpdir-");
+  server = await KuraServer.start({ dataDir, env: fullTmp });
   admin = await adminSession(server);
   await admin.json("PUT", "/api/admin/config", { upload_rate_per_min: 10_000 });
 });
@@ -63,4 +68,24 @@ test("with TMPDIR full, a large picture is stored, rotated and rendered (libvips
     expect(meta.width).toBeGreaterThan(0);
   }
   expect(server.logs).not.toMatch(/level=ERROR/);
+}, 120_000);
+
+test("with TMPDIR full, a backup and an export (each on its worker's own connection) succeed", async () => {
+  for (let i = 0; i < 30; i++) await admin.json("POST", "/api/admin/upload", form(await makePng(12, 12, 500 + i), `b${i}.png`));
+  const snapshot = await admin.json<{ name: string; size: number }>("POST", "/api/admin/backups", undefined, 201);
+  expect(snapshot.size).toBeGreaterThan(0);
+  const exported = await admin.request("GET", "/api/admin/export");
+  expect(exported.status).toBe(200);
+  const body = (await exported.json()) as { images: { file_name: string }[] };
+  expect(body.images.filter((i) => /^b\d+\.png$/.test(i.file_name))).toHaveLength(30);
+  expect(server.logs).not.toMatch(/level=ERROR/);
+}, 120_000);
+
+test("with TMPDIR full, `kura check` and `kura backup` on the stopped service succeed", async () => {
+  await server.stop();
+  const check = await runCli(["check"], { KURA_DATA_DIR: dataDir, ...fullTmp });
+  expect(check.code, check.out + check.err).toBe(0);
+  const backup = await runCli(["backup"], { KURA_DATA_DIR: dataDir, ...fullTmp });
+  expect(backup.code, backup.out + backup.err).toBe(0);
+  server = await KuraServer.start({ dataDir, env: fullTmp });
 }, 120_000);
