@@ -12,7 +12,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isPlainForm } from "../../src/images/upload/plain-form";
+import { isPlainForm, plainFormParts } from "../../src/images/upload/plain-form";
 import { IN_MEMORY_UPLOAD_BYTES, type MultipartOptions, parseMultipart, receiveMultipart } from "../../src/images/upload/receive";
 
 const tmp = mkdtempSync(join(tmpdir(), "kura-form-rules-"));
@@ -316,6 +316,77 @@ describe("which forms Bun's parser may read (plain-form.ts)", () => {
       "latin1",
     );
     expect(isPlainForm(twice, TYPE)).toBe(false);
+  });
+
+  /** `formBody` with its text edited as latin1 (bytes kept), for structures the builder does not make. */
+  const edited = (parts: Part[], edit: (text: string) => string) => Buffer.from(edit(formBody(parts).toString("latin1")), "latin1");
+
+  test("not plain: a body that does not start with the boundary, a boundary not followed by CRLF, a type with anything before it", () => {
+    const sample = [text("ttl", "1")];
+    const opening = `--${BOUNDARY}`;
+    // The same length as the boundary, so only the check of the opening can refuse it.
+    expect(
+      isPlainForm(
+        edited(sample, (t) => "x".repeat(opening.length) + t.slice(opening.length)),
+        TYPE,
+      ),
+    ).toBe(false);
+    expect(
+      isPlainForm(
+        edited(sample, (t) => `${opening}xx${t.slice(opening.length + 2)}`),
+        TYPE,
+      ),
+    ).toBe(false);
+    expect(isPlainForm(formBody(sample), `x${TYPE}`)).toBe(false);
+  });
+
+  test("not plain: a header other than the disposition and one Content-Type, two Content-Types, no disposition at all", () => {
+    expect(
+      isPlainForm(
+        edited([file(png(3))], (t) => t.replace("Content-Type: image/png", "Content-Type: image/png\r\nX-Extra: 1")),
+        TYPE,
+      ),
+    ).toBe(false);
+    expect(
+      isPlainForm(
+        edited([file(png(3))], (t) => t.replace("Content-Type: image/png", "Content-Type: image/png\r\nContent-Type: image/png")),
+        TYPE,
+      ),
+    ).toBe(false);
+    expect(
+      isPlainForm(
+        edited([text("ttl", "1")], (t) => t.replace('Content-Disposition: form-data; name="ttl"', "X-Extra: 1")),
+        TYPE,
+      ),
+    ).toBe(false);
+    expect(
+      isPlainForm(
+        edited([text("ttl", "1")], (t) => t.replace('Content-Disposition: form-data; name="ttl"', "Content-Type: text/plain")),
+        TYPE,
+      ),
+    ).toBe(false);
+  });
+
+  test("not plain: a content that starts with the delimiter right after the blank line (busboy reads an empty part there)", () => {
+    expect(
+      isPlainForm(
+        edited([text("ttl", "1"), text("album", "2")], (t) => t.replace('name="ttl"\r\n\r\n1\r\n', 'name="ttl"\r\n\r\n')),
+        TYPE,
+      ),
+    ).toBe(false);
+    // An empty content (the delimiter after the blank line's CRLF) is plain.
+    expect(plainFormParts(formBody([text("ttl", ""), text("album", "2")]), TYPE)?.map((p) => p.end - p.start)).toEqual([0, 1]);
+  });
+
+  test("the parts: names and file names decoded as UTF-8, where each content starts and ends in the body", () => {
+    const body = formBody([text("相册", "a\r\nb"), file(Buffer.from("PNGDATA"), "图 1.png"), text("ttl", "")]);
+    const parts = plainFormParts(body, TYPE)!;
+    expect(parts.map(({ name, fileName }) => ({ name, fileName }))).toEqual([
+      { name: "相册", fileName: undefined },
+      { name: "file", fileName: "图 1.png" },
+      { name: "ttl", fileName: undefined },
+    ]);
+    expect(parts.map((p) => body.toString("utf8", p.start, p.end))).toEqual(["a\r\nb", "PNGDATA", ""]);
   });
 
   test("a part header of up to 8 KiB is plain, longer is not; the body must end right after the close delimiter (and a CRLF)", () => {
