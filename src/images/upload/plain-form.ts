@@ -23,7 +23,7 @@ const MAX_PLAIN_HEADER_BYTES = 8 * 1024;
 /** RFC 2046 boundary characters without the space; a token when unquoted. */
 const TYPE_PATTERN = /^multipart\/form-data; ?boundary=(?:"([A-Za-z0-9'()+_,\-./:=?]{1,70})"|([A-Za-z0-9'+_\-.]{1,70}))$/i;
 const QUOTED = String.raw`"([^"\\\x00-\x1f\x7f]*)"`;
-/** busboy reads `filename=""` as a text field, Bun as a file: an empty file name is not plain. */
+/** busboy reads `filename=""` as a text field (most parsers as a file): an empty file name stays off the plain path. */
 const QUOTED_NON_EMPTY = String.raw`"([^"\\\x00-\x1f\x7f]+)"`;
 const DISPOSITION = new RegExp(`^content-disposition: ?form-data; ?name=${QUOTED}(?:; ?filename=${QUOTED_NON_EMPTY})?$`, "i");
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
@@ -63,7 +63,7 @@ export function plainFormParts(body: Uint8Array, contentType: string): PlainPart
     const disposition = plainDisposition(bytes.subarray(headersStart, headersEnd));
     if (!disposition) return undefined;
     // From the header block's last CRLF: a content that starts with the boundary, right after
-    // the blank line, is read as an empty part by busboy and refused by Bun.
+    // the blank line, is read as an empty part by busboy and refused by other parsers: left to busboy.
     const next = bytes.indexOf(delimiter, headersEnd + CRLF.length);
     if (next < headersEnd + HEADERS_END.length) return undefined;
     parts.push({ ...disposition, start: headersEnd + HEADERS_END.length, end: next });

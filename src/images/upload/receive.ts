@@ -36,7 +36,7 @@ export type ReceivedFile = ({ path: string; bytes?: undefined } | { bytes: Buffe
 };
 
 /**
- * Bodies up to this size, with a declared Content-Length, are parsed natively in memory:
+ * Bodies up to this size, with a declared Content-Length, are read in memory (plain forms in place):
  * no temp file, no stream emulation. Memory stays bounded by this size times
  * max_concurrent_uploads; anything larger or chunked streams to disk.
  */
