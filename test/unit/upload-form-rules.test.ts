@@ -341,30 +341,23 @@ describe("which forms Bun's parser may read (plain-form.ts)", () => {
   });
 
   test("not plain: a header other than the disposition and one Content-Type, two Content-Types, no disposition at all", () => {
-    expect(
-      isPlainForm(
-        edited([file(png(3))], (t) => t.replace("Content-Type: image/png", "Content-Type: image/png\r\nX-Extra: 1")),
-        TYPE,
-      ),
-    ).toBe(false);
-    expect(
-      isPlainForm(
-        edited([file(png(3))], (t) => t.replace("Content-Type: image/png", "Content-Type: image/png\r\nContent-Type: image/png")),
-        TYPE,
-      ),
-    ).toBe(false);
-    expect(
-      isPlainForm(
-        edited([text("ttl", "1")], (t) => t.replace('Content-Disposition: form-data; name="ttl"', "X-Extra: 1")),
-        TYPE,
-      ),
-    ).toBe(false);
-    expect(
-      isPlainForm(
-        edited([text("ttl", "1")], (t) => t.replace('Content-Disposition: form-data; name="ttl"', "Content-Type: text/plain")),
-        TYPE,
-      ),
-    ).toBe(false);
+    const typed = "Content-Type: image/png";
+    const disposition = 'Content-Disposition: form-data; name="ttl"';
+    const cases: [rule: string, parts: Part[], from: string, to: string][] = [
+      ["another header beside the Content-Type", [file(png(3))], typed, `${typed}\r\nX-Extra: 1`],
+      ["another header instead of the Content-Type", [file(png(3))], typed, "X-Extra: 1"],
+      ["two Content-Types", [file(png(3))], typed, `${typed}\r\n${typed}`],
+      ["another header instead of the disposition", [text("ttl", "1")], disposition, "X-Extra: 1"],
+      ["a Content-Type and no disposition", [text("ttl", "1")], disposition, "Content-Type: text/plain"],
+    ];
+    for (const [rule, parts, from, to] of cases)
+      expect([
+        rule,
+        isPlainForm(
+          edited(parts, (t) => t.replace(from, to)),
+          TYPE,
+        ),
+      ]).toEqual([rule, false]);
   });
 
   test("not plain: a content that starts with the delimiter right after the blank line (busboy reads an empty part there)", () => {
