@@ -146,7 +146,19 @@ export async function serve(boot: Bootstrap): Promise<number> {
     await attempt("关闭时保存访问计数失败，最近的访问次数未能保存", () => app.access.flush());
     await attempt("关闭时停止 WAL 检查点线程失败", () => checkpointer.stop());
     // Leave one self-contained database file behind (no WAL to replay at the next start).
-    await attempt("关闭时合并 WAL 失败，下次启动时由 SQLite 重放", () => db.exec("PRAGMA wal_checkpoint(TRUNCATE)"));
+    await attempt("关闭时合并 WAL 失败，下次启动时由 SQLite 重放", () => {
+      const result = db.query<{ busy: number; log: number; checkpointed: number }, []>("PRAGMA wal_checkpoint(TRUNCATE)").get();
+      // A reader that began before the last writes (another process, a worker cut off mid-read)
+      // kept them from the main file: nothing is lost, but kura.db alone is not the whole
+      // database until the next start. (A reader that merely keeps the WAL from being emptied
+      // leaves every frame merged: nothing to say.)
+      if (result && result.checkpointed < result.log) {
+        log.warn("关闭时 WAL 未能完全合并：仍有其他连接在读取数据库。复制数据库时请连同 kura.db-wal 一起复制（下次启动时自动合并）", {
+          frames: result.log,
+          merged: result.checkpointed,
+        });
+      }
+    });
     await attempt("关闭数据库失败", () => db.close());
     log.info(clean ? "已关闭" : "已关闭，但有数据未能写入（见上方错误）");
     process.exit(clean ? 0 : 1);

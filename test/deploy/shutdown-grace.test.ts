@@ -62,3 +62,41 @@ test("SIGTERM while a background round waits on a hung channel: the stop ends wi
     dav.stop();
   }
 }, 60_000);
+
+test("a stop whose last checkpoint meets a reader says kura.db alone is not the whole database; a plain stop leaves one file", async () => {
+  const { Database } = await import("bun:sqlite");
+  const { existsSync, statSync } = await import("node:fs");
+  const { join } = await import("node:path");
+  const { form, makePng } = await import("../helpers/images");
+  const walBytes = (dir: string) => (existsSync(join(dir, "kura.db-wal")) ? statSync(join(dir, "kura.db-wal")).size : 0);
+
+  const server = await KuraServer.start();
+  const admin = await adminSession(server);
+  // Another process in a read transaction (an `sqlite3` shell, a backup tool) from before an upload until the service has stopped.
+  const reader = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+  reader.exec("BEGIN");
+  reader.query("SELECT count(*) FROM images").get();
+  try {
+    expect((await admin.request("POST", "/api/admin/upload", form(await makePng(20, 20, 1)))).status).toBe(200);
+    expect(await server.stop()).toBe(0);
+    const warned =
+      /level=WARN msg="关闭时 WAL 未能完全合并：仍有其他连接在读取数据库。复制数据库时请连同 kura\.db-wal 一起复制（下次启动时自动合并）" frames=(\d+) merged=(\d+)/.exec(
+        server.logs,
+      );
+    expect(warned).not.toBeNull();
+    expect(Number(warned![2])).toBeLessThan(Number(warned![1]));
+    expect(walBytes(server.dataDir)).toBeGreaterThan(0);
+  } finally {
+    reader.exec("COMMIT");
+    reader.close();
+  }
+
+  const again = await KuraServer.start({ dataDir: server.dataDir });
+  try {
+    expect(await again.stop()).toBe(0);
+    expect(again.logs).not.toMatch(/WAL 未能完全合并/);
+    expect(walBytes(server.dataDir)).toBe(0);
+  } finally {
+    await server.dispose();
+  }
+}, 60_000);
