@@ -267,18 +267,15 @@ async function readDeclared(body: ReadableStream<Uint8Array>, declared: number):
       if (!(await reader.read()).done) throw malformedForm();
       return first.value as Uint8Array<ArrayBuffer>;
     }
-    if (first.value.length > declared) throw malformedForm();
     // Filled before it is read: no zero-fill needed, and only the filled part is returned.
     const bytes = Buffer.allocUnsafe(declared);
-    bytes.set(first.value, 0);
-    let size = first.value.length;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return new Uint8Array(bytes.buffer, bytes.byteOffset, size);
-      if (size + value.length > declared) throw malformedForm();
-      bytes.set(value, size);
-      size += value.length;
+    let size = 0;
+    for (let chunk: Awaited<ReturnType<typeof reader.read>> = first; !chunk.done; chunk = await reader.read()) {
+      if (size + chunk.value.length > declared) throw malformedForm();
+      bytes.set(chunk.value, size);
+      size += chunk.value.length;
     }
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, size);
   } catch (err) {
     await reader.cancel().catch(() => {});
     throw err instanceof Invalid ? err : new Invalid("上传中断");
