@@ -86,11 +86,16 @@ test("a probe never runs inside the connection's own transaction; a probe that f
   expect(breaker.open).toBe(false);
 
   const closing = openDatabase(join(dir, "closing.db"));
+  const holder = new Database(join(dir, "closing.db"));
   const gone = new LockBreaker(closing, log, 20);
   other.run("BEGIN IMMEDIATE");
   const locked = lockedError();
   other.run("ROLLBACK");
+  holder.run("BEGIN IMMEDIATE");
   gone.noticed(locked);
+  expect(gone.open).toBe(true);
+  holder.run("ROLLBACK");
+  holder.close();
   closing.close(); // the probe now fails, not for a lock: the breaker stops instead of probing forever
   for (const deadline = Date.now() + 2_000; gone.open && Date.now() < deadline; ) await Bun.sleep(10);
   expect(gone.open).toBe(false);
@@ -116,5 +121,24 @@ test("it hears of faults through the server-fault watch until disposed", () => {
     expect([breaker.open, busyTimeout()]).toEqual([false, BUSY_TIMEOUT_MS]);
   } finally {
     other.run("ROLLBACK");
+  }
+});
+
+test("a report that arrives after the lock went does not open it: writes keep their busy timeout", () => {
+  const breaker = new LockBreaker(db, log, 20);
+  other.run("BEGIN IMMEDIATE");
+  const locked = lockedError();
+  other.run("ROLLBACK");
+  breaker.noticed(locked);
+  expect([breaker.open, busyTimeout(), lines, db.inTransaction]).toEqual([false, BUSY_TIMEOUT_MS, [], false]);
+
+  // Heard inside the connection's own transaction, the lock cannot be asked about: the report is trusted.
+  db.run("BEGIN");
+  try {
+    breaker.noticed(locked);
+    expect([breaker.open, busyTimeout()]).toEqual([true, 0]);
+  } finally {
+    db.run("ROLLBACK");
+    breaker.dispose();
   }
 });
