@@ -9,6 +9,9 @@
  *  - file-size: src files stay under 400 lines (one job per module); generated files excepted.
  *  - no-console: src logs through the logger (ops/log.ts), except CLI output.
  *  - chinese-errors: a domain or API error built from a string literal says it in Chinese.
+ *  - write-transactions: transactions go through inWriteTransaction (src/db/write-transaction.ts,
+ *    BEGIN IMMEDIATE): bun:sqlite's default deferred BEGIN fails at once, without waiting, when it
+ *    reads before writing while another process holds the lock.
  */
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -72,6 +75,11 @@ export function lint(opts: { fix?: boolean } = {}): Finding[] {
     if (!CONSOLE_ALLOWED.some((re) => re.test(file))) {
       for (const m of text.matchAll(/\bconsole\.(log|info|warn|error)\(/g)) {
         findings.push({ file, line: lineOf(text, m.index!), rule: "no-console", message: "请通过日志器 (ops/log.ts) 输出" });
+      }
+    }
+    if (file !== "src/db/write-transaction.ts") {
+      for (const m of text.matchAll(/\.transaction\(/g)) {
+        findings.push({ file, line: lineOf(text, m.index!), rule: "write-transactions", message: "事务请使用 inWriteTransaction（BEGIN IMMEDIATE）" });
       }
     }
     for (const m of text.matchAll(ERROR_LITERAL)) {

@@ -7,16 +7,17 @@
 import type { AppContext } from "../context";
 import { REPLICATE_JOB } from "../images/store";
 import type { JobContext } from "../jobs/queue";
+import { inWriteTransaction } from "../db/write-transaction";
 
 export const BACKFILL_JOB = "channel.backfill";
 const BATCH = 500;
 
 /** Marks every live blob pending on the channel and wakes the backfill job. */
 export function startBackfill(app: AppContext, channelId: number) {
-  app.db.transaction(() => {
+  inWriteTransaction(app.db, () => {
     app.images.addPendingReplicasForAll(channelId);
     app.jobs.enqueue(BACKFILL_JOB, { channel_id: channelId }, { uniqueKey: String(channelId) });
-  })();
+  });
 }
 
 /** Enqueues a replication job for each replica of the channel that is not done yet, in id order. */
@@ -27,11 +28,11 @@ export async function runBackfill(app: AppContext, { channel_id }: { channel_id:
     if (!channel || channel.row.deleting) return;
     const ids = app.images.unfinishedReplicaBatch(channel_id, after, BATCH);
     if (ids.length === 0) return;
-    app.db.transaction(() => {
+    inWriteTransaction(app.db, () => {
       for (const blobId of ids) {
         app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id }, { uniqueKey: `${blobId}:${channel_id}` });
       }
-    })();
+    });
     after = ids.at(-1)!;
     ctx.heartbeat();
     // Let requests run between batches.

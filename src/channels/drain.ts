@@ -29,6 +29,7 @@ import {
   soleCopyBlobId,
   storageKeyOfSha,
 } from "./repos/drain";
+import { inWriteTransaction } from "../db/write-transaction";
 
 export const DRAIN_JOB = "channel.drain";
 const SYSTEM_PREFIX = "_kura/";
@@ -43,7 +44,7 @@ export function deleteChannel(app: AppContext, actor: AuditActor, id: number | u
   const row = id === undefined ? undefined : app.channels.repo.byId(id);
   if (!row) throw new NotFound("存储渠道不存在");
   // Checked and applied in one transaction, so no replica can become the sole copy in between.
-  app.db.transaction(() => {
+  inWriteTransaction(app.db, () => {
     if (holdsSoleCopy(app.db, row.id)) throw new Conflict("该渠道持有部分图片的唯一副本，请先等待复制到其他渠道");
     if (purge) {
       app.channels.repo.markDeleting(row.id);
@@ -51,7 +52,7 @@ export function deleteChannel(app: AppContext, actor: AuditActor, id: number | u
     } else {
       removeRow(app, row.id);
     }
-  })();
+  });
   app.channels.reload();
   audit(app.db, actor, "channel.delete", row.id, { name: row.name, purge });
   if (!purge) app.log.info("已移除存储渠道（远端对象保留）", { channel: row.name });
@@ -227,11 +228,11 @@ export async function runDrain(app: AppContext, { channel_id }: { channel_id: nu
   saveProgress(app, channel_id, progress);
   if (failures > 0) throw new Error(`${failures} 个对象删除失败，稍后重试：${firstError}`);
 
-  const removed = app.db.transaction(() => {
+  const removed = inWriteTransaction(app.db, () => {
     if (writesInFlight(app, channel_id)) return false;
     removeRow(app, channel_id);
     return true;
-  })();
+  });
   if (!removed) throw new DrainBusyError("存储渠道仍有进行中的写入，稍后继续清空");
   app.channels.reload();
   resolveAlert(app, "drain_failed", row.name);

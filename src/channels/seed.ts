@@ -3,6 +3,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { AppContext } from "../context";
 import { readMeta, writeMeta } from "../db/meta";
 import type { ChannelSecrets } from "./repo";
+import { inWriteTransaction } from "../db/write-transaction";
 
 /** The default channel's `path`, relative to the data directory so the directory can be moved. */
 export const DEFAULT_STORAGE_PATH = "storage";
@@ -16,12 +17,12 @@ const SEEDED_FLAG = "default_channel_seeded";
  */
 export async function seedDefaultChannel(app: AppContext) {
   if (readMeta(app.db, SEEDED_FLAG) !== undefined) return;
-  app.db.transaction(() => {
+  inWriteTransaction(app.db, () => {
     if (!app.channels.repo.any()) {
       app.channels.repo.insert({ name: "local", driver: "local", secrets: { config: { path: DEFAULT_STORAGE_PATH } }, healthy: true });
     }
     writeMeta(app.db, SEEDED_FLAG, "1");
-  })();
+  });
   app.log.info("已创建默认本地存储渠道", { channel: "local", path: app.paths.storage });
 }
 

@@ -32,6 +32,7 @@ import {
   type UpdateChannelInput,
 } from "./source";
 import { channelDescription } from "./views";
+import { inWriteTransaction } from "../db/write-transaction";
 
 interface ProbeOptions {
   encrypted: boolean;
@@ -226,7 +227,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
   const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);
 
   try {
-    app.db.transaction(() => {
+    inWriteTransaction(app.db, () => {
       app.channels.repo.update(row.id, {
         name: input.name,
         priority: input.priority,
@@ -236,7 +237,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
         secrets: secretsChanged ? { config: source.config, ...(source.inputs ? { inputs: source.inputs } : {}) } : undefined,
       });
       if (configChanged) app.channels.repo.recordProbe(row.id, null);
-    })();
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw new Conflict("已存在同名存储渠道");
     throw err;

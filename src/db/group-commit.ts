@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { inWriteTransaction } from "./write-transaction";
 
 interface Pending {
   work: () => unknown;
@@ -51,9 +52,9 @@ export class GroupCommit {
     this.queue = [];
     const outcomes: Outcome[] = [];
     try {
-      this.db.transaction(() => {
+      inWriteTransaction(this.db, () => {
         for (const unit of batch) outcomes.push(this.savepoint(unit.work));
-      })();
+      });
     } catch (err) {
       // bun:sqlite rolls the whole transaction back when the body or the COMMIT throws.
       for (const unit of batch) unit.reject(err);
@@ -70,7 +71,7 @@ export class GroupCommit {
   /** A nested bun:sqlite transaction is a SAVEPOINT: a throw undoes this unit only. */
   private savepoint(work: () => unknown): Outcome {
     try {
-      return { ok: true, value: this.db.transaction(work)() };
+      return { ok: true, value: inWriteTransaction(this.db, work) };
     } catch (err) {
       return { ok: false, err };
     }

@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { MIGRATIONS, type Migration } from "./migrations";
 import { BUSY_TIMEOUT_MS } from "./lock-breaker";
 import { sqlTime } from "./time";
+import { inWriteTransaction } from "./write-transaction";
 
 export function openDatabase(path: string): Database {
   const db = new Database(path, { create: true, strict: true });
@@ -61,10 +62,10 @@ export function migrate(db: Database, migrations: Migration[] = MIGRATIONS, onAp
     if (m.version <= current) continue;
     const started = performance.now();
     try {
-      db.transaction(() => {
+      inWriteTransaction(db, () => {
         db.exec(m.sql);
         db.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, sqlTime());
-      })();
+      });
     } catch (err) {
       throw new MigrationFailedError(m, applied.at(-1) ?? current, err);
     }

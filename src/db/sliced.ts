@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { bulkWriteBegins, yieldToCheckpointer } from "./checkpointer";
+import { inWriteTransaction } from "./write-transaction";
 
 /** How long one slice may hold the event loop (and the write lock) before it yields. */
 export const SLICE_MS = 10;
@@ -38,14 +39,14 @@ export async function drainInSlices(
         continue;
       }
       const started = performance.now();
-      const done = db.transaction(() => {
+      const done = inWriteTransaction(db, () => {
         for (let i = 0; i < steps; i++) {
           const changed = step(limit);
           total += changed;
           if (changed < limit) return true;
         }
         return false;
-      })();
+      });
       if (done) return total;
       const took = performance.now() - started;
       // At most twice as many steps as the last slice, at least one.

@@ -12,7 +12,7 @@ import { renderProfile } from "./render-profile";
 import { openRenderSource } from "./render-source";
 import { renderVariant } from "./transform";
 import { serverFaultBehind } from "../images/pixel-faults";
-import { serverFaultOf } from "../ops/server-faults";
+import { noticeServerFault, serverFaultOf } from "../ops/server-faults";
 import { pauseAt } from "../testing/hold-points";
 import { VariantCache } from "./variant-cache";
 
@@ -200,8 +200,8 @@ export class VariantService {
     } catch (err) {
       // Unrecorded, the file would be a cache entry no blob delete finds: it goes again.
       if (!serverFaultOf(err)) throw err;
+      this.cacheUnwritable(err); // before the await: the breaker must hear of a lock before the next write waits on it
       await this.cache.delete(key);
-      this.cacheUnwritable(err);
       return unkept;
     }
     const body = this.hot.set(key, bytes);
@@ -212,6 +212,7 @@ export class VariantService {
 
   /** One WARN a minute while rendered variants cannot be kept, however many renders meet it. */
   private cacheUnwritable(err: unknown) {
+    noticeServerFault(err); // the lock breaker hears of it: the next writes need not wait it out too
     if (Date.now() - this.unwritableWarnedAt < 60_000) return;
     this.unwritableWarnedAt = Date.now();
     this.app.log.warn("变体缓存无法写入，渲染结果直接返回但不缓存", { err: (err as Error).message });

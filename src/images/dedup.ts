@@ -25,6 +25,7 @@ import {
   scanBlobsAfter,
   setCandidateState,
 } from "./repos/dedup";
+import { inWriteTransaction } from "../db/write-transaction";
 
 /** `meta` row remembering how far the scan got, so each round only compares what is new. */
 const WATERMARK_KEY = "dedup_scan_watermark";
@@ -153,7 +154,7 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
     const started = performance.now();
     let worked = 0;
     let statementsDone = started;
-    app.db.transaction(() => {
+    inWriteTransaction(app.db, () => {
       // The statements get what is left of the slice after the last commit's time.
       const budget = Math.max(1, SLICE_MS - commitMs);
       let fresh: ScanBlob[] = [];
@@ -177,7 +178,7 @@ export async function scanRound(app: AppContext): Promise<{ compared: number; fo
       }
       if (worked) saveWatermark(app, { after, waiting: [...new Set([...waitingLeft, ...notReady(app, after)])].sort((a, b) => a - b), distance: maxDistance });
       statementsDone = performance.now();
-    })();
+    });
     if (worked) changed = true;
     commitMs = Math.min(SLICE_MS / 2, performance.now() - statementsDone);
     if (!more) break;
@@ -330,7 +331,7 @@ function pendingCandidate(app: AppContext, id: number): CandidateRow {
  * keep their URLs and are deliberately not CDN-purged (spec 6): they still resolve.
  */
 export function merge(app: AppContext, candidateId: number, keepBlobId: number, actor: AuditActor): void {
-  const moved = app.db.transaction((): string[] => {
+  const moved = inWriteTransaction(app.db, (): string[] => {
     const c = pendingCandidate(app, candidateId);
     if (keepBlobId !== c.blob_a && keepBlobId !== c.blob_b) throw new Invalid("keep_blob_id 必须是该候选中的一方");
     const removedBlobId = keepBlobId === c.blob_a ? c.blob_b : c.blob_a;
@@ -345,7 +346,7 @@ export function merge(app: AppContext, candidateId: number, keepBlobId: number, 
     refillPairs(app, keepBlobId);
     audit(app.db, actor, "dedup.merge", candidateId, { keep_blob_id: keepBlobId, removed_blob_id: removedBlobId, images: moved.length });
     return moved;
-  })();
+  });
   // Delivery caches image rows by id: the re-pointed ones must be read again.
   for (const id of moved) app.lookups.forget(id);
 }
@@ -382,9 +383,9 @@ function refillPairs(app: AppContext, blobId: number): void {
 
 /** The pair is no longer suggested; a later scan never re-adds it (the pair stays stored). */
 export function dismiss(app: AppContext, candidateId: number, actor: AuditActor): void {
-  app.db.transaction(() => {
+  inWriteTransaction(app.db, () => {
     const c = pendingCandidate(app, candidateId);
     setCandidateState(app.db, candidateId, "dismissed");
     audit(app.db, actor, "dedup.dismiss", candidateId, { blob_a: c.blob_a, blob_b: c.blob_b });
-  })();
+  });
 }

@@ -5,13 +5,14 @@ import { enqueueCdnPurge } from "../ops/cdn-purge";
 import { BLOB_DELETE_JOB } from "./jobs";
 import { blobDeleteKey, deleteStartedAt, pendingDeleteBlobIds, retimeBlobDelete } from "./repos/delete-retime";
 import { blobIdOfImage, markBlobPendingDelete, removeImageReference } from "./repos/references";
+import { inWriteTransaction } from "../db/write-transaction";
 
 /**
  * Deletes one image reference at once; when the blob's count drops to zero its physical
  * delete is scheduled after `delete_grace_minutes`. Returns false when the image is absent.
  */
 export function deleteReference(app: AppContext, imageId: string): boolean {
-  const deleted = app.db.transaction(() => {
+  const deleted = inWriteTransaction(app.db, () => {
     const blobId = blobIdOfImage(app.db, imageId);
     if (blobId === undefined) return undefined;
     // The purge fires now, not after the grace period (spec 4.13); it reads the variants first.
@@ -20,7 +21,7 @@ export function deleteReference(app: AppContext, imageId: string): boolean {
     const blob = app.images.blob(blobId)!;
     if (blob.ref_count <= 0) scheduleBlobDelete(app, blob.id);
     return blobId;
-  })();
+  });
   if (deleted === undefined) return false;
   app.lookups.forget(imageId);
   return true;
@@ -57,7 +58,7 @@ export async function retimePendingDeletes(app: AppContext): Promise<{ retimed: 
     const ids = pendingDeleteBlobIds(app.db, after, RETIME_BATCH);
     if (!ids.length) break;
     const now = Date.now();
-    app.db.transaction(() => {
+    inWriteTransaction(app.db, () => {
       for (const id of ids) {
         const started = deleteStartedAt(app.db, id);
         if (started === undefined) continue;
@@ -66,7 +67,7 @@ export async function retimePendingDeletes(app: AppContext): Promise<{ retimed: 
         retimed++;
         if (runAt <= now) due++;
       }
-    })();
+    });
     after = ids.at(-1)!;
     if (ids.length < RETIME_BATCH) break;
     await Bun.sleep(0);

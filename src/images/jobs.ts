@@ -12,6 +12,7 @@ import { deleteIntent, insertIntent } from "./repos/intents";
 
 export { BLOB_DELETE_JOB } from "./job-names";
 import { BLOB_DELETE_JOB } from "./job-names";
+import { inWriteTransaction } from "../db/write-transaction";
 
 type ReplicatePayload = JobKinds["blob.replicate"];
 
@@ -72,7 +73,7 @@ function channelGone(app: AppContext, channelId: number): boolean {
  * cached variants with it), where nothing else would name them any more.
  */
 async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
-  const claimed = app.db.transaction(() => {
+  const claimed = inWriteTransaction(app.db, () => {
     const blob = app.images.blob(blob_id);
     if (!blob || blob.ref_count > 0 || !blob.pending_delete) return undefined;
     if (blob.delete_after && blob.delete_after > sqlTime()) throw new Error("宽限期未到");
@@ -80,7 +81,7 @@ async function deleteBlob(app: AppContext, { blob_id }: { blob_id: number }) {
     const objects = app.images.replicas(blob_id).map((r) => ({ channelId: r.channel_id, intent: insertIntent(app.db, r.channel_id, blob.storage_key, now) }));
     app.images.deleteBlobRow(blob_id);
     return { blob, objects };
-  })();
+  });
   if (!claimed) return;
   await holdAt("blob.after-claim", `key=${claimed.blob.storage_key}`);
   await app.variants.dropBlob(claimed.blob.sha256);

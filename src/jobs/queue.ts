@@ -5,8 +5,8 @@
  *                                completedRetentionMs, discardedRetentionMs });
  *   q.register("replicate", async (payload, ctx) => { ...; ctx.heartbeat(); ... },
  *              { concurrency: 4, maxAttempts: 20, backoff: { baseMs, capMs }, leaseMs, timeoutMs });
- *   db.transaction(() => { insertImage(); q.enqueue("replicate", { blobId, channelId },
- *              { uniqueKey: `${blobId}:${channelId}`, delayMs, runAt, maxAttempts }); })();
+ *   inWriteTransaction(db, () => { insertImage(); q.enqueue("replicate", { blobId, channelId },
+ *              { uniqueKey: `${blobId}:${channelId}`, delayMs, runAt, maxAttempts }); });
  *   q.start();                       // poll loop; q.wake() polls now instead of at the next tick
  *   await q.stop({ deadlineMs });    // stop polling, wait for running handlers (or until the deadline)
  *   q.counts();                      // { waiting, running } for the kura_queue_jobs_* gauges; throws on DB error

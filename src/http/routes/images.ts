@@ -12,6 +12,7 @@ import { audit } from "../../ops/audit";
 import { pagination, parseBody, timestampQuery } from "../body";
 import { badRequest, forbidden, notFound } from "../errors";
 import { sessionRoutes, type Principal } from "../guard";
+import { inWriteTransaction } from "../../db/write-transaction";
 
 const patchBody = z
   .strictObject({ ttl_hours: z.number().int().min(0).max(876_000).optional(), cleanup_exempt: z.boolean().optional() })
@@ -81,10 +82,10 @@ export function imageRoutes(app: AppContext) {
       const input = parseBody(patchBody, body);
       if (input.cleanup_exempt !== undefined && !isAdmin(p)) throw forbidden("只有管理员可以设置清理豁免");
       if (input.ttl_hours !== undefined && v.user_id !== p.user.id) throw forbidden("只有图片所有者可以修改有效期");
-      app.db.transaction(() => {
+      inWriteTransaction(app.db, () => {
         if (input.ttl_hours !== undefined) app.images.setTtl(v.id, input.ttl_hours * 3600);
         if (input.cleanup_exempt !== undefined) app.images.setCleanupExempt(v.id, input.cleanup_exempt);
-      })();
+      });
       app.lookups.forget(v.id);
       audit(app.db, p.user, "image.update", v.id, input);
       return imageDetail(app, asSeenBy(app, p.user, app.images.view(v.id)!), p.user);

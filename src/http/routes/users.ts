@@ -7,6 +7,7 @@ import { MAX_OPEN_UPLOADS_PER_USER, removeUploads, uploadsAfter } from "../../s3
 import { parseBody } from "../body";
 import { badRequest, conflict, forbidden, notFound } from "../errors";
 import { sessionRoutes } from "../guard";
+import { inWriteTransaction } from "../../db/write-transaction";
 
 const name = z
   .string()
@@ -75,7 +76,7 @@ export function userRoutes(app: AppContext) {
       // As deleting oneself is refused: an admin who stops or demotes their own account is locked out mid-click.
       if (user.id === p.user.id && (input.disabled || input.role !== user.role)) throw badRequest("不能停用当前登录的用户，也不能修改自己的角色");
       if (nameTaken(input.name, user.id)) throw conflict("用户名已存在");
-      app.db.transaction(() => {
+      inWriteTransaction(app.db, () => {
         app.users.update(user.id, {
           name: input.name,
           role: input.role,
@@ -84,7 +85,7 @@ export function userRoutes(app: AppContext) {
           disabled: input.disabled ? 1 : 0,
         });
         if (input.disabled) app.sessions.deleteAllForUser(user.id);
-      })();
+      });
       audit(app.db, p.user, "user.update", user.id, { name: input.name, role: input.role, disabled: input.disabled });
       return app.users.item(user.id);
     })

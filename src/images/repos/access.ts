@@ -2,6 +2,7 @@
 import type { Database } from "bun:sqlite";
 import { expiryTime, sqlTime } from "../../db/time";
 import { COLD_MARK } from "../cleanup-reason";
+import { inWriteTransaction } from "../../db/write-transaction";
 
 /**
  * Writes buffered access counts in one transaction. With `renew`, expiry restarts from the last
@@ -19,12 +20,12 @@ export function applyAccessCounts(db: Database, batch: ReadonlyMap<string, { cou
      RETURNING ttl_seconds IS NOT NULL AND expire_at IS NOT NULL AS renewable`,
   );
   const renewed: string[] = [];
-  db.transaction(() => {
+  inWriteTransaction(db, () => {
     // ?5: the last access rounded up to the second, so a renewed lifetime is never shorter than the TTL.
     for (const [id, { count, last }] of batch) {
       const row = update.get(count, sqlTime(last), renew ? 1 : 0, id, expiryTime(last, 0)) as { renewable: number } | null;
       if (renew && row?.renewable) renewed.push(id);
     }
-  })();
+  });
   return renewed;
 }

@@ -9,6 +9,7 @@
  * stored the same bytes is not theirs to learn.
  */
 import type { Database } from "bun:sqlite";
+import { inWriteTransaction } from "../../db/write-transaction";
 
 /** Records a blob's MD5 the first time it is known (all references share the bytes). */
 export function setBlobMd5(db: Database, blobId: number, md5: string) {
@@ -48,18 +49,18 @@ export function blobDigests(db: Database, blobIds: readonly number[]): Map<numbe
  * reference's upload may have stored, are not this image's to show.
  */
 export function recordUploadDigests(db: Database, imageId: string, blobId: number, digests: { md5: string; sha1: string }) {
-  db.transaction(() => {
+  inWriteTransaction(db, () => {
     setBlobDigests(db, blobId, digests);
     db.query("UPDATE images SET own_digests = ?1 WHERE id = ?2").run(OWN_MD5 | OWN_SHA1, imageId);
-  })();
+  });
 }
 
 /** An S3 upload hashed its body while receiving it: the blob's MD5, and the image marked as knowing it. */
 export function recordUploadMd5(db: Database, imageId: string, blobId: number, md5: string) {
-  db.transaction(() => {
+  inWriteTransaction(db, () => {
     setBlobMd5(db, blobId, md5);
     db.query("UPDATE images SET own_digests = own_digests | ?1 WHERE id = ?2").run(OWN_MD5, imageId);
-  })();
+  });
 }
 
 /** What `stored` (a blob's digests) the image may show: those its own upload computed (`own`, its own_digests), '' for the rest. */

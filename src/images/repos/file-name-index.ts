@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { inWriteTransaction } from "../../db/write-transaction";
 
 /**
  * The file-name search index (FTS5 trigram over `images.file_name`, migrations 0007 and 0008).
@@ -39,7 +40,7 @@ export function fileNameMatchSql(term: string): { sql: string; args: string[] } 
  * (fewer than `limit` means the backlog is now empty).
  */
 export function indexFileNameBacklog(db: Database, limit: number): number {
-  return db.transaction(() => {
+  return inWriteTransaction(db, () => {
     const last = db.query<{ image_rowid: number }, [number]>("SELECT image_rowid FROM images_fts_backlog ORDER BY image_rowid LIMIT 1 OFFSET ?").get(limit - 1);
     const through = last?.image_rowid ?? Number.MAX_SAFE_INTEGER;
     db.query(
@@ -48,7 +49,7 @@ export function indexFileNameBacklog(db: Database, limit: number): number {
        WHERE b.image_rowid <= ? ORDER BY b.image_rowid`,
     ).run(through);
     return db.query("DELETE FROM images_fts_backlog WHERE image_rowid <= ?").run(through).changes;
-  })();
+  });
 }
 
 /** How many images wait to be indexed. */
@@ -56,8 +57,8 @@ export const fileNameBacklogSize = (db: Database): number => db.query<{ n: numbe
 
 /** Rebuilds the whole index from `images` (after a bulk load, or a snapshot that renumbered rowids) and empties the backlog. */
 export function rebuildFileNameIndex(db: Database): void {
-  db.transaction(() => {
+  inWriteTransaction(db, () => {
     db.exec("DELETE FROM images_fts_backlog");
     db.exec("INSERT INTO images_fts (images_fts) VALUES ('rebuild')");
-  })();
+  });
 }

@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { inWriteTransaction } from "../../db/write-transaction";
 
 /**
  * Readers of the usage rollups (migration 0007): per-user and per-channel sums kept by
@@ -51,7 +52,7 @@ export function channelUsage(db: Database): Map<number, ChannelUsage> {
  * bench/scale.ts seed.
  */
 export function rebuildUsageRollups(db: Database) {
-  db.transaction(() => {
+  inWriteTransaction(db, () => {
     db.exec("DELETE FROM user_usage");
     db.exec("DELETE FROM channel_usage");
     db.exec(`INSERT INTO user_usage (user_id, images, bytes, accesses, traffic)
@@ -64,5 +65,5 @@ export function rebuildUsageRollups(db: Database) {
     // The cleanup counter (migration 0011) is kept by triggers too.
     db.exec(`UPDATE cleanup_counts SET listed = (SELECT COUNT(*) FROM images WHERE pending_cleanup = 1 AND cleanup_exempt = 0),
       exempt = (SELECT COUNT(*) FROM images WHERE cleanup_exempt = 1)`);
-  })();
+  });
 }

@@ -16,6 +16,7 @@ import { requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { requireOwnBucket } from "./buckets";
 import { evaluatePreconditions, requireValidKey } from "./objects";
+import { inWriteTransaction } from "../../db/write-transaction";
 
 /**
  * `x-amz-copy-source: [/]bucket/url-encoded-key[?versionId=…]` → the decoded key. The bucket is never
@@ -53,7 +54,7 @@ function defaultTtlSeconds(app: AppContext, userId: string): number {
 function addReference(app: AppContext, req: S3Request, source: S3Object, key: string, expected: KeyExpectation | undefined): string {
   const ttl = defaultTtlSeconds(app, req.user.id);
   const now = Date.now();
-  const id = app.db.transaction(() => {
+  const id = inWriteTransaction(app.db, () => {
     const quota = app.users.byId(req.user.id)?.quota_bytes;
     if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
     if (expected) keyUnchanged(app, req.user.id, key, expected);
@@ -74,7 +75,7 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
       ownDigests: ownDigestsOfImage(app.db, source.id),
     });
     return fresh;
-  })();
+  });
   app.lookups.forgetAlias(req.user.id, key);
   return id;
 }
