@@ -20,6 +20,7 @@ import { log } from "./ops/log";
 import { BUILD } from "./version";
 import { CONNECTION_IDLE_SECONDS } from "./http/idle-limits";
 import { warnIfFewFileDescriptors } from "./ops/fd-limit";
+import { warnIfLowPasswordCost } from "./auth/passwords";
 
 /**
  * Largest body Bun will read at all: the largest legitimate one, an image at the highest
@@ -102,6 +103,7 @@ export async function serve(boot: Bootstrap): Promise<number> {
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
   log.info(cdnPurgeEnabled(app.settings.get()) ? "CDN 缓存刷新已启用" : "CDN 缓存刷新未启用（需要 zone id、API token 和 base_url）");
   warnIfFewFileDescriptors(log);
+  warnIfLowPasswordCost(log);
   log.info("Kura 启动完成", {
     version: BUILD.version,
     commit: BUILD.commit,

@@ -91,6 +91,8 @@ describe("CSRF, cookies and invalidation", () => {
     const hashes = db.query<{ password_hash: string }, []>("SELECT password_hash FROM users").all();
     for (const h of hashes) expect(h.password_hash.startsWith("$argon2id$")).toBe(true);
     db.close();
+    // The suite's servers hash at argon2id's least work (the real cost: http/hardening-login.test.ts), and say so.
+    expect(server.logs).toMatch(/level=WARN msg="?仅供测试：KURA_TEST_PASSWORD_COST=low/);
   });
 
   test("a password change ends every session of that user, an admin reset too", async () => {

@@ -1,5 +1,7 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { expectError } from "../helpers/client";
+import { join } from "node:path";
+import { adminSession, expectError } from "../helpers/client";
 import { useServer } from "../helpers/fixture";
 import type { KuraServer } from "../helpers/server";
 
@@ -13,7 +15,21 @@ function attempt(server: KuraServer, client: string, name: string): Promise<Resp
 }
 
 describe("row 4: login throttling beyond address + name", () => {
-  const { server } = useServer({ env: { KURA_TRUSTED_PROXIES: "127.0.0.1/32" } });
+  // The real argon2id cost (the suite's servers run at its least work): the cap on verifications
+  // at once is met only when each one takes its real time.
+  const { server } = useServer({ env: { KURA_TRUSTED_PROXIES: "127.0.0.1/32", KURA_TEST_PASSWORD_COST: undefined } });
+
+  test("passwords are stored as argon2id at 64 MiB and two passes, and no test-weak WARN is logged", async () => {
+    await adminSession(server);
+    const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+    try {
+      const hashes = db.query<{ password_hash: string }, []>("SELECT password_hash FROM users").all();
+      expect(hashes.map((h) => h.password_hash.split("$").slice(1, 4).join("$"))).toEqual(["argon2id$v=19$m=65536,t=2,p=1"]);
+    } finally {
+      db.close();
+    }
+    expect(server.logs).not.toMatch(/KURA_TEST_PASSWORD_COST/);
+  });
 
   test("one address spraying passwords over 25 names is throttled", async () => {
     const statuses: number[] = [];

@@ -1,7 +1,7 @@
 import { userNameOf } from "../../../shared/passwd";
 import { userInfo } from "node:os";
-import { utils } from "ssh2";
 import { revealOption, type DriverOptionSpec } from "../option-spec";
+import { ssh2 } from "./ssh2";
 
 /**
  * Keys named exactly like rclone's sftp backend options, plus Kura's `path`.
@@ -116,7 +116,7 @@ function pemText(value: string): string {
 
 /** Parses the key once up front so a bad key is a config error, not a connection failure. */
 export function checkKey(key: string, passphrase: string | undefined, option: string): void {
-  const parsed = utils.parseKey(key, passphrase);
+  const parsed = ssh2().utils.parseKey(key, passphrase);
   if (!(parsed instanceof Error)) return;
   const reason = /passphrase/i.test(parsed.message) ? "私钥已加密，需要正确的 key_file_pass" : "无法解析私钥 (支持 OpenSSH/PEM 格式)";
   throw new Error(`SFTP ${option} 无效: ${reason}`);

@@ -5,7 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { Client, type ConnectConfig, type SFTPWrapper } from "ssh2";
+import type { Client, ConnectConfig, SFTPWrapper } from "ssh2";
+import { ssh2 } from "./ssh2";
 import type { SftpSettings } from "./config";
 import { checkKey } from "./config";
 import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors";
@@ -119,7 +120,7 @@ export class SftpSession {
       return hostKeyProblem === null;
     };
 
-    const client = new Client();
+    const client = new (ssh2().Client)();
     const live = await new Promise<Live>((resolve, reject) => {
       let settled = false;
       const fail = (err: unknown) => {
