@@ -439,8 +439,9 @@ describe("a stop between slices", () => {
       })();
       const first = await scanRound(ctx.app);
       const live = liveById(ctx.app.db);
-      // A slice compares blobs for ~10 ms (far more than one) before it commits and yields.
-      expect(first.compared).toBeGreaterThan(1);
+      // The stop came between slices: at least one blob compared, not all of them. (How many a slice
+      // takes depends on the machine: on a busy CI core the first, cold one took a single blob.)
+      expect(first.compared).toBeGreaterThanOrEqual(1);
       expect(first.compared).toBeLessThan(live.length);
       expect(ctx.logs.filter((l) => l.msg === "服务正在停止，相似图片扫描将在下次启动后继续").map((l) => l.fields)).toEqual([{ compared: first.compared }]);
       const saved = watermark(ctx.app);
