@@ -34,14 +34,14 @@ import { registerCdnPurgeJob } from "./ops/cdn-purge";
 import type { Logger } from "./ops/log";
 import { createMetrics, scrapeGauge } from "./ops/metrics";
 import { fsProblem } from "./shared/fs-errors";
-import { deleteAllUploadRows } from "./s3/repo";
+import { reconcileMultipartUploads } from "./s3/multipart-restart";
 import { UserRepo } from "./users/repo";
 
 function prepareDataPaths(dataDir: string, log: Logger): DataPaths {
-  const paths = { tmp: join(dataDir, "tmp"), variants: join(dataDir, "variants"), storage: join(dataDir, "storage") };
+  const paths = { tmp: join(dataDir, "tmp"), variants: join(dataDir, "variants"), storage: join(dataDir, "storage"), multipart: join(dataDir, "multipart") };
   // Staged uploads of a previous run are garbage by definition.
   rmSync(paths.tmp, { recursive: true, force: true });
-  for (const dir of [paths.tmp, paths.variants]) mkdirSync(dir, { recursive: true });
+  for (const dir of [paths.tmp, paths.variants, paths.multipart]) mkdirSync(dir, { recursive: true });
   // storage/ is the built-in channel's, and a channel that cannot load is skipped, not fatal (spec
   // 3.2): the service starts and serves the copies on its other channels while the built-in one is
   // unhealthy, with the reason in its last_error and an alert, and retried at every health check.
@@ -78,8 +78,8 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
   // In dependency order: each part gets only what was built before it, and nothing is patched in later.
   const metrics = createMetrics();
   const paths = prepareDataPaths(boot.dataDir, log);
-  // Multipart parts lived under tmp, just wiped: their uploads cannot complete any more.
-  deleteAllUploadRows(db);
+  // Open S3 multipart uploads go on after a restart: their rows matched with the part files kept.
+  reconcileMultipartUploads(db, paths.multipart, log);
   const settings = new SettingsStore(db, key);
   const images = new ImageRepo(db);
   const channels = new ChannelRegistry(db, key, log, metrics, driverSiteOf(boot), cryptWrapper(key));

@@ -27,6 +27,8 @@ export interface DataPaths {
   variants: string;
   /** Default local channel. */
   storage: string;
+  /** Parts of open S3 multipart uploads, one folder per upload; kept across restarts (s3/multipart-restart.ts). */
+  multipart: string;
 }
 
 /** Everything a request handler or background loop may need, built once in serve(). */

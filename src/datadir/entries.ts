@@ -8,7 +8,7 @@ import { DataDirError } from "./lock";
 
 /** kura.db (and -wal, -shm, .before-migration-…), kura.lock, restore.staged.db, restore.rejected-…, the folders, the key. */
 const KURA_PREFIXES = ["kura.", "kura-", "restore."];
-const KURA_NAMES = new Set(["master.key", "backup.in-progress", "tmp", "variants", "storage"]);
+const KURA_NAMES = new Set(["master.key", "backup.in-progress", "tmp", "variants", "storage", "multipart"]);
 /** Not anyone's data: a file system's own folder (a disk mounted there) and hidden files (a shell's, a cache's). */
 const IGNORED = (name: string) => name === "lost+found" || name.startsWith(".");
 

@@ -1,6 +1,6 @@
 /**
  * Open S3 multipart uploads: their rows (who, which key, staged bytes), their part files under
- * <tmp>/multipart/<uploadId>/, the per-upload lock that orders the requests changing them, the
+ * <data_dir>/multipart/<uploadId>/ (kept across restarts: multipart-restart.ts), the per-upload lock that orders the requests changing them, the
  * per-user limits that keep them from exhausting disk or quota, and the expiry of abandoned ones
  * (run by the cleanup sweep).
  */
@@ -28,14 +28,17 @@ export type { UploadRow };
 /** Open (neither completed nor aborted) uploads one user may have at once. */
 export const MAX_OPEN_UPLOADS_PER_USER = 20;
 
-export const partsDir = (app: AppContext, uploadId: string) => join(app.paths.tmp, "multipart", uploadId);
+export const partsDir = (app: AppContext, uploadId: string) => join(app.paths.multipart, uploadId);
+
+/** A stored part's file name: its number and its MD5 (the part's ETag). */
+export const PART_FILE = /^(\d+)\.([0-9a-f]{32})$/;
 
 /** Stored parts of an upload: part number → file and MD5. */
 export async function storedParts(dir: string): Promise<Map<number, { path: string; md5: string }>> {
   const parts = new Map<number, { path: string; md5: string }>();
   const names = await readdir(dir).catch(() => [] as string[]);
   for (const name of names) {
-    const m = /^(\d+)\.([0-9a-f]{32})$/.exec(name);
+    const m = PART_FILE.exec(name);
     if (m) parts.set(Number(m[1]), { path: join(dir, name), md5: m[2]! });
   }
   return parts;
@@ -44,10 +47,11 @@ export async function storedParts(dir: string): Promise<Map<number, { path: stri
 /**
  * Where a part is received: beside the parts dir, not in it. Complete and Abort remove that dir, which
  * must not pull the file from under a body still arriving (that was an ENOENT and a 500); the part only
- * moves into the dir under the upload's lock, after checking that the upload still exists.
+ * moves into the dir under the upload's lock, after checking that the upload still exists. On the
+ * same file system as the parts dir, so that move is a rename; a start removes what a stop cut off.
  */
 export const partialPath = (app: AppContext, uploadId: string, partNumber: number) =>
-  join(app.paths.tmp, "multipart", `${uploadId}.${partNumber}.${randomBytes(6).toString("hex")}.partial`);
+  join(app.paths.multipart, `${uploadId}.${partNumber}.${randomBytes(6).toString("hex")}.partial`);
 
 /** Tail of each upload's queue: present only while a request of that upload holds or waits for the lock. */
 const uploadLocks = new Map<string, Promise<void>>();

@@ -134,7 +134,11 @@ export function uploadIdsStartedBefore(db: Database, cutoff: string): string[] {
     .map((r) => r.upload_id);
 }
 
-/** Forgets every open upload (at start, after the part files under tmp were wiped). */
-export function deleteAllUploadRows(db: Database) {
-  db.query("DELETE FROM multipart_uploads").run();
+/** Every open upload with its counted bytes (at start, to match them with the part files). */
+export function allUploadStaging(db: Database): { upload_id: string; staged_bytes: number }[] {
+  return db.query<{ upload_id: string; staged_bytes: number }, []>("SELECT upload_id, staged_bytes FROM multipart_uploads").all();
+}
+
+export function setStagedBytes(db: Database, uploadId: string, bytes: number) {
+  db.query("UPDATE multipart_uploads SET staged_bytes = ? WHERE upload_id = ?").run(bytes, uploadId);
 }

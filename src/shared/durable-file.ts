@@ -5,6 +5,7 @@
  * stored channel credential unreadable.
  */
 import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { open, rename } from "node:fs/promises";
 import { dirname } from "node:path";
 
 /** fsync of a file or a directory (a directory's fsync makes the names in it durable). */
@@ -26,6 +27,23 @@ export function renameDurably(from: string, to: string): void {
   fsyncPathSync(from);
   renameSync(from, to);
   fsyncPathSync(dirname(to));
+}
+
+/** `renameDurably` off the event loop, for files large enough that their sync takes a while (an S3 part). */
+export async function renameDurablyAsync(from: string, to: string): Promise<void> {
+  await fsyncPath(from);
+  await rename(from, to);
+  await fsyncPath(dirname(to));
+}
+
+/** `fsyncPathSync` off the event loop. */
+export async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 /**

@@ -80,15 +80,14 @@ function stagedBytes(uploadId: string): number | undefined {
 
 /** Names in the upload's parts dir (`<n>.<md5>`). */
 const partFiles = (uploadId: string) => {
-  const dir = join(server.dataDir, "tmp", "multipart", uploadId);
+  const dir = join(server.dataDir, "multipart", uploadId);
   return existsSync(dir) ? readdirSync(dir).sort() : [];
 };
 
-/** Nothing of this upload under tmp (no parts dir, no part being received), and no temp file of an object being stored. */
+/** Nothing of this upload left (no parts dir, no part being received), and no temp file of an object being stored. */
 function expectNoLeftovers(uploadId: string) {
-  const tmp = join(server.dataDir, "tmp");
-  expect(existsSync(join(tmp, "multipart")) ? readdirSync(join(tmp, "multipart")).filter((name) => name.startsWith(uploadId)) : []).toEqual([]);
-  expect(listFiles(tmp).filter((path) => !path.startsWith("multipart/"))).toEqual([]);
+  expect(readdirSync(join(server.dataDir, "multipart")).filter((name) => name.startsWith(uploadId))).toEqual([]);
+  expect(listFiles(join(server.dataDir, "tmp"))).toEqual([]);
 }
 
 async function usedBytes(userName: string): Promise<number> {

@@ -20,7 +20,7 @@ test("a deleted user's staged parts are removed with the user; other users' uplo
     const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())![1]!;
     const part = await signedRequest(f, "PUT", `/s3/kura/${key}?partNumber=1&uploadId=${uploadId}`, { cred, body: new Uint8Array(4096).fill(7) });
     expect(part.status).toBe(200);
-    return join(f.server.dataDir, "tmp", "multipart", uploadId);
+    return join(f.server.dataDir, "multipart", uploadId);
   };
   const leaving = [await staged(gone.cred, "a.png"), await staged(gone.cred, "b.png")];
   const staying = await staged(f.cred, "c.png");

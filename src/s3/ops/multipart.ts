@@ -13,7 +13,7 @@
  * the one whose body arrived last replaces the other, as in S3, and only its ETag completes.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { AppContext } from "../../context";
 import type { UploadGate } from "../../images/upload/limits";
@@ -39,6 +39,7 @@ import { MULTIPART_ETAG } from "../object-meta";
 import { objectUrl, partNumberOf, requestMeta, type S3Request } from "../request";
 import { writeExpectation } from "../write-conditions";
 import { pauseAt } from "../../testing/hold-points";
+import { fsyncPath, renameDurablyAsync } from "../../shared/durable-file";
 import { type CompletedPart, el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
 
@@ -114,7 +115,8 @@ async function commitPart(app: AppContext, req: S3Request, partial: string, n: n
   // Aborted, completed or expired while the body arrived: the part is dropped, not staged.
   const upload = findUpload(app, req);
   const dir = partsDir(app, upload.upload_id);
-  await mkdir(dir, { recursive: true });
+  // The upload's folder made durable with its first part (the part's own sync covers only its name).
+  if (await mkdir(dir, { recursive: true })) await fsyncPath(dirname(dir));
   const previous = (await storedParts(dir)).get(n);
   await pauseAt("s3.multipart", `op=part-commit upload=${upload.upload_id} part=${n}`);
   let replaced = 0;
@@ -122,7 +124,9 @@ async function commitPart(app: AppContext, req: S3Request, partial: string, n: n
     replaced = (await stat(previous.path).catch(() => ({ size: 0 }))).size;
     await rm(previous.path, { force: true });
   }
-  await rename(partial, join(dir, `${n}.${md5}`));
+  // Synced before it is acknowledged: kept across a restart, a part must be whole after a crash too
+  // (an empty file under its MD5 name would make Complete assemble a wrong object).
+  await renameDurablyAsync(partial, join(dir, `${n}.${md5}`));
   addStagedBytes(app, upload.upload_id, size - replaced);
   return new Response(null, { status: 200, headers: { etag: `"${md5}"` } });
 }
