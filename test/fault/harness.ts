@@ -4,10 +4,12 @@
  * at exactly that point, without sleeps), or accept connections and never answer.
  */
 import { spawnSync } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { adminSession } from "../helpers/client";
+import { KuraServer } from "../helpers/server";
 
 /** This process's hard limit of open files (a server it starts inherits it; Bun raises its soft limit to it). */
 export const hardOpenFileLimit = () => Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))![1]);
@@ -226,4 +228,14 @@ export class FaultProxy {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((done) => this.server.close(() => done()));
   }
+}
+
+/** A Kura (and its admin session) whose data dir is on a fresh failable ext4; `disks` collects the disk for the file's afterAll. */
+export async function kuraOnFailableDisk(disks: ReturnType<typeof mountFailableExt4>[], sizeMb = 64) {
+  const disk = mountFailableExt4(sizeMb);
+  disks.push(disk);
+  const dataDir = join(disk.dir, "data");
+  mkdirSync(dataDir);
+  const server = await KuraServer.start({ dataDir });
+  return { disk, dataDir, server, admin: await adminSession(server) };
 }

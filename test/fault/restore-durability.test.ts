@@ -6,13 +6,11 @@
  * own trigger (harness.ts), repaired with fsck as an operator would.
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { adminSession } from "../helpers/client";
 import { form, makePng } from "../helpers/images";
 import { KuraServer, runCli } from "../helpers/server";
 import { useTempDirs } from "../helpers/temp-dirs";
-import { mountFailableExt4 } from "./harness";
+import { kuraOnFailableDisk, type mountFailableExt4 } from "./harness";
 
 const tempDir = useTempDirs();
 const disks: ReturnType<typeof mountFailableExt4>[] = [];
@@ -22,12 +20,7 @@ afterAll(() => {
 
 /** A running server on a failable disk with one image in a snapshot and one uploaded after it. */
 async function libraryWithSnapshot() {
-  const disk = mountFailableExt4(64);
-  disks.push(disk);
-  const dataDir = join(disk.dir, "data");
-  mkdirSync(dataDir);
-  const server = await KuraServer.start({ dataDir });
-  const admin = await adminSession(server);
+  const { disk, dataDir, server, admin } = await kuraOnFailableDisk(disks);
   const before = await admin.json<{ id: string }>("POST", "/api/admin/upload", form(await makePng(60, 40, 1), "before.png"));
   const snap = await admin.json<{ name: string }>("POST", "/api/admin/backups", undefined, 201);
   const after = await admin.json<{ id: string }>("POST", "/api/admin/upload", form(await makePng(60, 40, 2), "after.png"));

@@ -7,13 +7,10 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { adminSession } from "../helpers/client";
 import { makePng } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 import { type S3Credential, type S3Fixture, signedRequest } from "../s3/s3-setup";
-import { mountFailableExt4 } from "./harness";
+import { kuraOnFailableDisk, type mountFailableExt4 } from "./harness";
 
 const disks: ReturnType<typeof mountFailableExt4>[] = [];
 afterAll(() => {
@@ -23,12 +20,9 @@ afterAll(() => {
 const md5 = (bytes: Uint8Array) => createHash("md5").update(bytes).digest("hex");
 
 test("a part acknowledged just before the disk fails is whole after fsck, and completes into the right object", async () => {
-  const disk = mountFailableExt4(64);
-  disks.push(disk);
-  const dataDir = join(disk.dir, "data");
-  mkdirSync(dataDir);
-  let server = await KuraServer.start({ dataDir });
-  const admin = await adminSession(server);
+  const started = await kuraOnFailableDisk(disks);
+  const { disk, dataDir, admin } = started;
+  let server = started.server;
   const token = await admin.json("POST", "/api/admin/tokens", { name: "s3-fault" }, 201);
   const cred = await admin.json<S3Credential>("POST", `/api/admin/tokens/${token.id}/s3-credential`);
   const f: S3Fixture = { server, admin, tokenId: token.id, cred };
