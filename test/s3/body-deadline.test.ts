@@ -33,10 +33,7 @@ function signedHead(method: string, path: string, length: number): string {
   return [`${method} ${path} HTTP/1.1`, ...headers].join("\r\n");
 }
 
-const tmpLeft = () =>
-  readdirSync(join(f.server.dataDir, "tmp"), { recursive: true })
-    .map(String)
-    .filter((n) => n !== "multipart");
+const tmpLeft = () => readdirSync(join(f.server.dataDir, "tmp"), { recursive: true }).map(String);
 
 test("a PutObject whose body stops arriving is RequestTimeout after the deadline, connection closed, nothing stored", async () => {
   const png = await makePng(200, 150, 31);
@@ -62,6 +59,8 @@ test("an UploadPart whose body stops arriving is RequestTimeout too, and stages 
   const answer = await req.answer;
   expect([answer?.status, codeOf(answer!.body)]).toEqual([400, "RequestTimeout"]);
   expect(queryDb<{ staged_bytes: number }>(f.server, "SELECT staged_bytes FROM multipart_uploads WHERE upload_id = ?", id)).toEqual([{ staged_bytes: 0 }]);
+  // Nor a file: no part received halfway (`*.partial`) and no parts folder.
+  expect(readdirSync(join(f.server.dataDir, "multipart"))).toEqual([]);
 });
 
 test("a POST Object form whose body stops arriving is RequestTimeout", async () => {
