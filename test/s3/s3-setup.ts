@@ -108,13 +108,16 @@ export function writeRcloneS3Config(f: S3Fixture, configPath: string): void {
   );
 }
 
-/** The real rclone with a config for the fixture's credential as remote `k`; AWS_CA_BUNDLE and RCLONE_* are kept out of its environment. */
-export function rcloneFor(f: S3Fixture, configPath: string) {
+/**
+ * The real rclone with a config for the fixture's credential as remote `k`; AWS_CA_BUNDLE and RCLONE_* are kept out of its
+ * environment. No retries by default (a failure shows at once); `lowLevelRetries` for a test of what rclone's retries meet.
+ */
+export function rcloneFor(f: S3Fixture, configPath: string, { lowLevelRetries = 1 } = {}) {
   writeRcloneS3Config(f, configPath);
   return async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "AWS_CA_BUNDLE" && !k.startsWith("RCLONE_")) env[k] = v;
-    const proc = Bun.spawn(["rclone", "--config", configPath, "--retries", "1", "--low-level-retries", "1", ...args], {
+    const proc = Bun.spawn(["rclone", "--config", configPath, "--retries", "1", "--low-level-retries", String(lowLevelRetries), ...args], {
       env,
       stdin: "ignore",
       stdout: "pipe",
