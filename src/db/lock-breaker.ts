@@ -31,15 +31,12 @@ export class LockBreaker {
   /** Told of every server fault a request or a background round met. */
   noticed(err: unknown) {
     if (this.#probe || !isDatabaseLocked(err)) return;
-    try {
-      this.db.exec("PRAGMA busy_timeout = 0");
-    } catch {
-      return; // a closed database: nothing to protect
-    }
+    // At 0 first, so the check below does not itself wait out the busy timeout.
+    if (!this.#setBusyTimeout(0)) return; // a closed database: nothing to protect
     if (this.#lockFree()) {
       // A report that arrived after the lock went (a round that finished its other work before it
       // failed): opening now would fail writes for a second with nothing in their way.
-      this.db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      this.#setBusyTimeout(BUSY_TIMEOUT_MS);
       return;
     }
     this.log.warn("数据库被其他进程长时间锁定：锁释放前写入立即失败（503），不再逐个等待", { wait_ms: BUSY_TIMEOUT_MS });
@@ -83,10 +80,16 @@ export class LockBreaker {
     if (!this.#probe) return;
     clearInterval(this.#probe);
     this.#probe = undefined;
+    this.#setBusyTimeout(BUSY_TIMEOUT_MS); // false when closed meanwhile (the service stopping): nothing to restore
+  }
+
+  /** Sets the connection's busy timeout; false when the database is closed. */
+  #setBusyTimeout(ms: number): boolean {
     try {
-      this.db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      this.db.exec(`PRAGMA busy_timeout = ${ms}`);
+      return true;
     } catch {
-      // Closed meanwhile (the service stopping): nothing to restore.
+      return false;
     }
   }
 }
