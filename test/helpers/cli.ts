@@ -1,6 +1,5 @@
 import { lstatSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { SUITE_ENV } from "./suite-env";
 
 const ROOT = resolve(import.meta.dir, "../..");
 
@@ -23,7 +22,7 @@ export async function runKuraIn(
   timeoutMs = 30_000,
 ): Promise<CliRun> {
   const merged: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...process.env, ...SUITE_ENV, KURA_DATA_DIR: undefined, KURA_LISTEN: "127.0.0.1:0", ...env })) {
+  for (const [k, v] of Object.entries({ ...process.env, KURA_DATA_DIR: undefined, KURA_LISTEN: "127.0.0.1:0", ...env })) {
     if (v !== undefined) merged[k] = v;
   }
   const proc = Bun.spawn([...prefix, process.execPath, "run", join(ROOT, "src/main.ts"), ...args], { cwd, env: merged, stdout: "pipe", stderr: "pipe" });

@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { SUITE_ENV } from "./suite-env";
 
 const ROOT = resolve(import.meta.dir, "../..");
 /**
@@ -34,7 +33,7 @@ export class KuraServer {
     const ownsDataDir = !opts.dataDir;
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "kura-test-"));
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries({ ...process.env, ...SUITE_ENV, KURA_LISTEN: "127.0.0.1:0", KURA_DATA_DIR: dataDir, ...opts.env })) {
+    for (const [k, v] of Object.entries({ ...process.env, KURA_LISTEN: "127.0.0.1:0", KURA_DATA_DIR: dataDir, ...opts.env })) {
       if (v !== undefined) env[k] = v;
     }
     const proc = Bun.spawn([...DIE_WITH_PARENT, ...(opts.wrap ?? []), "bun", "run", join(ROOT, "src/main.ts"), ...(opts.args ?? ["serve"])], {
@@ -98,7 +97,7 @@ export class KuraServer {
 /** Runs the CLI to completion (reset-password, version) and returns exit code and output. */
 export async function runCli(args: string[], env: Record<string, string | undefined>) {
   const proc = Bun.spawn(["bun", "run", join(ROOT, "src/main.ts"), ...args], {
-    env: Object.fromEntries(Object.entries({ ...process.env, ...SUITE_ENV, ...env }).filter(([, v]) => v !== undefined)) as Record<string, string>,
+    env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)) as Record<string, string>,
     stdout: "pipe",
     stderr: "pipe",
   });
