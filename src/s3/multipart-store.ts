@@ -1,8 +1,8 @@
 /**
  * Open S3 multipart uploads: their rows (who, which key, staged bytes), their part files under
- * <data_dir>/multipart/<uploadId>/ (kept across restarts: multipart-restart.ts), the per-upload lock that orders the requests changing them, the
- * per-user limits that keep them from exhausting disk or quota, and the expiry of abandoned ones
- * (run by the cleanup sweep).
+ * <data_dir>/multipart/<uploadId>/ (kept across restarts: multipart-restart.ts), the per-upload lock
+ * that orders the requests changing them, the per-user limits that keep them from exhausting disk or
+ * quota, and the expiry of abandoned ones (run by the cleanup sweep).
  */
 import { randomBytes } from "node:crypto";
 import { readdir, rm } from "node:fs/promises";
