@@ -74,8 +74,12 @@ export async function watchedPage(browser: Browser, base: string, viewport: { wi
 
 export const SHOT_DIR = mkdtempSync(join(tmpdir(), "kura-console-shots-"));
 
-export async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SHOT_DIR, `${name}.png`), fullPage: true });
+/**
+ * A picture of the page for review. `fullPage: false` takes the viewport only: for the API reference, whose full
+ * height (every operation of openapi.yaml) takes Chromium past 10 s to paint on two busy cores.
+ */
+export async function shot(page: Page, name: string, { fullPage = true } = {}): Promise<void> {
+  await page.screenshot({ path: join(SHOT_DIR, `${name}.png`), fullPage });
 }
 
 /** Two smooth pictures at two JPEG qualities: different bytes, near-identical perceptual hash. */

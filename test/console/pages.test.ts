@@ -437,7 +437,7 @@ describe("console pages", () => {
     // its parse alone can pass the page's 10 s navigation timeout, so only the rendered text is waited for.
     await docs.goto(`${base}/api/docs#tag/图片`, { waitUntil: "commit" });
     await docs.getByText("/api/admin/images", { exact: true }).first().waitFor({ timeout: 45_000 });
-    await shot(docs, "api-docs-1440");
+    await shot(docs, "api-docs-1440", { fullPage: false });
     expect(requests.filter((u) => !u.startsWith(base) && !u.startsWith("data:") && !u.startsWith("blob:"))).toEqual([]);
     expect(requests).toContain(`${base}/api/docs/standalone.js`);
     await docs.context().close();
