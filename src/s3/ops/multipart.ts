@@ -125,7 +125,9 @@ async function commitPart(app: AppContext, req: S3Request, partial: string, n: n
     await rm(previous.path, { force: true });
   }
   // Synced before it is acknowledged: kept across a restart, a part must be whole after a crash too
-  // (an empty file under its MD5 name would make Complete assemble a wrong object).
+  // (an empty file under its MD5 name would make Complete assemble a wrong object). The sync of the
+  // folder after the rename makes the removal above durable too (same folder); a crash between the
+  // two leaves the part missing, never two of it, and the client, unanswered, sends it again.
   await renameDurablyAsync(partial, join(dir, `${n}.${md5}`));
   addStagedBytes(app, upload.upload_id, size - replaced);
   return new Response(null, { status: 200, headers: { etag: `"${md5}"` } });
