@@ -1,4 +1,5 @@
-const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+/** Made on first use: building a Segmenter loads ICU's break data (~75 ms), a tenth of a start. */
+let graphemes: Intl.Segmenter | undefined;
 
 /**
  * `text` cut to at most `max` UTF-16 code units at the last grapheme boundary that fits, so a
@@ -9,6 +10,7 @@ const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 export function truncateText(text: string, max: number): string {
   if (text.length <= max) return text;
   let end = 0;
+  graphemes ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
   for (const { index, segment } of graphemes.segment(text)) {
     if (index + segment.length > max) break;
     end = index + segment.length;
