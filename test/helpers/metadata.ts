@@ -3,6 +3,9 @@
 // image, HEIF item and QuickTime user-data box).
 import { expect } from "bun:test";
 import sharp from "sharp";
+import { exiftool } from "./exiftool";
+
+export { exiftool, exiftoolWrite } from "./exiftool";
 
 export const SECRET_XMP = `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:GPSLatitude="35,40.2N"><dc:creator>KuraSecretXmp</dc:creator></rdf:Description></rdf:RDF></x:xmpmeta>`;
 export const SECRET_EXIF = {
@@ -21,13 +24,6 @@ export async function secretExif(): Promise<Buffer> {
   return (await sharp(jpeg).metadata()).exif!;
 }
 
-/** exiftool's reading of `bytes`: "Group:Tag" → value, every group and every embedded image. */
-export function exiftool(bytes: Uint8Array): Record<string, unknown> {
-  const run = Bun.spawnSync({ cmd: ["exiftool", "-j", "-a", "-G1", "-s", "-ee", "-"], stdin: bytes, stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`exiftool failed: ${run.stderr.toString()}`);
-  return JSON.parse(run.stdout.toString())[0];
-}
-
 /** Tags of metadata that may identify a person, a place or a device (EXIF, GPS, XMP, IPTC, maker notes), except `allowed`. */
 export function personalTags(tags: Record<string, unknown>, allowed: RegExp[] = []): string[] {
   return Object.keys(tags).filter(
@@ -40,12 +36,5 @@ export function personalTags(tags: Record<string, unknown>, allowed: RegExp[] = 
 export async function expectNoPersonalMetadata(bytes: Buffer, allowed: RegExp[] = []) {
   for (const s of SECRET_STRINGS) expect(bytes.includes(s)).toBe(false);
   expect((await sharp(bytes).metadata()).iptc).toBeUndefined();
-  expect(personalTags(exiftool(bytes), allowed)).toEqual([]);
-}
-
-/** `bytes` with tags written by exiftool (`-Tag=value` arguments), as a camera or editor would leave them. */
-export function exiftoolWrite(bytes: Uint8Array, args: string[]): Buffer {
-  const run = Bun.spawnSync({ cmd: ["exiftool", "-q", ...args, "-", "-o", "-"], stdin: bytes, stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`exiftool failed: ${run.stderr.toString()}`);
-  return Buffer.from(run.stdout);
+  expect(personalTags(await exiftool(bytes), allowed)).toEqual([]);
 }

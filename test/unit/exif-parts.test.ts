@@ -19,7 +19,7 @@ async function jpeg(): Promise<Buffer> {
 
 /** The EXIF payload ("Exif\0\0" + TIFF) of a JPEG exiftool wrote `args` into. */
 async function exifBlock(args: string[]): Promise<Buffer> {
-  const exif = (await sharp(exiftoolWrite(await jpeg(), args)).metadata()).exif;
+  const exif = (await sharp(await exiftoolWrite(await jpeg(), args)).metadata()).exif;
   if (!exif) throw new Error(`exiftool wrote no EXIF for ${args.join(" ")}`);
   return exif;
 }
@@ -147,14 +147,14 @@ describe("the minimal EXIF block a strip writes back", () => {
     { orientation: 3, adobeRgb: { colorSpace: 2 } },
   ];
   for (const facts of cases) {
-    test(`${JSON.stringify(facts)} reads back the same, by our reader and by exiftool, with nothing else in it`, () => {
+    test(`${JSON.stringify(facts)} reads back the same, by our reader and by exiftool, with nothing else in it`, async () => {
       const tiff = minimalExif(facts, false);
       expect(tiff.toString("latin1", 0, 2)).toBe("MM");
       expect(exifFacts(tiff)).toEqual(facts);
       const withPrefix = minimalExif(facts, true);
       expect(withPrefix.subarray(0, 6).equals(EXIF_PREFIX)).toBe(true);
       expect(withPrefix.subarray(6).equals(tiff)).toBe(true);
-      const tags = exiftool(tiff);
+      const tags = await exiftool(tiff);
       const kept = Object.entries(tags)
         .filter(([key]) => /^(IFD0|ExifIFD|InteropIFD):/.test(key))
         .map(([key, value]) => `${key}=${value}`)

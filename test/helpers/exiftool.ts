@@ -1,0 +1,114 @@
+/**
+ * exiftool for the tests, one process per test process (`-stay_open`): starting Perl with
+ * Image::ExifTool costs ~0.3 s of CPU, a command to a running one ~10 ms, and the metadata tests
+ * ask it a hundred times. Commands run one at a time, in the order asked.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** The exiftool, killed with this process however it ends (it does not exit at the end of its input). */
+const DIE_WITH_PARENT = Bun.which("setpriv") ? ["setpriv", "--pdeathsig", "SIGKILL"] : [];
+
+interface Running {
+  proc: Bun.Subprocess<"pipe", "pipe", "pipe">;
+  dir: string;
+  out: string;
+  err: string;
+  /** Called after each chunk of output: resolves the command in progress once both its markers arrived. */
+  wake: () => void;
+}
+
+let running: Running | undefined;
+let queue: Promise<unknown> = Promise.resolve();
+let commands = 0;
+
+function start(): Running {
+  const proc = Bun.spawn([...DIE_WITH_PARENT, "exiftool", "-stay_open", "True", "-@", "-"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  const r: Running = { proc, dir: mkdtempSync(join(tmpdir(), "kura-exiftool-")), out: "", err: "", wake: () => {} };
+  const pump = async (stream: ReadableStream<Uint8Array>, into: "out" | "err") => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      r[into] += decoder.decode(chunk, { stream: true });
+      r.wake();
+    }
+    r.wake();
+  };
+  void pump(proc.stdout, "out");
+  void pump(proc.stderr, "err");
+  proc.unref();
+  process.once("exit", () => {
+    proc.kill("SIGKILL");
+    rmSync(r.dir, { recursive: true, force: true });
+  });
+  return r;
+}
+
+/** Runs one exiftool command (`args`, one per line to its argument file); its stdout and stderr. */
+function command(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const run = async () => {
+    running ??= start();
+    const r = running;
+    const n = ++commands;
+    const [outMark, errMark] = [`{ready${n}}\n`, `{done${n}}\n`];
+    r.out = "";
+    r.err = "";
+    const finished = new Promise<void>((resolve, reject) => {
+      r.wake = () => {
+        if (r.out.endsWith(outMark) && r.err.endsWith(errMark)) resolve();
+        else if (r.proc.exitCode !== null) reject(new Error(`exiftool exited (${r.proc.exitCode}): ${r.err}`));
+      };
+    });
+    if (args.some((a) => a.includes("\n"))) throw new Error("exiftool arguments cannot hold a line break");
+    r.proc.stdin.write(`${[...args, "-echo4", `{done${n}}`, `-execute${n}`].join("\n")}\n`);
+    r.proc.stdin.flush();
+    await finished;
+    return { stdout: r.out.slice(0, -outMark.length), stderr: r.err.slice(0, -errMark.length) };
+  };
+  const result = queue.then(run, run);
+  queue = result.catch(() => {});
+  return result;
+}
+
+/** A file in exiftool's scratch folder holding `bytes`. */
+function scratchFile(bytes: Uint8Array, n: number): string {
+  running ??= start();
+  const path = join(running.dir, `in-${n}`);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+let files = 0;
+
+/** exiftool's reading of `bytes`: "Group:Tag" → value, every group and every embedded image (as `exiftool -j -a -G1 -s -ee -` prints it). */
+export async function exiftool(bytes: Uint8Array): Promise<Record<string, unknown>> {
+  const path = scratchFile(bytes, ++files);
+  try {
+    const { stdout, stderr } = await command(["-j", "-a", "-G1", "-s", "-ee", path]);
+    const tags: Record<string, unknown> | undefined = stdout ? JSON.parse(stdout)[0] : undefined;
+    // What made `exiftool -` exit 1: a file it cannot read (its reason is in the output too).
+    if (!tags || tags["ExifTool:Error"]) throw new Error(`exiftool failed: ${tags?.["ExifTool:Error"] ?? stderr}`);
+    // Read from a file, exiftool also names it; from stdin (as a client's upload would be) it has no name.
+    for (const key of ["SourceFile", "System:FileName", "System:Directory"]) delete tags[key];
+    return tags;
+  } finally {
+    rmSync(path, { force: true });
+  }
+}
+
+/** `bytes` with tags written by exiftool (`-Tag=value` arguments), as a camera or editor would leave them. */
+export async function exiftoolWrite(bytes: Uint8Array, args: string[]): Promise<Buffer> {
+  const path = scratchFile(bytes, ++files);
+  const out = `${path}.out`;
+  try {
+    const { stderr } = await command(["-q", ...args, path, "-o", out]);
+    try {
+      return readFileSync(out);
+    } catch {
+      throw new Error(`exiftool failed: ${stderr}`);
+    }
+  } finally {
+    rmSync(path, { force: true });
+    rmSync(out, { force: true });
+  }
+}
