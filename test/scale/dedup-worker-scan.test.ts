@@ -1,18 +1,16 @@
 /**
  * Above distance 6 the index cannot answer a new blob's neighbours: each round's new blobs are
- * compared in a worker. The pairs must equal a brute-force scan however the blobs arrive, and
- * the round must not stall the event loop over a large library.
+ * compared in a worker. The pairs must equal a brute-force scan however the blobs arrive; a stop
+ * ends the round at once. (That the round keeps the event loop free: dedup-worker-pause.test.ts.)
  */
 import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readMeta, writeMeta } from "../../src/db/meta";
+import { readMeta } from "../../src/db/meta";
 import { scanRound, stopRescans } from "../../src/images/dedup";
-import { phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
-import { timeWithLoopPauses } from "../helpers/loop-pauses";
-import { blobInserter, bruteForce, cappedPairs, halves, hex64, liveBlobs, popcount32, population, rng, storedPairs } from "../helpers/phashes";
+import { blobInserter, bruteForce, cappedPairs, liveBlobs, population, rng, storedPairs } from "../helpers/phashes";
 
 for (const [distance, size] of [
   [9, 3000],
@@ -114,67 +112,6 @@ test("a blob hashed after the worker read it as unhashed is compared in the next
     rmSync(dir, { recursive: true, force: true });
   }
 }, 60_000);
-
-const INDEXED = 250_000;
-
-test(`a round of 100 new blobs at distance 9 over ${INDEXED} indexed hashes keeps the event loop responsive`, async () => {
-  const dir = mkdtempSync(join(tmpdir(), "kura-dedup-pause-"));
-  const ctx = await openContext(dir);
-  try {
-    const { app } = ctx;
-    const add = blobInserter(app.db);
-    const random = rng(424242);
-    // A library already scanned: blobs and their index rows written directly, the watermark past them.
-    const indexRow = app.db.query("INSERT INTO phash_index (chunk, value, blob_id, hash) VALUES (?, ?, ?, ?)");
-    const t0 = performance.now();
-    let after = 0;
-    app.db.transaction(() => {
-      for (const h of population(INDEXED, random)) {
-        const id = add(h);
-        const hash = phashToInt(h);
-        for (const [chunk, value] of phashChunks(hash).entries()) indexRow.run(chunk, value, id, hash);
-        after = id;
-      }
-    })();
-    writeMeta(app.db, "dedup_scan_watermark", JSON.stringify({ after, waiting: [], distance: 9 }));
-    app.settings.update({ dedup_phash_max_distance: 9 });
-    console.log(`seeded ${INDEXED} indexed hashes in ${(performance.now() - t0).toFixed(0)} ms`);
-    // New blobs, half of them near an indexed one (a few bits flipped), half anywhere.
-    const indexed = liveBlobs(app.db);
-    const fresh: { id: number; phash: string }[] = [];
-    for (let i = 0; i < 100; i++) {
-      let h = i % 2 ? phashToInt(indexed[Math.floor(random() * indexed.length)]!.phash) : BigInt(Math.floor(random() * 2 ** 52)) * 4099n;
-      for (let f = 0; f < 1 + Math.floor(random() * 9); f++) h ^= 1n << BigInt(Math.floor(random() * 64));
-      const phash = hex64(h);
-      fresh.push({ id: add(phash), phash });
-    }
-
-    // The loop's longest pause during the round, by a 5 ms probe that stays on 10 ms after it (the gap up to its end).
-    const { value: round, totalMs: total, longestPauseMs: longest } = await timeWithLoopPauses(() => scanRound(app), { everyMs: 5, tailMs: 10 });
-    console.log(`round of 100 new blobs over ${INDEXED} indexed: ${total.toFixed(0)} ms, longest loop pause ${longest.toFixed(1)} ms`);
-    expect(round.compared).toBe(100);
-
-    // Exactly the pairs that involve a new blob, by brute force over halves.
-    const expected: string[] = [];
-    const all = indexed.map(halves);
-    const news = fresh.map(halves);
-    for (const [k, a] of news.entries()) {
-      for (const b of [...all, ...news.slice(k + 1)]) {
-        const d = popcount32(a.hi ^ b.hi) + popcount32(a.lo ^ b.lo);
-        if (d <= 9) expected.push(`${Math.min(a.id, b.id)}-${Math.max(a.id, b.id)}-${d}`);
-      }
-    }
-    expect(expected.length).toBeGreaterThan(40);
-    expect(storedPairs(app.db)).toEqual(expected.sort());
-    expect(JSON.parse(readMeta(app.db, "dedup_scan_watermark")!).after).toBe(fresh.at(-1)!.id);
-    // Comparing on the loop is one pause as long as the round; in the worker the loop only stores pairs and
-    // indexes slices (a loaded machine adds pauses of its own, so the bound is relative).
-    expect(longest).toBeLessThan(total / 2);
-  } finally {
-    ctx.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}, 120_000);
 
 test("a stop while the worker compares new blobs ends the round at once; nothing is lost, the next start redoes it", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-fresh-stop-"));
