@@ -6,12 +6,10 @@ import type { BrowserContext, Page } from "playwright-core";
 import { Session } from "../helpers/client";
 import { makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
-import { join } from "node:path";
-import { SHOT_DIR, sharedBrowser } from "./harness";
+import { sharedBrowser, shot } from "./harness";
 
 const NEW_PASSWORD = "console-password-1";
 // In the run's own shot directory: a fixed /tmp path is shared with every other run on the machine.
-const SCREENSHOT = join(SHOT_DIR, "console.png");
 
 let server: KuraServer;
 let context: BrowserContext;
@@ -143,7 +141,7 @@ describe("admin console in headless Chromium", () => {
     }, imageId);
     // Smallest allowed width of the default process_widths.
     expect(await thumb.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBe(320);
-    await page.screenshot({ path: SCREENSHOT });
+    await shot(page, "console", { fullPage: false });
 
     await page.locator(`.tile[data-id="${imageId}"] .thumb`).click();
     const detail = page.locator("#image-detail");

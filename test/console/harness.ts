@@ -1,7 +1,7 @@
 // Shared set-up for the console page tests: one Kura server seeded with what the pages show
 // (a similar-image pair, cold images, 60+ images), one headless Chromium, a page that records
 // every page error, console error, CSP violation and request to another origin, and
-// screenshots written to a temp directory for review.
+// screenshots for review when asked for (KURA_TEST_SCREENSHOTS=1).
 import { Database } from "bun:sqlite";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -72,14 +72,20 @@ export async function watchedPage(browser: Browser, base: string, viewport: { wi
   return page;
 }
 
-export const SHOT_DIR = mkdtempSync(join(tmpdir(), "kura-console-shots-"));
+/**
+ * Screenshots for a person to look at, with KURA_TEST_SCREENSHOTS=1 (`bun test test/console`): the
+ * tests check layout from the DOM (what scrolls, what overlaps), so a suite run takes none, which
+ * saves Chromium's full-page paints (~5 s of CPU in pages.test.ts alone).
+ */
+export const SHOTS = process.env.KURA_TEST_SCREENSHOTS === "1";
+export const SHOT_DIR = SHOTS ? mkdtempSync(join(tmpdir(), "kura-console-shots-")) : "";
 
 /**
- * A picture of the page for review. `fullPage: false` takes the viewport only: for the API reference, whose full
+ * A picture of the page (when SHOTS). `fullPage: false` takes the viewport only: for the API reference, whose full
  * height (every operation of openapi.yaml) takes Chromium past 10 s to paint on two busy cores.
  */
 export async function shot(page: Page, name: string, { fullPage = true } = {}): Promise<void> {
-  await page.screenshot({ path: join(SHOT_DIR, `${name}.png`), fullPage });
+  if (SHOTS) await page.screenshot({ path: join(SHOT_DIR, `${name}.png`), fullPage });
 }
 
 /** Two smooth pictures at two JPEG qualities: different bytes, near-identical perceptual hash. */

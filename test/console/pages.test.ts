@@ -1,6 +1,6 @@
 // Every console page in a real headless Chromium against a seeded Kura process, doing what a
 // person does there; each change is checked again through the HTTP API. Screenshots of every
-// page at 1440×900 and 390×844 are written to SHOT_DIR (printed at the end).
+// page at 1440×900 and 390×844 are written to SHOT_DIR with KURA_TEST_SCREENSHOTS=1 (printed at the end).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,7 +10,7 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { FakeOnedrive } from "../channels/fakes/onedrive";
 import { startS3, TEST_CREDENTIALS } from "../channels/s3rver-harness";
 import { makeJpeg } from "../helpers/images";
-import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, PHONE, SHOT_DIR, seedServer, sharedBrowser, shot, watchedPage, type Seeded } from "./harness";
+import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, PHONE, SHOT_DIR, SHOTS, seedServer, sharedBrowser, shot, watchedPage, type Seeded } from "./harness";
 
 const BULK = 60;
 const PAGES = ["dashboard", "upload", "images", "tokens", "users", "channels", "review", "backups", "audit", "settings", "referers"];
@@ -44,7 +44,7 @@ afterAll(async () => {
   await page?.context().close();
   await seeded?.dispose();
   onedrive.stop();
-  console.log(`控制台截图：${SHOT_DIR}`);
+  if (SHOTS) console.log(`控制台截图：${SHOT_DIR}`);
 });
 
 describe("console pages", () => {
@@ -103,7 +103,7 @@ describe("console pages", () => {
     await phone.locator("#channel-dialog select[name=template]").selectOption("aws_s3");
     const dialogWidth = await phone.locator("#channel-dialog").evaluate((d) => d.scrollWidth - d.clientWidth);
     if (dialogWidth > 0) wide.push(`channel dialog: ${dialogWidth}px too wide`);
-    await phone.screenshot({ path: `${SHOT_DIR}/channel-dialog-390.png` });
+    await shot(phone, "channel-dialog-390", { fullPage: false });
     await phone.keyboard.press("Escape");
     expect(wide).toEqual([]);
     await phone.context().close();
