@@ -6,7 +6,7 @@ import type { BrowserContext, Page } from "playwright-core";
 import { Session } from "../helpers/client";
 import { makeJpeg } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
-import { sharedBrowser, shot } from "./harness";
+import { ACTION_TIMEOUT_MS, sharedBrowser, shot } from "./harness";
 
 const NEW_PASSWORD = "console-password-1";
 // In the run's own shot directory: a fixed /tmp path is shared with every other run on the machine.
@@ -22,7 +22,7 @@ beforeAll(async () => {
   server = await KuraServer.start();
   context = await (await sharedBrowser()).newContext({ viewport: { width: 1280, height: 860 } });
   page = await context.newPage();
-  page.setDefaultTimeout(8000);
+  page.setDefaultTimeout(ACTION_TIMEOUT_MS);
   page.on("dialog", (d) => void d.accept()); // confirm() before deletes
   page.on("pageerror", (e) => problems.push(`页面异常：${e.message}`));
   page.on("console", (m) => {

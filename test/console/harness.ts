@@ -19,6 +19,11 @@ export const CHROMIUM = "/usr/bin/chromium";
 export const ADMIN_PASSWORD = "pages-admin-password-1";
 export const DESKTOP = { width: 1440, height: 900 };
 export const PHONE = { width: 390, height: 844 };
+/**
+ * How long a Playwright action or wait may take. Generous: a passing step takes well under a
+ * second, but CI runs the suite on two busy cores, where one paint took past 10 s once.
+ */
+export const ACTION_TIMEOUT_MS = 30_000;
 
 export function launchBrowser(): Promise<Browser> {
   // Never skip: a missing browser must fail CI loudly and say what to install.
@@ -59,7 +64,7 @@ export function sharedBrowser(): Promise<Browser> {
 export async function watchedPage(browser: Browser, base: string, viewport: { width: number; height: number }, problems: string[]): Promise<Page> {
   const context = await browser.newContext({ viewport, locale: "zh-CN" });
   const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
+  page.setDefaultTimeout(ACTION_TIMEOUT_MS);
   page.on("pageerror", (e) => problems.push(`页面异常：${e.message}`));
   page.on("console", (m) => {
     // 4xx answers the tests provoke on purpose are logged by Chromium as resource errors.

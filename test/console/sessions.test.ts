@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { BrowserContext, Page } from "playwright-core";
 import { Session } from "../helpers/client";
 import { KuraServer } from "../helpers/server";
-import { DESKTOP, openPage, sharedBrowser, watchedPage } from "./harness";
+import { ACTION_TIMEOUT_MS, DESKTOP, openPage, sharedBrowser, watchedPage } from "./harness";
 
 const PASSWORD = "sessions-admin-password";
 let server: KuraServer;
@@ -30,7 +30,7 @@ async function twoTabs(hash: string): Promise<[Page, Page]> {
   a.on("dialog", (d) => void d.accept());
   await a.goto(`${server.base}/${hash}`);
   const b = await a.context().newPage();
-  b.setDefaultTimeout(10_000);
+  b.setDefaultTimeout(ACTION_TIMEOUT_MS);
   return [a, b];
 }
 
