@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { scanRound } from "../../src/images/dedup";
 import { openContext } from "../helpers/context";
-import { bruteForce, population, rng } from "../helpers/phashes";
+import { bruteForce, liveBlobs, population, rng, storedPairs } from "../helpers/phashes";
 
 test("the incremental index finds exactly the pairs a brute-force scan finds; an idle round costs nothing", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kura-dedup-"));
@@ -33,13 +33,8 @@ test("the incremental index finds exactly the pairs a brute-force scan finds; an
     })();
     const maxDistance = app.settings.get().dedup_phash_max_distance;
     expect(maxDistance).toBe(6);
-    const live = () => app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs WHERE phash != '' AND pending_delete = 0").all();
-    const stored = () =>
-      app.db
-        .query<{ p: string }, []>("SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates")
-        .all()
-        .map((r) => r.p)
-        .sort();
+    const live = () => liveBlobs(app.db);
+    const stored = () => storedPairs(app.db);
 
     const t1 = performance.now();
     const first = await scanRound(app);

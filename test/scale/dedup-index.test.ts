@@ -6,7 +6,7 @@ import { readMeta } from "../../src/db/meta";
 import { scanRound, stopRescans } from "../../src/images/dedup";
 import { hamming, phashChunks, phashToInt } from "../../src/images/phash-index";
 import { openContext } from "../helpers/context";
-import { blobInserter, bruteForce, cappedPairs, liveById, population, rng, storedPairs } from "../helpers/phashes";
+import { blobInserter, bruteForce, cappedPairs, liveBlobs, liveById, population, rng, storedPairs } from "../helpers/phashes";
 
 test("chunks cover all 64 bits: any two hashes within distance 6 share a chunk", () => {
   const random = rng(7);
@@ -37,13 +37,8 @@ test("a raised distance rescans the indexed blobs in a worker: pairs equal brute
     app.db.transaction(() => {
       for (const [i, h] of population(2500, random).entries()) add(h, i === 77 ? 1 : 0);
     })();
-    const live = () => app.db.query<{ id: number; phash: string }, []>("SELECT id, phash FROM blobs WHERE phash != '' AND pending_delete = 0").all();
-    const stored = () =>
-      app.db
-        .query<{ p: string }, []>("SELECT blob_a || '-' || blob_b || '-' || distance AS p FROM dedup_candidates")
-        .all()
-        .map((r) => r.p)
-        .sort();
+    const live = () => liveBlobs(app.db);
+    const stored = () => storedPairs(app.db);
     const setDistance = (d: number) => app.settings.update({ dedup_phash_max_distance: d });
 
     await scanRound(app);
