@@ -1,6 +1,7 @@
 // Chooses what `/i/{id}` answers with: the stored original, or a variant (resized and/or
 // converted), and whether the answer depends on `Accept` (spec 4.5 rule 1).
 import { APNG_MIME } from "../images/sniff";
+import { qValue } from "../shared/q-value";
 import type { DeliveryParams } from "./params";
 
 export type DeliveryFormat = "webp" | "jpeg" | "png" | "avif" | "gif";
@@ -127,16 +128,4 @@ function parseAcceptsWebp(acceptHeader: string): boolean {
     accepted = true;
   }
   return accepted;
-}
-
-function qValue(params: string[]): number {
-  for (const p of params) {
-    const eq = p.indexOf("=");
-    if (eq < 0 || p.slice(0, eq).trim().toLowerCase() !== "q") continue;
-    const raw = p.slice(eq + 1).trim();
-    const q = Number(raw);
-    // A malformed weight counts as the default 1, as most servers do.
-    return raw !== "" && Number.isFinite(q) ? q : 1;
-  }
-  return 1;
 }

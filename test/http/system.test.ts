@@ -26,6 +26,30 @@ describe("system endpoints", () => {
     expect(docs).toContain("/api/openapi.yaml");
   });
 
+  test("the API reference's script and openapi.yaml go out gzipped to clients that accept it, as stored to the others", async () => {
+    for (const [path, type] of [
+      ["/api/docs/standalone.js", "text/javascript; charset=utf-8"],
+      ["/api/openapi.yaml", "application/yaml; charset=utf-8"],
+    ]) {
+      const plain = await fetch(server.url(path), { headers: { "accept-encoding": "identity" }, decompress: false });
+      const stored = new Uint8Array(await plain.arrayBuffer());
+      expect([plain.headers.get("content-encoding"), plain.headers.get("vary"), plain.headers.get("content-type")]).toEqual([null, "Accept-Encoding", type]);
+      for (const accept of ["gzip, deflate, br, zstd", "br;q=1, *;q=0.5", "gzip"]) {
+        const res = await fetch(server.url(path), { headers: { "accept-encoding": accept }, decompress: false });
+        expect([res.headers.get("content-encoding"), res.headers.get("vary"), res.headers.get("content-type")]).toEqual(["gzip", "Accept-Encoding", type]);
+        expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+        const sent = new Uint8Array(await res.arrayBuffer());
+        expect(sent.length).toBeLessThan(stored.length * 0.35);
+        expect(Buffer.from(Bun.gunzipSync(sent)).equals(Buffer.from(stored))).toBe(true);
+      }
+      for (const accept of ["gzip;q=0, *", "br", "*;q=0"]) {
+        const res = await fetch(server.url(path), { headers: { "accept-encoding": accept }, decompress: false });
+        expect(res.headers.get("content-encoding")).toBeNull();
+        expect(new Uint8Array(await res.arrayBuffer()).length).toBe(stored.length);
+      }
+    }
+  });
+
   test("every response carries nosniff; unknown routes and bad JSON get the envelope", async () => {
     const res = await fetch(server.url("/api/admin/nope"));
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");

@@ -4,6 +4,7 @@
 import { Elysia } from "elysia";
 import { BUILD } from "../../version";
 import { escapeMarkup } from "../../shared/markup";
+import { GzipAsset } from "../gzip-asset";
 // The package's `exports` map does not list the browser build, so it is addressed by path.
 import scalarScriptPath from "../../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
@@ -61,6 +62,7 @@ export const DOCS_CSP = [
 
 export function docsRoutes() {
   const script = Bun.file(scalarScriptPath);
+  const scriptAsset = new GzipAsset(() => script.bytes());
   return new Elysia()
     .get(
       "/api/docs",
@@ -74,11 +76,11 @@ export function docsRoutes() {
           },
         }),
     )
-    .get(
-      DOCS_SCRIPT_PATH,
-      () =>
-        new Response(script, {
-          headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" },
-        }),
+    .get(DOCS_SCRIPT_PATH, ({ request }) =>
+      scriptAsset.respond(request, () => script, {
+        "content-type": "text/javascript; charset=utf-8",
+        "cache-control": "public, max-age=3600",
+        "x-content-type-options": "nosniff",
+      }),
     );
 }

@@ -2,8 +2,11 @@ import { Elysia } from "elysia";
 import openapiText from "../../../openapi.yaml" with { type: "text" };
 import type { AppContext } from "../../context";
 import { docsRoutes } from "./docs";
+import { GzipAsset } from "../gzip-asset";
 import { forbidden } from "../errors";
 import { requestInfo } from "../request-info";
+
+const openapiAsset = new GzipAsset(() => new TextEncoder().encode(openapiText));
 
 export function systemRoutes(app: AppContext) {
   return (
@@ -14,9 +17,8 @@ export function systemRoutes(app: AppContext) {
         const body = await app.metrics.scrape();
         return new Response(body, { headers: { "content-type": app.metrics.registry.contentType, "cache-control": "no-store" } });
       })
-      .get(
-        "/api/openapi.yaml",
-        () => new Response(openapiText, { headers: { "content-type": "application/yaml; charset=utf-8", "cache-control": "no-cache" } }),
+      .get("/api/openapi.yaml", ({ request }) =>
+        openapiAsset.respond(request, () => openapiText, { "content-type": "application/yaml; charset=utf-8", "cache-control": "no-cache" }),
       )
       // The docs page renders the same embedded document that /api/openapi.yaml serves;
       // no second, generated spec exists.

@@ -1,0 +1,49 @@
+/**
+ * Large text the server sends as it is stored (the API reference's 4.3 MB script, openapi.yaml),
+ * gzip-compressed for clients that accept it: a VPS behind a slow uplink sent the docs page's
+ * script at full size on every first visit (1.3 MB gzipped), and neither deploy/ proxy config
+ * compresses. Compressed once, off the event loop, at the first request that asks for it; the
+ * compressed copy is kept (the original stays where it was: the embedded file or the string).
+ */
+import { gzip } from "node:zlib";
+import { promisify } from "node:util";
+import { qValue } from "../shared/q-value";
+
+const gzipAsync = promisify(gzip);
+
+/** Whether an Accept-Encoding header allows gzip (RFC 9110 §12.5.3): listed with q > 0, or unlisted under a `*` with q > 0. */
+export function acceptsGzip(header: string | null | undefined): boolean {
+  if (!header) return false;
+  let star: boolean | undefined;
+  for (const member of header.split(",")) {
+    const [coding, ...params] = member.split(";");
+    const name = coding!.trim().toLowerCase();
+    if (name === "gzip" || name === "x-gzip") return qValue(params) > 0;
+    if (name === "*") star = qValue(params) > 0;
+  }
+  return star ?? false;
+}
+
+export class GzipAsset {
+  #compressed: Promise<Uint8Array<ArrayBuffer>> | undefined;
+
+  /** `read` gives the bytes to compress, asked for once. */
+  constructor(private readonly read: () => Promise<Uint8Array> | Uint8Array) {}
+
+  /**
+   * The asset for `request`: gzipped when its Accept-Encoding allows, as `identity()` otherwise.
+   * Either way the answer varies on Accept-Encoding, so a shared cache keeps the two apart.
+   */
+  async respond(request: Request, identity: () => BodyInit, headers: Record<string, string>): Promise<Response> {
+    const vary = { ...headers, vary: "Accept-Encoding" };
+    if (!acceptsGzip(request.headers.get("accept-encoding"))) return new Response(identity(), { headers: vary });
+    this.#compressed ??= Promise.resolve(this.read()).then(async (bytes) => new Uint8Array(await gzipAsync(bytes, { level: 9 })));
+    try {
+      return new Response(await this.#compressed, { headers: { ...vary, "content-encoding": "gzip" } });
+    } catch {
+      // Compression failed (memory): this answer goes out as it is stored, the next request tries again.
+      this.#compressed = undefined;
+      return new Response(identity(), { headers: vary });
+    }
+  }
+}
