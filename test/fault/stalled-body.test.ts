@@ -97,7 +97,10 @@ test("answers that stop mid-body end within the idle deadline: reads and renders
 });
 
 test("a render slot held by a stalled source does not make others queue past process_timeout_ms: they get the original", async () => {
-  const PROCESS_TIMEOUT_MS = 400;
+  // Long enough for the first request's own render (a 640 px WebP) on two cores busy with the rest of the
+  // suite (at 400 ms it once ran out there, and that request got the original), short enough that the
+  // second request's wait for the slot ends well before the first's stalled source read (1.5 s) does.
+  const PROCESS_TIMEOUT_MS = 800;
   const before = await admin.json("GET", "/api/admin/config");
   await admin.json("PUT", "/api/admin/config", { process_workers: 1, process_timeout_ms: PROCESS_TIMEOUT_MS });
   try {
