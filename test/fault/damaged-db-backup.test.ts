@@ -36,7 +36,7 @@ test("a backup over a damaged table fails with the advice to check and restore; 
   damageOnDisk("dedup_candidates");
   const res = await admin.request("POST", "/api/admin/backups");
   expect(await expectError(res, 503)).toMatch(/^生成数据库快照失败：数据库文件已损坏。.*kura check.*kura restore/);
-  expect(server.logs).toMatch(/level=ERROR msg=生成数据库快照时发现数据库文件已损坏 err=".*malformed/);
+  await server.waitForLog(/level=ERROR msg=生成数据库快照时发现数据库文件已损坏 err=".*malformed/);
   const alerts = (await admin.json("GET", "/api/admin/alerts")).items as { kind: string; message: string }[];
   expect(alerts.find((a) => a.kind === "backup_failed")?.message).toMatch(/数据库文件已损坏/);
   const snapshots = (await admin.json("GET", "/api/admin/backups")).items as { name: string }[];

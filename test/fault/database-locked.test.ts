@@ -77,7 +77,7 @@ test("an upload while another process holds the database's write lock: a retryab
     db.close();
   }
   expect([refused.status, refused.headers.get("retry-after"), await refused.json()]).toEqual([503, "5", { error: "服务器数据库暂时被占用，请稍后重试" }]);
-  expect(server.logs).toMatch(
+  await server.waitForLog(
     /level=ERROR msg="数据库被锁定（另一个连接长时间持有写锁），请求失败：.*sqlite3.*" method=POST path=\/api\/admin\/upload err="database is locked"/,
   );
   expect(server.logs).not.toMatch(/msg=请求处理失败/);
@@ -164,7 +164,7 @@ test("a variant rendered while the lock stays is served but not kept: no cache f
     letGo(db);
     db.close();
   }
-  expect(server.logs).toMatch(/msg=变体缓存无法写入，渲染结果直接返回但不缓存 err="database is locked"/);
+  await server.waitForLog(/msg=变体缓存无法写入，渲染结果直接返回但不缓存 err="database is locked"/);
   // Once the lock is gone, the next request renders it again and keeps it.
   for (const deadline = Date.now() + 5_000; listFiles(variants).length === before.length && Date.now() < deadline; ) {
     await (await variant()).arrayBuffer();

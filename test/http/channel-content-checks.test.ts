@@ -77,7 +77,7 @@ describe("content checks on reads from a misbehaving WebDAV peer", () => {
     expect(dav.imageGets).toBe(gets + 1); // dav was asked first and refused
     await expectServed(id, bytes);
     expect(dav.imageGets).toBe(gets + 1); // from memory: the verified bytes
-    expect(server.logs).toMatch(/副本数据与 SHA-256 不符/);
+    await server.waitForLog(/副本数据与 SHA-256 不符/);
     // Read repair: marked failed, copied again from local (the peer stores what it is sent).
     await waitFor(
       () => replicaOn(admin, id, davId),

@@ -39,7 +39,7 @@ describe("row 10: batch delete isolates each item", () => {
       expect((await admin.json("GET", `/api/admin/images/${broken}`)).ref_count).toBe(1);
       expect((await fetch(server.url(`/i/${broken}`))).status).toBe(200);
       // The cause goes to the log, not to the client.
-      expect(server.logs).toContain(`image=${broken}`);
+      await server.waitForLog(new RegExp(`image=${broken}`));
       expect(JSON.stringify(result)).not.toContain("injected");
     } finally {
       withDb(server, "DROP TRIGGER injected_fault");

@@ -57,6 +57,6 @@ describe("row 12: read repair", () => {
     expect(repaired!.last_error).toBe("");
     const channel = (await admin.json("GET", "/api/admin/channels")).items.find((c: { id: number }) => c.id === primaryId);
     expect(channel.replicas).toMatchObject({ done: 1, failed: 0 });
-    expect(server.logs).toMatch(/副本对象缺失/);
+    await server.waitForLog(/副本对象缺失/);
   });
 });
