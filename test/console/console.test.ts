@@ -9,7 +9,6 @@ import { KuraServer } from "../helpers/server";
 import { ACTION_TIMEOUT_MS, sharedBrowser, shot } from "./harness";
 
 const NEW_PASSWORD = "console-password-1";
-// In the run's own shot directory: a fixed /tmp path is shared with every other run on the machine.
 
 let server: KuraServer;
 let context: BrowserContext;

@@ -6,9 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-/** The exiftool, killed with this process however it ends (it does not exit at the end of its input). */
-const DIE_WITH_PARENT = Bun.which("setpriv") ? ["setpriv", "--pdeathsig", "SIGKILL"] : [];
+import { DIE_WITH_PARENT } from "./server";
 
 interface Running {
   proc: Bun.Subprocess<"pipe", "pipe", "pipe">;
@@ -24,6 +22,7 @@ let queue: Promise<unknown> = Promise.resolve();
 let commands = 0;
 
 function start(): Running {
+  // Killed with this process however it ends: it does not exit at the end of its input.
   const proc = Bun.spawn([...DIE_WITH_PARENT, "exiftool", "-stay_open", "True", "-@", "-"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   const r: Running = { proc, dir: mkdtempSync(join(tmpdir(), "kura-exiftool-")), out: "", err: "", wake: () => {} };
   const pump = async (stream: ReadableStream<Uint8Array>, into: "out" | "err") => {

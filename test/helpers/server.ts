@@ -4,10 +4,11 @@ import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "../..");
 /**
- * The server dies with the test process that started it: `bun test --bail` (as `bun run mutate` runs it)
- * exits without afterAll hooks, and a killed test run must not leave servers behind.
+ * A process started with this prefix dies with the test process that started it: `bun test --bail` (as
+ * `bun run mutate` runs it) exits without afterAll hooks, and a killed test run must not leave servers
+ * (or the test exiftool) behind.
  */
-const DIE_WITH_PARENT = Bun.which("setpriv") ? ["setpriv", "--pdeathsig", "SIGKILL"] : [];
+export const DIE_WITH_PARENT = Bun.which("setpriv") ? ["setpriv", "--pdeathsig", "SIGKILL"] : [];
 
 export interface StartOptions {
   dataDir?: string;
