@@ -35,15 +35,15 @@ export class GzipAsset {
    * Either way the answer varies on Accept-Encoding, so a shared cache keeps the two apart.
    */
   async respond(request: Request, identity: () => BodyInit, headers: Record<string, string>): Promise<Response> {
-    const vary = { ...headers, vary: "Accept-Encoding" };
-    if (!acceptsGzip(request.headers.get("accept-encoding"))) return new Response(identity(), { headers: vary });
+    const varying = { ...headers, vary: "Accept-Encoding" };
+    if (!acceptsGzip(request.headers.get("accept-encoding"))) return new Response(identity(), { headers: varying });
     this.#compressed ??= Promise.resolve(this.read()).then(async (bytes) => new Uint8Array(await gzipAsync(bytes, { level: 9 })));
     try {
-      return new Response(await this.#compressed, { headers: { ...vary, "content-encoding": "gzip" } });
+      return new Response(await this.#compressed, { headers: { ...varying, "content-encoding": "gzip" } });
     } catch {
       // Compression failed (memory): this answer goes out as it is stored, the next request tries again.
       this.#compressed = undefined;
-      return new Response(identity(), { headers: vary });
+      return new Response(identity(), { headers: varying });
     }
   }
 }
