@@ -176,7 +176,16 @@ export class VariantService {
 
   /** A rendered variant into the disk cache, the variants table and the hot bytes. */
   private async store(blob: VariantSource, width: number, format: DeliveryFormat, key: string, bytes: Buffer): Promise<VariantBytes> {
-    this.failedUntil.delete(key);
+    try {
+      return await this.keep(blob, width, format, key, bytes);
+    } finally {
+      // Forgotten only once the variant is in place (or known unkeepable): before, a late render's failure
+      // was forgotten first, and a request during the cache write started the same overlong render again.
+      this.failedUntil.delete(key);
+    }
+  }
+
+  private async keep(blob: VariantSource, width: number, format: DeliveryFormat, key: string, bytes: Buffer): Promise<VariantBytes> {
     await pauseAt("variant.store", `key=${key}`);
     const unkept = { bytes: new Blob([bytes as Uint8Array<ArrayBuffer>]), size: bytes.length };
     let path: string | null;

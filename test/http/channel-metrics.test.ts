@@ -4,17 +4,15 @@
  * (memory audit L2), and a put that ends after the rename does not bring the old name back.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
+import { PausePoints } from "../helpers/pause-points";
 import { form, makeJpeg } from "../helpers/images";
 
-const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
-const ARMED = join(pauseDir, "replicate.put");
-const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "replicate.put", KURA_TEST_PAUSE_DIR: pauseDir } });
-afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
+const pauses = new PausePoints();
+const { server, admin } = useAdmin({ env: pauses.env("replicate.put") });
 const metrics = async () => (await fetch(server.url("/metrics"))).text();
 
 test("renaming and deleting a channel drop its put series; the others stay", async () => {
@@ -66,14 +64,10 @@ test("a copy that lands after its channel was renamed counts under the new name;
   const putSeries = async () => (await metrics()).split("\n").filter((line) => line.startsWith("kura_channel_puts_total{"));
 
   // The job to this channel stops before its put: it has read the channel (and its name) already.
-  writeFileSync(ARMED, `channel=${id} `);
+  pauses.arm("replicate.put", `channel=${id} `);
   try {
     await admin.json("POST", "/api/admin/upload", form(await makeJpeg(20, 20, 63), "c.jpg"));
-    const deadline = Date.now() + 20_000;
-    while (!existsSync(`${ARMED}.held`)) {
-      if (Date.now() > deadline) throw new Error("the copy to the channel never paused");
-      await Bun.sleep(25);
-    }
+    await pauses.held("replicate.put");
     const view = await admin.json("GET", `/api/admin/channels/${id}/config`);
     await admin.json("PUT", `/api/admin/channels/${id}`, {
       name: "late-renamed",
@@ -83,8 +77,7 @@ test("a copy that lands after its channel was renamed counts under the new name;
       config: view.config,
     });
   } finally {
-    rmSync(ARMED, { force: true });
-    rmSync(`${ARMED}.held`, { force: true });
+    pauses.release("replicate.put");
   }
   const deadline = Date.now() + 20_000;
   while (copiesLeft() > 0) {

@@ -12,18 +12,16 @@
  * the other had not committed yet, and that one then answered 200 for an image nobody could read.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
+import { PausePoints } from "../helpers/pause-points";
 import { listFiles } from "../helpers/files";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 
-const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
-const ARMED = join(pauseDir, "upload.commit");
-const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit,upload.rewrite-queued", KURA_TEST_PAUSE_DIR: pauseDir } });
-afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
+const pauses = new PausePoints();
+const { server, admin } = useAdmin({ env: pauses.env("upload.commit", "upload.rewrite-queued") });
 
 function readDb<T>(sql: string, ...params: (string | number)[]): T[] {
   const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
@@ -38,7 +36,7 @@ test("the upload that commits second keeps no object of its own: one file, one b
   const bytes = await makeJpeg(160, 120, 4242);
   const upload = (name: string) => admin.json<{ id: string }>("POST", "/api/admin/upload", form(bytes, name, { exif_policy: "passthrough" }));
 
-  writeFileSync(ARMED, "");
+  pauses.arm("upload.commit");
   let first: Promise<{ id: string }> | undefined;
   let secondId = "";
   try {
@@ -47,8 +45,7 @@ test("the upload that commits second keeps no object of its own: one file, one b
     // The paused upload's object is written; the second finds no blob either and writes its own.
     secondId = (await upload("second.jpg")).id;
   } finally {
-    rmSync(ARMED, { force: true });
-    rmSync(`${ARMED}.held`, { force: true });
+    pauses.release("upload.commit");
   }
   const firstId = (await first).id;
 
@@ -89,16 +86,13 @@ test("two re-uploads of bytes whose copies were all lost: the one that fails lea
   mkdirSync(join(bDir, lost!.storage_key), { recursive: true });
   await admin.json("POST", "/api/admin/channels", { name: "b", driver: "local", config: { path: bDir }, priority: -1000 }, 201);
 
-  writeFileSync(ARMED, "wrote=1");
+  pauses.arm("upload.commit", "wrote=1");
   let paused: Promise<Response> | undefined;
   let other: Promise<Response> | undefined;
   try {
     // Written again under the blob's key (one copy asked for), waiting to commit.
     paused = upload("again.jpg");
-    for (const deadline = Date.now() + 20_000; !existsSync(`${ARMED}.held`); ) {
-      if (Date.now() > deadline) throw new Error("the re-upload never paused");
-      await Bun.sleep(25);
-    }
+    await pauses.held("upload.commit");
     await admin.json("PUT", "/api/admin/config", { min_success: 2 });
     // The other one writes the same key, fails on B and undoes its writes, or waits for the first.
     let settled = false;
@@ -110,8 +104,7 @@ test("two re-uploads of bytes whose copies were all lost: the one that fails lea
       await Bun.sleep(25);
     }
   } finally {
-    rmSync(ARMED, { force: true });
-    rmSync(`${ARMED}.held`, { force: true });
+    pauses.release("upload.commit");
   }
   try {
     const again = await paused;

@@ -14,18 +14,17 @@
  *   foreign-key error (a failed job; a 500 for the request).
  */
 import { Database } from "bun:sqlite";
-import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Session } from "../helpers/client";
 import { useAdmin } from "../helpers/fixture";
+import { PausePoints } from "../helpers/pause-points";
 import { listFiles } from "../helpers/files";
 import { form, makeJpeg, sha256 } from "../helpers/images";
 
-const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
-const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "upload.commit,replicate.put,variant.store", KURA_TEST_PAUSE_DIR: pauseDir } });
-afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
+const pauses = new PausePoints();
+const { server, admin } = useAdmin({ env: pauses.env("upload.commit", "replicate.put", "variant.store") });
 
 function readDb<T>(sql: string, ...params: (string | number)[]): T[] {
   const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
@@ -46,25 +45,8 @@ async function until(what: string, done: () => boolean | Promise<boolean>, ms = 
 
 const upload = (bytes: Buffer, name: string) => admin.json<{ id: string }>("POST", "/api/admin/upload", form(bytes, name, { exif_policy: "passthrough" }));
 
-/** Starts `run` paused at `point` (the first call whose detail contains `filter`), runs `meanwhile`, then releases it. */
-async function pausedAt<T>(point: string, filter: string, run: () => Promise<T>, meanwhile: () => Promise<void>): Promise<T> {
-  const armed = join(pauseDir, point);
-  writeFileSync(armed, filter);
-  let pending: Promise<T> | undefined;
-  try {
-    pending = run();
-    // The paused call takes the armed file (renames it to .held): the log holds earlier pauses too.
-    await until(`a call to pause at ${point}`, () => existsSync(`${armed}.held`));
-    await meanwhile();
-  } finally {
-    rmSync(armed, { force: true });
-    rmSync(`${armed}.held`, { force: true });
-  }
-  return pending;
-}
-
 /** An upload paused just before its commit. */
-const pausedDuring = <T>(filter: string, run: () => Promise<T>, meanwhile: () => Promise<void>) => pausedAt("upload.commit", filter, run, meanwhile);
+const pausedDuring = <T>(filter: string, run: () => Promise<T>, meanwhile: () => Promise<void>) => pauses.during("upload.commit", filter, run, meanwhile);
 
 async function served(id: string): Promise<{ status: number; sha: string }> {
   const res = await fetch(server.url(`/i/${id}`));
@@ -246,7 +228,7 @@ test("L3: a copy to another channel that lands after its blob was physically del
   const copyOnC = () => listFiles(cDir).filter((f) => f.includes(digest));
 
   let id = "";
-  await pausedAt(
+  await pauses.during(
     "replicate.put",
     digest,
     async () => {
@@ -273,7 +255,7 @@ test("L4: a variant rendered while its blob was physically deleted is served to 
   const { id } = await upload(bytes, "resized.jpg");
   const cached = () => listFiles(join(server.dataDir, "variants")).filter((f) => f.includes(digest));
 
-  const res = await pausedAt(
+  const res = await pauses.during(
     "variant.store",
     digest,
     () => fetch(server.url(`/i/${id}?w=320&format=webp`)),

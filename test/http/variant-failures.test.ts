@@ -10,6 +10,7 @@ import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
 import { form } from "../helpers/images";
 import { metricValue } from "../helpers/metrics";
+import { PausePoints } from "../helpers/pause-points";
 
 /** A photo-like JPEG (noise, blurred): slow enough to encode as AVIF that a 100 ms deadline always passes first. */
 async function noisyJpeg(width: number, height: number, seed: number) {
@@ -22,7 +23,8 @@ async function noisyJpeg(width: number, height: number, seed: number) {
 }
 
 describe("failed and overlong renders", () => {
-  const { server, admin } = useAdmin();
+  const pauses = new PausePoints();
+  const { server, admin } = useAdmin({ env: pauses.env("variant.store") });
   let id = "";
   const renders = (result: string) => metricValue(server.base, `kura_variant_renders_total{format="avif",result="${result}"}`);
   beforeAll(async () => {
@@ -31,6 +33,8 @@ describe("failed and overlong renders", () => {
   });
 
   test("past the deadline: the original now, no second render while the first runs on, and its result kept", async () => {
+    // The late result is parked before it is kept, as a slow disk would hold it.
+    pauses.arm("variant.store");
     const first = await fetch(server.url(`/i/${id}?format=avif`));
     expect(first.headers.get("content-type")).toBe("image/jpeg");
     expect(first.headers.get("cache-control")).toBe("no-store");
@@ -45,6 +49,15 @@ describe("failed and overlong renders", () => {
     expect(await renders("error")).toBe(1);
     // And logged once, not once per request.
     expect(server.logs.match(/msg=图片处理失败，返回原图/g)).toHaveLength(1);
+
+    // The first encode ended and is being kept: still the original meanwhile, not a second render (before, the
+    // failure was forgotten before the variant was on disk, and a request in between started the encode again).
+    await pauses.held("variant.store", 30_000);
+    const meanwhile = await fetch(server.url(`/i/${id}?format=avif`));
+    expect(meanwhile.headers.get("content-type")).toBe("image/jpeg");
+    await meanwhile.arrayBuffer();
+    expect(await renders("error")).toBe(1);
+    pauses.release("variant.store");
 
     // The first encode ran to its end and was kept: the variant is served, with no new render.
     const deadline = Date.now() + 30_000;

@@ -14,26 +14,24 @@
  * for the upload's lock) before releasing the first.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
+import { PausePoints } from "../helpers/pause-points";
 import { listFiles } from "../helpers/files";
 import { makeJpeg } from "../helpers/images";
 import { s3User, type S3Credential, type S3Fixture, signedRequest } from "./s3-setup";
 
-const pauseDir = mkdtempSync(join(tmpdir(), "kura-pause-"));
-const ARMED = join(pauseDir, "s3.multipart");
-const { server, admin } = useAdmin({ env: { KURA_TEST_HOOKS: "s3.multipart,s3.multipart-queued", KURA_TEST_PAUSE_DIR: pauseDir } });
+const pauses = new PausePoints();
+const { server, admin } = useAdmin({ env: pauses.env("s3.multipart", "s3.multipart-queued") });
 let f: S3Fixture;
 beforeAll(async () => {
   const token = await admin.json("POST", "/api/admin/tokens", { name: "s3-integrity" }, 201);
   const cred = await admin.json<S3Credential>("POST", `/api/admin/tokens/${token.id}/s3-credential`);
   f = { server, admin, tokenId: token.id, cred };
 });
-afterAll(() => rmSync(pauseDir, { recursive: true, force: true }));
 
 const md5 = (bytes: Uint8Array) => createHash("md5").update(bytes).digest("hex");
 const s3 = (method: string, key: string, opts: { body?: Uint8Array | string; cred?: S3Credential } = {}) => signedRequest(f, method, `/s3/kura/${key}`, opts);
@@ -116,7 +114,7 @@ async function loggedOrAnswered(pattern: RegExp, pending: Promise<Response>): Pr
  * either answered or queued behind the first (op `queuedAs`), then releases the first.
  */
 async function race(at: string, first: () => Promise<Response>, second: () => Promise<Response>, queuedAs: string, uploadId: string) {
-  writeFileSync(ARMED, at);
+  pauses.arm("s3.multipart", at);
   const a = first();
   let b: Promise<Response> | undefined;
   let secondState: "logged" | "answered" | undefined;
@@ -125,8 +123,7 @@ async function race(at: string, first: () => Promise<Response>, second: () => Pr
     b = second();
     secondState = await loggedOrAnswered(new RegExp(`reached point=s3\\.multipart-queued op=${escaped(queuedAs)} upload=${uploadId}`), b);
   } finally {
-    rmSync(ARMED, { force: true });
-    rmSync(`${ARMED}.held`, { force: true });
+    pauses.release("s3.multipart");
   }
   return { first: await a, second: await b!, secondQueued: secondState === "logged" };
 }
@@ -241,15 +238,14 @@ describe("one request at a time per upload; the loser of a race is 404 NoSuchUpl
     const [one, two] = [await makeJpeg(64, 48, 26), await makeJpeg(64, 48, 27)];
     const id = await create("race/part-abort.jpg");
     expect((await putPart("race/part-abort.jpg", id, 1, one)).status).toBe(200);
-    writeFileSync(ARMED, `op=part-receive upload=${id} part=2`);
+    pauses.arm("s3.multipart", `op=part-receive upload=${id} part=2`);
     const part = putPart("race/part-abort.jpg", id, 2, two);
     try {
       expect(await loggedOrAnswered(new RegExp(`paused point=s3\\.multipart op=part-receive upload=${id}`), part)).toBe("logged");
       // Abort does not wait for a part still receiving (a slow client must not hold it up).
       expect((await abort("race/part-abort.jpg", id)).status).toBe(204);
     } finally {
-      rmSync(ARMED, { force: true });
-      rmSync(`${ARMED}.held`, { force: true });
+      pauses.release("s3.multipart");
     }
     await expectS3Error(await part, 404, "NoSuchUpload");
     expect(stagedBytes(id)).toBeUndefined();
@@ -263,7 +259,7 @@ describe("one request at a time per upload; the loser of a race is 404 NoSuchUpl
     const db = new Database(join(server.dataDir, "kura.db"));
     db.query("UPDATE multipart_uploads SET created_at = datetime('now', '-3 hours') WHERE upload_id = ?").run(id);
     db.close();
-    writeFileSync(ARMED, `op=complete upload=${id}`);
+    pauses.arm("s3.multipart", `op=complete upload=${id}`);
     const done = complete("race/complete-expiry.jpg", id, [[1, md5(bytes)]]);
     try {
       expect(await loggedOrAnswered(new RegExp(`paused point=s3\\.multipart op=complete upload=${id}`), done)).toBe("logged");
@@ -273,8 +269,7 @@ describe("one request at a time per upload; the loser of a race is 404 NoSuchUpl
         if (server.logs.includes(`reached point=s3.multipart-queued op=expire upload=${id}`)) break;
       }
     } finally {
-      rmSync(ARMED, { force: true });
-      rmSync(`${ARMED}.held`, { force: true });
+      pauses.release("s3.multipart");
     }
     const res = await done;
     await admin.json("PUT", "/api/admin/config", { s3_multipart_expiry_hours: 24, cleanup_sweep_seconds: 300 });

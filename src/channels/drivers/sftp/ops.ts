@@ -12,11 +12,11 @@ const watchdogs = new WeakMap<SFTPWrapper, ReplyWatchdog>();
 
 /**
  * While requests are outstanding on `sftp`, some reply must come every `ms`. When none does, every
- * outstanding request fails with SftpRequestTimeoutError and the channel is closed, so the session
- * reconnects instead of waiting on a hung server.
+ * outstanding request fails with SftpRequestTimeoutError and `onHung` runs: the session drops the
+ * connection at once, so the next call reconnects instead of waiting on a hung server.
  */
-export function limitRequestTime(sftp: SFTPWrapper, ms: number): void {
-  watchdogs.set(sftp, new ReplyWatchdog(ms, () => sftp.end()));
+export function limitRequestTime(sftp: SFTPWrapper, ms: number, onHung: () => void): void {
+  watchdogs.set(sftp, new ReplyWatchdog(ms, onHung));
 }
 
 function call<T>(sftp: SFTPWrapper, fn: (cb: (err: Error | null | undefined, value: T) => void) => void): Promise<T> {

@@ -147,7 +147,9 @@ export class SftpSession {
     const forget = () => {
       live.dead = true;
     };
-    limitRequestTime(live.sftp, this.timeoutMs);
+    // Dropped at once, not when the channel's close is answered: sshd answers it only after the
+    // hung sftp-server exits, so until then every call would spend a deadline on the dead channel.
+    limitRequestTime(live.sftp, this.timeoutMs, () => this.drop(live));
     if (pinned === null && s.pinOnFirstUse && offered !== "") {
       this.pinned = offered;
       this.onHostKey?.(offered);
