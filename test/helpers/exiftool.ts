@@ -1,7 +1,9 @@
 /**
  * exiftool for the tests, one process per test process (`-stay_open`): starting Perl with
  * Image::ExifTool costs ~0.3 s of CPU, a command to a running one ~10 ms, and the metadata tests
- * ask it a hundred times. Commands run one at a time, in the order asked.
+ * ask it a hundred times. Commands run one at a time, in the order asked. One that dies (the OOM
+ * killer, a crash on a hostile file) is replaced: a command it had not begun to answer is sent to
+ * the new one; one it died on fails.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,7 +12,6 @@ import { DIE_WITH_PARENT } from "./server";
 
 interface Running {
   proc: Bun.Subprocess<"pipe", "pipe", "pipe">;
-  dir: string;
   out: string;
   err: string;
   /** Called after each chunk of output: resolves the command in progress once both its markers arrived. */
@@ -20,11 +21,20 @@ interface Running {
 let running: Running | undefined;
 let queue: Promise<unknown> = Promise.resolve();
 let commands = 0;
+let scratch: string | undefined;
+
+const exited = (proc: Bun.Subprocess) => proc.exitCode !== null || proc.signalCode !== null;
+
+/** The running exiftool, started if there is none or the last one died. */
+function live(): Running {
+  if (!running || exited(running.proc)) running = start();
+  return running;
+}
 
 function start(): Running {
   // Killed with this process however it ends: it does not exit at the end of its input.
   const proc = Bun.spawn([...DIE_WITH_PARENT, "exiftool", "-stay_open", "True", "-@", "-"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-  const r: Running = { proc, dir: mkdtempSync(join(tmpdir(), "kura-exiftool-")), out: "", err: "", wake: () => {} };
+  const r: Running = { proc, out: "", err: "", wake: () => {} };
   const pump = async (stream: ReadableStream<Uint8Array>, into: "out" | "err") => {
     const decoder = new TextDecoder();
     for await (const chunk of stream) {
@@ -35,19 +45,27 @@ function start(): Running {
   };
   void pump(proc.stdout, "out");
   void pump(proc.stderr, "err");
+  // Told when it exits too: a death between two chunks of output fails the command in progress.
+  void proc.exited.then(() => r.wake());
   proc.unref();
-  process.once("exit", () => {
-    proc.kill("SIGKILL");
-    rmSync(r.dir, { recursive: true, force: true });
-  });
+  process.once("exit", () => proc.kill("SIGKILL"));
   return r;
+}
+
+/** exiftool ended while a command waited for it; `answered`: it had printed some of that command's output. */
+class ExiftoolExited extends Error {
+  constructor(
+    readonly answered: boolean,
+    detail: string,
+  ) {
+    super(`exiftool exited (${detail})`);
+  }
 }
 
 /** Runs one exiftool command (`args`, one per line to its argument file); its stdout and stderr. */
 function command(args: string[]): Promise<{ stdout: string; stderr: string }> {
-  const run = async () => {
-    running ??= start();
-    const r = running;
+  const attempt = async () => {
+    const r = live();
     const n = ++commands;
     const [outMark, errMark] = [`{ready${n}}\n`, `{done${n}}\n`];
     r.out = "";
@@ -55,14 +73,27 @@ function command(args: string[]): Promise<{ stdout: string; stderr: string }> {
     const finished = new Promise<void>((resolve, reject) => {
       r.wake = () => {
         if (r.out.endsWith(outMark) && r.err.endsWith(errMark)) resolve();
-        else if (r.proc.exitCode !== null) reject(new Error(`exiftool exited (${r.proc.exitCode}): ${r.err}`));
+        else if (exited(r.proc)) reject(new ExiftoolExited(r.out !== "" || r.err !== "", `${r.proc.exitCode ?? r.proc.signalCode}: ${r.err}`));
       };
     });
-    if (args.some((a) => a.includes("\n"))) throw new Error("exiftool arguments cannot hold a line break");
-    r.proc.stdin.write(`${[...args, "-echo4", `{done${n}}`, `-execute${n}`].join("\n")}\n`);
-    r.proc.stdin.flush();
+    try {
+      r.proc.stdin.write(`${[...args, "-echo4", `{done${n}}`, `-execute${n}`].join("\n")}\n`);
+      r.proc.stdin.flush();
+    } catch {
+      // Its input closed: it is exiting, and `finished` says so once it has.
+    }
     await finished;
     return { stdout: r.out.slice(0, -outMark.length), stderr: r.err.slice(0, -errMark.length) };
+  };
+  const run = async () => {
+    if (args.some((a) => a.includes("\n"))) throw new Error("exiftool arguments cannot hold a line break");
+    try {
+      return await attempt();
+    } catch (err) {
+      // Died before it said anything of this command (it may have been dying already): once more on a new one.
+      if (err instanceof ExiftoolExited && !err.answered) return attempt();
+      throw err;
+    }
   };
   const result = queue.then(run, run);
   queue = result.catch(() => {});
@@ -71,8 +102,12 @@ function command(args: string[]): Promise<{ stdout: string; stderr: string }> {
 
 /** A file in exiftool's scratch folder holding `bytes`. */
 function scratchFile(bytes: Uint8Array, n: number): string {
-  running ??= start();
-  const path = join(running.dir, `in-${n}`);
+  if (!scratch) {
+    const dir = mkdtempSync(join(tmpdir(), "kura-exiftool-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    scratch = dir;
+  }
+  const path = join(scratch, `in-${n}`);
   writeFileSync(path, bytes);
   return path;
 }
