@@ -50,6 +50,22 @@ describe("system endpoints", () => {
     }
   });
 
+  test("openapi.yaml is revalidated (no-cache, ETag, 304), not downloaded again on every visit of the docs", async () => {
+    const plain = await fetch(server.url("/api/openapi.yaml"), { headers: { "accept-encoding": "identity" } });
+    await plain.arrayBuffer();
+    const etag = plain.headers.get("etag")!;
+    expect([plain.headers.get("cache-control"), etag]).toEqual(["no-cache", expect.stringMatching(/^"[A-Za-z0-9_-]{32}"$/)]);
+    const gzipped = await fetch(server.url("/api/openapi.yaml"), { headers: { "accept-encoding": "gzip" }, decompress: false });
+    await gzipped.arrayBuffer();
+    expect(gzipped.headers.get("etag")).toBe(`${etag.slice(0, -1)}-gz"`);
+    for (const held of [etag, gzipped.headers.get("etag")!]) {
+      const again = await fetch(server.url("/api/openapi.yaml"), { headers: { "accept-encoding": "gzip", "if-none-match": held } });
+      expect([again.status, await again.text()]).toEqual([304, ""]);
+    }
+    const changed = await fetch(server.url("/api/openapi.yaml"), { headers: { "if-none-match": '"an-older-build"' } });
+    expect([changed.status, (await changed.text()).startsWith("openapi: 3.1.0")]).toEqual([200, true]);
+  });
+
   test("every response carries nosniff; unknown routes and bad JSON get the envelope", async () => {
     const res = await fetch(server.url("/api/admin/nope"));
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");

@@ -4,7 +4,7 @@ import consoleBundle from "../../console/index.html" with { type: "text" };
 // Runs at bundle time (see src/console/bundle.ts): the finished browser script becomes a
 // string literal here, so the compiled executable needs no console source files.
 import { consoleScript } from "../../console/bundle" with { type: "macro" };
-import { ifNoneMatchMatches } from "../../delivery/etag";
+import { GzipAsset, textEtag } from "../gzip-asset";
 
 // A text import yields the file's contents; Bun's types describe the HTML-bundle form.
 const template = consoleBundle as unknown as string;
@@ -39,12 +39,11 @@ const page = buildConsolePage(consoleScript());
  * `no-cache` makes the browser ask every time; without a validator every open downloaded the whole
  * ~100 KB page again (audit 15 LOW-7). The page is fixed per build, so its hash is the ETag.
  */
-const etag = `"${createHash("sha256").update(page.html, "utf8").digest("base64url").slice(0, 32)}"`;
+const asset = new GzipAsset(() => new TextEncoder().encode(page.html), textEtag(page.html));
 
-const cacheHeaders = { "cache-control": "no-cache", etag };
 const headers = {
   "content-type": "text/html; charset=utf-8",
-  ...cacheHeaders,
+  "cache-control": "no-cache",
   "content-security-policy": page.csp,
   // frame-ancestors 'none' for browsers and webviews older than CSP level 2 (clickjacking of the admin console).
   "x-frame-options": "DENY",
@@ -52,9 +51,5 @@ const headers = {
 };
 
 export function consoleRoutes() {
-  return new Elysia().get("/", ({ request }) =>
-    ifNoneMatchMatches(request.headers.get("if-none-match"), etag)
-      ? new Response(null, { status: 304, headers: cacheHeaders })
-      : new Response(page.html, { headers }),
-  );
+  return new Elysia().get("/", ({ request }) => asset.respond(request, () => page.html, headers));
 }
