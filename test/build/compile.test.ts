@@ -3,11 +3,11 @@
 // so neither node_modules nor source files can be reached by any lookup.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import sharpPkg from "../../node_modules/sharp/package.json" with { type: "json" };
+import { freePort } from "../helpers/ports";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BUILD_TIMEOUT_MS = 240_000;
@@ -34,17 +34,6 @@ function parseSelftest(stdout: string) {
 function nativeCacheDirs(): string[] {
   const base = join(home, ".cache", "kura");
   return existsSync(base) ? readdirSync(base).filter((d) => d.startsWith("native-sharp-")) : [];
-}
-
-async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
-    });
-  });
 }
 
 beforeAll(async () => {
@@ -144,7 +133,7 @@ describe("compiled executable (dist/kura)", () => {
   });
 
   test("serve answers /healthz (also through its delivery thread) and exits cleanly on SIGTERM", async () => {
-    const port = await freePort();
+    const port = freePort();
     const dataDir = join(work, "data");
     const proc = Bun.spawn([join(binDir, "kura"), "serve"], {
       cwd: binDir,

@@ -6,6 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { freePorts } from "../helpers/ports";
 
 export const DEPLOY_DIR = resolve(import.meta.dir, "../../deploy");
 
@@ -21,14 +22,6 @@ export interface RunningProxy {
 
 export function which(name: string): string | null {
   return Bun.which(name) ?? Bun.which(name, { PATH: "/usr/sbin:/sbin:/usr/bin:/bin" });
-}
-
-/** A loopback port that was free a moment ago (the proxy binds it right after; a clash fails loudly). */
-export function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
 }
 
 /** Replaces one exact piece of the shipped file; throws if it is gone, so the adaptation never silently drifts. */
@@ -130,8 +123,7 @@ export async function startNginx(backendPort: number): Promise<RunningProxy> {
     "-out",
     cert,
   ]);
-  const httpPort = freePort();
-  const httpsPort = freePort();
+  const [httpPort, httpsPort] = freePorts(2) as [number, number];
   const site = adaptNginxSite(readFileSync(join(DEPLOY_DIR, "nginx.conf"), "utf8"), { httpPort, httpsPort, backendPort, cert, key });
   // As root, nginx workers would switch to `nobody`, which cannot read the 0700 temp dir.
   const user = process.getuid?.() === 0 ? "user root;\n" : "";
@@ -180,8 +172,7 @@ export async function startCaddy(backendPort: number): Promise<RunningProxy> {
   if (!bin) throw new Error("caddy is not installed (apt-get install caddy; listed in .ci/setup)");
   const dir = mkdtempSync(join(tmpdir(), "kura-deploy-caddy-"));
   const storage = join(dir, "storage");
-  const httpPort = freePort();
-  const httpsPort = freePort();
+  const [httpPort, httpsPort] = freePorts(2) as [number, number];
   const config = adaptCaddyfile(readFileSync(join(DEPLOY_DIR, "Caddyfile"), "utf8"), { httpPort, httpsPort, backendPort, storage });
   writeFileSync(join(dir, "Caddyfile"), config);
   const sink = { text: "" };

@@ -126,7 +126,8 @@ test("while the lock stays, only the first write waits out the busy timeout: the
   expect(answers.map((a) => a.status)).toEqual([503, 503, 503, 503]);
   expect(answers[0]!.ms).toBeGreaterThan(4_500); // the busy timeout, once
   expect(answers[0]!.ms).toBeLessThan(8_000); // not a background round's wait on top of it
-  expect(Math.max(...answers.slice(1).map((a) => a.ms))).toBeLessThan(1_000);
+  // Each would take the busy timeout (5 s) if it waited: half of that leaves room for busy cores.
+  expect(Math.max(...answers.slice(1).map((a) => a.ms))).toBeLessThan(2_500);
   // The loop was held for that one wait, not for four of them (20 s).
   expect(longestHealthz).toBeLessThan(7_000);
   const during = server.logs.slice(mark);

@@ -9,11 +9,11 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../channels/servers/process";
 import { adminSession } from "../helpers/client";
 import { noisePng, sha256 } from "../helpers/images";
 import { KuraServer } from "../helpers/server";
 import { rcloneFor, type S3Credential, type S3Fixture, signedRequest } from "./s3-setup";
+import { freePort } from "../helpers/ports";
 
 let f: S3Fixture;
 let dir: string;
@@ -24,7 +24,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "kura-rclone-restart-"));
   dataDir = join(dir, "data");
   mkdirSync(dataDir);
-  listen = `127.0.0.1:${await freePort()}`;
+  listen = `127.0.0.1:${freePort()}`;
   const server = await KuraServer.start({ dataDir, env: { KURA_LISTEN: listen } });
   const admin = await adminSession(server);
   const token = await admin.json("POST", "/api/admin/tokens", { name: "rclone-restart" }, 201);

@@ -7,7 +7,8 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { freePort, requireBinary, startDaemon, type Daemon } from "./process.ts";
+import { requireBinary, startDaemon, type Daemon } from "./process.ts";
+import { freePort } from "../../helpers/ports";
 
 const APACHE = "/usr/sbin/apache2";
 const MODULES = "/usr/lib/apache2/modules";
@@ -33,7 +34,7 @@ export async function startApacheDav(dir: string, users: Record<string, string>)
     Object.entries(users).map(async ([user, pass]) => `${user}:${await Bun.password.hash(pass, { algorithm: "bcrypt", cost: 4 })}`),
   );
   await writeFile(join(dir, "htpasswd"), `${lines.join("\n")}\n`);
-  const port = await freePort();
+  const port = freePort();
   const conf = join(dir, "httpd.conf");
   await writeFile(conf, httpdConf(dir, davDir, port));
 

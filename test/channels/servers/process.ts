@@ -4,24 +4,13 @@
  * a stop that also ends the daemon's per-connection children.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 
 /** Fails loudly (never skips) when a server binary is missing, naming the Debian package. */
 export function requireBinary(path: string, debianPackage: string): void {
   if (!existsSync(path)) {
     throw new Error(`缺少 ${path}：请先安装 Debian 软件包 ${debianPackage} (apt-get install -y ${debianPackage})`);
   }
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function canConnect(port: number): Promise<boolean> {

@@ -9,7 +9,8 @@ import { existsSync, mkdirSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { currentUser } from "../../../src/channels/drivers/sftp/config.ts";
-import { freePort, requireBinary, startDaemon, type Daemon } from "./process.ts";
+import { requireBinary, startDaemon, type Daemon } from "./process.ts";
+import { freePort } from "../../helpers/ports";
 
 const SSHD = "/usr/sbin/sshd";
 const SSH_KEYGEN = "/usr/bin/ssh-keygen";
@@ -67,7 +68,7 @@ export async function startSshd(dir: string, opts: SshdOptions = {}): Promise<Ss
   const ecdsa = await generateKey(join(dir, "host_ecdsa"), "ecdsa");
   const clientPublic = await generateKey(join(dir, "client_key"), "ed25519");
   await writeFile(join(dir, "authorized_keys"), `${clientPublic} kura-test\n`);
-  const port = await freePort();
+  const port = freePort();
   const conf = join(dir, "sshd_config");
   if (opts.externalSftp) requireBinary(SFTP_SERVER, "openssh-sftp-server");
   await writeFile(conf, sshdConfig(dir, port, opts.externalSftp ? SFTP_SERVER : "internal-sftp"));
