@@ -143,7 +143,10 @@ function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
     // libvips' own kill switch, whole seconds only, well past the JS deadline below: a render that
     // outlives the deadline is answered with the original but goes on to be kept (`late`). At the
     // same 15 s it killed every such render, so a slow one never got a variant and cost its 15 s again
-    // every 10 minutes (image-fidelity audit MED-5). Still a bound on a runaway render.
+    // every 10 minutes (image-fidelity audit MED-5). Still a bound on a runaway render, though only
+    // while libvips computes pixels or encodes WebP, JPEG or PNG: libheif's AVIF encode reports no
+    // progress, so the kill cannot reach it (its slot stays held until it ends, and its failure is
+    // remembered, so one such image costs one slot, not one per request).
     img = img.timeout({ seconds: Math.min(3600, Math.ceil((opts.timeoutMs * LATE_RENDER_FACTOR) / 1000)) });
   }
   if (opts.width > 0) img = img.resize({ width: opts.width, withoutEnlargement: true });
