@@ -2,9 +2,9 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { rebuildFileNameIndex } from "../../src/images/repos/file-name-index";
 import { searchImages } from "../../src/images/repos/image-search";
 import { listImages } from "../../src/images/repos/list";
+import { bulkLoadImages } from "../helpers/bulk-load";
 import { openContext } from "../helpers/context";
 import { timeWithLoopPauses } from "../helpers/loop-pauses";
 
@@ -37,23 +37,15 @@ test("search pages and totals equal the one-statement list, and a search never h
         )
         .run(IMAGES).lastInsertRowid,
     );
-    // Bulk load as the scale seed does: the search triggers aside, the index rebuilt after.
-    const triggers = db
-      .query<{ name: string; sql: string }, []>("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'images_fts%'")
-      .all();
-    for (const t of triggers) db.exec(`DROP TRIGGER ${t.name}`);
     const insert = db.query("INSERT INTO images (id, blob_id, user_id, file_name, created_at) VALUES (?, ?, ?, ?, ?)");
-    db.transaction(() => {
+    bulkLoadImages(db, () => {
       for (let i = 0; i < IMAGES; i++) {
         // Upload times out of rowid order in places (a restored or imported library), with ties.
         const second = i % 1000 === 7 ? i - 5000 : i;
         const at = new Date(Date.UTC(2025, 0, 1) + Math.max(0, second) * 1000).toISOString().slice(0, 19).replace("T", " ");
         insert.run(`s${String(i).padStart(9, "0")}`, blob, i % 3 ? "default" : "other", `${WORDS[i % WORDS.length]}_${i}.jpg`, at);
       }
-    })();
-    for (const t of triggers) db.exec(t.sql);
-    rebuildFileNameIndex(db);
-    db.exec("ANALYZE");
+    });
 
     // Each step is an index range: the walk newest first, the counts by rowid and through the doclist.
     const plan = (sql: string) =>
