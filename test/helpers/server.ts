@@ -3,6 +3,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "../..");
+/** How long a stopped test server may take to exit before it is killed (see `stop`). */
+const STOP_GRACE_MS = 30_000;
+
 /**
  * A process started with this prefix dies with the test process that started it: `bun test --bail` (as
  * `bun run mutate` runs it) exits without afterAll hooks, and a killed test run must not leave servers
@@ -87,10 +90,20 @@ export class KuraServer {
     return this.base + path;
   }
 
+  /**
+   * Sends `signal` and waits for the exit. A server still running 30 s later (its shutdown takes well under
+   * 10 s: deploy/shutdown-grace) is killed, and the stop fails with its log: waiting alone would end the test
+   * in a bare hook timeout, with nothing to show what the shutdown was waiting for.
+   */
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number> {
     if (this.proc.exitCode === null) this.proc.kill(signal);
-    const code = await this.proc.exited;
-    return code;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const code = await Promise.race([this.proc.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), STOP_GRACE_MS)))]);
+    clearTimeout(timer);
+    if (code !== null) return code;
+    this.proc.kill("SIGKILL");
+    await this.proc.exited;
+    throw new Error(`server did not stop within ${STOP_GRACE_MS / 1000} s of ${signal}, killed:\n${this.logs.slice(-8000)}`);
   }
 
   async dispose() {
