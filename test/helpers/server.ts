@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "../..");
+/** How long a started test server may take to be ready before it is killed (see `start`). */
+const READY_WAIT_MS = 30_000;
 /** How long a stopped test server may take to exit before it is killed (see `stop`). */
 const STOP_GRACE_MS = 30_000;
 
@@ -48,14 +50,14 @@ export class KuraServer {
     });
     const server = new KuraServer(proc, dataDir, ownsDataDir);
     server.pump();
-    const ok = await server.waitForLog(/msg="Kura 启动完成".*listen=(\S+)/, 30_000).catch(() => undefined);
+    const ok = await server.waitForLog(/msg="Kura 启动完成".*listen=(\S+)/, READY_WAIT_MS).catch(() => undefined);
     if (!ok) {
       // A server that hangs before it is ready is killed: waiting for its exit alone hung the test until
       // its hook timed out, with neither the cause nor the server's log in the report.
       const hung = proc.exitCode === null;
       if (hung) proc.kill("SIGKILL");
       await proc.exited;
-      throw new Error(`server did not start (${hung ? "not ready within 30 s, killed" : `exit ${proc.exitCode}`}):\n${server.logs}`);
+      throw new Error(`server did not start (${hung ? `not ready within ${READY_WAIT_MS / 1000} s, killed` : `exit ${proc.exitCode}`}):\n${server.logs}`);
     }
     server.base = `http://${ok[1]}`;
     return server;
