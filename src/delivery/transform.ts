@@ -36,6 +36,12 @@ export interface RenderOptions {
    */
   late?: (bytes: Buffer) => void;
   /**
+   * Told how such a render ended when it did not finish: `killed` when libvips' own whole-second
+   * limit stopped it, otherwise the error it failed with. Nobody waits for it any more, so this is
+   * the only place it can be counted or logged.
+   */
+  lateFailed?: (err: unknown, killed: boolean) => void;
+  /**
    * Receives a promise (never rejecting) that settles when the sharp work really ends. On timeout/abort we reject at once, but libvips
    * cannot be interrupted mid-operation and keeps using a CPU until its own (whole-second)
    * timeout or the end; a worker limiter can keep the slot busy until this settles.
@@ -53,6 +59,11 @@ const AVIF = { quality: 50, effort: 2 } as const;
 const PNG_COMPRESSION = 6;
 /** How many times the JS deadline libvips may still run a render that missed it (to keep it as the variant). */
 const LATE_RENDER_FACTOR = 4;
+
+/** libvips' own limit for a render under `process_timeout_ms` (whole seconds, at most an hour). */
+export function lateRenderLimitSeconds(timeoutMs: number): number {
+  return Math.min(3600, Math.ceil((timeoutMs * LATE_RENDER_FACTOR) / 1000));
+}
 const FORMATS_WITH_ANIMATION: ReadonlySet<DeliveryFormat> = new Set(["gif", "webp"]);
 
 export function renderVariant(input: string | Buffer, opts: RenderOptions): Promise<Buffer> {
@@ -147,7 +158,7 @@ function buildPipeline(input: string | Buffer, opts: RenderOptions): Sharp {
     // while libvips computes pixels or encodes WebP, JPEG or PNG: libheif's AVIF encode reports no
     // progress, so the kill cannot reach it (its slot stays held until it ends, and its failure is
     // remembered, so one such image costs one slot, not one per request).
-    img = img.timeout({ seconds: Math.min(3600, Math.ceil((opts.timeoutMs * LATE_RENDER_FACTOR) / 1000)) });
+    img = img.timeout({ seconds: lateRenderLimitSeconds(opts.timeoutMs) });
   }
   if (opts.width > 0) img = img.resize({ width: opts.width, withoutEnlargement: true });
   return img;
@@ -178,7 +189,10 @@ function withDeadline(work: Promise<Buffer>, opts: RenderOptions): Promise<Buffe
         if (expired) opts.late?.(buf);
         finish(() => resolve(buf));
       },
-      (err) => finish(() => reject(isSharpTimeout(err) ? new ProcessingTimeoutError(timeoutMs ?? 0) : err)),
+      (err) => {
+        if (expired) opts.lateFailed?.(err, isSharpTimeout(err));
+        finish(() => reject(isSharpTimeout(err) ? new ProcessingTimeoutError(timeoutMs ?? 0) : err));
+      },
     );
   });
 }

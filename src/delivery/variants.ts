@@ -10,7 +10,7 @@ import { QueueWaitTimeoutError, SingleFlight, WorkLimiter } from "./limiter";
 import type { DeliveryFormat } from "./negotiate";
 import { renderProfile } from "./render-profile";
 import { openRenderSource } from "./render-source";
-import { renderVariant } from "./transform";
+import { lateRenderLimitSeconds, renderVariant } from "./transform";
 import { serverFaultBehind } from "../images/pixel-faults";
 import { noticeServerFault, serverFaultOf } from "../ops/server-faults";
 import { pauseAt } from "../testing/hold-points";
@@ -152,7 +152,11 @@ export class VariantService {
             webpMethod: s.process_webp_method,
             timeoutMs: s.process_timeout_ms,
             // Past the deadline the request got the original, but the encode ran on: keep it.
-            late: (late) => void this.store(blob, width, format, key, late).catch(() => {}),
+            late: (late) => {
+              this.app.metrics.variantLateRenders.inc({ format, result: "kept" });
+              void this.store(blob, width, format, key, late).catch(() => {});
+            },
+            lateFailed: (err, killed) => this.lateRenderFailed(blob, width, format, s, err, killed),
             hold: (work) => {
               running = work;
               hold(work);
@@ -172,6 +176,18 @@ export class VariantService {
       throw err;
     }
     return this.store(blob, width, format, key, bytes);
+  }
+
+  /**
+   * A render that missed the deadline and then did not finish either: its failure stays remembered
+   * (the original is served), and the operator learns which image needs a longer `process_timeout_ms`.
+   * At most one per variant per FAILED_RENDER_RETRY_MS, as the failure keeps it from running again.
+   */
+  private lateRenderFailed(blob: VariantSource, width: number, format: DeliveryFormat, s: Readonly<Settings>, err: unknown, killed: boolean) {
+    this.app.metrics.variantLateRenders.inc({ format, result: killed ? "killed" : "failed" });
+    const where = { blob: blob.sha256, width, format };
+    if (killed) this.app.log.warn("超时的渲染被终止，该变体暂以原图提供", { ...where, limit_s: lateRenderLimitSeconds(s.process_timeout_ms) });
+    else this.app.log.warn("超时的渲染最终失败，该变体暂以原图提供", { ...where, err: (err as Error).message });
   }
 
   /** A rendered variant into the disk cache, the variants table and the hot bytes. */

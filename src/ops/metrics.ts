@@ -34,6 +34,13 @@ export function createMetrics() {
     labelNames: ["format", "result"] as const,
     registers: [registry],
   });
+  // Renders that missed process_timeout_ms and went on (transform.ts `late`): kept, killed by libvips' own limit, or failed.
+  const variantLateRenders = new client.Counter({
+    name: "kura_variant_late_renders_total",
+    help: "超过 process_timeout_ms 后继续执行的渲染的结局：kept 已缓存，killed 被终止，failed 出错",
+    labelNames: ["format", "result"] as const,
+    registers: [registry],
+  });
   // Answers a delivery thread gave from its own memory (everything else it hands to the main thread).
   const threadAnswers = new PendingCounter("kura_delivery_thread_answers_total", "投递线程直接给出的 /i/ 应答数（按线程）", ["thread"] as const, registry);
   const deliveryThreads = new client.Gauge({ name: "kura_delivery_threads", help: "正在运行的投递线程数（不含主线程）", registers: [registry] });
@@ -63,6 +70,7 @@ export function createMetrics() {
     channelPuts,
     variantLookups,
     variantRenders,
+    variantLateRenders,
     threadAnswers,
     deliveryThreads,
     walCheckpoints,
