@@ -15,6 +15,8 @@ import { endRestoredSessions, fileStamp, removeStagingLeftover, resetChannelBind
 import { FINGERPRINT_KEY, snapshotProblem } from "./ops/snapshot-check";
 import type { Logger } from "./ops/log";
 import { BUILTIN_ADMIN_ID, BUILTIN_ADMIN_NAME, UserRepo } from "./users/repo";
+import { fsProblem } from "./shared/fs-errors";
+import { hasChinese } from "./shared/text";
 
 /** A startup failure with a Chinese reason, logged as `err` before a non-zero exit. */
 export class StartupError extends Error {}
@@ -181,7 +183,13 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
   try {
     // A newer schema refuses inside migrate() before anything is copied or changed.
     announceUpgrade(db, dbPath, log);
-    snapshotBeforeMigration(db, dbPath, log);
+    try {
+      snapshotBeforeMigration(db, dbPath, log);
+    } catch (err) {
+      // SQLite's and the file system's own words (a disk that filled during the copy) in Chinese.
+      const m = (err as Error).message ?? String(err);
+      throw new StartupError(hasChinese(m) ? m : `升级前保存数据库副本失败：${fsProblem(err) ?? sqliteReason(err)}；数据库未改动`);
+    }
     migrate(db, MIGRATIONS, (m, ms) => log.info("数据库结构迁移完成", { step: m.version, name: m.name, ms: Math.round(ms) }));
     finishUpgrade(db);
   } catch (err) {

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { chmodSync, existsSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, rmSync, statfsSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { deleteMeta, hasMetaTable, readMeta, writeMeta } from "../db/meta";
 import { MIGRATIONS, type Migration } from "../db/migrations";
@@ -46,6 +46,23 @@ function unfinishedUpgradeCopy(db: Database): { from: number; copy: string } | u
   }
 }
 
+const MIB = 1024 * 1024;
+
+/**
+ * Ends the start before the copy when the disk cannot hold it: under `Restart=always` each start
+ * would otherwise write the whole copy until the disk was full, delete it and fail, every 2 s.
+ * The copy holds the database's used pages; 1 MiB more leaves room for its journal.
+ */
+function refuseWithoutRoomForCopy(db: Database, dir: string): void {
+  const pragma = (name: string) => (db.query(`PRAGMA ${name}`).values()[0]?.[0] as number | undefined) ?? 0;
+  const needed = (pragma("page_count") - pragma("freelist_count")) * pragma("page_size") + MIB;
+  const fs = statfsSync(dir);
+  const free = fs.bavail * fs.bsize;
+  if (free >= needed) return;
+  const mib = (bytes: number) => `${Math.ceil(bytes / MIB)} MiB`;
+  throw new Error(`磁盘空间不足：升级前需在 ${dir} 保存一份数据库副本（约 ${mib(needed)}），可用仅 ${mib(free)}；数据库未改动，请腾出空间后再启动`);
+}
+
 /**
  * Migrations run one way, so before an upgrade touches an existing database a
  * consistent copy of it is written next to it (`VACUUM INTO`, mode 0600), under a temporary
@@ -66,6 +83,7 @@ export function snapshotBeforeMigration(db: Database, dbPath: string, log: Logge
   }
   const target = preMigrationName(dbPath, current);
   const partial = target + PARTIAL_SUFFIX;
+  refuseWithoutRoomForCopy(db, dirname(dbPath));
   try {
     db.run(`VACUUM INTO '${partial.replaceAll("'", "''")}'`);
     chmodSync(partial, 0o600);
