@@ -32,8 +32,11 @@ async function main(argv: string[]): Promise<number> {
   try {
     boot = readBootstrap();
   } catch (err) {
+    // A KURA_* value the configuration must fix: exit 2, which the unit does not restart into
+    // (RestartPreventExitStatus=2; every 2 s the same line in the journal, for good, before).
     if (err instanceof BootstrapError) {
-      log.error("启动失败", { err: err.message });
+      if (command === "serve") log.error("启动失败", { err: err.message });
+      else log.error("命令失败", { command, err: err.message });
       return 2;
     }
     throw err;

@@ -6,7 +6,7 @@
 
 export const USAGE = `用法: kura [命令]
   serve                    运行服务（默认）
-  reset-password [用户名]  为用户（默认 admin）重设出厂默认密码，并结束其会话
+  reset-password [用户名]  为用户（默认：内置管理员，无论其现名）重设出厂默认密码，并结束其会话
   backup                   立即写入一份元数据快照（需先停止服务）
   check                    检查数据库和每个存储渠道（需先停止服务）
   restore <快照文件>       暂存快照，下次启动时换入

@@ -67,6 +67,8 @@ describe("deploy/kura.service", () => {
       "PrivateTmp=yes",
       "UMask=0077",
       "Restart=always",
+      // Exit 2 (an invalid KURA_* value) needs an edit; restarting into it every 2 s never trips the start limit.
+      "RestartPreventExitStatus=2",
       "Environment=KURA_DATA_DIR=/var/lib/kura",
       "Environment=KURA_LISTEN=127.0.0.1:8080",
       "Environment=KURA_TRUSTED_PROXIES=127.0.0.1,::1",

@@ -92,13 +92,17 @@ describe("startup", () => {
     await server.dispose();
   });
 
-  test("bad bootstrap values fail fast with an err field", async () => {
+  test("bad bootstrap values fail fast with an err field and exit 2, which the unit does not restart into", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kura-boot-"));
     for (const env of [{ KURA_LISTEN: "nonsense" }, { KURA_TRUSTED_PROXIES: "10.0.0.0/99" }, { KURA_METRICS_ALLOW: "not-an-ip" }]) {
       const res = await runCli(["serve"], { KURA_DATA_DIR: dir, KURA_LISTEN: "127.0.0.1:0", ...env });
-      expect(res.code).not.toBe(0);
-      expect(res.err).toMatch(/level=ERROR .*err=/);
+      expect(res.code).toBe(2);
+      expect(res.err).toMatch(/ level=ERROR msg=启动失败 err=/);
     }
+    // The other commands say which one failed, as their other failures do.
+    const backup = await runCli(["backup"], { KURA_DATA_DIR: dir, KURA_LISTEN: "nonsense" });
+    expect(backup.code).toBe(2);
+    expect(backup.err).toMatch(/ level=ERROR msg=命令失败 command=backup err=/);
     expect(readdirSync(dir)).toEqual([]);
     rmSync(dir, { recursive: true, force: true });
   });
