@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { accessSync, chmodSync, constants, copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Bootstrap } from "../config/bootstrap";
 import { loadMasterKey, masterKeyPath } from "../config/master-key";
@@ -22,6 +22,25 @@ function serviceRunning(dataDir: string): boolean {
 }
 
 /**
+ * Why the snapshot cannot be read, in Chinese; null when it can. The recovery steps download it
+ * as root (often into /root, mode 0700) and run the restore as the service user: that is a
+ * permission problem with the snapshot's place, not a missing file nor the data directory's owner.
+ */
+function unreadableReason(source: string): string | null {
+  try {
+    accessSync(source, constants.R_OK);
+    return null;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EPERM") {
+      return `当前用户（uid ${process.getuid?.()}）无法读取快照文件 ${source}：请把它放到该用户可读的位置（例如数据目录中），或调整其权限后重试`;
+    }
+    if (code === "ENOENT" || code === "ENOTDIR") return `找不到快照文件：${source}`;
+    return fsProblem(err) ?? `无法读取快照文件 ${source}：${(err as Error).message}`;
+  }
+}
+
+/**
  * `kura restore FILE`: stages a snapshot downloaded by hand (new-machine recovery) as
  * `restore.staged.db`; the next start swaps it in exactly like a restore from the console.
  * The master key the snapshot was taken with must already be in place, so a wrong key is
@@ -29,8 +48,9 @@ function serviceRunning(dataDir: string): boolean {
  */
 export function restoreFromFile(boot: Bootstrap, file: string): number {
   const source = resolve(file);
-  if (!existsSync(source)) {
-    console.error(`找不到快照文件：${source}`);
+  const unreadable = unreadableReason(source);
+  if (unreadable) {
+    console.error(unreadable);
     return 1;
   }
   let key;

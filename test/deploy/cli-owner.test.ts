@@ -4,9 +4,9 @@
  * folder, snapshots, a staged restore) and keep it from starting: they refuse before touching it.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, copyFileSync, lstatSync, readdirSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, lstatSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { runKuraIn, treeState } from "../helpers/cli";
 import { KuraServer } from "../helpers/server";
 import { useTempDirs } from "../helpers/temp-dirs";
@@ -65,6 +65,33 @@ describe.if(isRoot)("a maintenance command run as another user than the data dir
       expect(r.err).toContain(`请以数据目录的属主 root（uid 0）运行此命令，例如：sudo -u root env KURA_DATA_DIR=${dataDir} kura ${argv[0]}`);
     }
     expect(treeState(dataDir)).toEqual(before);
+  });
+
+  test("kura restore of a snapshot its user cannot read says so, not that the file is missing or the data directory's owner is wrong", async () => {
+    chownTree(dataDir, NOBODY);
+    // As the recovery steps leave it: downloaded by root into root's own 0700 home, or readable by root alone.
+    const privateDir = tempDir("kura-owner-private-");
+    chmodSync(privateDir, 0o700);
+    const hidden = join(privateDir, "kura-20260101-000000.000.db");
+    copyFileSync(snapshot, hidden);
+    const rootOnly = join(tempDir("kura-owner-open-"), "kura-20260101-000000.000.db");
+    copyFileSync(snapshot, rootOnly);
+    chmodSync(rootOnly, 0o600);
+    chmodSync(dirname(rootOnly), 0o755);
+    try {
+      const before = treeState(dataDir);
+      for (const file of [hidden, rootOnly]) {
+        const r = await runKuraIn(tmpdir(), ["restore", file], { KURA_DATA_DIR: dataDir, HOME: "/nonexistent" }, AS_NOBODY);
+        expect([file, r.code]).toEqual([file, 1]);
+        expect(r.err.trim()).toBe(`当前用户（uid ${NOBODY}）无法读取快照文件 ${file}：请把它放到该用户可读的位置（例如数据目录中），或调整其权限后重试`);
+      }
+      expect(treeState(dataDir)).toEqual(before);
+      // A file that is not there is still named as missing.
+      const missing = await runKuraIn(tmpdir(), ["restore", join(dirname(rootOnly), "none.db")], { KURA_DATA_DIR: dataDir, HOME: "/nonexistent" }, AS_NOBODY);
+      expect(missing.err.trim()).toBe(`找不到快照文件：${join(dirname(rootOnly), "none.db")}`);
+    } finally {
+      chownTree(dataDir, 0);
+    }
   });
 
   test("as its owner the command runs as before", async () => {
