@@ -153,6 +153,9 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
       response.headers.delete(HEAD_LENGTH_HEADER);
       if (request.method === "HEAD") response.headers.set("content-length", headLength);
     }
+    // Bun dates only answers with a body. S3 clients take the server's clock from Date to correct
+    // their own skew: the AWS SDK's HeadObject/HeadBucket failed RequestTimeTooSkewed for good.
+    if (request.method === "HEAD" && !response.headers.has("date")) response.headers.set("date", new Date().toUTCString());
     if (!UNMETERED.has(path)) {
       meters.observe(request.method, route ?? routes.match(request.method, path) ?? "unmatched", response.status, (performance.now() - started) / 1000);
     }

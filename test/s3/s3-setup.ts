@@ -29,13 +29,13 @@ export async function startS3Fixture(config: Record<string, unknown> = {}): Prom
   return { server, admin, tokenId: token.id, cred };
 }
 
-export function sdkClient(cred: S3Credential, overrides: { secret?: string; accessKeyId?: string } = {}): S3Client {
+export function sdkClient(cred: S3Credential, overrides: { secret?: string; accessKeyId?: string; maxAttempts?: number } = {}): S3Client {
   return new S3Client({
     endpoint: cred.endpoint,
     region: cred.region,
     forcePathStyle: true,
     credentials: { accessKeyId: overrides.accessKeyId ?? cred.access_key_id, secretAccessKey: overrides.secret ?? cred.secret_access_key },
-    maxAttempts: 1,
+    maxAttempts: overrides.maxAttempts ?? 1,
   });
 }
 

@@ -7,6 +7,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   ListBucketsCommand,
   ListObjectsV2Command,
@@ -83,6 +84,27 @@ describe("S3 surface with @aws-sdk/client-s3", () => {
   test("missing keys: HEAD 404 NotFound, GET NoSuchKey", async () => {
     expect(await failure(s3.send(new HeadObjectCommand({ Bucket: B, Key: "nope.jpg" })))).toEqual({ name: "NotFound", status: 404 });
     expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: "nope.jpg" })))).toEqual({ name: "NoSuchKey", status: 404 });
+  });
+
+  test("a client whose clock is 30 minutes off corrects it from a HEAD answer's Date, as from any other", async () => {
+    await s3.send(new PutObjectCommand({ Bucket: B, Key: "skew/a.jpg", Body: jpeg }));
+    // The SDK reads the server's time from Date (a HEAD has no body to carry <ServerTime>), takes the
+    // difference as its offset and retries once. The machine's clock is what is off: Date.now here.
+    const realNow = Date.now;
+    Date.now = () => realNow() - 30 * 60_000;
+    try {
+      for (const send of [
+        (c: S3Client) => c.send(new HeadObjectCommand({ Bucket: B, Key: "skew/a.jpg" })),
+        (c: S3Client) => c.send(new HeadBucketCommand({ Bucket: B })),
+      ]) {
+        const skewed = sdkClient(f.cred, { maxAttempts: 2 });
+        const answer = await send(skewed);
+        expect(answer.$metadata.attempts).toBe(2);
+        expect(Math.abs(skewed.config.systemClockOffset - 30 * 60_000)).toBeLessThan(60_000);
+      }
+    } finally {
+      Date.now = realNow;
+    }
   });
 
   test("ListObjectsV2 groups by delimiter and paginates with continuation tokens", async () => {
