@@ -82,6 +82,18 @@ describe("CopyObject x-amz-copy-source-if-* and versionId", () => {
     expect((await req("HEAD", "src.png")).headers.get("x-amz-meta-mtime")).toBe("1");
   });
 
+  test("a self-copy must change the metadata (REPLACE), as on AWS; its answer's LastModified is the one HEAD gives", async () => {
+    const same = await req("PUT", "src.png", { "x-amz-copy-source": "kura/src.png" });
+    expect([same.status, codeOf(await same.text())]).toEqual([400, "InvalidRequest"]);
+    const replaced = await req("PUT", "src.png", { "x-amz-copy-source": "kura/src.png", "x-amz-metadata-directive": "REPLACE", "x-amz-meta-mtime": "3" });
+    const body = await replaced.text();
+    expect(replaced.status).toBe(200);
+    const head = await req("HEAD", "src.png");
+    expect(head.headers.get("x-amz-meta-mtime")).toBe("3");
+    const answered = /<LastModified>([^<]+)<\/LastModified>/.exec(body)![1]!;
+    expect(new Date(answered).getTime()).toBe(new Date(head.headers.get("last-modified")!).getTime());
+  });
+
   test("source versionId: null (every object's version in an unversioned bucket) copies; any other id is 400 InvalidArgument and copies nothing", async () => {
     const r = await copy({}, "kura/src.png?versionId=null");
     expect([r.status, r.exists, r.destEtag]).toEqual([200, true, etag]);

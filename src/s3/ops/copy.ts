@@ -116,6 +116,11 @@ export async function copyObject(app: AppContext, req: S3Request): Promise<Respo
   if (directive !== "COPY" && directive !== "REPLACE") throw new S3Error("InvalidArgument", "x-amz-metadata-directive 只能是 COPY 或 REPLACE");
   const meta = directive === "REPLACE" ? requestMeta(req.request) : copyableMeta(source.s3_meta);
   let id = source.id;
+  // AWS refuses a self-copy that changes nothing (a client that meant to change metadata and
+  // forgot REPLACE learns it at once instead of seeing a 200 that did nothing).
+  if (sourceKey === req.key && directive === "COPY") {
+    throw new S3Error("InvalidRequest", "不能把对象复制到自身而不改变其元数据（请使用 x-amz-metadata-directive: REPLACE）");
+  }
   if (sourceKey === req.key) {
     if (expected) keyUnchanged(app, req.user.id, req.key, expected);
     setObjectMeta(app, id, meta);
@@ -125,5 +130,8 @@ export async function copyObject(app: AppContext, req: S3Request): Promise<Respo
   }
   app.lookups.forget(id);
   const copied = objectByKey(app, req.user.id, req.key)!;
-  return xmlResponse(el("CopyObjectResult", [el("LastModified", new Date().toISOString()), el("ETag", await objectEtag(app, copied))], { xmlns: S3_NS }));
+  // The key's own Last-Modified (its upload time, what HEAD and listings say): a self-copy changes
+  // metadata only, and claiming "now" here contradicted every later HEAD.
+  const lastModified = parseSqlTime(copied.created_at).toISOString();
+  return xmlResponse(el("CopyObjectResult", [el("LastModified", lastModified), el("ETag", await objectEtag(app, copied))], { xmlns: S3_NS }));
 }
