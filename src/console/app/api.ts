@@ -65,14 +65,26 @@ async function afterRefusal(method: string, retried: boolean): Promise<"retry" |
   return found === "renewed" && method !== "GET" && !retried ? "retry" : null;
 }
 
+/**
+ * A fresh Idempotency-Key for one upload and all its retries: if an answer is lost after the
+ * server stored the image, the retry gets that image back instead of storing it twice.
+ * getRandomValues, not randomUUID: the console is often reached over plain http on a LAN
+ * address, where randomUUID (secure contexts only) is missing.
+ */
+export function newIdempotencyKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `console-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
 export async function api<T = unknown>(
   method: string,
   path: string,
   body?: unknown,
-  opts: { quiet401?: boolean; retried?: boolean; quiet403?: boolean } = {},
+  opts: { quiet401?: boolean; retried?: boolean; quiet403?: boolean; idempotencyKey?: string } = {},
 ): Promise<T> {
   const headers: Record<string, string> = {};
   if (method !== "GET") headers["x-csrf-token"] = csrfToken;
+  if (opts.idempotencyKey) headers["idempotency-key"] = opts.idempotencyKey;
   if (body !== undefined) headers["content-type"] = "application/json";
   let res: Response;
   try {
@@ -103,13 +115,20 @@ export async function api<T = unknown>(
 
 /**
  * Multipart upload through XMLHttpRequest, because fetch() cannot report upload progress.
- * `onProgress` gets a fraction in [0, 1].
+ * `onProgress` gets a fraction in [0, 1]. `idempotencyKey` (see newIdempotencyKey) is sent on
+ * this attempt and on the resend after a renewed CSRF token alike.
  */
-export function uploadFile<T>(path: string, form: FormData, onProgress: (fraction: number) => void, retried = false): Promise<T> {
+export function uploadFile<T>(
+  path: string,
+  form: FormData,
+  onProgress: (fraction: number) => void,
+  opts: { idempotencyKey?: string; retried?: boolean } = {},
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", path);
     xhr.setRequestHeader("x-csrf-token", csrfToken);
+    if (opts.idempotencyKey) xhr.setRequestHeader("idempotency-key", opts.idempotencyKey);
     xhr.upload.onprogress = (e) => {
       if (e.lengthComputable) onProgress(e.loaded / e.total);
     };
@@ -125,8 +144,8 @@ export function uploadFile<T>(path: string, form: FormData, onProgress: (fractio
       if (xhr.status === 401) onSessionLost?.();
       const error = new ApiError(xhr.status, errorMessage(xhr.status, data, xhr.getResponseHeader("retry-after")));
       if (xhr.status !== 403) return reject(error);
-      afterRefusal("POST", retried).then(
-        (next) => (next === "retry" ? uploadFile<T>(path, form, onProgress, true).then(resolve, reject) : reject(next ?? error)),
+      afterRefusal("POST", opts.retried ?? false).then(
+        (next) => (next === "retry" ? uploadFile<T>(path, form, onProgress, { ...opts, retried: true }).then(resolve, reject) : reject(next ?? error)),
         () => reject(error),
       );
     };

@@ -1,7 +1,10 @@
 // The create/edit dialog of a storage channel: template fields (types, required, options),
 // masked secrets with the keep-sentinel handled for the person, OAuth authorisation for the
-// cloud drives, "test" before saving, priority, direct links and the immutable encrypted flag.
+// cloud drives, "test" before saving (a token the test refreshed goes into the form, so the save
+// does not store the stale one), priority, direct links and the immutable encrypted flag. Besides
+// the templates, a custom channel (rclone backend + parameters, channel-custom.ts) on create and edit.
 import { api } from "./api";
+import { CUSTOM, type CustomFields, customFields, readCustomConfig, withToken } from "./channel-custom";
 import { busy, h, openModal, toast } from "./dom";
 import { CATEGORY_NAMES, fieldLabel, TEMPLATE_NAMES } from "./labels";
 import type { Channel, ChannelConfigView, ChannelTemplate, ChannelTestResult, ViewContext } from "./types";
@@ -30,8 +33,8 @@ interface FormState {
   controls: Map<string, Control>;
   /** Keys whose stored value is hidden: empty input means "keep". */
   masked: Set<string>;
-  customConfig?: HTMLTextAreaElement;
-  driver: string;
+  /** Set while "custom" is chosen. */
+  custom?: CustomFields;
 }
 
 function readInputs(state: FormState): Record<string, string> {
@@ -44,14 +47,19 @@ function readInputs(state: FormState): Record<string, string> {
   return out;
 }
 
-/** Custom (non-template) channels: `key = value` lines; a masked value shows as the sentinel. */
-function readCustomConfig(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split("\n")) {
-    const m = /^\s*([\w.-]+)\s*=\s*(.*?)\s*$/.exec(line);
-    if (m) out[m[1]!] = m[2]!;
+/**
+ * A probe that refreshed a newly entered OAuth token answers the new one: the provider may have
+ * retired the old refresh token with it (OneDrive rotates them), so it replaces the form's token.
+ */
+function applyRefreshedToken(state: FormState, token: string): void {
+  if (state.custom) {
+    state.custom.config.value = withToken(state.custom.config.value, token);
+    return;
   }
-  return out;
+  const el = state.controls.get("token");
+  if (!el) return;
+  el.value = token;
+  state.masked.delete("token");
 }
 
 export interface ChannelFormOptions {
@@ -81,37 +89,28 @@ export function openChannelForm(opts: ChannelFormOptions): void {
     ...Object.entries(CATEGORY_NAMES).map(([cat, label]) =>
       h("optgroup", { label }, ...templates.filter((t) => t.category === cat).map((t) => h("option", { value: t.id }, TEMPLATE_NAMES[t.id] ?? t.id))),
     ),
-    editing && !existing.view.template ? h("option", { value: "" }, `自定义（${existing.view.driver}）`) : null,
+    // Custom is a choice when creating; when editing (the select is fixed) only for a custom channel.
+    !editing ? h("option", { value: CUSTOM }, "自定义（rclone 驱动与配置）") : null,
+    editing && !existing.view.template ? h("option", { value: CUSTOM }, `自定义（${existing.view.driver}）`) : null,
   );
-  templateSelect.value = existing ? existing.view.template : "local";
+  templateSelect.value = existing ? existing.view.template || CUSTOM : "local";
   const fieldsBox = h("div", { class: "stack", id: "template-fields" });
   const result = h("p", { class: "test-result", role: "status", id: "channel-test-result" });
   const error = h("p", { class: "error", role: "alert", id: "channel-form-error" });
-  const state: FormState = { template: undefined, controls: new Map(), masked: new Set(), driver: existing?.view.driver ?? "" };
+  const state: FormState = { template: undefined, controls: new Map(), masked: new Set() };
 
   const renderFields = () => {
     const t = templates.find((x) => x.id === templateSelect.value);
     state.template = t;
     state.controls.clear();
     state.masked.clear();
-    state.customConfig = undefined;
+    state.custom = undefined;
     fieldsBox.replaceChildren();
     const values: Record<string, string> = existing && existing.view.template === templateSelect.value ? (existing.view.inputs ?? {}) : {};
     if (!t) {
-      // A custom channel (created through the API with driver + config).
-      const cfg = existing?.view.config ?? {};
-      for (const [k, v] of Object.entries(cfg)) if (v === SECRET_KEEP) state.masked.add(k);
-      state.customConfig = h("textarea", {
-        name: "custom_config",
-        rows: 8,
-        spellcheck: false,
-        value: Object.entries(cfg)
-          .map(([k, v]) => `${k} = ${v}`)
-          .join("\n"),
-      });
-      fieldsBox.append(
-        h("label", { class: "field" }, h("span", null, "后端参数（每行 参数 = 值；保留 __kura_secret_keep__ 表示不修改已保存的凭据）"), state.customConfig),
-      );
+      // Custom: driver + config. Editing shows the stored (masked) parameters; the template select is fixed then.
+      state.custom = customFields(templates, existing && { driver: existing.view.driver, config: existing.view.config });
+      fieldsBox.append(...state.custom.box);
       return;
     }
     for (const f of t.fields) {
@@ -183,9 +182,9 @@ export function openChannelForm(opts: ChannelFormOptions): void {
     if (state.template) {
       out.template = state.template.id;
       out.inputs = readInputs(state);
-    } else if (state.customConfig) {
-      out.driver = state.driver;
-      out.config = readCustomConfig(state.customConfig.value);
+    } else if (state.custom) {
+      out.driver = state.custom.driver.value;
+      out.config = readCustomConfig(state.custom.config.value);
     }
     if (!editing) {
       out.encrypted = encrypted.checked;
@@ -202,7 +201,10 @@ export function openChannelForm(opts: ChannelFormOptions): void {
       testButton,
       async () => {
         const r = await api<ChannelTestResult>("POST", "/api/admin/channels/test", { ...body(), channel_id: existing?.channel.id ?? 0 });
-        result.textContent = r.ok ? "连接成功：读写测试通过" : `连接失败：${r.error ?? "未知原因"}`;
+        // Also after a failed probe: the refresh itself happened, and the old token may be void now.
+        if (r.token) applyRefreshedToken(state, r.token);
+        const refreshed = r.token ? "（授权令牌已刷新并填入表单，保存时一并保存）" : "";
+        result.textContent = (r.ok ? "连接成功：读写测试通过" : `连接失败：${r.error ?? "未知原因"}`) + refreshed;
         result.className = r.ok ? "test-result ok-text" : "test-result bad-text";
       },
       (msg) => {

@@ -1,9 +1,11 @@
 // #images: grid with the list API's filters (owner, token, date range, exempt, file name),
 // page numbers plus "load more" (keyset: the API's next_cursor, so appending stays fast however
-// deep the library goes), a selection that survives paging and filtering, batch delete and batch copy of
-// links in any of the link formats. The detail panel lives in image-detail.ts.
+// deep the library goes), a selection that survives paging and filtering, batch delete, batch
+// exempt / un-exempt from cleanup (admins) and batch copy of links in any of the link formats.
+// The batch requests live in image-batch.ts, the detail panel in image-detail.ts.
 import { api, query } from "./api";
-import { busy, copyText, errorText, fmtBytes, h, replace, toast } from "./dom";
+import { busy, copyText, errorText, fmtBytes, h, replace } from "./dom";
+import { deleteImages, setCleanupExempt } from "./image-batch";
 import { openImageDetail } from "./image-detail";
 import { linkForms } from "../../shared/links";
 import { publicUrl, thumbUrl } from "./links";
@@ -41,6 +43,9 @@ export function imagesView(ctx: ViewContext): HTMLElement {
   const copyLinks = h("button", { type: "button", id: "copy-selected", disabled: true }, "复制链接");
   const deleteSelected = h("button", { type: "button", class: "danger", id: "delete-selected", disabled: true }, "删除所选");
   const clearSel = h("button", { type: "button", class: "link", id: "clear-selection", hidden: true }, "取消选择");
+  // batch-exempt is admin-only on the server: plain users get neither button.
+  const exemptSelected = isAdmin ? h("button", { type: "button", id: "exempt-selected", disabled: true }, "豁免清理") : null;
+  const unexemptSelected = isAdmin ? h("button", { type: "button", id: "unexempt-selected", disabled: true }, "取消豁免") : null;
 
   const wanted = hashParams();
   if (isAdmin && wanted.get("user")) owner.append(h("option", { value: wanted.get("user")! }, wanted.get("user")!));
@@ -50,6 +55,7 @@ export function imagesView(ctx: ViewContext): HTMLElement {
   const updateSelection = () => {
     const n = selected.size;
     deleteSelected.disabled = copyLinks.disabled = n === 0;
+    for (const b of [exemptSelected, unexemptSelected]) if (b) b.disabled = n === 0;
     deleteSelected.textContent = n ? `删除所选（${n}）` : "删除所选";
     selInfo.textContent = n ? `已选 ${n} 张（可跨页）` : "";
     clearSel.hidden = n === 0;
@@ -200,21 +206,26 @@ export function imagesView(ctx: ViewContext): HTMLElement {
     const ids = [...selected.keys()];
     if (!ids.length || !confirm(`确定删除选中的 ${ids.length} 张图片？此操作不可撤销。`)) return;
     void busy(deleteSelected, async () => {
-      let deleted = 0;
-      const failed: string[] = [];
-      for (let i = 0; i < ids.length; i += 100) {
-        const res = await api<{ deleted: number; failed: { id: string; error: string }[] }>("POST", "/api/admin/images/batch-delete", {
-          ids: ids.slice(i, i + 100),
-        });
-        deleted += res.deleted;
-        failed.push(...res.failed.map((f) => f.error));
-      }
+      await deleteImages(ids);
       selected.clear();
-      if (failed.length) toast(`已删除 ${deleted} 张，${failed.length} 张失败：${failed[0]}`, "error");
-      else toast(`已删除 ${deleted} 张`);
       await load();
     });
   });
+  /** Sets or clears the exemption of the whole selection, then shows the grid (badges, the exempt filter) as it is now. */
+  const exemptAction = (button: HTMLButtonElement | null, exempt: boolean) =>
+    button?.addEventListener("click", () => {
+      const ids = [...selected.keys()];
+      if (!ids.length) return;
+      void busy(button, async () => {
+        await setCleanupExempt(ids, exempt);
+        // Cleared like after a delete: an un-exempted image may leave the filtered grid, and a
+        // selection nobody can see any more should not ride along into the next action.
+        selected.clear();
+        await load();
+      });
+    });
+  exemptAction(exemptSelected, true);
+  exemptAction(unexemptSelected, false);
 
   const refilter = () => {
     page = 1;
@@ -266,6 +277,8 @@ export function imagesView(ctx: ViewContext): HTMLElement {
       clearSel,
       format,
       copyLinks,
+      exemptSelected,
+      unexemptSelected,
       deleteSelected,
     ),
     grid,

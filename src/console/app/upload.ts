@@ -1,9 +1,11 @@
 // Upload page: drag & drop / file picker with per-file progress and a status text that
 // matches it (等待中 → 上传中 → 处理中 → 完成 / 失败), an overall x/N counter, retry for
-// failed files, "copy all links", import from URL. The shell keeps this page alive, so
-// results survive switching tabs. Links come in the forms people paste (URL, Markdown,
-// Markdown with link, HTML, BBCode, thumbnail).
-import { api, uploadFile } from "./api";
+// failed files, "copy all links", import from URL (with an optional file name). Every file and
+// every URL import carries an Idempotency-Key kept across its retries, so a retry after a lost
+// answer returns the image the server already stored instead of storing it twice. The shell
+// keeps this page alive, so results survive switching tabs. Links come in the forms people
+// paste (URL, Markdown, Markdown with link, HTML, BBCode, thumbnail).
+import { api, newIdempotencyKey, uploadFile } from "./api";
 import { busy, copyButton, copyText, errorText, fmtBytes, h, safeHref, toast } from "./dom";
 import { linkForms } from "../../shared/links";
 import { thumbUrl } from "./links";
@@ -110,16 +112,18 @@ async function uploadAll(files: File[], ctx: ViewContext, opts: Options, list: H
   const jobs = files.map((file) => {
     const r = resultRow(file.name, ` · ${fmtBytes(file.size)}`);
     list.prepend(r.row);
-    return { file, r };
+    // One key per queued file, reused by its retry button.
+    return { file, r, key: newIdempotencyKey() };
   });
   tally.total += jobs.length;
   tally.render();
-  const send = async ({ file, r }: (typeof jobs)[number]): Promise<void> => {
+  const send = async (job: (typeof jobs)[number]): Promise<void> => {
+    const { file, r, key } = job;
     const form = new FormData();
     for (const [k, v] of Object.entries(fields)) form.append(k, v);
     form.append("file", file, file.name);
     try {
-      const res = await uploadFile<UploadResult>("/api/admin/upload", form, (f) => r.progress(f));
+      const res = await uploadFile<UploadResult>("/api/admin/upload", form, (f) => r.progress(f), { idempotencyKey: key });
       r.done(res, ctx);
       tally.done++;
       tally.links.push({ url: res.url, name: file.name });
@@ -129,7 +133,7 @@ async function uploadAll(files: File[], ctx: ViewContext, opts: Options, list: H
         tally.failed--;
         r.restart();
         tally.render();
-        void send({ file, r }).then(() => tally.render());
+        void send(job).then(() => tally.render());
       });
     }
     tally.render();
@@ -181,26 +185,52 @@ export function uploadView(ctx: ViewContext): HTMLElement {
   });
 
   const urlInput = h("input", { type: "url", name: "import_url", "aria-label": "图片 URL", placeholder: "https://example.com/photo.jpg", required: true });
+  // No type attribute: `form.inline input:not([type])` gives it the URL field's flexible width.
+  const nameInput = h("input", {
+    name: "import_file_name",
+    "aria-label": "文件名（可选）",
+    placeholder: "文件名（可选）",
+    maxLength: 255,
+    spellcheck: false,
+  });
   const urlButton = h("button", { type: "submit" }, "导入");
-  const urlForm = h("form", { class: "inline", id: "import-form" }, urlInput, urlButton);
+  const urlForm = h("form", { class: "inline", id: "import-form" }, urlInput, nameInput, urlButton);
+  /**
+   * The last import that has not succeeded yet and its key: sending the same import again (its
+   * 重试 button, or 导入 with the same fields) reuses the key, because the server may have stored
+   * the image although the browser saw a failure. A different import gets a fresh key.
+   */
+  let unfinished: { request: string; key: string } | undefined;
   urlForm.addEventListener("submit", (e) => {
     e.preventDefault();
     const url = urlInput.value.trim();
-    const r = resultRow(url.split("/").pop() || url, " · 从 URL 导入");
-    list.prepend(r.row);
-    r.progress(1); // the server fetches and processes: nothing to measure here
+    const fileName = nameInput.value.trim();
     const body: Record<string, unknown> = { url };
+    if (fileName) body.file_name = fileName;
     const fields = uploadFields(opts);
     if (fields.exif_policy) body.exif_policy = fields.exif_policy;
     if (fields.ttl) body.ttl = fields.ttl;
-    void busy(urlButton, async () => {
-      try {
-        r.done(await api<UploadResult>("POST", "/api/admin/upload/url", body), ctx);
-        urlInput.value = "";
-      } catch (err) {
-        r.fail(errorText(err));
-      }
-    });
+    const request = JSON.stringify(body);
+    const key = unfinished?.request === request ? unfinished.key : newIdempotencyKey();
+    unfinished = { request, key };
+    const r = resultRow(fileName || url.split("/").pop() || url, " · 从 URL 导入");
+    list.prepend(r.row);
+    const attempt = (): Promise<void> =>
+      busy(urlButton, async () => {
+        r.progress(1); // the server fetches and processes: nothing to measure here
+        try {
+          r.done(await api<UploadResult>("POST", "/api/admin/upload/url", body, { idempotencyKey: key }), ctx);
+          if (unfinished?.key === key) unfinished = undefined;
+          // A retry that succeeds later leaves whatever was typed since alone.
+          if (urlInput.value.trim() === url && nameInput.value.trim() === fileName) urlInput.value = nameInput.value = "";
+        } catch (err) {
+          r.fail(errorText(err), () => {
+            r.restart();
+            void attempt();
+          });
+        }
+      });
+    void attempt();
   });
 
   const view = h(
