@@ -8,6 +8,7 @@ import type { CountHandle, HistogramHandle } from "../ops/metrics-batch";
 import { ApiError, jsonError } from "./errors";
 import { BodyBudget, boundSmallBody } from "./body-limit";
 import { inSurfaceEnvelope, unknownRoute } from "../compat/envelopes";
+import { allowCrossOriginRead, corsPreflight } from "./cors";
 import { BodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
@@ -147,6 +148,7 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
   /** Headers every response gets, then the metrics. */
   const finish = (request: Request, path: string, response: Response, route: string | undefined, started: number) => {
     response.headers.set("x-content-type-options", "nosniff");
+    allowCrossOriginRead(request, path, response);
     if (closesConnection(path)) response.headers.set("connection", "close");
     const headLength = response.headers.get(HEAD_LENGTH_HEADER);
     if (headLength !== null) {
@@ -173,6 +175,8 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     let response: Response;
     try {
       requireUsableHost(request, path);
+      const preflight = corsPreflight(request, path);
+      if (preflight) return finish(request, path, preflight, undefined, started);
       const bounded = await boundSmallBody(request, path, bodyBudget, info.client);
       if (bounded instanceof Response) response = await inSurfaceEnvelope(path, bounded);
       else {

@@ -159,6 +159,8 @@ describe("Lsky Pro V2 API", () => {
     );
     const res = await lskyUpload(await makeJpeg(40, 40, seed++), "q.jpg", { authorization: `Bearer ${issued.data.token}` });
     await refusedWith200(res, /配额|空间/);
+    const profile = await (await fetch(f.server.url("/api/v1/profile"), { headers: { authorization: `Bearer ${issued.data.token}` } })).json();
+    expect([profile.data.capacity, profile.data.used_capacity]).toEqual([100 / 1024, 0]);
   });
 
   test("the upload counts against the same per-user rate limit as /api/upload", async () => {
@@ -201,7 +203,9 @@ describe("Lsky Pro V2 API", () => {
     const profile = await specJson(await fetch(f.server.url("/api/v1/profile"), { headers: auth() }), "GET", "/api/v1/profile");
     expect(profile.data.name).toBe("admin");
     expect(profile.data.image_num).toBe(all.data.total);
-    expect(profile.data.capacity).toBe(0);
+    // No quota: a capacity no upload reaches (0 would be "no room left" to a Lsky client).
+    expect(profile.data.capacity).toBe(Number.MAX_SAFE_INTEGER / 1024);
+    expect(profile.data.capacity - profile.data.used_capacity).toBeGreaterThan(1024 ** 4);
     expect(profile.data.used_capacity).toBeGreaterThan(0);
 
     const strategies = await specJson(await fetch(f.server.url("/api/v1/strategies"), { headers: auth() }), "GET", "/api/v1/strategies");
@@ -252,6 +256,9 @@ describe("Lsky Pro V2 API", () => {
     // album_id as PHP's (int): non-zero asks for an album (there are none), anything else lists as usual.
     expect((await list("?keyword=pgx%20&album_id=3")).total).toBe(0);
     expect((await list("?keyword=pgx%20&album_id=abc")).total).toBe(41);
+    // Every image is public: Lsky's permission filter finds none private, all public.
+    expect((await list("?keyword=pgx%20&permission=private")).total).toBe(0);
+    expect((await list("?keyword=pgx%20&permission=public")).total).toBe(41);
   });
 
   test("another user's key is not deleted (the answer is Lsky's idempotent success)", async () => {

@@ -153,6 +153,8 @@ export function lskyRoutes(app: AppContext) {
     const answer = (items: unknown[], total: number) => ok("success", lskyPage(items, total, page, PER_PAGE, path, query));
     // There are no albums: asking for one (Lsky's `(int) album_id` non-zero) gives its (empty) content, as for an empty album.
     if (phpIntIsNonZero(param("album_id"))) return answer([], 0);
+    // Every Kura image is public (anyone with its link sees it): Lsky's `permission=private` filter finds none.
+    if (param("permission") === "private") return answer([], 0);
     // In steps with turns of the loop between, from the user's own indexes (user-list.ts).
     const { rows, total } = await listUserImages(app.db, t.user.id, param("keyword") || undefined, ORDERS.get(param("order") ?? "") ?? "newest", {
       limit: PER_PAGE,
@@ -183,14 +185,18 @@ export function lskyRoutes(app: AppContext) {
     return ok("删除成功");
   };
 
+  /** The capacity reported for a user without a quota: the largest byte count a JSON number holds exactly. */
+  const NO_QUOTA_CAPACITY_BYTES = Number.MAX_SAFE_INTEGER;
+
   const profile = (request: Request) => {
     const t = tokenFrom(app, request);
     return ok("success", {
       name: t.user.name,
       avatar: "",
       email: "",
-      // KiB like Lsky; 0 = no quota.
-      capacity: (t.user.quota_bytes ?? 0) / 1024,
+      // KiB like Lsky. In Lsky 0 means no room at all (its upload refuses anything past capacity), so a
+      // user without a quota gets a capacity no upload reaches, not 0 (a client would show none left).
+      capacity: (t.user.quota_bytes ?? NO_QUOTA_CAPACITY_BYTES) / 1024,
       used_capacity: app.images.usedBytes(t.user.id) / 1024,
       url: "",
       image_num: app.users.imageCount(t.user.id),
