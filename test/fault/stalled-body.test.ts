@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg, sha256 } from "../helpers/images";
+import { metricValue } from "../helpers/metrics";
 import { waitFor, waitReplicaState } from "../http/channels.helpers";
 import type { FaultProxy } from "./harness";
 import { addProxiedChannel, localChannelId, startProxiedS3, timed, type ProxiedS3 } from "./proxied-s3";
@@ -144,10 +145,23 @@ test("a render slot held by a stalled source does not make others queue past pro
     const secondEnded = performance.now();
     expect(secondEnded).toBeLessThan(await firstEnded);
 
-    // The request holding the slot still gets its variant once the source failed over.
+    // The request holding the slot still gets its variant once the source failed over; on cores busy with
+    // the rest of the suite its render may outlive process_timeout_ms itself (CI: the original, once), and is
+    // then kept when it ends: the failover worked either way, and the variant is there.
     const done = await first;
     expect(done.value.status).toBe(200);
-    expect(done.value.type).toBe("image/webp");
+    if (done.value.type !== "image/webp") {
+      expect(server.logs).toMatch(new RegExp(`msg=图片处理失败，返回原图 image=${slow!.id} err="?图片处理超时`));
+      await waitFor(
+        () => metricValue(server.base, 'kura_variant_late_renders_total{format="webp",result="kept"}'),
+        (n) => n >= 1,
+        30_000,
+        "the late render to be kept",
+      );
+      const kept = await fetch(server.url(`/i/${slow!.id}?w=640&format=webp`));
+      await kept.arrayBuffer();
+      expect(kept.headers.get("content-type")).toBe("image/webp");
+    }
     expect(server.logs).toContain("等待图片处理超时");
   } finally {
     proxy.stallResponses(undefined);
