@@ -311,18 +311,30 @@ export async function seedDefaultPassword(users: UserRepo, userId: string, log: 
   log.info("已设置出厂默认密码，请登录后立即修改", { user: user.name, password });
 }
 
+/** The password hash of an account no password opens (the admin row before its factory password). */
+const NO_PASSWORD = "!";
+
+/**
+ * The built-in administrator with its factory password, logged once. Also completes an admin a
+ * start left without a password (stopped between the row and the hash: nobody could log in, and
+ * only `kura reset-password` got out of it). serve.ts calls this only once it listens: a first
+ * start that could not take its port used to spend the one logged password on a run that ended.
+ */
 export async function ensureBuiltinAdmin(db: Database, log: Logger): Promise<void> {
   const users = new UserRepo(db);
-  if (users.byId(BUILTIN_ADMIN_ID)) return;
-  users.insert({
-    id: BUILTIN_ADMIN_ID,
-    name: BUILTIN_ADMIN_NAME,
-    role: "admin",
-    password_hash: "!",
-    must_change_password: 1,
-    quota_bytes: null,
-    default_ttl_hours: null,
-    disabled: 0,
-  });
+  const existing = users.byId(BUILTIN_ADMIN_ID);
+  if (existing && existing.password_hash !== NO_PASSWORD) return;
+  if (!existing) {
+    users.insert({
+      id: BUILTIN_ADMIN_ID,
+      name: BUILTIN_ADMIN_NAME,
+      role: "admin",
+      password_hash: NO_PASSWORD,
+      must_change_password: 1,
+      quota_bytes: null,
+      default_ttl_hours: null,
+      disabled: 0,
+    });
+  }
   await seedDefaultPassword(users, BUILTIN_ADMIN_ID, log);
 }

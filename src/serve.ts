@@ -59,7 +59,6 @@ export async function serve(boot: Bootstrap): Promise<number> {
     // Files an older version created world-readable, made as private as this version creates them.
     tightenDataDirPermissions(boot.dataDir, log);
     tuneNativeMemory();
-    await ensureBuiltinAdmin(db, log);
     app = await createAppContext(boot, db, key, log, (reason) => {
       if (stopping) return;
       stopping = true;
@@ -89,6 +88,15 @@ export async function serve(boot: Bootstrap): Promise<number> {
     log.error("启动失败：无法监听端口", { listen: boot.listen.text, err: listenFailure(err, boot.listen) });
     db.close();
     return 1;
+  }
+  try {
+    // Once the port is ours: the factory password is logged once, and a start that could not
+    // listen must not spend it (the next start logged none, and only reset-password helped).
+    await ensureBuiltinAdmin(db, log);
+  } catch (err) {
+    void server.stop(true);
+    db.close();
+    return startupFailure(err, boot.dataDir, log);
   }
   threads.attach({ hostname: boot.listen.hostname, port: server.port!, maxRequestBodySize: MAX_REQUEST_BODY });
   // From here on, WAL checkpoints run in a worker, not inside the loop's commits.

@@ -4,6 +4,7 @@
  * files a root-run command left behind, a lock file that cannot be written or is damaged, a master
  * key that is a directory, a port already taken; and SIGHUP (a closed terminal) stops gracefully.
  */
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -135,14 +136,40 @@ describe("files the service user cannot use end the start with what to do", () =
     expectOneFailureLine(run.text, /主密钥文件 .*master\.key 是一个目录/);
   });
 
-  test("a port already taken says so", async () => {
+  test("a port already taken says so, and the first start's factory password waits for a start that listens", async () => {
     const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("other") });
+    const dir = tempDir("kura-op-port-");
     try {
-      const run = await serveAs(undefined, tempDir("kura-op-port-"), 15_000, { KURA_LISTEN: `127.0.0.1:${taken.port}`, KURA_DELIVERY_THREADS: "0" });
+      const run = await serveAs(undefined, dir, 15_000, { KURA_LISTEN: `127.0.0.1:${taken.port}`, KURA_DELIVERY_THREADS: "0" });
       expect(run.code).toBe(1);
       expectOneFailureLine(run.text, new RegExp(`端口 ${taken.port} 已被其他程序占用`));
+      // Before, the password was logged by this failed run and never again.
+      expect(run.text).not.toContain("已设置出厂默认密码");
     } finally {
       taken.stop(true);
+    }
+    const server = await KuraServer.start({ dataDir: dir });
+    try {
+      const password = /msg=已设置出厂默认密码，请登录后立即修改 user=admin password=(\S+)/.exec(server.logs)?.[1];
+      expect(password).toBeDefined();
+      const login = await fetch(server.url("/api/admin/auth/login"), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "admin", password }),
+      });
+      expect(login.status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+    // A start stopped between the admin's row and its password hash left nobody able to log in: the next start completes it.
+    const db = new Database(join(dir, "kura.db"));
+    db.query("UPDATE users SET password_hash = '!' WHERE id = (SELECT id FROM users ORDER BY created_at LIMIT 1)").run();
+    db.close();
+    const again = await KuraServer.start({ dataDir: dir });
+    try {
+      expect(again.logs).toMatch(/msg=已设置出厂默认密码，请登录后立即修改 user=admin password=\S+/);
+    } finally {
+      await again.dispose();
     }
   });
 });
