@@ -87,13 +87,25 @@ function dataDir(value: string | undefined): string {
   return resolve(value);
 }
 
+/**
+ * KURA_MASTER_KEY's form is checked with the other variables (exit 2, before the data directory is
+ * touched): found only when the key was loaded, it ended the start with exit 1 after the lock file
+ * was made, and the unit restarted into it every 2 s. The value itself is never repeated (a secret).
+ */
+function masterKeyEnv(value: string | undefined): string | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  if (!/^[0-9a-fA-F]{64}$/.test(text)) throw new BootstrapError(`KURA_MASTER_KEY 格式无效：需要 64 位十六进制（当前 ${text.length} 个字符）`);
+  return text;
+}
+
 export function readBootstrap(env: Record<string, string | undefined> = process.env): Bootstrap {
   const metricsAllowText = env.KURA_METRICS_ALLOW ?? LOOPBACK_AND_PRIVATE;
   const trustedProxiesText = env.KURA_TRUSTED_PROXIES ?? "";
   return {
     listen: parseListen(env.KURA_LISTEN ?? "0.0.0.0:8080"),
     dataDir: dataDir(env.KURA_DATA_DIR),
-    masterKeyEnv: env.KURA_MASTER_KEY?.trim() || undefined,
+    masterKeyEnv: masterKeyEnv(env.KURA_MASTER_KEY),
     metricsAllow: addressSet("KURA_METRICS_ALLOW", metricsAllowText),
     metricsAllowText,
     trustedProxies: addressSet("KURA_TRUSTED_PROXIES", trustedProxiesText),

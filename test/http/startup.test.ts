@@ -47,9 +47,12 @@ describe("startup", () => {
     expect(wrong.err).toMatch(/level=ERROR msg=\S+ err=\S*主密钥与数据库记录的指纹不匹配/);
     expect(snapshot(dir)).toEqual(before);
 
+    // A malformed key is a configuration error like any KURA_* value: exit 2, nothing touched, the value not repeated.
     const malformed = await runCli(["serve"], { KURA_DATA_DIR: dir, KURA_LISTEN: "127.0.0.1:0", KURA_MASTER_KEY: "not-a-key" });
-    expect(malformed.code).not.toBe(0);
-    expect(malformed.err).toContain("err=");
+    expect(malformed.code).toBe(2);
+    expect(malformed.err).toContain('err="KURA_MASTER_KEY 格式无效：需要 64 位十六进制（当前 9 个字符）"');
+    expect(malformed.err).not.toContain("not-a-key");
+    expect(snapshot(dir)).toEqual(before);
 
     const keyText = readFileSync(join(dir, "master.key"), "utf8");
     unlinkSync(join(dir, "master.key"));
