@@ -302,6 +302,8 @@ describe("Lsky Pro V2 API", () => {
     const wrong = await issue("wrong-password");
     expect(wrong.status).toBe(200);
     expect(await specJson(wrong, "POST", "/api/v1/tokens")).toEqual({ status: false, message: "用户名或密码错误", data: {} });
+    expect(f.server.logs).toMatch(/level=WARN msg=登录失败 client=\S+ user=\S+ via=lsky\n/);
+    expect(f.server.logs).not.toContain("wrong-password");
     // Burst of 5 per client address and name (the login limiter): the next attempts are 429 even with the right password.
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await issue("wrong-password")).status);

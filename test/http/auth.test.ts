@@ -38,6 +38,11 @@ describe("sessions and the default password", () => {
     const a = await expectError(await s.login("admin", "nope-nope"), 401);
     const b = await expectError(await s.login("no-such-user", "nope-nope"), 401);
     expect(a).toBe(b);
+    // Each one logged for fail2ban or CrowdSec: who tried which name from where (an untrusted
+    // X-Forwarded-For is not the client), never the password.
+    expect(server.logs).toMatch(/level=WARN msg=登录失败 client=127\.0\.0\.1 user=admin via=console\n/);
+    expect(server.logs).toMatch(/level=WARN msg=登录失败 client=127\.0\.0\.1 user=no-such-user via=console\n/);
+    expect(server.logs).not.toContain("nope-nope");
   });
 
   test("malformed and incomplete login bodies are 400, never 500", async () => {

@@ -43,6 +43,15 @@ export async function checkPassword(admission: LoginAdmission, password: string,
   }
 }
 
+/**
+ * One WARN per password refused at a login, for fail2ban or CrowdSec to act on (the address that
+ * failed is in `client`, behind a proxy the real one through KURA_TRUSTED_PROXIES). Bounded by the
+ * login throttle: a refused admission (429) is never verified, so it logs nothing.
+ */
+export function logFailedLogin(app: AppContext, client: string, name: string, via: "console" | "lsky") {
+  app.log.warn("登录失败", { client, user: name.slice(0, 64), via });
+}
+
 export function authRoutes(app: AppContext) {
   // Reachable on the factory default password, so it can be changed.
   const ownAccount = sessionRoutes(app, "self")
@@ -87,7 +96,10 @@ export function authRoutes(app: AppContext) {
       const info = requestInfo(request);
       const user = app.users.byName(input.name);
       const verified = await checkPassword(app.loginLimiter.admitLogin(info.client, input.name), input.password, user?.password_hash);
-      if (!verified || !user) throw unauthorized("用户名或密码错误");
+      if (!verified || !user) {
+        logFailedLogin(app, info.client, input.name, "console");
+        throw unauthorized("用户名或密码错误");
+      }
       if (user.disabled) throw forbidden("该账号已被停用");
       const session = app.sessions.create(user.id, Date.now(), { client: info.client, userAgent: request.headers.get("user-agent") ?? "" });
       set.headers["set-cookie"] = sessionCookie(session.token, SESSION_DAYS * 86_400, info.secure);

@@ -22,7 +22,7 @@ import { answerableError, logCrash } from "../disk-full";
 import { ApiError, badRequest, forbidden } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadBodyLimits } from "../upload-input";
-import { checkPassword } from "./auth";
+import { checkPassword, logFailedLogin } from "./auth";
 
 /** Lsky pages its lists by 40. */
 const PER_PAGE = 40;
@@ -211,10 +211,14 @@ export function lskyRoutes(app: AppContext) {
     const name = input.name ?? input.email;
     if (!name) throw new ApiError(400, "字段 name 缺失或类型错误");
     const user = app.users.byName(name);
-    const verified = await checkPassword(app.loginLimiter.admitLogin(requestInfo(request).client, name), input.password, user?.password_hash);
+    const client = requestInfo(request).client;
+    const verified = await checkPassword(app.loginLimiter.admitLogin(client, name), input.password, user?.password_hash);
     // A refusal of the credentials in the body, not a failed authentication of the request:
     // Lsky answers it through fail(), a 200 (TokenController::store).
-    if (!verified || !user) throw badRequest("用户名或密码错误");
+    if (!verified || !user) {
+      logFailedLogin(app, client, name, "lsky");
+      throw badRequest("用户名或密码错误");
+    }
     if (user.disabled) throw forbidden("该账号已被停用");
     if (user.must_change_password) throw forbidden("请先在控制台修改出厂默认密码");
     const tokenName = `lsky-${sqlTime().replace(/\D/g, "")}-${randomBytes(3).toString("hex")}`;
