@@ -93,6 +93,8 @@ describe("admin file upload", () => {
       const cut = await expectError(await admin.request("POST", "/api/admin/upload", form(png.subarray(0, 40), "cut.png", { exif_policy: policy })), 415);
       expect(cut).toBe("图片数据不完整或已损坏，无法读取（PNG）");
     }
+    // And an empty file is said to be empty, not of a wrong format.
+    expect(await expectError(await admin.request("POST", "/api/admin/upload", form(new Uint8Array(0), "empty.jpg")), 415)).toBe("文件为空（0 字节），不是图片");
     expect(storedFiles(server).length).toBe(before);
     expect(readdirSync(join(server.dataDir, "tmp"))).toEqual([]);
   });

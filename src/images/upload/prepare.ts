@@ -83,7 +83,8 @@ async function describe(input: Buffer | string, maxPixels: number, type: { ext: 
 export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: ExifPolicy; maxPixels: number; tmpDir: string }): Promise<PreparedImage> {
   const head = received.bytes ? received.bytes.subarray(0, SNIFF_BYTES) : new Uint8Array(await Bun.file(received.path).slice(0, SNIFF_BYTES).arrayBuffer());
   const type = sniffImageType(head);
-  if (!type) throw unsupported();
+  // Still 415 (spec 7: judged by content), but an empty file is told as such, not as a wrong format.
+  if (!type) throw received.size === 0 ? new Invalid("文件为空（0 字节），不是图片", "unsupported_type") : unsupported();
   // An APNG is stored under its own type, so delivery never hands out a still re-encode of it.
   const kind = { mime: isAnimatedPng(head) ? APNG_MIME : type.mime, ext: type.ext };
   // How a header sharp cannot read is reported: an animated AVIF is not damaged, only unsupported.
