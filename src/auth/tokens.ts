@@ -185,6 +185,9 @@ const INVALID_TOKEN = "上传令牌无效、已过期或已吊销";
  */
 export function authenticateUploadToken(deps: TokenDeps, request: Request, now = Date.now()): TokenPrincipal {
   const header = request.headers.get("authorization") ?? "";
+  // No header at all is told apart from a wrong token: a client set up without its token (a PicGo
+  // field left empty, a curl without -H) was told its token was revoked.
+  if (header.trim() === "") throw new Unauthenticated("缺少上传令牌：请在 Authorization 头中以 Bearer <令牌> 发送", 'Bearer realm="kura"');
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   return authenticateUploadTokenText(deps, match?.[1] ?? "", now);
 }

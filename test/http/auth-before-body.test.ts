@@ -20,6 +20,8 @@ const CSRF = "CSRF 校验失败：缺少或错误的 X-CSRF-Token";
 const LOCKED = "请先修改出厂默认密码，然后重新登录";
 const ADMIN_ONLY = "需要管理员权限";
 const INVALID_TOKEN = "上传令牌无效、已过期或已吊销";
+/** No Authorization header at all: told apart from a wrong token. */
+const NO_TOKEN = "缺少上传令牌：请在 Authorization 头中以 Bearer <令牌> 发送";
 
 /** Bodies a JSON route cannot take: `[what, content type, body]`. */
 const BAD_BODIES: ReadonlyArray<readonly [string, string, string]> = [
@@ -220,7 +222,7 @@ describe("a body that is not JSON is refused only after the session check", () =
         const { error } = (await res.json()) as { error: string };
         if (authorization === `Bearer ${token}`) expect(`${body[0]} ${res.status} ${error}`).toBe(`${body[0]} 400 ${NOT_JSON}`);
         else {
-          expect(`${body[0]} ${res.status} ${error}`).toBe(`${body[0]} 401 ${INVALID_TOKEN}`);
+          expect(`${body[0]} ${res.status} ${error}`).toBe(`${body[0]} 401 ${authorization ? INVALID_TOKEN : NO_TOKEN}`);
           expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
         }
       }
