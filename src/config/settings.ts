@@ -1,5 +1,6 @@
 import { readSettingRows, writeSettingRows } from "./repo";
 import { hasChinese } from "../shared/text";
+import { issueRequirement, type ZodIssueLike } from "../shared/zod-issue-text";
 import type { Database } from "bun:sqlite";
 import { EventEmitter } from "node:events";
 import { type MasterKey, SealedDataError } from "./master-key";
@@ -81,10 +82,11 @@ export class SettingsStore {
   }
 }
 
-function describeIssue(issue: { path: PropertyKey[]; code: string; message: string; keys?: string[] } | undefined): string {
+function describeIssue(issue: (ZodIssueLike & { message: string }) | undefined): string {
   if (!issue) return "配置无效";
   if (issue.code === "unrecognized_keys") return `未知的配置项: ${(issue.keys ?? []).join(", ")}`;
   const key = issue.path.map(String).join(".");
-  // A rule of our own says what is wrong (zod's built-in messages are English, so not those).
-  return issue.code === "custom" && hasChinese(issue.message) ? `配置项 ${key} 的值无效：${issue.message}` : `配置项 ${key} 的值无效`;
+  // A rule of our own says what is wrong (zod's built-in messages are English, so not those); a bound, what would pass.
+  const requirement = issue.code === "custom" && hasChinese(issue.message) ? issue.message : issueRequirement(issue);
+  return requirement ? `配置项 ${key} 的值无效：${requirement}` : `配置项 ${key} 的值无效`;
 }

@@ -1,3 +1,4 @@
+import { issueRequirement, type ZodIssueLike } from "../shared/zod-issue-text";
 import { Conflict, DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, TooMany, Unauthenticated, Unavailable, type InvalidProblem } from "../errors";
 
 /** An error with an HTTP status and a Chinese message that is safe to show to users. */
@@ -25,12 +26,14 @@ export function jsonError(status: number, message: string, headers: Record<strin
   });
 }
 
-/** First zod issue as a short Chinese sentence naming the field. */
-export function describeZodIssue(issue: { path: PropertyKey[]; code: string; keys?: string[] } | undefined): string {
+/** First zod issue as a short Chinese sentence naming the field and, for a bound, what would pass. */
+export function describeZodIssue(issue: ZodIssueLike | undefined): string {
   if (!issue) return "请求参数无效";
   if (issue.code === "unrecognized_keys") return `不支持的字段: ${(issue.keys ?? []).join(", ")}`;
   const field = issue.path.map(String).join(".");
   if (!field) return "请求体必须是 JSON 对象";
+  const requirement = issueRequirement(issue);
+  if (requirement) return `字段 ${field} 的值无效：${requirement}`;
   if (issue.code === "invalid_type") return `字段 ${field} 缺失或类型错误`;
   return `字段 ${field} 的值无效`;
 }

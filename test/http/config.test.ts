@@ -91,7 +91,17 @@ describe("runtime configuration", () => {
     expect(await expectError(await admin.request("PUT", "/api/admin/config", { base_url: "https://img.example.com?x=1" }), 400)).toBe(
       "配置项 base_url 的值无效：必须是 http(s) 地址（协议、主机、可选端口和路径），不能以 / 结尾，不能带查询参数、锚点或需要转义的字符",
     );
-    expect(await expectError(await admin.request("PUT", "/api/admin/config", { max_upload_mb: 0 }), 400)).toBe("配置项 max_upload_mb 的值无效");
+    // A bound says what would pass.
+    expect(await expectError(await admin.request("PUT", "/api/admin/config", { max_upload_mb: 0 }), 400)).toBe("配置项 max_upload_mb 的值无效：不能小于 1");
+    expect(await expectError(await admin.request("PUT", "/api/admin/config", { process_workers: 65 }), 400)).toBe(
+      "配置项 process_workers 的值无效：不能大于 64",
+    );
+    expect(await expectError(await admin.request("PUT", "/api/admin/config", { exif_policy: "keep" }), 400)).toBe(
+      "配置项 exif_policy 的值无效：只能是 passthrough、strip",
+    );
+    expect(await expectError(await admin.request("PUT", "/api/admin/config", { process_widths: Array(65).fill(100) }), 400)).toBe(
+      "配置项 process_widths 的值无效：最多 64 项",
+    );
     await expectError(await admin.request("PUT", "/api/admin/config", "[1]", { "content-type": "application/json" }), 400);
     await expectError(await admin.request("PUT", "/api/admin/config", "{", { "content-type": "application/json" }), 400);
     expect(await admin.json("GET", "/api/admin/config/full")).toEqual(before);
