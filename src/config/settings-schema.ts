@@ -41,6 +41,13 @@ const baseUrl = httpUrlOrEmpty.refine((v) => {
   );
 }, "必须是 http(s) 地址（协议、主机、可选端口和路径），不能以 / 结尾，不能带查询参数、锚点或需要转义的字符");
 
+/**
+ * `https://img.example.com/` is what people paste (a browser's address bar adds the slash): it is
+ * the same site, so the trailing slashes go instead of refusing the value. Only after an http(s)
+ * host, so nothing else changes meaning.
+ */
+const withoutTrailingSlashes = (v: unknown) => (typeof v === "string" && /^https?:\/\/[^/\s]+/i.test(v) ? v.replace(/\/+$/, "") : v);
+
 export const PROCESS_FORMATS = ["webp", "jpeg", "png", "avif", "gif"] as const;
 
 /** Highest accepted `max_upload_mb`; it also bounds every request body the server reads. */
@@ -52,7 +59,7 @@ const settingsShape = {
   max_concurrent_uploads: int(1, 10_000),
   upload_rate_per_min: int(1, 1_000_000),
   upload_idle_timeout_seconds: duration("seconds", 1),
-  base_url: baseUrl,
+  base_url: z.preprocess(withoutTrailingSlashes, baseUrl),
   cdn_provider_zone_id: z.string().max(256),
   cdn_provider_api_token: z.string().max(1024),
   alert_webhook_url: webhookUrl,

@@ -91,6 +91,10 @@ describe("runtime configuration", () => {
     expect(await expectError(await admin.request("PUT", "/api/admin/config", { base_url: "https://img.example.com?x=1" }), 400)).toBe(
       "配置项 base_url 的值无效：必须是 http(s) 地址（协议、主机、可选端口和路径），不能以 / 结尾，不能带查询参数、锚点或需要转义的字符",
     );
+    // A pasted address with its trailing slash is the same site: kept without it.
+    expect((await admin.json("PUT", "/api/admin/config", { base_url: "https://img.example.com/" })).settings.base_url).toBe("https://img.example.com");
+    expect((await admin.json("PUT", "/api/admin/config", { base_url: "https://example.com/pics//" })).settings.base_url).toBe("https://example.com/pics");
+    await admin.json("PUT", "/api/admin/config", { base_url: before.settings.base_url });
     // A bound says what would pass.
     expect(await expectError(await admin.request("PUT", "/api/admin/config", { max_upload_mb: 0 }), 400)).toBe("配置项 max_upload_mb 的值无效：不能小于 1");
     expect(await expectError(await admin.request("PUT", "/api/admin/config", { process_workers: 65 }), 400)).toBe(

@@ -73,7 +73,7 @@ export const SETTING_GROUPS: SettingGroup[] = [
     id: "delivery",
     title: "分发与图片处理",
     fields: [
-      { key: "base_url", label: "站点地址", hint: "公开访问地址，不带结尾的 /；留空则按请求推断", kind: "text" },
+      { key: "base_url", label: "站点地址", hint: "公开访问地址，如 https://img.example.com（结尾的 / 会去掉）；留空则按请求推断", kind: "text" },
       {
         key: "access_mode",
         label: "原图访问方式",
