@@ -66,6 +66,15 @@ describe("system endpoints", () => {
     expect([changed.status, (await changed.text()).startsWith("openapi: 3.1.0")]).toEqual([200, true]);
   });
 
+  test("the API reference's 4 MB script is revalidated after its hour (ETag, 304), not downloaded again", async () => {
+    const first = await fetch(server.url("/api/docs/standalone.js"), { headers: { "accept-encoding": "gzip" }, decompress: false });
+    await first.arrayBuffer();
+    const etag = first.headers.get("etag");
+    expect([first.headers.get("cache-control"), etag]).toEqual(["public, max-age=3600", expect.stringMatching(/^"docs-[0-9a-z]+-gz"$/)]);
+    const again = await fetch(server.url("/api/docs/standalone.js"), { headers: { "accept-encoding": "gzip", "if-none-match": etag! } });
+    expect([again.status, await again.text()]).toEqual([304, ""]);
+  });
+
   test("every response carries nosniff; unknown routes and bad JSON get the envelope", async () => {
     const res = await fetch(server.url("/api/admin/nope"));
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
