@@ -4,6 +4,8 @@
  * instead of being ignored by a command that then does its full work.
  */
 
+import { DEFAULT_DATA_DIR, DEFAULT_LISTEN } from "../config/bootstrap";
+
 export const USAGE = `用法: kura [命令]
   serve                    运行服务（默认）
   reset-password [用户名]  为用户（默认：内置管理员，无论其现名）重设出厂默认密码，并结束其会话
@@ -13,7 +15,9 @@ export const USAGE = `用法: kura [命令]
   version                  显示版本（也可用 --version）
   selftest                 检查图片处理（sharp、libvips）能否工作
   help                     显示本帮助（也可用 --help、-h）
-数据目录、监听地址等由环境变量 KURA_* 设置（见 README）；以 - 开头的用户名或文件名写在 -- 之后。`;
+常用环境变量：KURA_DATA_DIR 数据目录（默认 ${DEFAULT_DATA_DIR}）、KURA_LISTEN 监听地址（默认 ${DEFAULT_LISTEN}）、
+  KURA_TRUSTED_PROXIES 可信反向代理、KURA_MASTER_KEY 主密钥（默认数据目录中的 master.key）；完整列表见 README。
+以 - 开头的用户名或文件名写在 -- 之后。`;
 
 /** Positional arguments each command takes: at least `min`, at most `max`. */
 const COMMANDS: Record<string, { min: number; max: number }> = {

@@ -33,6 +33,10 @@ export type DeliveryThreads = { count: number; eager: boolean };
 
 export const MAX_DELIVERY_THREADS = 16;
 
+/** Where Kura keeps its data and listens when the environment does not say (also `kura help`'s text). */
+export const DEFAULT_DATA_DIR = "./data";
+export const DEFAULT_LISTEN = "0.0.0.0:8080";
+
 export function parseDeliveryThreads(value: string | undefined, cores: number): DeliveryThreads {
   const text = value?.trim().toLowerCase() || "auto";
   if (text === "auto") return { count: Math.max(0, Math.min(3, cores - 1)), eager: false };
@@ -82,7 +86,7 @@ function addressSet(name: string, value: string): AddressSet {
  * started (a home directory) as its own.
  */
 function dataDir(value: string | undefined): string {
-  if (value === undefined) return resolve("./data");
+  if (value === undefined) return resolve(DEFAULT_DATA_DIR);
   if (value.trim() === "") throw new BootstrapError("KURA_DATA_DIR 为空：请设置数据目录的路径，或不设置它以使用 ./data");
   return resolve(value);
 }
@@ -103,7 +107,7 @@ export function readBootstrap(env: Record<string, string | undefined> = process.
   const metricsAllowText = env.KURA_METRICS_ALLOW ?? LOOPBACK_AND_PRIVATE;
   const trustedProxiesText = env.KURA_TRUSTED_PROXIES ?? "";
   return {
-    listen: parseListen(env.KURA_LISTEN ?? "0.0.0.0:8080"),
+    listen: parseListen(env.KURA_LISTEN ?? DEFAULT_LISTEN),
     dataDir: dataDir(env.KURA_DATA_DIR),
     masterKeyEnv: masterKeyEnv(env.KURA_MASTER_KEY),
     metricsAllow: addressSet("KURA_METRICS_ALLOW", metricsAllowText),
