@@ -190,7 +190,12 @@ export function openDataDir(boot: Bootstrap, log: Logger, opts: OpenOptions = {}
       const m = (err as Error).message ?? String(err);
       throw new StartupError(hasChinese(m) ? m : `升级前保存数据库副本失败：${fsProblem(err) ?? sqliteReason(err)}；数据库未改动`);
     }
-    migrate(db, MIGRATIONS, (m, ms) => log.info("数据库结构迁移完成", { step: m.version, name: m.name, ms: Math.round(ms) }));
+    // An upgrade says each step with its time (a long one is visible); a new database, one line
+    // (it logged 17 steps nobody had asked for on a first start).
+    const created = schemaVersion(db) === 0;
+    const started = performance.now();
+    migrate(db, MIGRATIONS, created ? undefined : (m, ms) => log.info("数据库结构迁移完成", { step: m.version, name: m.name, ms: Math.round(ms) }));
+    if (created) log.info("已创建数据库", { version: schemaVersion(db), ms: Math.round(performance.now() - started) });
     finishUpgrade(db);
   } catch (err) {
     db.close();

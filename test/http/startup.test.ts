@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminSession } from "../helpers/client";
 import { KuraServer, runCli } from "../helpers/server";
+import { MIGRATIONS } from "../../src/db/migrations";
 
 /** Every file and directory under `dir` with a content hash, to prove nothing was written. */
 const snapshot = (dir: string): Record<string, string> =>
@@ -22,6 +23,9 @@ describe("startup", () => {
       const keyFile = join(server.dataDir, "master.key");
       expect(statSync(keyFile).mode & 0o777).toBe(0o600);
       expect(server.logs).toMatch(/level=INFO msg=已为新数据库生成主密钥文件/);
+      // One line for the new schema, not one per migration step.
+      expect(server.logs).toMatch(new RegExp(`level=INFO msg=已创建数据库 version=${MIGRATIONS.at(-1)!.version} ms=\\d+\n`));
+      expect(server.logs).not.toContain("数据库结构迁移完成");
       const startLine = server.logs.split("\n").find((l) => l.includes('msg="Kura 启动完成"'))!;
       for (const field of ["version=", "commit=", "listen=127.0.0.1:", `data_dir=${server.dataDir}`]) expect(startLine).toContain(field);
       expect(startLine).toMatch(/^time=\S+ level=INFO msg=/);
