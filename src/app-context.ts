@@ -1,3 +1,4 @@
+import { registerOpsMetrics } from "./ops/ops-metrics";
 import type { Database } from "bun:sqlite";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -130,6 +131,7 @@ export async function createAppContext(boot: Bootstrap, db: Database, key: Maste
   registerChannelJobs(app);
   registerCdnPurgeJob(app);
   registerChannelMetrics(app);
+  registerOpsMetrics(app);
   scrapeGauge(metrics.registry, "kura_queue_jobs_waiting", "等待执行的任务数", () => app.jobs.counts().waiting);
   scrapeGauge(metrics.registry, "kura_queue_jobs_running", "正在执行的任务数", () => app.jobs.counts().running);
   scrapeGauge(metrics.registry, "kura_search_backlog_images", "文件名尚未进入搜索索引的图片数（搜索照样能找到它们）", () => fileNameBacklogSize(app.db));

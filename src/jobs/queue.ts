@@ -334,7 +334,7 @@ export class JobQueue<K extends object = Record<string, any>> {
       this.record(job, kind, failure, abort.signal);
     } catch (err) {
       // Typically the database was closed after a shutdown deadline; the lease covers it.
-      this.log("error", "记录任务结果失败，租约到期后将重新执行", { job_id: job.id, kind: job.kind, error: errorText(err) });
+      this.log("error", "记录任务结果失败，租约到期后将重新执行", { job_id: job.id, kind: job.kind, err: errorText(err) });
     }
   }
 
@@ -352,11 +352,11 @@ export class JobQueue<K extends object = Record<string, any>> {
         if (owned) this.log("info", "任务因关闭而中断，已放回队列", fields);
       } else if (failure instanceof PermanentJobError || job.attempts >= job.max_attempts) {
         owned = this.store.discard(job.id, job.attempts, error, now);
-        if (owned) this.log("error", "任务失败，已放弃", { ...fields, error });
+        if (owned) this.log("error", "任务失败，已放弃", { ...fields, err: error });
       } else {
         const delay = backoffDelay(job.attempts, kind.backoff, this.random);
         owned = this.store.retry(job.id, job.attempts, now + delay, error, now);
-        if (owned) this.log("warn", "任务失败，稍后重试", { ...fields, delay_ms: delay, error });
+        if (owned) this.log("warn", "任务失败，稍后重试", { ...fields, delay_ms: delay, err: error });
       }
     }
     if (!owned) this.log("warn", "任务租约已失效，本次结果被忽略", fields);

@@ -3,6 +3,7 @@
  * healthy channel under `_kura/backups/`, listed and fetched back with failover,
  * and a staged restore that is swapped in at the next start.
  */
+import { recordBackupSuccess } from "./ops-metrics";
 import { resetChannelBindingTimes } from "../channels/repo";
 import type { Database } from "bun:sqlite";
 import { existsSync, renameSync, rmSync } from "node:fs";
@@ -187,6 +188,7 @@ async function snapshotOnce(app: AppContext): Promise<SnapshotItem> {
       // A failed prune leaves extra snapshots behind, which is not a failed backup.
       await prune(channel, keep).catch((err) => app.log.warn("清理旧快照失败", { channel: channel.row.name, err: (err as Error).message }));
     }
+    if (written.length) recordBackupSuccess(app, now);
     if (failures.length) {
       const message = `元数据备份未能写入以下存储渠道：${failures.join("；")}`;
       if (!written.length) fail(app, message);

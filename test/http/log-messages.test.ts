@@ -75,7 +75,7 @@ test("a CDN purge whose API does not answer: the job's retry line names the refu
   await admin.json("PUT", "/api/admin/config", { base_url: "https://img.example.com", cdn_provider_zone_id: "zone", cdn_provider_api_token: "token" });
   const up = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(20, 14, 11), "purged.jpg"));
   await admin.json("DELETE", `/api/admin/images/${up.id}`, undefined, 204);
-  const line = await server.waitForLog(/level=WARN msg=(\S+) .*kind=cdn\.purge.* error=("[^"]*"|\S+)/, 15_000);
+  const line = await server.waitForLog(/level=WARN msg=(\S+) .*kind=cdn\.purge.* err=("[^"]*"|\S+)/, 15_000);
   expect(line[1]).toBe("任务失败，稍后重试");
   expect(line[2]).toBe('"CDN 刷新请求失败：连接被拒绝"');
   expectUserMessage(line[2]!);
