@@ -168,7 +168,8 @@ export class VariantService {
       }, s.process_timeout_ms);
       this.app.metrics.variantRenders.inc({ format, result: "ok" });
     } catch (err) {
-      this.app.metrics.variantRenders.inc({ format, result: "error" });
+      // A render that never got a slot is counted apart: it did not run, so it says nothing of the image.
+      this.app.metrics.variantRenders.inc({ format, result: err instanceof QueueWaitTimeoutError ? "queue_timeout" : "error" });
       // Only a render that failed for the image's sake is remembered; one that never got a slot
       // (a busy moment) or that the server failed (out of descriptors, which libvips reports as
       // an unreadable image; a full disk) may be tried by the next request.

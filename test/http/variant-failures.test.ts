@@ -109,3 +109,33 @@ describe("a render the deadline killed", () => {
     expect(await renders("ok")).toBe(1);
   }, 60_000);
 });
+
+describe("renders that find no free slot", () => {
+  const { server, admin } = useAdmin();
+  const renders = (result: string) => metricValue(server.base, `kura_variant_renders_total{format="webp",result="${result}"}`);
+
+  test("are counted as queue_timeout, not as failed renders, and logged once a minute however many (anyone can send them)", async () => {
+    const hog = (await admin.json("POST", "/api/admin/upload", form(await noisyJpeg(3000, 2000, 11), "hog.jpg"))).id;
+    const small = (await admin.json("POST", "/api/admin/upload", form(await noisyJpeg(1200, 800, 12), "small.jpg"))).id;
+    const widths = [100, 150, 200, 250, 300, 350, 400, 450];
+    await admin.json("PUT", "/api/admin/config", { process_workers: 1, process_timeout_ms: 100, process_widths: [...widths, 3000], process_webp_method: 6 });
+    // The one slot, held for most of a second by a method-6 WebP of a 6 MP photo (killed at libvips' 1 s at the latest).
+    const held = fetch(server.url(`/i/${hog}?w=3000&format=webp`)).then((r) => r.arrayBuffer());
+    await Bun.sleep(50);
+    const answers = await Promise.all(
+      widths.map(async (w) => {
+        const res = await fetch(server.url(`/i/${small}?w=${w}&format=webp`));
+        await res.arrayBuffer();
+        return res.headers.get("content-type");
+      }),
+    );
+    await held;
+    const timedOut = await renders("queue_timeout");
+    expect(timedOut).toBeGreaterThanOrEqual(3);
+    // Each of them got the original, and only the hog's own deadline counts as a failed render.
+    expect(answers.filter((t) => t === "image/jpeg").length).toBeGreaterThanOrEqual(timedOut);
+    expect(await renders("error")).toBe(1);
+    expect(server.logs.match(/level=WARN msg=图片处理繁忙，排队超时，返回原图 /g)).toHaveLength(1);
+    expect(server.logs).toMatch(/msg=图片处理繁忙，排队超时，返回原图 image=\S+ err="?等待图片处理超时（排队超过 100 毫秒）"? held_back=0/);
+  }, 60_000);
+});
