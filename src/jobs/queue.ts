@@ -41,6 +41,7 @@ import { FailureLog } from "../ops/repeated-failure";
 import { noticeServerFault } from "../ops/server-faults";
 import { JobInterruptedError, PermanentJobError } from "./errors";
 import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./repo";
+import { RetryLog } from "./retry-log";
 import type { EnqueueOptions, JobContext, JobHandler, JobLog, KindOptions, QueueOptions } from "./types";
 
 export { PermanentJobError, JobInterruptedError } from "./errors";
@@ -82,6 +83,8 @@ export class JobQueue<K extends object = Record<string, any>> {
   private readonly log: JobLog;
   /** A poll failing every round (the database locked or read-only) is logged once, not every 2 s. */
   private readonly pollFailures: FailureLog;
+  /** Which retries get a WARN line (retry-log.ts). */
+  private readonly retryLog: RetryLog;
   private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly backoff: BackoffOptions;
@@ -107,6 +110,7 @@ export class JobQueue<K extends object = Record<string, any>> {
       "job-queue",
       () => this.now(),
     );
+    this.retryLog = new RetryLog(() => this.now());
     this.pollMs = positive(opts.pollMs ?? 2_000, "pollMs");
     this.leaseMs = positive(opts.leaseMs ?? 60_000, "leaseMs");
     this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
@@ -356,7 +360,8 @@ export class JobQueue<K extends object = Record<string, any>> {
       } else {
         const delay = backoffDelay(job.attempts, kind.backoff, this.random);
         owned = this.store.retry(job.id, job.attempts, now + delay, error, now);
-        if (owned) this.log("warn", "任务失败，稍后重试", { ...fields, delay_ms: delay, err: error });
+        const line = owned ? this.retryLog.admit(job.kind, error) : undefined;
+        if (line?.log) this.log("warn", "任务失败，稍后重试", { ...fields, delay_ms: delay, err: error, held_back: line.heldBack });
       }
     }
     if (!owned) this.log("warn", "任务租约已失效，本次结果被忽略", fields);

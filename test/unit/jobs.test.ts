@@ -16,7 +16,7 @@ const T0 = 1_700_000_000_000;
 let dir: string;
 let dbPath: string;
 let clock: number;
-let logs: Array<{ level: string; msg: string }>;
+let logs: Array<{ level: string; msg: string; fields?: Record<string, unknown> }>;
 const opened: Database[] = [];
 const queues: JobQueue[] = [];
 
@@ -44,7 +44,7 @@ function queue(db: Database = opened[0]!, opts: QueueOptions = {}): JobQueue {
   const q = new JobQueue(db, {
     now: () => clock,
     random: () => 0.5,
-    log: (level, msg) => logs.push({ level, msg }),
+    log: (level, msg, fields) => logs.push({ level, msg, fields }),
     ...opts,
   });
   queues.push(q);
@@ -529,4 +529,31 @@ test("expedite makes a backing-off job with the same uniqueKey due at once", asy
   await q.processDue();
   expect(calls).toBe(2);
   expect(q.get(id)!.state).toBe("completed");
+});
+
+test("retries failing for the same reason get one line a minute with how many were held back; a new reason at once", async () => {
+  const q = queue(undefined, { backoff: { baseMs: 10, capMs: 10 } });
+  let reason = "渠道不可用";
+  q.register(
+    "replicate",
+    () => {
+      throw new Error(reason);
+    },
+    { concurrency: 5 },
+  );
+  for (let blob = 0; blob < 5; blob++) q.enqueue("replicate", { blob });
+  expect(await q.processDue()).toBe(5);
+  const warns = () => logs.filter((l) => l.level === "warn" && l.msg === "任务失败，稍后重试");
+  expect(warns()).toHaveLength(1);
+  // Another reason is news: logged at once.
+  reason = "磁盘已满";
+  clock += 20;
+  expect(await q.processDue()).toBe(5);
+  expect(warns()).toHaveLength(2);
+  // A minute on, the first reason again: one line saying how many were held back meanwhile.
+  reason = "渠道不可用";
+  clock += 60_000;
+  expect(await q.processDue()).toBe(5);
+  expect(warns()).toHaveLength(3);
+  expect(warns().map((l) => l.fields?.held_back)).toEqual([0, 0, 4]);
 });
