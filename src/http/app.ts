@@ -9,6 +9,7 @@ import { ApiError, jsonError } from "./errors";
 import { BodyBudget, boundSmallBody } from "./body-limit";
 import { inSurfaceEnvelope, unknownRoute } from "../compat/envelopes";
 import { allowCrossOriginRead, corsPreflight } from "./cors";
+import { loggedRequestId, requestIdFor, shareRequestTrace } from "../ops/request-trace";
 import { BodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
@@ -91,7 +92,7 @@ function errorAnswer(app: AppContext, request: Request, error: unknown): Respons
   const e = answerableError(app.log, request, error);
   if (e) return jsonError(e.status, e.message, e.headers);
   logCrash(app.log, request, error);
-  return jsonError(500, "服务器内部错误");
+  return jsonError(500, `服务器内部错误（请求编号 ${requestIdFor(request)}，可据此在服务日志中查找）`);
 }
 
 export type Router = ReturnType<typeof createRouter>;
@@ -149,6 +150,9 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
   const finish = (request: Request, path: string, response: Response, route: string | undefined, started: number) => {
     response.headers.set("x-content-type-options", "nosniff");
     allowCrossOriginRead(request, path, response);
+    // A request a line was logged about says which (the line has the same request_id).
+    const logged = loggedRequestId(request);
+    if (logged !== undefined) response.headers.set("x-request-id", logged);
     if (closesConnection(path)) response.headers.set("connection", "close");
     const headLength = response.headers.get(HEAD_LENGTH_HEADER);
     if (headLength !== null) {
@@ -181,7 +185,10 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
       if (bounded instanceof Response) response = await inSurfaceEnvelope(path, bounded);
       else {
         try {
-          if (bounded.request !== request) setRequestInfo(bounded.request, info);
+          if (bounded.request !== request) {
+            setRequestInfo(bounded.request, info);
+            shareRequestTrace(request, bounded.request);
+          }
           response = await router.handle(bounded.request);
         } finally {
           bounded.release();
@@ -208,6 +215,10 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
 
   /** Fast-path answers carry nosniff and their real length already: only the metrics are left. */
   const finishImage = (request: Request, response: Response, started: number) => {
+    if (response.status >= 500) {
+      const logged = loggedRequestId(request);
+      if (logged !== undefined) response.headers.set("x-request-id", logged);
+    }
     meters.observe(request.method, IMAGE_ROUTE, response.status, (performance.now() - started) / 1000);
     onDelivery?.(started);
     return response;

@@ -4,6 +4,7 @@
  * is answered as a retryable 503 in the surface's own form (http/disk-full.ts, s3/errors.ts,
  * delivery's plain text), and the operator hears what to change from one ERROR line.
  */
+import { requestIdFor } from "./request-trace";
 import { isDatabaseLocked, isDiskFull, isOutOfFileDescriptors, isStorageFailing } from "../errors";
 import { rawTarget } from "../shared/url-target";
 import type { Logger } from "./log";
@@ -58,7 +59,12 @@ export function serverFaultOf(err: unknown): ServerFault | undefined {
  * path without parsing the URL: logging must not throw for a URL Bun built from a bad Host.
  */
 export function logFailedRequest(log: Pick<Logger, "error">, msg: string, request: Request, err: unknown) {
-  log.error(msg, { method: request.method, path: rawTarget(request.url).path, err: err instanceof Error ? err.message : String(err) });
+  log.error(msg, {
+    method: request.method,
+    path: rawTarget(request.url).path,
+    request_id: requestIdFor(request),
+    err: err instanceof Error ? err.message : String(err),
+  });
 }
 
 /** Logs the server fault a request met and returns it; undefined (nothing logged) for anything else. */

@@ -77,8 +77,13 @@ test("an upload while another process holds the database's write lock: a retryab
     db.close();
   }
   expect([refused.status, refused.headers.get("retry-after"), await refused.json()]).toEqual([503, "5", { error: "服务器数据库暂时被占用，请稍后重试" }]);
+  // The answer names the logged line: the same request id in its X-Request-Id.
+  const requestId = refused.headers.get("x-request-id");
+  expect(requestId).toMatch(/^[0-9a-f]{16}$/);
   await server.waitForLog(
-    /level=ERROR msg="数据库被锁定（另一个连接长时间持有写锁），请求失败：.*sqlite3.*" method=POST path=\/api\/admin\/upload err="database is locked"/,
+    new RegExp(
+      `level=ERROR msg="数据库被锁定（另一个连接长时间持有写锁），请求失败：.*sqlite3.*" method=POST path=/api/admin/upload request_id=${requestId} err="database is locked"`,
+    ),
   );
   expect(server.logs).not.toMatch(/msg=请求处理失败/);
   // The bytes it had written to the channel went again.
