@@ -1,10 +1,30 @@
 import client from "prom-client";
 import { FastHistogram, PendingCounter } from "./metrics-batch";
 
-/** One registry per process: prom-client defaults plus Kura's own metrics. */
+const MISLEADING_UNDER_BUN = [
+  "process_heap_bytes",
+  "nodejs_active_resources",
+  "nodejs_active_resources_total",
+  "nodejs_active_handles",
+  "nodejs_active_handles_total",
+  "nodejs_active_requests",
+  "nodejs_active_requests_total",
+  "nodejs_heap_space_size_total_bytes",
+  "nodejs_heap_space_size_used_bytes",
+  "nodejs_heap_space_size_available_bytes",
+  "nodejs_version_info",
+  "nodejs_gc_duration_seconds",
+];
+
+/** One registry per process: prom-client defaults (those that mean something under Bun) plus Kura's own metrics. */
 export function createMetrics() {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
+  // prom-client reads these from Node's APIs, which Bun emulates: always 0 (handles, requests,
+  // resources, heap spaces), empty (GC durations), Node's version rather than Bun's, or a
+  // process "heap" that is Bun's multi-gigabyte address reservation (6 GB on an idle server, which
+  // reads as a leak). Gone rather than misleading; kura_build_info says what runs.
+  for (const name of MISLEADING_UNDER_BUN) registry.removeSingleMetric(name);
   // Counted on every request: batched (see metrics-batch.ts), same exposition as before.
   const httpCounts = new PendingCounter("kura_http_requests_total", "HTTP 请求数（按路由模板）", ["method", "route", "status"] as const, registry);
   const httpDuration = new FastHistogram(

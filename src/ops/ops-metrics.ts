@@ -34,10 +34,10 @@ export function registerOpsMetrics(app: AppContext): void {
   const registry = app.metrics.registry;
   new client.Gauge({
     name: "kura_build_info",
-    help: "运行中的 Kura 版本（值恒为 1）",
-    labelNames: ["version", "commit"] as const,
+    help: "运行中的 Kura 版本与运行时（值恒为 1）",
+    labelNames: ["version", "commit", "runtime"] as const,
     registers: [registry],
-  }).set({ version: BUILD.version, commit: BUILD.commit }, 1);
+  }).set({ version: BUILD.version, commit: BUILD.commit, runtime: `bun ${Bun.version}` }, 1);
 
   new client.Gauge({
     name: "kura_alerts_open",

@@ -58,7 +58,20 @@ test("the build, the database's and WAL's sizes, and the data directory's free s
   const other = await KuraServer.start();
   try {
     const text = await (await fetch(other.url("/metrics"))).text();
-    expect(text).toMatch(/^kura_build_info\{version="\d+\.\d+\.\d+",commit="[^"]+"\} 1$/m);
+    expect(text).toMatch(/^kura_build_info\{version="\d+\.\d+\.\d+",commit="[^"]+",runtime="bun \d+\.\d+\.\d+"\} 1$/m);
+    // prom-client's defaults that mean nothing under Bun are gone; those that do stay.
+    for (const gone of [
+      "process_heap_bytes",
+      "nodejs_version_info",
+      "nodejs_active_handles_total",
+      "nodejs_gc_duration_seconds",
+      "nodejs_heap_space_size_used_bytes",
+    ]) {
+      expect([gone, text.includes(`\n${gone}`)]).toEqual([gone, false]);
+    }
+    for (const kept of ["process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds", "nodejs_eventloop_lag_p99_seconds"]) {
+      expect([kept, text.includes(`\n${kept} `)]).toEqual([kept, true]);
+    }
     const db = await metricValue(other.base, "kura_db_size_bytes");
     // A checkpoint may grow the file between the scrape and the stat.
     expect(db).toBeGreaterThan(0);
