@@ -62,6 +62,9 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
       onHostKey: (fingerprint) => (outcome.hostKey ??= fingerprint),
       ...opts.site,
     });
+    // Setting a channel up (or testing it) is when its local directory may be made; at run time a
+    // missing one is reported instead (drivers/local.ts).
+    await (driver as Driver & { createRoot?: () => Promise<void> }).createRoot?.();
     if (opts.autoCreateBucket) {
       const creator = driver as Driver & { createBucket?: () => Promise<void> };
       if (typeof creator.createBucket !== "function") throw new Error("该存储驱动不支持自动创建存储桶");

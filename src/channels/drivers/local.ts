@@ -112,11 +112,24 @@ class LocalDriver implements Driver {
     }
   }
 
-  /** `mkdir -p`; each directory it creates is an entry in its parent, which gets an fsync. */
+  /**
+   * `mkdir -p` below the channel's directory, never of the directory itself: a directory that is
+   * gone is most often a disk that is not mounted, and recreating it put the images on the system
+   * disk under the mount point (hidden once the disk came back). Each directory created is an entry
+   * in its parent, which gets an fsync.
+   */
   private async makeDirectory(dir: string): Promise<void> {
-    const first = await mkdir(dir, { recursive: true });
-    if (first === undefined) return;
-    for (let d = dir; ; d = dirname(d)) {
+    const levels: string[] = [];
+    for (let d = dir; d !== this.base && d !== dirname(d); d = dirname(d)) levels.unshift(d);
+    if (levels.length === 0 && !existsSync(this.base)) throw new Error(missingRoot(this.base));
+    for (const d of levels) {
+      try {
+        await mkdir(d);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
+        if (d === levels[0] && isMissing(err)) throw new Error(missingRoot(this.base));
+        throw err;
+      }
       // Awaited by the puts that need it; the failure is theirs to report.
       const synced: Promise<void> = awaitedLater(
         fsyncPath(dirname(d)).finally(() => {
@@ -124,8 +137,13 @@ class LocalDriver implements Driver {
         }),
       );
       this.unsyncedDirs.set(d, synced);
-      if (d === first || d === dirname(d)) break;
     }
+  }
+
+  /** Creates the channel's directory: only when the channel is being set up or tested (service.ts), never at run time. */
+  async createRoot(): Promise<void> {
+    const found = await stat(this.base).catch(() => undefined);
+    if (!found) await mkdir(this.base, { recursive: true });
   }
 
   private async ancestorsDurable(dir: string): Promise<void> {
@@ -190,7 +208,7 @@ class LocalDriver implements Driver {
       // fails with EEXIST or succeeds depending on the moment, and the alert text followed that.
       const found = await stat(this.base).catch(() => undefined);
       if (found && !found.isDirectory()) throw new Error(NOT_A_DIRECTORY);
-      if (!found) await mkdir(this.base, { recursive: true });
+      if (!found) throw new Error(MISSING_ROOT_REASON);
       await access(this.base, constants.R_OK | constants.W_OK | constants.X_OK);
     } catch (err) {
       // A file put in the directory's place while the probe ran fails whichever step met it (mkdir's
@@ -321,6 +339,9 @@ function fsFailure(action: string, key: string, err: unknown): unknown {
 
 /** Why a local channel's directory is unusable when a file stands in its place. */
 const NOT_A_DIRECTORY = "路径已存在且不是目录";
+/** Why it is unusable when it is gone: not recreated at run time (see makeDirectory). */
+const MISSING_ROOT_REASON = "目录不存在（磁盘未挂载？为免写到挂载点下的系统盘，Kura 不会自行重建它；确认后手动创建，或在控制台重新测试并保存该渠道）";
+const missingRoot = (base: string) => `本地存储目录不可用: ${base}: ${MISSING_ROOT_REASON}`;
 
 function describeFsError(err: unknown): string {
   const code = (err as NodeJS.ErrnoException)?.code;
