@@ -16,7 +16,7 @@ export const USAGE = `用法: kura [命令]
   selftest                 检查图片处理（sharp、libvips）能否工作
   help                     显示本帮助（也可用 --help、-h）
 常用环境变量：KURA_DATA_DIR 数据目录（默认 ${DEFAULT_DATA_DIR}）、KURA_LISTEN 监听地址（默认 ${DEFAULT_LISTEN}）、
-  KURA_TRUSTED_PROXIES 可信反向代理、KURA_MASTER_KEY 主密钥（默认数据目录中的 master.key）；完整列表见 README。
+KURA_TRUSTED_PROXIES 可信反向代理、KURA_MASTER_KEY 主密钥（默认数据目录中的 master.key）；完整列表见 README。
 以 - 开头的用户名或文件名写在 -- 之后。`;
 
 /** Positional arguments each command takes: at least `min`, at most `max`. */

@@ -185,8 +185,14 @@ test("the Lsky list pages, orders and searches one user's images exactly, from i
 
     // A user with one image searching a term every name holds pays for their image, not for the
     // library's matches (the old list gathered all 200k of them first).
-    const library = (await timeWithLoopPauses(async () => db.query("SELECT count(*) AS n FROM images_fts WHERE images_fts MATCH '\"jpg\"'").get())).totalMs;
-    const small = (await timeWithLoopPauses(() => listUserImages(db, "small", "jpg", "largest", { limit: 40, offset: 0 }))).totalMs;
+    // The best of three each: one run of a few ms is at the mercy of whatever else the cores do.
+    const best = async (run: () => Promise<unknown>) => {
+      let ms = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < 3; i++) ms = Math.min(ms, (await timeWithLoopPauses(run)).totalMs);
+      return ms;
+    };
+    const library = await best(async () => db.query("SELECT count(*) AS n FROM images_fts WHERE images_fts MATCH '\"jpg\"'").get());
+    const small = await best(() => listUserImages(db, "small", "jpg", "largest", { limit: 40, offset: 0 }));
     console.log(`one-image user, keyword jpg: ${small.toFixed(1)} ms; reading the library's matches: ${library.toFixed(1)} ms`);
     expect(small).toBeLessThan(library / 3);
 
