@@ -26,10 +26,16 @@ async function allFiles(dir: string): Promise<string[]> {
     .sort();
 }
 
+/** A driver on a base that does not exist yet, made as setting the channel up makes it (service.ts). */
+async function setUpDriver(base: string) {
+  const driver = createLocalDriver({ path: base });
+  await (driver as typeof driver & { createRoot: () => Promise<void> }).createRoot();
+  return driver;
+}
+
 driverConformance("local", async () => {
-  // A base that does not exist yet: put and probe must create it.
   const base = join(await freshBase(), "not", "yet", "there");
-  return { driver: createLocalDriver({ path: base }), cleanup: async () => {} };
+  return { driver: await setUpDriver(base), cleanup: async () => {} };
 });
 
 describe("local driver: configuration and paths", () => {
@@ -45,7 +51,7 @@ describe("local driver: configuration and paths", () => {
   test("objects land under the base at their key path; escapes write nothing outside", async () => {
     const outer = await freshBase();
     const base = join(outer, "inner");
-    const driver = createLocalDriver({ path: base });
+    const driver = await setUpDriver(base);
     await driver.put("ab/cd/file.jpg", new Uint8Array([1, 2, 3]), 3);
     expect(await Bun.file(join(base, "ab/cd/file.jpg")).bytes()).toEqual(new Uint8Array([1, 2, 3]));
 
@@ -233,9 +239,17 @@ describe("local driver: temp file cleanup", () => {
 });
 
 describe("local driver: probe", () => {
-  test("creates a missing base directory", async () => {
-    const base = join(await freshBase(), "made", "by", "probe");
-    await createLocalDriver({ path: base }).probe(false);
+  test("a missing base is reported, and neither a probe nor a put makes it (a disk not mounted); setting up does", async () => {
+    const base = join(await freshBase(), "mnt", "disk");
+    const driver = createLocalDriver({ path: base });
+    const missing = `本地存储目录不可用: ${base}: 目录不存在（磁盘未挂载？`;
+    for (const deep of [false, true]) expect(((await driver.probe(deep).catch((err) => err)) as Error).message).toStartWith(missing);
+    for (const key of ["top.jpg", "ab/cd/file.jpg"]) {
+      expect(((await driver.put(key, new Uint8Array([1]), 1).catch((err) => err)) as Error).message).toStartWith(missing);
+    }
+    expect(existsSync(base)).toBe(false);
+    await (driver as typeof driver & { createRoot: () => Promise<void> }).createRoot();
+    await driver.probe(true);
     expect(existsSync(base)).toBe(true);
   });
 
@@ -253,14 +267,13 @@ describe("local driver: probe", () => {
     }
   });
 
-  test("a file put in the base's place while the probe runs reads the same (the probe's mkdir or access meets it)", async () => {
+  test("a file put in the base's place while the probe runs is named as such (or the base as missing), never by a raw error", async () => {
     const base = join(await freshBase(), "swapped");
     const driver = createLocalDriver({ path: base });
     const messages = new Set<string>();
     for (let i = 0; i < 200; i++) {
       await rm(base, { recursive: true, force: true });
-      // The probe's stat is on its way when the file appears: it sees either the file or nothing (then mkdir fails).
-      // Or its mkdir wins, and the file cannot be written: that round has nothing to compare.
+      // The probe's stat is on its way when the file appears: it sees either the file or nothing.
       const probing = driver.probe(false).catch((err: Error) => err.message);
       const placed = await writeFile(base, "x").then(
         () => true,
@@ -269,7 +282,9 @@ describe("local driver: probe", () => {
       const message = await probing;
       if (placed) messages.add(message ?? "ok");
     }
-    expect([...messages]).toEqual([`本地存储目录不可用: ${base}: 路径已存在且不是目录`]);
+    const notADirectory = `本地存储目录不可用: ${base}: 路径已存在且不是目录`;
+    for (const message of messages) expect(message === notADirectory || message.startsWith(`本地存储目录不可用: ${base}: 目录不存在`)).toBe(true);
+    expect(messages.has(notADirectory)).toBe(true);
   });
 
   test("fails when the base is not writable", async () => {

@@ -196,6 +196,7 @@ describe("export file as parsed by rclone", () => {
 describe("local channel", () => {
   test("plain: rclone reads what Kura wrote through kura-<id>:<path>", async () => {
     const dir = join(work, "plain-local");
+    mkdirSync(dir); // as setting the channel up makes it
     const objects = sampleObjects();
     await writeAll(createLocalDriver({ path: dir }), objects);
     const ch = channel("local", false);
@@ -205,6 +206,7 @@ describe("local channel", () => {
 
   test("encrypted: rclone lists plaintext names and reads bytes through kura-<id>-crypt; the disk holds only ciphertext", async () => {
     const dir = join(work, "enc-local");
+    mkdirSync(dir); // as setting the channel up makes it
     const ch = channel("local", true);
     const layer = wrapEncrypted(createLocalDriver({ path: dir }), cryptPasswords(master, ch.id, ch.created_at));
     const objects = sampleObjects();
