@@ -80,14 +80,14 @@ describe("out of file descriptors", () => {
     // The operator hears what to change. (Waited for: the line comes through the server's stderr pipe,
     // which can trail the response on a busy machine.)
     await server.waitForLog(
-      /level=ERROR msg="打开的文件过多，请求失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）" method=POST path=\/api\/upload err=.*EMFILE/,
+      /level=ERROR msg="打开的文件过多，请求失败：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）" method=POST path=\/api\/upload request_id=[0-9a-f]{16} err=.*EMFILE/,
     );
 
     const put = await starved(() => signedRequest(f, "PUT", "/s3/kura/starved.png", { body: png }));
     expect([put.status, put.headers.get("retry-after")]).toEqual([503, "5"]);
     const xml = await put.text();
     expect([errorCodeOf(xml), errorMessageOf(xml)]).toEqual(["ServiceUnavailable", "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试"]);
-    await server.waitForLog(/level=ERROR msg="打开的文件过多，请求失败：.*" method=PUT path=\/s3\/kura\/starved.png err=.*EMFILE/);
+    await server.waitForLog(/level=ERROR msg="打开的文件过多，请求失败：.*" method=PUT path=\/s3\/kura\/starved.png request_id=[0-9a-f]{16} err=.*EMFILE/);
 
     expect(imageRows(server.dataDir)).toBe(rows);
     expect(tmpLeft(server.dataDir)).toEqual([]);
@@ -115,7 +115,7 @@ describe("out of file descriptors", () => {
     }
     // Nor the original either (it cannot be opened): the server's retryable trouble, not "no healthy channel".
     expect(starvedAnswer).toEqual([503, "5", "服务器同时打开的文件已达上限，暂时无法处理，请稍后重试"]);
-    await server.waitForLog(/level=ERROR msg="打开的文件过多，请求失败：.*" method=GET path=\/i\/\w+ err=/);
+    await server.waitForLog(/level=ERROR msg="打开的文件过多，请求失败：.*" method=GET path=\/i\/\w+ request_id=[0-9a-f]{16} err=/);
     // The local disk's failed read is told as what it is, not as a network error.
     expect(server.logs).toMatch(/msg=从存储渠道读取失败，切换到下一个 channel=local blob=\d+ err="打开的文件过多：请提高进程的文件描述符上限/);
     const after = await variant();

@@ -4,6 +4,7 @@
  * their sources really throw (Node's fs, bun:sqlite) also when a driver wraps them as a cause, and
  * nothing else taken for one. The faults themselves, for real, are in test/fault/.
  */
+import { loggedRequestId } from "../../src/ops/request-trace";
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -164,10 +165,12 @@ describe("the surfaces", () => {
     expect(logServerFault(log, request, fsError("EACCES"))).toBeUndefined();
     expect(lines).toEqual([]);
     expect(logServerFault(log, request, databaseLockedError())?.message).toBe("服务器数据库暂时被占用，请稍后重试");
+    // The request now has the id its answer will carry.
+    expect(loggedRequestId(request)).toMatch(/^[0-9a-f]{16}$/);
     expect(lines).toStrictEqual([
       [
         "数据库被锁定（另一个连接长时间持有写锁），请求失败：请检查是否有程序正在写入 kura.db（例如停在事务中的 sqlite3 命令行）",
-        { method: "POST", path: "/api/upload", err: "database is locked" },
+        { method: "POST", path: "/api/upload", request_id: loggedRequestId(request), err: "database is locked" },
       ],
     ]);
   });
