@@ -112,7 +112,10 @@ export class ChannelRegistry {
     const names = new Set([...next.values()].map((c) => c.row.name));
     for (const old of this.channels.values()) {
       if (names.has(old.row.name)) continue;
-      for (const result of ["ok", "error"]) this.metrics.channelPuts.remove({ channel: old.row.name, result });
+      for (const result of ["ok", "error"]) {
+        this.metrics.channelPuts.remove({ channel: old.row.name, result });
+        this.metrics.channelReads.remove({ channel: old.row.name, result });
+      }
     }
   }
 
@@ -247,5 +250,11 @@ export class ChannelRegistry {
   private countPut(id: number, result: "ok" | "error") {
     const now = this.channels.get(id);
     if (now) this.metrics.channelPuts.inc({ channel: now.row.name, result });
+  }
+
+  /** A read of an original from channel `id` (read.ts): `error` is a failover. Named as countPut names. */
+  countRead(id: number, result: "ok" | "error") {
+    const now = this.channels.get(id);
+    if (now) this.metrics.channelReads.inc({ channel: now.row.name, result });
   }
 }

@@ -87,6 +87,7 @@ export async function readBlob<T>(app: BlobReadDeps, blob: BlobRef, consume: (go
       return await consume(result);
     } catch (err) {
       serverFault ??= descriptorFault(err);
+      app.channels.countRead(channel.row.id, "error");
       const what = err instanceof ContentMismatchError ? "从存储渠道读到的数据校验失败，切换到下一个" : "从存储渠道读取中断，切换到下一个";
       app.log.warn(what, { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     }
@@ -106,11 +107,13 @@ async function openOn(
 ): Promise<(GetResult & { verified(): boolean }) | { failed: unknown }> {
   try {
     const got = await channel.driver!.get(blob.storage_key, range);
+    app.channels.countRead(channel.row.id, "ok");
     const sha256 = blob.sha256 ?? sha256OfStorageKey(blob.storage_key);
     if (range || !sha256) return { ...got, stream: exactLengthStream(got.stream, got.size, channel.row.name), verified: () => false };
     const read = verifiedStream(got.stream, sha256, got.size, () => repairCorruptReplica(app, blob.id, channel.row.id));
     return { ...got, stream: read.stream, verified: read.verified };
   } catch (err) {
+    app.channels.countRead(channel.row.id, "error");
     app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
     // A draining channel loses its objects on purpose.
     if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);

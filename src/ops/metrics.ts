@@ -47,6 +47,13 @@ export function createMetrics() {
     labelNames: ["channel", "result"] as const,
     registers: [registry],
   });
+  // Reads of an original from a channel (cold /i/, render sources, replication): an `error` is a failover.
+  const channelReads = new client.Counter({
+    name: "kura_channel_reads_total",
+    help: "从存储渠道读取原图的次数：ok 打开成功，error 失败并切换到下一个渠道",
+    labelNames: ["channel", "result"] as const,
+    registers: [registry],
+  });
   const variantLookups = new PendingCounter("kura_variant_lookups_total", "变体缓存查找次数", ["result"] as const, registry);
   const variantRenders = new client.Counter({
     name: "kura_variant_renders_total",
@@ -88,6 +95,7 @@ export function createMetrics() {
     httpDuration,
     uploadDuration,
     channelPuts,
+    channelReads,
     variantLookups,
     variantRenders,
     variantLateRenders,

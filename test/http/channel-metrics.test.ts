@@ -5,10 +5,11 @@
  */
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { useAdmin } from "../helpers/fixture";
 import { PausePoints } from "../helpers/pause-points";
+import { waitAllReplicasDone } from "./channels.helpers";
 import { form, makeJpeg } from "../helpers/images";
 
 const pauses = new PausePoints();
@@ -88,4 +89,36 @@ test("a copy that lands after its channel was renamed counts under the new name;
   const series = await putSeries();
   expect(series.filter((line) => line.includes('channel="late"'))).toEqual([]);
   expect(series.some((line) => /^kura_channel_puts_total\{channel="late-renamed",result="ok"\} [1-9]/.test(line))).toBe(true);
+});
+
+test("reads of an original count per channel: a failover is an error on the channel that lost it, ok on the one that served", async () => {
+  const dir = join(server.dataDir, "reads");
+  mkdirSync(dir);
+  const { id: channelId } = await admin.json<{ id: number }>(
+    "POST",
+    "/api/admin/channels",
+    { name: "reads", driver: "local", config: { path: dir }, priority: 2000 },
+    201,
+  );
+  const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(300, 200, 64), "r.jpg"));
+  // Copied everywhere first, so a channel is there to fail over to.
+  await waitAllReplicasDone(admin, id, 3);
+  // Its copy on the best channel is lost: a render reads the original, fails over and says so.
+  const db = new Database(join(server.dataDir, "kura.db"), { readonly: true });
+  const key = (db.query("SELECT b.storage_key AS k FROM images i JOIN blobs b ON b.id = i.blob_id WHERE i.id = ?").get(id) as { k: string }).k;
+  db.close();
+  rmSync(join(dir, key));
+  const series = async (channel: string, result: string) => {
+    const line = (await metrics()).split("\n").find((l) => l.startsWith(`kura_channel_reads_total{channel="${channel}",result="${result}"} `));
+    return line ? Number(line.split(" ")[1]) : 0;
+  };
+  // Whichever other channel holds a done copy by then (replication to the others runs meanwhile) serves it.
+  const servedElsewhere = async () => (await series("local", "ok")) + (await series("late", "ok"));
+  const before = { lost: await series("reads", "error"), served: await servedElsewhere() };
+  const res = await fetch(server.url(`/i/${id}?format=webp`));
+  await res.arrayBuffer();
+  expect(res.status).toBe(200);
+  expect(await series("reads", "error")).toBe(before.lost + 1);
+  expect(await servedElsewhere()).toBeGreaterThan(before.served);
+  expect(channelId).toBeGreaterThan(0);
 });
