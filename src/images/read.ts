@@ -1,3 +1,5 @@
+import { HeldBackLog } from "../ops/held-back-log";
+import { getOrCreate } from "../shared/get-or-create";
 import { ObjectNotFoundError, type ByteRange, type GetResult } from "../channels/driver";
 import { isOutOfFileDescriptors, Unavailable } from "../errors";
 import type { ChannelRegistry } from "../channels/registry";
@@ -89,7 +91,7 @@ export async function readBlob<T>(app: BlobReadDeps, blob: BlobRef, consume: (go
       serverFault ??= descriptorFault(err);
       app.channels.countRead(channel.row.id, "error");
       const what = err instanceof ContentMismatchError ? "从存储渠道读到的数据校验失败，切换到下一个" : "从存储渠道读取中断，切换到下一个";
-      app.log.warn(what, { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
+      logFailover(app, what, channel.row.name, blob.id, err);
     }
   }
   throw unreadable(serverFault);
@@ -114,7 +116,7 @@ async function openOn(
     return { ...got, stream: read.stream, verified: read.verified };
   } catch (err) {
     app.channels.countRead(channel.row.id, "error");
-    app.log.warn("从存储渠道读取失败，切换到下一个", { channel: channel.row.name, blob: blob.id, err: channelErrorText(err) });
+    logFailover(app, "从存储渠道读取失败，切换到下一个", channel.row.name, blob.id, err);
     // A draining channel loses its objects on purpose.
     if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
     return { failed: err };
@@ -150,4 +152,15 @@ function repairCorruptReplica(app: BlobReadDeps, blobId: number, channelId: numb
   } catch {
     // The blob or the channel was deleted while it was read: nothing left to repair.
   }
+}
+
+/**
+ * A failover's WARN: the first for each channel and kind of failure, then one a minute with how many
+ * were held back (`kura_channel_reads_total` counts them all). Every anonymous request for an image
+ * on a broken channel wrote its own line.
+ */
+const failoverLogs = new WeakMap<BlobReadDeps["log"], HeldBackLog>();
+function logFailover(app: BlobReadDeps, what: string, channel: string, blobId: number, err: unknown) {
+  const line = getOrCreate(failoverLogs, app.log, () => new HeldBackLog(Date.now)).admit(channel, what);
+  if (line.log) app.log.warn(what, { channel, blob: blobId, err: channelErrorText(err), held_back: line.heldBack });
 }

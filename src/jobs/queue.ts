@@ -41,7 +41,7 @@ import { FailureLog } from "../ops/repeated-failure";
 import { noticeServerFault } from "../ops/server-faults";
 import { JobInterruptedError, PermanentJobError } from "./errors";
 import { isUniqueViolation, JobStore, type ClaimedJob, type JobRow } from "./repo";
-import { RetryLog } from "./retry-log";
+import { HeldBackLog } from "../ops/held-back-log";
 import type { EnqueueOptions, JobContext, JobHandler, JobLog, KindOptions, QueueOptions } from "./types";
 
 export { PermanentJobError, JobInterruptedError } from "./errors";
@@ -83,8 +83,8 @@ export class JobQueue<K extends object = Record<string, any>> {
   private readonly log: JobLog;
   /** A poll failing every round (the database locked or read-only) is logged once, not every 2 s. */
   private readonly pollFailures: FailureLog;
-  /** Which retries get a WARN line (retry-log.ts). */
-  private readonly retryLog: RetryLog;
+  /** Which retries get a WARN line (ops/held-back-log.ts). */
+  private readonly retryLog: HeldBackLog;
   private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly backoff: BackoffOptions;
@@ -110,7 +110,7 @@ export class JobQueue<K extends object = Record<string, any>> {
       "job-queue",
       () => this.now(),
     );
-    this.retryLog = new RetryLog(() => this.now());
+    this.retryLog = new HeldBackLog(() => this.now());
     this.pollMs = positive(opts.pollMs ?? 2_000, "pollMs");
     this.leaseMs = positive(opts.leaseMs ?? 60_000, "leaseMs");
     this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
