@@ -10,6 +10,12 @@
 
 const TOKEN_API_PREFIX = "/api/v1/";
 const TOKEN_API_PATHS: ReadonlySet<string> = new Set(["/api/upload", "/api/upload/url"]);
+/**
+ * Lsky's token endpoint takes a name and password. Readable from any page, every visitor's browser
+ * could try passwords for a site that hides it (each from its own address, past the per-address
+ * throttle) and read which one worked; the browser uploaders need only the token they were given.
+ */
+const PASSWORD_PATHS: ReadonlySet<string> = new Set(["/api/v1/tokens"]);
 
 const ALLOWED_METHODS = "GET, POST, DELETE";
 /** What a page may send: the token, the body's type, and the safe retry key. */
@@ -18,7 +24,7 @@ const ALLOWED_HEADERS = "authorization, content-type, accept, idempotency-key, x
 const PREFLIGHT_MAX_AGE_SECONDS = "86400";
 
 export function isCorsPath(path: string): boolean {
-  return path.startsWith(TOKEN_API_PREFIX) || TOKEN_API_PATHS.has(path);
+  return (path.startsWith(TOKEN_API_PREFIX) && !PASSWORD_PATHS.has(path)) || TOKEN_API_PATHS.has(path);
 }
 
 /** The answer to a CORS preflight on a token-API path; undefined for any other request. */

@@ -81,6 +81,8 @@ describe("the upload-token API from a page on another origin", () => {
     expect(me.refused).toContain("Failed to fetch");
     const login = await fetchFromPage(server.url("/api/admin/auth/login"), { method: "POST", headers: { "content-type": "application/json" } });
     expect(login.refused).toContain("Failed to fetch");
+    const lskyLogin = await fetchFromPage(server.url("/api/v1/tokens"), { method: "POST", headers: { "content-type": "application/json" } });
+    expect(lskyLogin.refused).toContain("Failed to fetch");
   });
 });
 
@@ -104,7 +106,8 @@ describe("preflight answers", () => {
   });
 
   test("nothing for the console's API, and no CORS header on a same-origin answer", async () => {
-    for (const path of ["/api/admin/upload", "/api/admin/me", "/api/uploads"]) {
+    // Lsky's password-for-token endpoint stays same-origin: no page may read which password worked.
+    for (const path of ["/api/admin/upload", "/api/admin/me", "/api/uploads", "/api/v1/tokens"]) {
       const res = await preflight(path);
       await res.arrayBuffer();
       expect([path, res.headers.get("access-control-allow-origin")]).toEqual([path, null]);
