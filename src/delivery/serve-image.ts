@@ -6,6 +6,7 @@ import { logServerFault } from "../ops/server-faults";
 import { VariantUnavailableError } from "./variants";
 import { QueueWaitTimeoutError } from "./limiter";
 import { getOrCreate } from "../shared/get-or-create";
+import { HeldBackLog } from "../ops/held-back-log";
 import {
   answer,
   type ColdPaths,
@@ -69,7 +70,7 @@ async function renderedVariant(
     if (err instanceof NoReadableChannelError) return plain(req, 503, err.message);
     // A failure remembered from an earlier request was logged then: repeating the request
     // (anyone may, anonymously) must not write a log line each time.
-    if (err instanceof QueueWaitTimeoutError) busyRenders(app).answeredOriginal(image.id, err);
+    if (err instanceof QueueWaitTimeoutError) logBusyRender(app, image.id, err);
     else if (!(err instanceof VariantUnavailableError)) app.log.warn("图片处理失败，返回原图", { image: image.id, err: (err as Error).message });
     return serveOriginal(app, req, image, false, cold, true);
   }
@@ -142,23 +143,8 @@ function directLink(app: AppContext, image: ImageView): string | undefined {
  * (with how many the minute before held back). Anyone can ask for cold variants, and a burst of 20
  * wrote 20 lines in under a second; they are not remembered as failures (the next may get a slot).
  */
-class BusyRenderLog {
-  #loggedAt = Number.NEGATIVE_INFINITY;
-  #held = 0;
-  constructor(private readonly log: AppContext["log"]) {}
-
-  answeredOriginal(imageId: string, err: QueueWaitTimeoutError) {
-    const now = Date.now();
-    if (now - this.#loggedAt < BUSY_LOG_INTERVAL_MS) {
-      this.#held++;
-      return;
-    }
-    this.log.warn("图片处理繁忙，排队超时，返回原图", { image: imageId, err: err.message, held_back: this.#held });
-    this.#loggedAt = now;
-    this.#held = 0;
-  }
+const busyLogs = new WeakMap<AppContext, HeldBackLog>();
+function logBusyRender(app: AppContext, imageId: string, err: QueueWaitTimeoutError) {
+  const line = getOrCreate(busyLogs, app, () => new HeldBackLog(Date.now)).admit("render-queue", "timeout");
+  if (line.log) app.log.warn("图片处理繁忙，排队超时，返回原图", { image: imageId, err: err.message, held_back: line.heldBack });
 }
-
-const BUSY_LOG_INTERVAL_MS = 60_000;
-const busyLogs = new WeakMap<AppContext, BusyRenderLog>();
-const busyRenders = (app: AppContext) => getOrCreate(busyLogs, app, () => new BusyRenderLog(app.log));

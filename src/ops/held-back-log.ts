@@ -3,7 +3,7 @@
  * one a minute with how many were held back; a new reason at once. For failures a broken channel
  * repeats per job or per request: job retries (21 blobs to a dead channel wrote 89 lines in 13
  * minutes while channel_unhealthy already said it), reads failing over (one line per anonymous
- * request for an image on it).
+ * request for an image on it), renders that found no slot (one line per anonymous cold request).
  */
 export const HELD_BACK_INTERVAL_MS = 60_000;
 /** Reasons remembered at once; past this the oldest is forgotten (it is then logged again when it recurs). */
