@@ -3,6 +3,7 @@
 // first), selectable per row, per page or as the whole list, deleted or exempted in bounded
 // batches with every failure reported.
 import { api } from "./api";
+import { BATCH, deleteBatch, exemptBatch, type Outcome, reportBatch } from "./image-batch";
 import { errorText, fmtBytes, fmtTime, h, replace, toast } from "./dom";
 import { thumbUrl } from "./links";
 import { reviewPager } from "./review-pager";
@@ -10,34 +11,7 @@ import type { CleanupItem, Page, ViewContext } from "./types";
 import { dataTable, messageRow } from "./ui";
 
 const PAGE_SIZE = 20;
-/** Ids per request when working through the whole list: the limit of batch-delete and batch-exempt. */
-const BATCH = 100;
-
 const REASONS: Record<string, string> = { cold: "长期未访问", superseded: "已被覆盖" };
-
-interface Outcome {
-  done: number;
-  failed: string[];
-}
-
-/** "已删除 3 张，2 张失败：图片不存在" — the first error stands for the rest. */
-function report(verb: string, o: Outcome, stopped: boolean): void {
-  const head = `${verb} ${o.done} 张${stopped ? "（已停止）" : ""}`;
-  if (o.failed.length) toast(`${head}，${o.failed.length} 张失败：${o.failed[0]}`, "error");
-  else toast(head);
-}
-
-/** One batch request (at most BATCH ids): the count it answers under `field` and each failure's reason go into `into`. */
-const batchCall =
-  (path: string, extra: Record<string, unknown>, field: "deleted" | "updated") =>
-  async (ids: string[], into: Outcome): Promise<void> => {
-    const res = await api<Record<typeof field, number> & { failed: { id: string; error: string }[] }>("POST", path, { ids, ...extra });
-    into.done += res[field];
-    into.failed.push(...res.failed.map((f) => f.error));
-  };
-
-const deleteIds = batchCall("/api/admin/images/batch-delete", {}, "deleted");
-const exemptIds = batchCall("/api/admin/images/batch-exempt", { exempt: true }, "updated");
 
 export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HTMLElement {
   let shown: CleanupItem[] = [];
@@ -155,7 +129,7 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
         progress.textContent = `${verb}中：${o.done + o.failed.length} / ${goal}`;
         if (whole ? !cursor : i + BATCH >= ids.length) break;
       }
-      report(`已${verb}`, o, stop);
+      reportBatch(`已${verb}`, o, stop);
     } catch (err) {
       const failed = o.failed.length ? `，${o.failed.length} 张失败` : "";
       toast(`${verb}中断：${errorText(err)}（已${verb} ${o.done} 张${failed}）`, "error");
@@ -193,9 +167,9 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
     const n = all ? paging.total : selected.size;
     const what = all ? `待清理列表中的全部 ${n} 张图片` : `选中的 ${n} 张图片`;
     if (!confirm(`删除${what}？此操作不可撤销。`)) return;
-    void run("删除", deleteIds);
+    void run("删除", deleteBatch);
   });
-  exempt.addEventListener("click", () => void run("豁免", exemptIds));
+  exempt.addEventListener("click", () => void run("豁免", exemptBatch(true)));
   void load();
   return h(
     "section",
