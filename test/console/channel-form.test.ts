@@ -8,7 +8,7 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { FakeOnedrive } from "../channels/fakes/onedrive";
 import { adminSession, type Session } from "../helpers/client";
 import { KuraServer } from "../helpers/server";
-import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, sharedBrowser, watchedPage } from "./harness";
+import { ADMIN_PASSWORD, DESKTOP, fillOneDriveTemplate, loginAs, openPage, sharedBrowser, watchedPage } from "./harness";
 
 const onedrive = new FakeOnedrive();
 let server: KuraServer;
@@ -47,13 +47,7 @@ async function newChannelDialog(): Promise<Locator> {
 test("a token refreshed by 测试连接 goes into the form and is what the save stores", async () => {
   const dialog = await newChannelDialog();
   try {
-    await dialog.locator("select[name=template]").selectOption("onedrive");
-    await dialog.locator("input[name=channel_name]").fill("onedrive-刷新");
-    await dialog.locator("[data-key=client_id] input").fill(onedrive.oauth.clientId);
-    await dialog.locator("[data-key=client_secret] input").fill(onedrive.oauth.clientSecret);
-    await dialog.locator("[data-key=auth_url] input").fill(`${onedrive.origin}/authorize`);
-    await dialog.locator("[data-key=token_url] input").fill(`${onedrive.origin}/token`);
-    await dialog.locator("[data-key=path] input").fill("kura");
+    await fillOneDriveTemplate(dialog, "onedrive-刷新", onedrive);
     // A pasted token whose access token has expired: the probe must refresh it, and OneDrive
     // retires the old refresh token when it does.
     const pasted = onedrive.oauth.tokenJson();

@@ -6,7 +6,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import sharp from "sharp";
 import { scanRound } from "../../src/images/dedup";
 import { computePhash } from "../../src/images/jobs";
@@ -187,4 +187,15 @@ export async function loginAs(page: Page, base: string, name: string, password: 
 export async function openPage(page: Page, id: string): Promise<void> {
   await page.evaluate((h) => (location.hash = h), `#${id}`);
   await page.locator(`nav a[data-tab=${id}].active`).waitFor({ state: "attached" });
+}
+
+/** Fills the channel dialog's OneDrive template for the fake provider (test/channels/fakes/onedrive.ts). */
+export async function fillOneDriveTemplate(dialog: Locator, name: string, provider: { origin: string; oauth: { clientId: string; clientSecret: string } }) {
+  await dialog.locator("select[name=template]").selectOption("onedrive");
+  await dialog.locator("input[name=channel_name]").fill(name);
+  await dialog.locator("[data-key=client_id] input").fill(provider.oauth.clientId);
+  await dialog.locator("[data-key=client_secret] input").fill(provider.oauth.clientSecret);
+  await dialog.locator("[data-key=auth_url] input").fill(`${provider.origin}/authorize`);
+  await dialog.locator("[data-key=token_url] input").fill(`${provider.origin}/token`);
+  await dialog.locator("[data-key=path] input").fill("kura");
 }

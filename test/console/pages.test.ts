@@ -10,7 +10,21 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { FakeOnedrive } from "../channels/fakes/onedrive";
 import { startS3, TEST_CREDENTIALS } from "../channels/s3rver-harness";
 import { makeJpeg } from "../helpers/images";
-import { ADMIN_PASSWORD, DESKTOP, loginAs, openPage, PHONE, SHOT_DIR, SHOTS, seedServer, sharedBrowser, shot, watchedPage, type Seeded } from "./harness";
+import {
+  ADMIN_PASSWORD,
+  DESKTOP,
+  fillOneDriveTemplate,
+  loginAs,
+  openPage,
+  PHONE,
+  seedServer,
+  sharedBrowser,
+  shot,
+  SHOT_DIR,
+  SHOTS,
+  type Seeded,
+  watchedPage,
+} from "./harness";
 
 const BULK = 60;
 const PAGES = ["dashboard", "upload", "images", "tokens", "users", "channels", "review", "backups", "audit", "settings", "referers"];
@@ -257,13 +271,7 @@ describe("console pages", () => {
     await openPage(page, "channels");
     await page.locator("#channel-new").click();
     const dialog = page.locator("#channel-dialog");
-    await dialog.locator("select[name=template]").selectOption("onedrive");
-    await dialog.locator("input[name=channel_name]").fill("onedrive-网盘");
-    await dialog.locator("[data-key=client_id] input").fill(onedrive.oauth.clientId);
-    await dialog.locator("[data-key=client_secret] input").fill(onedrive.oauth.clientSecret);
-    await dialog.locator("[data-key=auth_url] input").fill(`${onedrive.origin}/authorize`);
-    await dialog.locator("[data-key=token_url] input").fill(`${onedrive.origin}/token`);
-    await dialog.locator("[data-key=path] input").fill("kura");
+    await fillOneDriveTemplate(dialog, "onedrive-网盘", onedrive);
     const [popup] = await Promise.all([page.context().waitForEvent("page"), dialog.locator("#oauth-start").click()]);
     // The provider consents at once and redirects to Kura's callback page.
     await popup.getByText("授权完成").waitFor();
