@@ -8,6 +8,8 @@ import type { AppContext } from "../context";
 import { cdnPurgeEnabled } from "../config/views";
 import { networkFailureReason } from "../channels/drivers/driver-errors";
 import { PermanentJobError } from "../jobs/queue";
+import { mimeToFormat } from "../delivery/negotiate";
+import { APNG_MIME } from "../images/sniff";
 import { imageExtension } from "../shared/links";
 
 export const CDN_PURGE_JOB = "cdn.purge";
@@ -51,6 +53,23 @@ export function batches<T>(items: readonly T[], size = PURGE_BATCH_SIZE): T[][] 
 }
 
 /**
+ * The `w`/`format` URLs that were answered with the original bytes (cacheable for a year), so
+ * no variant row names them: a width at or above the stored width (`?w=`, and with every
+ * `format=`), the stored format asked for by name, and any width of an APNG. Without these
+ * an image narrower than a configured width stayed readable at the CDN after its deletion.
+ * `widths`/`formats` are the current settings; a URL they no longer allow answers 400 anyway.
+ */
+export function originalForms(stored: { width: number; mime: string }, widths: readonly number[] | null, formats: readonly string[]): VariantRow[] {
+  const own = stored.mime === APNG_MIME ? "png" : mimeToFormat(stored.mime);
+  const rows: VariantRow[] = own !== null && formats.includes(own) ? [{ width: 0, format: own }] : [];
+  for (const width of widths ?? []) {
+    if (width < stored.width && stored.mime !== APNG_MIME) continue;
+    for (const format of formats) rows.push({ width, format });
+  }
+  return rows;
+}
+
+/**
  * Call inside the transaction that deletes the reference: the variant rows are read now
  * because they vanish with the blob later, and the job commits or rolls back with the delete.
  * One job per batch, so a failing batch is retried alone.
@@ -58,9 +77,10 @@ export function batches<T>(items: readonly T[], size = PURGE_BATCH_SIZE): T[][] 
 export function enqueueCdnPurge(app: Pick<AppContext, "images" | "settings" | "jobs">, imageId: string, blobId: number) {
   const s = app.settings.get();
   if (!cdnPurgeEnabled(s)) return;
-  const variants = app.images.variantsOf(blobId);
-  const mime = app.images.blob(blobId)?.mime;
-  for (const files of batches(purgeUrls(s.base_url, imageId, variants, mime && imageExtension(mime)))) app.jobs.enqueue(CDN_PURGE_JOB, { files });
+  const blob = app.images.blob(blobId);
+  const variants = [...app.images.variantsOf(blobId), ...(blob ? originalForms(blob, s.process_widths, s.process_formats) : [])];
+  const extension = blob && imageExtension(blob.mime);
+  for (const files of batches(purgeUrls(s.base_url, imageId, variants, extension))) app.jobs.enqueue(CDN_PURGE_JOB, { files });
 }
 
 /** One purge call. The token is read from the settings at run time, never stored in the job. */

@@ -81,8 +81,30 @@ describe("CDN purge (spec 4.13)", () => {
     expect(call!.at - started).toBeLessThan(10_000);
     expect(call!.path).toBe(`/client/v4/zones/${ZONE}/purge_cache`);
     expect(call!.authorization).toBe(`Bearer ${TOKEN}`);
-    expect([...call!.files].sort()).toEqual(forms(id, ["", "?format=png", "?w=32", "?w=32&format=webp"]));
+    // `?format=jpeg` names the stored format: it was never fetched, but it would be answered.
+    expect([...call!.files].sort()).toEqual(forms(id, ["", "?format=jpeg", "?format=png", "?w=32", "?w=32&format=webp"]));
     expect(server.logs).not.toContain(TOKEN);
+  });
+
+  test("URLs answered with the original bytes (a width at or above the image's, its own format by name) are purged too", async () => {
+    // A 64 px image: 64 and 128 are no resize, so these URLs got the stored file, cacheable for a
+    // year, and no variant row names them (an image narrower than a configured width stayed at the CDN).
+    await admin.json("PUT", "/api/admin/config", { process_widths: [16, 32, 64, 128] });
+    const id = await upload();
+    const served = ["?w=128", "?w=64&format=jpeg", "?format=jpeg", "?w=128&format=png"];
+    for (const query of served) {
+      const res = await fetch(server.url(`/i/${id}${query}`));
+      expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      await res.arrayBuffer();
+    }
+    expect((await admin.request("DELETE", `/api/admin/images/${id}`)).status).toBe(204);
+    const calls = await waitFor(() => (callsFor(id).length ? callsFor(id) : undefined));
+    const files = calls.flatMap((c) => c.files).sort();
+    const wide = [64, 128].flatMap((w) => [`?w=${w}`, ...["webp", "jpeg", "png"].map((f) => `?w=${w}&format=${f}`)]);
+    // `?format=png` is the 64 px PNG variant `?w=128&format=png` rendered.
+    expect(files).toEqual(forms(id, ["", "?format=jpeg", "?format=png", ...wide]));
+    for (const query of served) expect(files).toContain(`${BASE_URL}/i/${id}${query}`);
+    await admin.json("PUT", "/api/admin/config", { process_widths: [16, 32] });
   });
 
   test("a batch delete purges each image; more than 100 URLs go out in calls of at most 100", async () => {
@@ -94,7 +116,7 @@ describe("CDN purge (spec 4.13)", () => {
     const res = await admin.json("POST", "/api/admin/images/batch-delete", { ids: [many, plain] });
     expect(res.deleted).toBe(2);
 
-    const expected = forms(many, ["", ...widths.flatMap((w) => [`?w=${w}`, `?w=${w}&format=webp`])]);
+    const expected = forms(many, ["", "?format=jpeg", ...widths.flatMap((w) => [`?w=${w}`, `?w=${w}&format=webp`])]);
     const calls = await waitFor(() => {
       const got = callsFor(many);
       return got.reduce((n, c) => n + c.files.length, 0) >= expected.length ? got : undefined;
@@ -103,7 +125,7 @@ describe("CDN purge (spec 4.13)", () => {
     for (const c of calls) expect(c.files.length).toBeLessThanOrEqual(100);
     expect(calls.flatMap((c) => c.files).sort()).toEqual(expected.sort());
     const [plainCall] = await waitFor(() => (callsFor(plain).length ? callsFor(plain) : undefined));
-    expect([...plainCall!.files].sort()).toEqual(forms(plain, [""]));
+    expect([...plainCall!.files].sort()).toEqual(forms(plain, ["", "?format=jpeg"]));
     await admin.json("PUT", "/api/admin/config", { process_widths: [16, 32] });
   });
 
@@ -112,7 +134,7 @@ describe("CDN purge (spec 4.13)", () => {
     await get(`/i/${id}?format=webp`);
     await admin.json("PUT", "/api/admin/config", { cleanup_sweep_seconds: 1 });
     const [call] = await waitFor(() => (callsFor(id).length ? callsFor(id) : undefined));
-    expect([...call!.files].sort()).toEqual(forms(id, ["", "?format=webp"]));
+    expect([...call!.files].sort()).toEqual(forms(id, ["", "?format=jpeg", "?format=webp"]));
     await admin.json("PUT", "/api/admin/config", { cleanup_sweep_seconds: 300 });
   });
 

@@ -96,7 +96,7 @@ describe("spec sweep: CDN purge and S3 deletes", () => {
     await admin.json("DELETE", `/api/admin/images/${id}`, undefined, 204);
     const link = `${BASE_URL}/i/${id}`;
     const files = await until(() => (purgedFor(id).length ? purgedFor(id) : undefined), "purge call");
-    expect([...files].sort()).toEqual(withExtensionForms(link, "jpg", ["", "?format=png", "?w=32", "?w=32&format=webp"]));
+    expect([...files].sort()).toEqual(withExtensionForms(link, "jpg", ["", "?format=jpeg", "?format=png", "?w=32", "?w=32&format=webp"]));
     await admin.json("PUT", "/api/admin/config", { variants_cache_mb: 1024 });
   });
 
@@ -110,14 +110,14 @@ describe("spec sweep: CDN purge and S3 deletes", () => {
     await s3.send(new DeleteObjectCommand({ Bucket: cred.bucket, Key: "sweep/one.jpg" }));
     const link = (id: string) => `${BASE_URL}/i/${id}`;
     const one = await until(() => (purgedFor(single).length ? purgedFor(single) : undefined), "DeleteObject purge");
-    expect([...one].sort()).toEqual(withExtensionForms(link(single), "jpg", ["", "?format=webp"]));
+    expect([...one].sort()).toEqual(withExtensionForms(link(single), "jpg", ["", "?format=jpeg", "?format=webp"]));
 
     const out = await s3.send(new DeleteObjectsCommand({ Bucket: cred.bucket, Delete: { Objects: [{ Key: "sweep/two.jpg" }, { Key: "sweep/three.jpg" }] } }));
     expect(out.Deleted?.length).toBe(2);
     const two = await until(() => (purgedFor(a).length ? purgedFor(a) : undefined), "DeleteObjects purge of the first key");
-    expect([...two].sort()).toEqual(withExtensionForms(link(a), "jpg", ["", "?w=16", "?w=16&format=jpeg"]));
+    expect([...two].sort()).toEqual(withExtensionForms(link(a), "jpg", ["", "?format=jpeg", "?w=16", "?w=16&format=jpeg"]));
     expect([...(await until(() => (purgedFor(b).length ? purgedFor(b) : undefined), "DeleteObjects purge of the second key"))].sort()).toEqual(
-      withExtensionForms(link(b), "jpg", [""]),
+      withExtensionForms(link(b), "jpg", ["", "?format=jpeg"]),
     );
 
     // Audited like an admin delete, by the token's owner.
