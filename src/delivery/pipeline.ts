@@ -152,7 +152,7 @@ export function deliver(app: DeliveryDeps, req: DeliveryRequest, cold: ColdPaths
   }
 
   const rep = chooseRepresentation(image, params, request.headers.get("accept"), settings.process_formats);
-  if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept, cold);
+  if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept, cold, params.width === null && params.format === null ? "plain" : "processed");
 
   const profile = renderProfile(settings);
   const etag = variantEtag(image.sha256, rep.width, rep.format, profile);
@@ -161,7 +161,7 @@ export function deliver(app: DeliveryDeps, req: DeliveryRequest, cold: ColdPaths
   const format = rep.format as DeliveryFormat;
   const choice: VariantChoice = { width: rep.width, format, profile, etag, onlyIfSmaller: rep.varyAccept && rep.width === 0 };
   const hot = app.variants.hotVariant(image.sha256, rep.width, format, profile);
-  if (hot && notSmaller(choice, hot.size, image)) return serveOriginal(app, req, image, true, cold);
+  if (hot && notSmaller(choice, hot.size, image)) return serveOriginal(app, req, image, true, cold, "processed");
   if (hot && isGet) {
     const key = `v ${rep.width} ${format} ${rep.varyAccept} ${hot.size}`;
     return preparedAnswer(req, image, key, hot.bytes!, () => variantHeaders(headers(), format, hot.size), hot.hotKey);
@@ -209,11 +209,16 @@ function lastModifiedOf(image: ImageView): string {
 }
 
 /**
- * Originals: 304, 302 in redirect mode, HEAD from metadata only, else bytes (cold: with
- * failover). `fallback` is the original served in place of a variant that failed to render.
+ * How an original came to be the answer: asked for as such (`plain`), the result of a `w` or
+ * `format` that needs no pixels or of a WebP that was no smaller (`processed`: spec 4.5 rule 3
+ * never redirects those), or in place of a variant that failed to render (`fallback`).
  */
-export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: ImageView, varyAccept: boolean, cold: ColdPaths, fallback = false): Answer {
+export type OriginalAs = "plain" | "processed" | "fallback";
+
+/** Originals: 304, 302 in redirect mode, HEAD from metadata only, else bytes (cold: with failover). */
+export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: ImageView, varyAccept: boolean, cold: ColdPaths, as: OriginalAs): Answer {
   const { request, area } = req;
+  const fallback = as === "fallback";
   const etag = originalEtag(image.sha256);
   const cache = () =>
     fallback ? cacheHeaders({ area, kind: "fallback" }) : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: lastModifiedOf(image) });
@@ -224,7 +229,7 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
     }
   }
 
-  if (!fallback && app.settings.get().access_mode === "redirect") {
+  if (as === "plain" && app.settings.get().access_mode === "redirect") {
     const redirected = cold.redirect(req, image);
     if (redirected) return redirected;
   }

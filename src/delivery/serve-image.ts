@@ -62,7 +62,7 @@ async function renderedVariant(
 ) {
   try {
     const variant = await app.variants.get(blobOf(image), choice.width, choice.format, choice.profile);
-    if (notSmaller(choice, variant.size, image)) return serveOriginal(app, req, image, true, cold);
+    if (notSmaller(choice, variant.size, image)) return serveOriginal(app, req, image, true, cold, "processed");
     return variantAnswer(req, headers, choice.format, variant);
   } catch (err) {
     // No channel has the source: the original cannot be read either. (Any other failure, even the
@@ -72,7 +72,7 @@ async function renderedVariant(
     // (anyone may, anonymously) must not write a log line each time.
     if (err instanceof QueueWaitTimeoutError) logBusyRender(app, image.id, err);
     else if (!(err instanceof VariantUnavailableError)) app.log.warn("图片处理失败，返回原图", { image: image.id, err: (err as Error).message });
-    return serveOriginal(app, req, image, false, cold, true);
+    return serveOriginal(app, req, image, false, cold, "fallback");
   }
 }
 

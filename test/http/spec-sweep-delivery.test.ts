@@ -84,12 +84,20 @@ describe("spec sweep: delivery", () => {
       expect(thumb.headers.get("location")).toStartWith("https://direct.example.com/k/img/");
       expect(thumb.headers.get("cache-control")).toBe("no-store");
       expect(thumb.headers.get("etag")).toBeNull();
-      // Processing is never redirected.
+      // Processing is never redirected, even when it comes down to the stored bytes: a width at or
+      // above the image's (40 px; 64 is allowed here) or its own format asked for by name.
       const resized = await admin.request("GET", `/api/admin/images/${id}/thumb?w=16`);
       expect(resized.status).toBe(200);
       expect(resized.headers.get("content-type")).toBe("image/jpeg");
+      await admin.json("PUT", "/api/admin/config", { process_widths: [16, 32, 64] });
+      for (const query of ["?w=64", "?format=jpeg", "?w=64&format=jpeg"]) {
+        const res = await fetch(server.url(`/i/${id}${query}`), { redirect: "manual" });
+        expect({ query, status: res.status, location: res.headers.get("location") }).toEqual({ query, status: 200, location: null });
+        expect(res.headers.get("content-type")).toBe("image/jpeg");
+        await res.arrayBuffer();
+      }
     } finally {
-      await admin.json("PUT", "/api/admin/config", { access_mode: "proxy" });
+      await admin.json("PUT", "/api/admin/config", { access_mode: "proxy", process_widths: [16, 32] });
     }
     expect((await admin.request("GET", `/api/admin/images/${id}/thumb`)).status).toBe(200);
   });
