@@ -123,7 +123,12 @@ export const plain = (req: DeliveryRequest, status: number, text: string, header
 
 /** A delivery answer with `headers`; `length` of the body goes to Content-Length (or its HEAD stand-in). */
 export function answer(req: DeliveryRequest, status: number, body: BodyInit | null, headers: Record<string, string>, length?: number): Response {
-  if (req.direct) headers["x-content-type-options"] = NOSNIFF;
+  if (req.direct) {
+    headers["x-content-type-options"] = NOSNIFF;
+    // Bun dates only answers with a body (RFC 9110 6.6.1 wants Date on every one); routed
+    // answers get it in the server wrapper, direct ones (the `/i/` fast path, delivery threads) here.
+    if ((body === null || req.request.method === "HEAD") && headers.date === undefined) headers.date = new Date().toUTCString();
+  }
   if (length !== undefined) headers[body === null && !req.direct ? HEAD_LENGTH_HEADER : "Content-Length"] = String(length);
   return new Response(body, { status, headers });
 }
@@ -152,7 +157,8 @@ export function deliver(app: DeliveryDeps, req: DeliveryRequest, cold: ColdPaths
   }
 
   const rep = chooseRepresentation(image, params, request.headers.get("accept"), settings.process_formats);
-  if (rep.kind === "original") return serveOriginal(app, req, image, rep.varyAccept, cold, params.width === null && params.format === null ? "plain" : "processed");
+  if (rep.kind === "original")
+    return serveOriginal(app, req, image, rep.varyAccept, cold, params.width === null && params.format === null ? "plain" : "processed");
 
   const profile = renderProfile(settings);
   const etag = variantEtag(image.sha256, rep.width, rep.format, profile);

@@ -103,6 +103,26 @@ describe("originals: If-Range, If-Modified-Since, and one URL per image", () => 
   });
 });
 
+describe("bodiless /i/ answers", () => {
+  const { server, admin } = useAdmin();
+
+  test("carry Date (RFC 9110 6.6.1) like every other answer: HEAD of an original, a variant and a missing image, and a 304", async () => {
+    await admin.json("PUT", "/api/admin/config", { process_widths: [16] });
+    const { id } = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(40, 30, 67), "dated.jpg"));
+    const etag = (await (await fetch(server.url(`/i/${id}`))).arrayBuffer(), (await fetch(server.url(`/i/${id}`), { method: "HEAD" })).headers.get("etag")!);
+    const answers = {
+      original: await fetch(server.url(`/i/${id}`), { method: "HEAD" }),
+      variant: await fetch(server.url(`/i/${id}?w=16`), { method: "HEAD" }),
+      missing: await fetch(server.url("/i/XXXXXXXXXX"), { method: "HEAD" }),
+      notModified: await fetch(server.url(`/i/${id}`), { headers: { "if-none-match": etag } }),
+    };
+    const shape = Object.fromEntries(
+      Object.entries(answers).map(([k, res]) => [k, [res.status, Math.abs(Date.parse(res.headers.get("date") ?? "") - Date.now()) < 60_000]]),
+    );
+    expect(shape).toEqual({ original: [200, true], variant: [200, true], missing: [404, true], notModified: [304, true] });
+  });
+});
+
 describe("a render that fails: the original in its place", () => {
   const { server, admin } = useAdmin();
 

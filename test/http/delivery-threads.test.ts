@@ -62,9 +62,12 @@ describe("with one delivery thread", () => {
     for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { method: "HEAD", headers: FRESH }))) {
       expect(res.status).toBe(200);
       expect(res.headers.get("content-length")).toBe(String(png.byteLength));
+      // RFC 9110 6.6.1; Bun dates only answers with a body.
+      expect(res.headers.get("date")).not.toBeNull();
     }
     for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { headers: { ...FRESH, "if-none-match": etag } }))) {
       expect(res.status).toBe(304);
+      expect(res.headers.get("date")).not.toBeNull();
     }
     for (const res of await many(16, () => fetch(server.url(`/i/${id}`), { headers: { ...FRESH, range: "bytes=0-9" } }))) {
       expect(res.status).toBe(206);
