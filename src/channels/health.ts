@@ -67,12 +67,14 @@ export function startLoop(
  */
 export async function healthRound(app: AppContext) {
   const live = app.channels.list().filter((channel) => !channel.row.deleting);
+  let recovered = false;
   await Promise.all(
     live.map(async (channel) => {
       const { wasHealthy, after } = await probeAndLog(app, channel.row.id);
-      if (after?.healthy && !wasHealthy) requeueFailedReplicas(app, channel.row.id);
+      if (after?.healthy && !wasHealthy) recovered = true;
     }),
   );
+  if (recovered) requeueAllFailedReplicas(app);
 }
 
 /** Probes one channel (see ChannelRegistry.probe) and logs a change of its health either way. */
@@ -84,6 +86,18 @@ export async function probeAndLog(app: AppContext, id: number, deep = false) {
     else app.log.warn("存储渠道不健康", { channel: after.row.name, err: after.row.last_error });
   }
   return { wasHealthy, after };
+}
+
+/**
+ * A channel back in service can be either end of a failed copy: its target, or the source of a
+ * copy to another channel (a replica that failed while the only copy was on a disk that was not
+ * mounted gave up after its last retry and was never tried again). So every healthy channel's
+ * failed replicas get a fresh job; those already queued keep theirs (one job per blob and channel).
+ */
+export function requeueAllFailedReplicas(app: AppContext) {
+  for (const channel of app.channels.list()) {
+    if (channel.healthy && !channel.row.deleting) requeueFailedReplicas(app, channel.row.id);
+  }
 }
 
 /** Failed replicas on a channel that is healthy again get a fresh replication job. */

@@ -15,6 +15,8 @@ export interface ReconcileResult {
   foreign: number;
   orphans_deleted: number;
   phantoms_requeued: number;
+  /** Failed replicas given a fresh job: the daily retry of copies whose own retries ran out. */
+  failed_requeued: number;
 }
 
 /**
@@ -23,12 +25,13 @@ export interface ReconcileResult {
  *   this database, is an orphan of ours and is deleted;
  * - any other record-less object (another format, or older than the binding time, e.g.
  *   from before a restore) is foreign: counted, never touched;
- * - a done replica whose object is missing is a phantom: set back to pending and re-queued.
+ * - a done replica whose object is missing is a phantom: set back to pending and re-queued;
+ * - a failed replica gets a fresh job (its retries may have run out while its source was down).
  */
 export async function reconcileChannel(app: AppContext, channel: LoadedChannel, now = Date.now()): Promise<ReconcileResult> {
   const driver = channel.driver;
   if (!driver) throw new Error(channel.loadError ?? "渠道未加载");
-  const result: ReconcileResult = { objects: 0, bytes: 0, foreign: 0, orphans_deleted: 0, phantoms_requeued: 0 };
+  const result: ReconcileResult = { objects: 0, bytes: 0, foreign: 0, orphans_deleted: 0, phantoms_requeued: 0, failed_requeued: 0 };
   const boundAt = parseSqlTime(channel.row.bound_at).getTime();
   const known = new Map(app.images.blobStatesOn(channel.row.id).map((r) => [r.storage_key, r]));
   const intents = new Set(intentKeysOnChannel(app.db, channel.row.id));
@@ -62,6 +65,11 @@ export async function reconcileChannel(app: AppContext, channel: LoadedChannel, 
     app.images.setReplica(row.id, channel.row.id, "pending", "对账发现对象缺失");
     app.jobs.enqueue(REPLICATE_JOB, { blob_id: row.id, channel_id: channel.row.id }, { uniqueKey: `${row.id}:${channel.row.id}` });
     result.phantoms_requeued++;
+  }
+  for (const row of known.values()) {
+    if (row.state !== "failed") continue;
+    app.jobs.enqueue(REPLICATE_JOB, { blob_id: row.id, channel_id: channel.row.id }, { uniqueKey: `${row.id}:${channel.row.id}` });
+    result.failed_requeued++;
   }
   return result;
 }

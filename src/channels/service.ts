@@ -16,7 +16,7 @@ import { channelErrorText } from "./drivers/driver-errors";
 import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { dropMovedPin, withHostKeyPin } from "./host-key-pin";
-import { probeAndLog, requeueFailedReplicas } from "./health";
+import { probeAndLog, requeueAllFailedReplicas, requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
 import { isOAuthDriver } from "./oauth/providers";
@@ -262,7 +262,7 @@ export async function checkChannel(app: AppContext, id: number | undefined) {
   const row = requireChannel(app, id);
   if (!app.channels.get(row.id)) app.channels.reload();
   const { after } = await probeAndLog(app, row.id, true);
-  if (after?.healthy && !after.row.deleting) requeueFailedReplicas(app, row.id);
+  if (after?.healthy && !after.row.deleting) requeueAllFailedReplicas(app);
   evaluateChannelAlerts(app);
   return describeChannel(app, row.id);
 }

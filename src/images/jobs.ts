@@ -3,7 +3,9 @@ import { sqlTime } from "../db/time";
 import type { JobKinds } from "../jobs/kinds";
 import { PermanentJobError } from "../jobs/queue";
 import { channelErrorText } from "../channels/drivers/driver-errors";
-import { openBlob } from "./read";
+import type { Driver } from "../channels/driver";
+import type { BlobRow } from "./repo";
+import { holdsIntactCopy, NoReadableChannelError, openBlob } from "./read";
 import { ContentMismatchError } from "./verify";
 import { perceptualHash, phashToHex } from "./phash";
 import { PHASH_JOB, REPLICATE_JOB } from "./store";
@@ -28,7 +30,12 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
     throw new Error(reason);
   }
   try {
-    const source = await openBlob(app, blob);
+    const source = await openSource(app, blob, target.driver);
+    if (!source) {
+      app.images.setReplica(blob_id, channel_id, "done", "", true);
+      app.log.info("渠道上的对象完好，副本已恢复", { channel: target.row.name, blob: blob_id });
+      return;
+    }
     if (source.channelId === channel_id) return;
     await holdAt("replicate.before-put", `key=${blob.storage_key} channel=${channel_id}`);
     await pauseAt("replicate.put", `key=${blob.storage_key} channel=${channel_id}`);
@@ -51,6 +58,20 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
     const reason = channelErrorText(err);
     app.images.setReplica(blob_id, channel_id, "failed", reason, true);
     throw reason === (err as Error)?.message ? err : new Error(reason, { cause: err });
+  }
+}
+
+/**
+ * Where the copy comes from, or undefined when no completed copy is readable but the target
+ * itself holds the blob's exact bytes (its copy was recorded failed while it could not be read:
+ * an unmounted disk); then nothing needs copying, and without this the image stayed unreadable.
+ */
+async function openSource(app: AppContext, blob: BlobRow, target: Driver) {
+  try {
+    return await openBlob(app, blob);
+  } catch (err) {
+    if (err instanceof NoReadableChannelError && (await holdsIntactCopy(target, blob))) return undefined;
+    throw err;
   }
 }
 

@@ -1,6 +1,6 @@
 import { HeldBackLog } from "../ops/held-back-log";
 import { getOrCreate } from "../shared/get-or-create";
-import { ObjectNotFoundError, type ByteRange, type GetResult } from "../channels/driver";
+import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult } from "../channels/driver";
 import { isOutOfFileDescriptors, Unavailable } from "../errors";
 import type { ChannelRegistry } from "../channels/registry";
 import type { JobKinds } from "../jobs/kinds";
@@ -72,6 +72,28 @@ export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRan
 }
 
 /**
+ * True when `driver` holds the blob's exact bytes under its key (read whole and hashed). For a
+ * copy recorded failed with nothing left to copy from: a disk that was unmounted, or a peer that
+ * answered 404 for a while, still has the object, and only reading it can say it is intact.
+ */
+export async function holdsIntactCopy(driver: Driver, blob: BlobRef & { size: number }): Promise<boolean> {
+  let got: GetResult;
+  try {
+    got = await driver.get(blob.storage_key);
+  } catch (err) {
+    if (err instanceof ObjectNotFoundError) return false;
+    throw err;
+  }
+  const hasher = new Bun.CryptoHasher("sha256");
+  let size = 0;
+  for await (const chunk of got.stream) {
+    hasher.update(chunk);
+    size += chunk.byteLength;
+  }
+  return size === blob.size && hasher.digest("hex") === (blob.sha256 ?? sha256OfStorageKey(blob.storage_key));
+}
+
+/**
  * Opens the blob and hands it to `consume` (which reads the body to the end), failing over to
  * the next channel when the open fails or the body breaks off mid-way (a peer that stalls or
  * drops the connection after its headers). For reads that finish before anything is answered:
@@ -124,14 +146,16 @@ async function openOn(
 }
 
 /**
- * Read repair: the channel answered that a replica recorded as done does not exist. It is
- * marked failed (the image detail and the channel's replica counts show it at once, and
- * reads stop trying it) and re-replicated now, instead of at the next daily reconciliation.
+ * Read repair: the channel answered that a replica recorded as done does not exist. With another
+ * completed copy left, it is marked failed (the image detail and the channel's replica counts
+ * show it at once, and reads stop trying it) and copied again now, not at the next daily
+ * reconciliation. The last copy stays recorded, as in repairCorruptReplica: with nothing to copy
+ * from, marking it failed only made the image unreadable for good, even once the object was
+ * back (a disk mounted again, a peer that answered 404 for a while).
  */
 function repairMissingReplica(app: BlobReadDeps, blobId: number, channelId: number) {
-  app.images.setReplica(blobId, channelId, "failed", "读取时发现对象缺失，正在重新复制");
-  app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
-  app.log.warn("副本对象缺失，已标记失败并重新复制", { channel_id: channelId, blob: blobId });
+  const repaired = giveUpCopy(app, blobId, channelId, "读取时发现对象缺失，正在重新复制");
+  app.log.warn(repaired ? "副本对象缺失，已标记失败并重新复制" : "唯一副本的对象读取时缺失，保留记录", { channel_id: channelId, blob: blobId });
 }
 
 /**
@@ -142,16 +166,22 @@ function repairMissingReplica(app: BlobReadDeps, blobId: number, channelId: numb
  * may still hold the right bytes, and marking it failed would only make the image unreadable.
  */
 function repairCorruptReplica(app: BlobReadDeps, blobId: number, channelId: number) {
+  const repaired = giveUpCopy(app, blobId, channelId, "读取时发现数据与 SHA-256 不符，正在重新复制");
+  app.log.warn("副本数据与 SHA-256 不符", { channel_id: channelId, blob: blobId, repair: repaired });
+}
+
+/** Marks the copy failed and queues a new one, only while another completed copy is left; true if it did. */
+function giveUpCopy(app: BlobReadDeps, blobId: number, channelId: number, reason: string): boolean {
   // Fresh rows, not the delivery memo: this decides whether a copy may be given up.
   const others = app.images.replicas(blobId).filter((r) => r.state === "done" && r.channel_id !== channelId);
-  app.log.warn("副本数据与 SHA-256 不符", { channel_id: channelId, blob: blobId, repair: others.length > 0 });
-  if (!others.length) return;
+  if (!others.length) return false;
   try {
-    app.images.setReplica(blobId, channelId, "failed", "读取时发现数据与 SHA-256 不符，正在重新复制");
+    app.images.setReplica(blobId, channelId, "failed", reason);
     app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
   } catch {
     // The blob or the channel was deleted while it was read: nothing left to repair.
   }
+  return true;
 }
 
 /**

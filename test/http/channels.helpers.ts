@@ -21,6 +21,7 @@ export interface Replica {
   channel_name: string;
   state: string;
   last_error: string;
+  attempts: number;
 }
 
 /** The image's replica on one channel, as the image detail reports it. */

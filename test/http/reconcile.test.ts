@@ -73,3 +73,31 @@ test("reconciliation deletes our orphans, counts foreign objects and re-queues p
     await server.dispose();
   }
 });
+
+test("reconciliation gives every failed replica a fresh job: the daily retry of copies whose own retries ran out", async () => {
+  const server = await KuraServer.start();
+  const admin = await adminSession(server);
+  const up = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(20, 20, 3), "failed.jpg"));
+  await server.stop();
+  // A replica left failed with its job discarded (all its attempts spent while its source was unreadable).
+  const db = new Database(join(server.dataDir, "kura.db"));
+  const blobId = db.query<{ blob_id: number }, [string]>("SELECT blob_id FROM images WHERE id = ?").get(up.id)!.blob_id;
+  db.query("UPDATE blob_channels SET state = 'failed', last_error = '没有可读取该图片的健康存储渠道' WHERE blob_id = ?").run(blobId);
+  db.query("UPDATE jobs SET state = 'discarded' WHERE kind = 'blob.replicate'").run();
+  db.close();
+
+  const { app, close } = await openContext(server.dataDir);
+  try {
+    const local = app.channels.list().find((c) => c.row.name === "local")!;
+    const result = await reconcileChannel(app, local);
+    expect(result.failed_requeued).toBe(1);
+    const queued = app.db
+      .query<{ payload: string }, []>("SELECT payload FROM jobs WHERE kind = 'blob.replicate' AND state IN ('available', 'scheduled', 'retryable')")
+      .all()
+      .map((j) => JSON.parse(j.payload));
+    expect(queued).toEqual([{ blob_id: blobId, channel_id: local.row.id }]);
+  } finally {
+    close();
+    await server.dispose();
+  }
+});

@@ -160,12 +160,21 @@ class LocalDriver implements Driver {
     const path = this.pathOf(key);
     // A synchronous stat: on the delivery hot path a thread-pool round trip costs more than the stat itself.
     const totalSize = fileSizeSync(path);
-    if (totalSize === null) throw new ObjectNotFoundError(key);
+    if (totalSize === null) throw this.missing(key);
     const file = Bun.file(path);
     if (!range) return { stream: file.stream(), size: totalSize, totalSize, file };
     const { start, end } = clampRange(range, totalSize);
     const part = file.slice(start, end + 1);
     return { stream: part.stream(), size: end + 1 - start, totalSize, file: part };
+  }
+
+  /**
+   * Why `key` is not there. With the whole directory gone (an unmounted disk) that is the
+   * channel's fault, not a missing object: read repair would otherwise give up every copy it
+   * was asked for, and nothing would be there to copy them from once the disk is back.
+   */
+  private missing(key: string): Error {
+    return isDirectory(this.base) ? new ObjectNotFoundError(key) : new Error(missingRoot(this.base));
   }
 
   localFile(key: string): string | null {
@@ -179,8 +188,9 @@ class LocalDriver implements Driver {
       const info = await stat(path);
       return info.isFile() ? { key, size: info.size, modified: info.mtime } : null;
     } catch (err) {
-      if (isMissing(err)) return null;
-      throw err;
+      if (!isMissing(err)) throw err;
+      if (!isDirectory(this.base)) throw new Error(missingRoot(this.base));
+      return null;
     }
   }
 
@@ -197,6 +207,9 @@ class LocalDriver implements Driver {
     assertSafePrefix(prefix);
     // Walk only the deepest directory the prefix fully names; the rest is filtered.
     const dirPart = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
+    // An empty listing of a directory that is gone would tell a drain the channel is empty and
+    // reconciliation that every object is missing.
+    if (!isDirectory(this.base)) throw new Error(missingRoot(this.base));
     for await (const info of walk(this.base, dirPart)) {
       if (info.key.startsWith(prefix)) yield info;
     }
@@ -295,6 +308,10 @@ async function* walk(base: string, relDir: string): AsyncGenerator<ObjectInfo> {
       if (info) yield { key, size: info.size, modified: info.mtime };
     }
   }
+}
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
 }
 
 function fileSizeSync(path: string): number | null {
