@@ -8,6 +8,12 @@ export const LOGIN_ADDRESS_BURST = 20;
 export const LOGIN_ADDRESS_REFILL_SECONDS = 15;
 /** argon2 verifications running at once, whoever asks (each costs ~100 ms of a core). */
 export const MAX_CONCURRENT_PASSWORD_CHECKS = 4;
+/**
+ * Of those, what one client address (or one account's password change) may hold: correct
+ * passwords cost no budget, so anyone with an account could otherwise keep every slot busy from
+ * one address with their own password and nobody else could log in.
+ */
+export const MAX_PASSWORD_CHECKS_PER_CLIENT = 2;
 
 /** `release(verified)` ends the verification; a correct password gives the address its token back. */
 export type LoginAdmission = { ok: true; release: (verified: boolean) => void } | { ok: false; retryAfter: number; reason: "rate" | "busy" };
@@ -41,7 +47,7 @@ export class LoginThrottle {
     // Only failures count, against the address and the name alike: many people behind one NAT
     // still get in, and so does one person signing in on a few devices or tabs in a minute
     // (correct logins used up the name's 5 and the 6th got 429 despite the right password).
-    return this.verifyUnless(wait, () => {
+    return this.verifyUnless(wait, from, () => {
       this.perAddress.refund(from);
       this.perName.refund(nameKey);
     });
@@ -60,14 +66,21 @@ export class LoginThrottle {
    */
   admitPasswordChange(userId: string): LoginAdmission {
     const key = `account\0${userId}`;
-    return this.verifyUnless(this.perAccount.take(key), () => this.perAccount.refund(key));
+    return this.verifyUnless(this.perAccount.take(key), key, () => this.perAccount.refund(key));
   }
 
-  /** Refused while a bucket says `wait`; else a verification slot, and `refund` once a password was right. */
-  private verifyUnless(wait: number, refund: () => void): LoginAdmission {
+  /**
+   * Refused while a bucket says `wait`; else a verification slot, and `refund` once a password was
+   * right. A refusal for want of a slot gives the tokens back as well: nothing was tried, and a
+   * busy minute otherwise emptied the buckets of people who never typed a wrong password.
+   */
+  private verifyUnless(wait: number, client: string, refund: () => void): LoginAdmission {
     if (wait > 0) return { ok: false, retryAfter: wait, reason: "rate" };
-    const check = this.admitCheck();
-    if (!check.ok) return check;
+    const check = this.admitCheck(client);
+    if (!check.ok) {
+      refund();
+      return check;
+    }
     return {
       ok: true,
       release: (verified) => {
@@ -77,21 +90,33 @@ export class LoginThrottle {
     };
   }
 
-  /** A password verification under another budget shares the same slots. */
-  admitCheck(): LoginAdmission {
-    const release = this.checks.tryEnter();
+  /** A verification slot for `client` (see MAX_PASSWORD_CHECKS_PER_CLIENT). */
+  admitCheck(client: string): LoginAdmission {
+    const release = this.checks.tryEnter(client);
     return release ? { ok: true, release: () => release() } : { ok: false, retryAfter: 1, reason: "busy" };
   }
 }
 
 class PasswordCheckSlots {
   private active = 0;
-  constructor(private readonly max: number) {}
+  /** Slots held per client; a client's entry goes with its last slot, so the map stays at most `max` long. */
+  private readonly byClient = new Map<string, number>();
+  constructor(
+    private readonly max: number,
+    private readonly perClient = MAX_PASSWORD_CHECKS_PER_CLIENT,
+  ) {}
 
-  tryEnter(): (() => void) | null {
-    if (this.active >= this.max) return null;
+  tryEnter(client: string): (() => void) | null {
+    const held = this.byClient.get(client) ?? 0;
+    if (this.active >= this.max || held >= this.perClient) return null;
     this.active++;
-    return once(() => this.active--);
+    this.byClient.set(client, held + 1);
+    return once(() => {
+      this.active--;
+      const left = (this.byClient.get(client) ?? 1) - 1;
+      if (left > 0) this.byClient.set(client, left);
+      else this.byClient.delete(client);
+    });
   }
 }
 

@@ -131,19 +131,55 @@ describe("LoginThrottle: refunds and verification slots", () => {
 
   test("at most 4 verifications at once (busy, retry after 1 s); a release frees exactly one slot, however often it is called", () => {
     const throttle = new LoginThrottle(5, 60, () => 0);
-    const held = Array.from({ length: 4 }, () => throttle.admitCheck());
+    const held = Array.from({ length: 4 }, (_, i) => throttle.admitCheck(`client${i}`));
     expect(held.every((a) => a.ok)).toBe(true);
-    expect(throttle.admitCheck()).toEqual({ ok: false, retryAfter: 1, reason: "busy" });
+    expect(throttle.admitCheck("client9")).toEqual({ ok: false, retryAfter: 1, reason: "busy" });
     const first = held[0]!;
     if (first.ok) {
       first.release(false);
       first.release(false);
     }
-    const again = throttle.admitCheck();
+    const again = throttle.admitCheck("client8");
     expect(again.ok).toBe(true);
-    expect(throttle.admitCheck()).toMatchObject({ ok: false, reason: "busy" });
+    expect(throttle.admitCheck("client7")).toMatchObject({ ok: false, reason: "busy" });
     // A login while every slot is taken is busy too, not admitted.
     expect(throttle.admitLogin("198.51.100.10", "x")).toMatchObject({ ok: false, reason: "busy" });
+  });
+});
+
+describe("LoginThrottle: one client cannot hold every verification slot", () => {
+  test("an address holds at most 2 of the 4 slots, even with correct passwords (which cost no budget); others still get in", () => {
+    const throttle = new LoginThrottle(5, 60, () => 0);
+    const flood = Array.from({ length: 3 }, () => throttle.admitLogin("198.51.100.50", "mallory"));
+    expect(flood.map((a) => a.ok)).toEqual([true, true, false]);
+    expect(flood[2]).toMatchObject({ ok: false, reason: "busy" });
+    const admin = throttle.admitLogin("198.51.100.60", "admin");
+    expect(admin.ok).toBe(true);
+    // A released slot is the address's to take again.
+    if (flood[0]!.ok) flood[0]!.release(true);
+    expect(throttle.admitLogin("198.51.100.50", "mallory").ok).toBe(true);
+  });
+
+  test("a login refused as busy costs no budget: five busy refusals, then the right password from the same address and name gets in", () => {
+    const throttle = new LoginThrottle(5, 60, () => 0);
+    const others = ["203.0.113.1", "203.0.113.1", "203.0.113.2", "203.0.113.2"].map((ip, i) => throttle.admitLogin(ip, `u${i}`));
+    expect(others.every((a) => a.ok)).toBe(true);
+    for (let i = 0; i < 5; i++) expect(throttle.admitLogin("198.51.100.60", "admin")).toMatchObject({ ok: false, reason: "busy" });
+    for (const a of others) if (a.ok) a.release(true);
+    const admin = throttle.admitLogin("198.51.100.60", "admin");
+    expect(admin.ok).toBe(true);
+  });
+
+  test("a password change holds at most 2 slots per account, and a busy refusal costs it nothing", () => {
+    const throttle = new LoginThrottle(5, 60, () => 0);
+    const changes = Array.from({ length: 3 }, () => throttle.admitPasswordChange("u1"));
+    expect(changes.map((a) => (a.ok ? "ok" : a.reason))).toEqual(["ok", "ok", "busy"]);
+    const spare = new LoginThrottle(5, 60, () => 0);
+    const held = Array.from({ length: 4 }, (_, i) => spare.admitLogin(`192.0.2.${i}`, "x"));
+    expect(held.every((a) => a.ok)).toBe(true);
+    for (let i = 0; i < 6; i++) expect(spare.admitPasswordChange("u2")).toMatchObject({ ok: false, reason: "busy" });
+    for (const a of held) if (a.ok) a.release(false);
+    expect(spare.admitPasswordChange("u2").ok).toBe(true);
   });
 });
 
