@@ -44,6 +44,17 @@ export async function checkPassword(admission: LoginAdmission, password: string,
 }
 
 /**
+ * The account as it is now, after the slow password check: undefined when it was deleted or its
+ * password changed or reset meanwhile. Those end every session of the user; a login whose check
+ * was still running then made one afterwards, on the old password. Read with no await before the
+ * session (or token) is written, so nothing can change in between.
+ */
+export function unchangedSince(app: AppContext, checked: UserRow): UserRow | undefined {
+  const now = app.users.byId(checked.id);
+  return now && now.password_hash === checked.password_hash ? now : undefined;
+}
+
+/**
  * One WARN per password refused at a login, for fail2ban or CrowdSec to act on (the address that
  * failed is in `client`, behind a proxy the real one through KURA_TRUSTED_PROXIES). Bounded by the
  * login throttle: a refused admission (429) is never verified, so it logs nothing.
@@ -96,16 +107,17 @@ export function authRoutes(app: AppContext) {
       const info = requestInfo(request);
       const user = app.users.byName(input.name);
       const verified = await checkPassword(app.loginLimiter.admitLogin(info.client, input.name), input.password, user?.password_hash);
-      if (!verified || !user) {
+      const account = verified && user ? unchangedSince(app, user) : undefined;
+      if (!account) {
         logFailedLogin(app, info.client, input.name, "console");
         throw unauthorized("用户名或密码错误");
       }
-      if (user.disabled) throw forbidden("该账号已被停用");
-      const session = app.sessions.create(user.id, Date.now(), { client: info.client, userAgent: request.headers.get("user-agent") ?? "" });
+      if (account.disabled) throw forbidden("该账号已被停用");
+      const session = app.sessions.create(account.id, Date.now(), { client: info.client, userAgent: request.headers.get("user-agent") ?? "" });
       set.headers["set-cookie"] = sessionCookie(session.token, SESSION_DAYS * 86_400, info.secure);
       set.headers["cache-control"] = "no-store";
-      audit(app.db, user, "auth.login", user.id, { client: info.client });
-      return principal(app, user, session.token);
+      audit(app.db, account, "auth.login", account.id, { client: info.client });
+      return principal(app, account, session.token);
     })
     .post("/api/admin/auth/logout", ({ request, set }) => {
       // Idempotent: an absent or already-ended session still gets a cleared cookie.

@@ -22,7 +22,7 @@ import { answerableError, logCrash } from "../disk-full";
 import { ApiError, badRequest, forbidden } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadBodyLimits } from "../upload-input";
-import { checkPassword, logFailedLogin } from "./auth";
+import { checkPassword, logFailedLogin, unchangedSince } from "./auth";
 
 /** Lsky pages its lists by 40. */
 const PER_PAGE = 40;
@@ -213,17 +213,18 @@ export function lskyRoutes(app: AppContext) {
     const user = app.users.byName(name);
     const client = requestInfo(request).client;
     const verified = await checkPassword(app.loginLimiter.admitLogin(client, name), input.password, user?.password_hash);
+    const account = verified && user ? unchangedSince(app, user) : undefined;
     // A refusal of the credentials in the body, not a failed authentication of the request:
     // Lsky answers it through fail(), a 200 (TokenController::store).
-    if (!verified || !user) {
+    if (!account) {
       logFailedLogin(app, client, name, "lsky");
       throw badRequest("用户名或密码错误");
     }
-    if (user.disabled) throw forbidden("该账号已被停用");
-    if (user.must_change_password) throw forbidden("请先在控制台修改出厂默认密码");
+    if (account.disabled) throw forbidden("该账号已被停用");
+    if (account.must_change_password) throw forbidden("请先在控制台修改出厂默认密码");
     const tokenName = `lsky-${sqlTime().replace(/\D/g, "")}-${randomBytes(3).toString("hex")}`;
-    const issued = new TokenRepo(app.db).issue(user.id, tokenName, 0, Date.now(), "lsky");
-    audit(app.db, user, "token.create", issued.id, { name: issued.name, expires_in_hours: 0, via: "lsky" });
+    const issued = new TokenRepo(app.db).issue(account.id, tokenName, 0, Date.now(), "lsky");
+    audit(app.db, account, "token.create", issued.id, { name: issued.name, expires_in_hours: 0, via: "lsky" });
     return lskyResponse(200, true, "success", { token: issued.token }, { "cache-control": "no-store" });
   };
 
