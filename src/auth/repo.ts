@@ -34,6 +34,13 @@ export interface SessionListRow {
   user_agent: string;
 }
 
+/**
+ * Sessions one user keeps: a login beyond it ends their oldest. Correct logins cost no login
+ * budget, so without a bound an account looping its own password added a 30-day row ten times a
+ * second, and its sessions list grew with them.
+ */
+export const MAX_SESSIONS_PER_USER = 100;
+
 export function insertSession(
   db: Database,
   row: { idHash: string; userId: string; createdAt: string; expiresAt: string; client: string; userAgent: string },
@@ -46,6 +53,10 @@ export function insertSession(
     row.client,
     row.userAgent,
   );
+  db.query(
+    `DELETE FROM sessions WHERE user_id = ?1 AND rowid NOT IN (
+       SELECT rowid FROM sessions WHERE user_id = ?1 ORDER BY rowid DESC LIMIT ?2)`,
+  ).run(row.userId, MAX_SESSIONS_PER_USER);
 }
 
 /** The user's unexpired sessions, newest first. */

@@ -99,7 +99,9 @@ describe("own sessions", () => {
   });
 
   test("end-others ends every other session of the user, not the current one and not another user's", async () => {
-    const others = await Promise.all([1, 2, 3].map((i) => browser("alice", "alice-pass-1", `Other/${i}`)));
+    // One after another: one address gets at most 2 password checks at a time.
+    const others: Session[] = [];
+    for (const i of [1, 2, 3]) others.push(await browser("alice", "alice-pass-1", `Other/${i}`));
     const here = await browser("alice", "alice-pass-1", "Here/1.0");
     const before = (await sessionsOf(here)).length;
     expect(before).toBeGreaterThanOrEqual(4);
@@ -111,6 +113,21 @@ describe("own sessions", () => {
     expect(await signedIn(admin)).toBe(true);
     // Nothing left to end.
     expect((await here.json("POST", "/api/admin/me/sessions/end-others")).ended).toBe(0);
+  });
+
+  test("a user keeps at most 100 sessions: the 101st login ends the oldest, and only it", async () => {
+    await admin.json("POST", "/api/admin/users", { name: "looper", password: "looper-pass-1" }, 201);
+    const first = await browser("looper", "looper-pass-1", "First/1.0");
+    const second = await browser("looper", "looper-pass-1", "Second/1.0");
+    for (let i = 0; i < 98; i++) await browser("looper", "looper-pass-1", `Loop/${i}`);
+    expect(await signedIn(first)).toBe(true);
+    const last = await browser("looper", "looper-pass-1", "Last/1.0");
+    expect([await signedIn(first), await signedIn(second), await signedIn(last)]).toEqual([false, true, true]);
+    const listed = await sessionsOf(last);
+    expect(listed.length).toBe(100);
+    expect(listed.some((i) => i.user_agent === "First/1.0")).toBe(false);
+    // Another user's sessions are not touched by looper's.
+    expect(await signedIn(admin)).toBe(true);
   });
 
   test("on the factory default password the list is refused like every other route but me, password and logout", async () => {
