@@ -2,6 +2,8 @@
 // The tags are derived from content (sha256) plus the variant parameters, so they are
 // stable across restarts, channels and instances without storing anything.
 
+import { parseHttpDate } from "../shared/http-date";
+
 export function originalEtag(sha256: string): string {
   return `"${sha256}"`;
 }
@@ -71,11 +73,11 @@ export function ifRangeAllows(header: string | null | undefined, etag: string, l
 
 /**
  * RFC 9110 13.1.3: without If-None-Match (which takes precedence), If-Modified-Since makes a 304
- * when the representation has not changed since that date; an unreadable date is ignored. A
+ * when the representation has not changed since that date; anything but an HTTP-date is ignored. A
  * cache or client that revalidates `/o/` (no-cache) by date alone got the whole body each time.
  */
 export function notModifiedSince(ifNoneMatch: string | null, ifModifiedSince: string | null, lastModified: string): boolean {
   if (ifNoneMatch !== null || !ifModifiedSince) return false;
-  const since = Date.parse(ifModifiedSince);
-  return Number.isFinite(since) && Date.parse(lastModified) <= since;
+  const since = parseHttpDate(ifModifiedSince);
+  return since !== undefined && Date.parse(lastModified) <= since;
 }

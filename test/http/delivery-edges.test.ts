@@ -80,6 +80,8 @@ describe("originals: If-Range, If-Modified-Since, and one URL per image", () => 
     // Earlier than the image, or unreadable: the whole image.
     expect((await get({ "if-modified-since": new Date(Date.parse(lastModified) - 1000).toUTCString() })).status).toBe(200);
     expect((await get({ "if-modified-since": "not a date" })).status).toBe(200);
+    // Not HTTP-dates (RFC 9110 13.1.3: ignored), though Date.parse reads them as dates after the image.
+    for (const since of ["2099", "2099-01-01", "2099-01-01T00:00:00Z"]) expect((await get({ "if-modified-since": since })).status).toBe(200);
     // If-None-Match takes precedence (RFC 9110 13.2.2): a tag that does not match is a 200 whatever the date.
     expect((await get({ "if-none-match": '"other"', "if-modified-since": lastModified })).status).toBe(200);
 
