@@ -16,6 +16,7 @@ import { parseRange } from "../../src/delivery/serve-image";
 import { InvalidParamsError, parseDeliveryParams } from "../../src/delivery/params";
 import { InvalidRefererPatternError, refererAllowed, validateRefererPattern } from "../../src/delivery/referer";
 import { readCookie } from "../../src/http/guard";
+import { parseHttpDate } from "../../src/shared/http-date";
 import { httpErrorOf } from "../../src/http/errors";
 import { decryptBuffer, encryptBuffer, BLOCK_DATA_SIZE } from "../../src/channels/rclone/crypt-data";
 import { makeCrypt } from "../../src/channels/rclone/crypt";
@@ -240,6 +241,29 @@ describe("Range headers", () => {
         if (r === undefined || r === "unsatisfiable") return;
         expect(Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end)).toBe(true);
         expect(0 <= r.start && r.start <= r.end && r.end < size).toBe(true);
+      }),
+      fuzzParams(3),
+    );
+  });
+});
+
+describe("HTTP-dates", () => {
+  test("any header text parses to undefined or a whole second that formats back to an accepted form", () => {
+    const mangled = fc.date({ noInvalidDate: true }).chain((d) =>
+      fc.tuple(fc.nat({ max: 40 }), hostileString).map(([at, junk]) => {
+        const text = d.toUTCString();
+        return text.slice(0, at) + junk + text.slice(at + junk.length);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.oneof(hostileString, mangled), (text) => {
+        const parsed = expectContained(
+          () => parseHttpDate(text),
+          () => false,
+        );
+        if (parsed === undefined) return;
+        expect(Number.isInteger(parsed / 1000)).toBe(true);
+        expect(parseHttpDate(new Date(parsed).toUTCString())).toBe(parsed);
       }),
       fuzzParams(3),
     );
