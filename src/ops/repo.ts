@@ -138,11 +138,19 @@ export function insertAlert(db: Database, alert: { kind: string; target: string;
   );
 }
 
-/** Resolves the open alert of this kind and target; returns how many rows changed (0 or 1). */
+/**
+ * Resolves the open alert of this kind and target; returns how many rows changed (0 or 1). A
+ * resolve never sent (no webhook now) takes an open still waiting with it: sent alone later, it
+ * told the receiver of an alert that stayed open there for good (spec 6.1: the open comes
+ * before the resolve, and a receiver should see both or neither).
+ */
 export function resolveOpenAlert(db: Database, kind: string, target: string, resolvedAt: string, delivered: boolean): number {
+  const sent = delivered ? 1 : 0;
   return db
-    .query("UPDATE alerts SET resolved_at = ?, resolved_delivered = ? WHERE kind = ? AND target = ? AND resolved_at = ''")
-    .run(resolvedAt, delivered ? 1 : 0, kind, target).changes;
+    .query(
+      "UPDATE alerts SET resolved_at = ?1, resolved_delivered = ?2, open_delivered = MAX(open_delivered, ?2) WHERE kind = ?3 AND target = ?4 AND resolved_at = ''",
+    )
+    .run(resolvedAt, sent, kind, target).changes;
 }
 
 export interface OpenAlertRow {

@@ -133,6 +133,28 @@ describe("alert webhook (spec 6.1)", () => {
     expect(receiver.received.filter((r) => r.body.target === "silent").map((r) => r.body.status)).toEqual(["resolved"]);
   });
 
+  test("an open still waiting when the alert resolves without a webhook is never sent: no receiver learns of an alert left open for good", async () => {
+    const failing = startReceiver(Number.POSITIVE_INFINITY);
+    await admin.json("PUT", "/api/admin/config", { alert_webhook_url: failing.url, health_check_seconds: 1 });
+    const ch = await shakyChannel("stale");
+    await ch.breakIt();
+    // The open was tried (and failed), so it waits for the next round.
+    await waitFor(() => failing.received.find((r) => r.body.target === "stale"));
+    await admin.json("PUT", "/api/admin/config", { alert_webhook_url: "" });
+    failing.stop();
+    await ch.heal();
+    receiver = startReceiver();
+    await admin.json("PUT", "/api/admin/config", { alert_webhook_url: receiver.url });
+    // Another alert's open shows the new webhook is being delivered to.
+    const other = await shakyChannel("fresh");
+    await other.breakIt();
+    await waitFor(() => receiver!.received.find((r) => r.body.target === "fresh"));
+    await Bun.sleep(1500);
+    expect(receiver.received.filter((r) => r.body.target === "stale")).toEqual([]);
+    await other.heal();
+    await waitFor(() => receiver!.received.find((r) => r.body.target === "fresh" && r.body.status === "resolved"));
+  });
+
   test("the receiver's answer is never read: an endless body costs nothing, and nothing asks for compression", async () => {
     // A receiver that answers 200 with a body that never ends (ops audit H1: Kura read it whole,
     // past 3 GiB RSS, and asked for gzip, which made a small answer a decompression bomb).
