@@ -16,6 +16,7 @@ import { channelErrorText } from "./drivers/driver-errors";
 import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { dropMovedPin, withHostKeyPin } from "./host-key-pin";
+import { retargetOpenChannelAlerts } from "../ops/repo";
 import { probeAndLog, requeueAllFailedReplicas, requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
@@ -240,6 +241,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
         secrets: secretsChanged ? { config: source.config, ...(source.inputs ? { inputs: source.inputs } : {}) } : undefined,
       });
       if (configChanged) app.channels.repo.recordProbe(row.id, null);
+      if (input.name !== row.name) retargetOpenChannelAlerts(app.db, row.name, input.name);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new Conflict("已存在同名存储渠道");
