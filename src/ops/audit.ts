@@ -6,6 +6,9 @@ import { insertAudit } from "./repo";
 export type AuditAction =
   | "auth.login"
   | "auth.session_end"
+  | "backup.create"
+  | "backup.download"
+  | "backup.restore"
   | "channel.create"
   | "channel.delete"
   | "channel.export"

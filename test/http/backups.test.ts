@@ -69,6 +69,18 @@ describe("metadata backups on two local channels", () => {
     expect(fallback.status).toBe(200);
     expect((await fallback.arrayBuffer()).byteLength).toBe(snap.size);
 
+    // Taking and downloading are audited (the download hands out the whole database): one entry per download.
+    const audited = async (action: string) =>
+      (await admin.json("GET", `/api/admin/audit?action=${action}&target=${snap.name}`)).items.map((e: { actor_name: string; target: string }) => [
+        e.actor_name,
+        e.target,
+      ]);
+    expect(await audited("backup.create")).toEqual([["admin", snap.name]]);
+    expect(await audited("backup.download")).toEqual([
+      ["admin", snap.name],
+      ["admin", snap.name],
+    ]);
+
     await expectError(await admin.request("GET", "/api/admin/backups/kura-20000101-000000.000.db"), 404);
     await expectError(await admin.request("GET", "/api/admin/backups/..%2Fkura.db"), 404);
     await expectError(await admin.request("POST", "/api/admin/backups/not-a-snapshot/restore"), 404);
@@ -123,7 +135,7 @@ test("restore: the staged snapshot is swapped in at the next start and the old d
     expect(res).toMatchObject({ snapshot: snap.name, staged: join(dataDir, "restore.staged.db") });
     expect(res.message).toMatch(/[\u4e00-\u9fff]/);
     expect(await server.proc.exited).toBe(0);
-    expect(server.logs).toContain("msg=收到恢复请求，正在关闭");
+    expect(server.logs).toContain(`msg=收到恢复请求，正在关闭 snapshot=${snap.name} user=admin`);
 
     server = await KuraServer.start({ dataDir });
     expect(server.logs).toMatch(/msg=已换入快照，原数据库已保留 previous=\S+kura\.db\.before-restore-/);
@@ -133,7 +145,15 @@ test("restore: the staged snapshot is swapped in at the next start and the old d
     expect(server.logs).toMatch(/msg=已结束快照中的全部会话，请重新登录 sessions=[1-9]/);
     await expectError(await fetch(server.url("/api/admin/me"), { headers: { cookie: admin.cookie } }), 401);
     expect(existsSync(join(dataDir, "restore.staged.db"))).toBe(false);
-    expect(readdirSync(dataDir).some((f) => f.startsWith("kura.db.before-restore-"))).toBe(true);
+    const setAside = readdirSync(dataDir).find((f) => f.startsWith("kura.db.before-restore-"));
+    expect(setAside).toBeDefined();
+    // Who asked for the restore: in the log (above), and audited in the database the swap set aside.
+    const old = new Database(join(dataDir, setAside!), { readonly: true });
+    try {
+      expect(old.query("SELECT actor_name, target FROM audit WHERE action = 'backup.restore'").all()).toEqual([{ actor_name: "admin", target: snap.name }]);
+    } finally {
+      old.close();
+    }
     const again = new Session(server);
     expect((await again.login("admin", "admin-password-1")).status).toBe(200);
     expect((await again.json("GET", "/api/admin/users")).items.map((u: { name: string }) => u.name)).toContain("restored-user");

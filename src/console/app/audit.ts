@@ -33,6 +33,9 @@ const KNOWN_ACTIONS = [
   "dedup.merge",
   "dedup.dismiss",
   "metadata.export",
+  "backup.create",
+  "backup.download",
+  "backup.restore",
   "referer.create",
   "referer.delete",
 ];

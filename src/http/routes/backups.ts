@@ -1,5 +1,6 @@
 import type { AppContext } from "../../context";
 import { BackupFailedError, listSnapshots, openSnapshot, SNAPSHOT_NAME, stageSnapshot, stagedPath, takeSnapshot } from "../../ops/backups";
+import { audit } from "../../ops/audit";
 import { ApiError, notFound } from "../errors";
 import { sessionRoutes } from "../guard";
 
@@ -20,9 +21,10 @@ export function backupRoutes(app: AppContext) {
       const items = await listSnapshots(app);
       return { items, total: items.length };
     })
-    .post("/api/admin/backups", async ({ set }) => {
+    .post("/api/admin/backups", async ({ set, principal: p }) => {
       try {
         const item = await takeSnapshot(app);
+        audit(app.db, p.user, "backup.create", item.name, { channels: item.channels });
         set.status = 201;
         return item;
       } catch (err) {
@@ -30,10 +32,12 @@ export function backupRoutes(app: AppContext) {
         throw err;
       }
     })
-    .get("/api/admin/backups/:name", async ({ params }) => {
+    .get("/api/admin/backups/:name", async ({ params, principal: p }) => {
       const name = checkedName(params.name);
       const opened = await openSnapshot(app, name);
       if (!opened) throw snapshotMissing();
+      // The whole database leaves the server: token and session hashes, sealed channel credentials.
+      audit(app.db, p.user, "backup.download", name);
       return new Response(opened.file ?? opened.stream, {
         headers: {
           "content-type": "application/vnd.sqlite3",
@@ -43,12 +47,14 @@ export function backupRoutes(app: AppContext) {
         },
       });
     })
-    .post("/api/admin/backups/:name/restore", async ({ params }) => {
+    .post("/api/admin/backups/:name/restore", async ({ params, principal: p }) => {
       const name = checkedName(params.name);
       if (!(await stageSnapshot(app, name))) throw snapshotMissing();
+      // Kept in the database the swap sets aside (kura.db.before-restore-…); the log line names who asked too.
+      audit(app.db, p.user, "backup.restore", name);
       // Shut down only after this response has been sent; the swap happens at the next start.
       setTimeout(() => {
-        app.log.info("收到恢复请求，正在关闭", { snapshot: name });
+        app.log.info("收到恢复请求，正在关闭", { snapshot: name, user: p.user.name });
         app.shutdown("restore");
       }, RESTORE_SHUTDOWN_DELAY_MS);
       return {
