@@ -27,12 +27,18 @@ export function surfaceError(path: string, status: number, message: string, head
 }
 
 /**
- * An unknown path or method. Under /api/1/ that is Chevereto's "Invalid API action" (400, code
+ * An unknown path or method (405 for a known path under another method). Under /api/1/ that is Chevereto's "Invalid API action" (400, code
  * 120: its API route takes any action name and refuses all but `upload`); elsewhere a 404 in the
  * surface's shape (Laravel's router answers Lsky's unknown routes with a 404 too).
  */
-export function unknownRoute(path: string): Response {
-  if (surfaceOf(path) !== "chevereto") return surfaceError(path, 404, "接口不存在");
+export function unknownRoute(path: string, method: string, allowed: readonly string[]): Response {
+  const surface = surfaceOf(path);
+  // A path that exists under another method: 405 with Allow (RFC 9110 15.5.6), as the S3 surface
+  // answers and Laravel does for Lsky's routes, instead of a 404 saying the endpoint does not exist.
+  if (surface !== "chevereto" && allowed.length > 0 && !allowed.includes(method)) {
+    return surfaceError(path, 405, `该接口不支持 ${method.slice(0, 16)} 方法（可用：${allowed.join(", ")}）`, { allow: allowed.join(", ") });
+  }
+  if (surface !== "chevereto") return surfaceError(path, 404, "接口不存在");
   const message = "无效的 API 操作：Chevereto 兼容接口只有 GET 或 POST /api/1/upload";
   return Response.json(cheveretoError(400, message, CHEVERETO_CODE.action), { status: 400 });
 }

@@ -16,7 +16,7 @@ import { proxyMisconfigurationHint } from "./proxy-hint";
 import { hasOrigin, routableRequest, withPlaceholderOrigin } from "./raw-url";
 import { rawTarget } from "../shared/url-target";
 import { isSecureRequest, requestInfo, requireUsableHost, resolveClientAddress, setRequestInfo } from "./request-info";
-import { buildRouteTable } from "./route-table";
+import { buildRouteTable, type RouteTable } from "./route-table";
 import { closesConnection } from "./tool-surfaces";
 import { IMAGE_ROUTE, imageFastPath } from "./image-fast-path";
 import { authRoutes } from "./routes/auth";
@@ -49,6 +49,12 @@ const UNMETERED = new Set(["/healthz", "/metrics"]);
 // biome-ignore lint/suspicious/noExplicitAny: extra plugins (tests, compat surfaces) are Elysia instances of any shape
 export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, any, any, any>[] = []) {
   const bodyRoutes = new BodyRoutes();
+  // The route list for a 405's Allow, built at the first unknown request (all routes are in by then).
+  let table: RouteTable | undefined;
+  const methodsAt = (path: string) => {
+    table ??= buildRouteTable(router.routes);
+    return table.methodsAt(path);
+  };
   let router = new Elysia()
     // After the parse, because a custom parse hook would also run for `parse: "none"` routes and break them.
     // Both this check and the parse come before the route group's resolve: a refusal authenticates first.
@@ -59,7 +65,10 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
       // Not JSON: the route's own 401/403 still come first (json-bodies.ts), then the 400.
       if (code === "PARSE") return errorAnswer(app, request, bodyRoutes.refusal(request, route));
       // Unknown paths and methods under /api/v1/ and /api/1/ too: their clients read only their own error shape.
-      if (code === "NOT_FOUND") return unknownRoute(rawTarget(request.url).path);
+      if (code === "NOT_FOUND") {
+        const path = rawTarget(request.url).path;
+        return unknownRoute(path, request.method, methodsAt(path));
+      }
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
       return errorAnswer(app, request, error);
     })

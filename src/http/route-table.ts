@@ -4,6 +4,8 @@
  */
 export interface RouteTable {
   match(method: string, path: string): string | undefined;
+  /** The methods some route answers at `path` (HEAD with GET), for a 405's Allow; empty when none does. */
+  methodsAt(path: string): string[];
 }
 
 export function buildRouteTable(routes: { method: string; path: string }[]): RouteTable {
@@ -20,6 +22,11 @@ export function buildRouteTable(routes: { method: string; path: string }[]): Rou
     match(method, path) {
       const m = method === "HEAD" ? ["HEAD", "GET"] : [method];
       return compiled.find((r) => (m.includes(r.method) || r.method === "ALL") && r.re.test(path))?.path;
+    },
+    methodsAt(path) {
+      const methods = new Set(compiled.filter((r) => r.method !== "ALL" && r.re.test(path)).map((r) => r.method));
+      if (methods.has("GET")) methods.add("HEAD");
+      return [...methods].sort();
     },
   };
 }

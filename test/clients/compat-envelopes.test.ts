@@ -36,17 +36,20 @@ test("no usable Host: Chevereto's and Lsky Pro's shapes on their paths, Kura's e
   expect(JSON.parse(kura.text)).toEqual({ error: expect.stringContaining("Host") });
 });
 
-test("unknown paths and methods under /api/v1/ and /api/1/ are refused in that surface's shape, Kura's 404 elsewhere", async () => {
+test("unknown paths and methods under /api/v1/ and /api/1/ are refused in that surface's shape, Kura's 404 or 405 elsewhere", async () => {
   const lskyNotFound = { status: false, message: "接口不存在", data: {} };
-  for (const [method, path] of [
-    ["GET", "/api/v1/nope"],
-    ["PUT", "/api/v1/upload"],
-    ["POST", "/api/v1/images"],
-    ["PUT", "/api/v1/tokens"],
+  const nope = await fetch(server.url("/api/v1/nope"));
+  expect(nope.status).toBe(404);
+  expect(await nope.json()).toEqual(lskyNotFound);
+  // A known path under another method is a 405 with Allow, as Laravel answers Lsky's routes.
+  for (const [method, path, allow] of [
+    ["PUT", "/api/v1/upload", "POST"],
+    ["POST", "/api/v1/images", "GET, HEAD"],
+    ["PUT", "/api/v1/tokens", "DELETE, POST"],
   ] as const) {
     const res = await fetch(server.url(path), { method });
-    expect(res.status).toBe(404);
-    expect(await res.json()).toEqual(lskyNotFound);
+    expect([method, path, res.status, res.headers.get("allow")]).toEqual([method, path, 405, allow]);
+    expect(await res.json()).toEqual({ status: false, message: `该接口不支持 ${method} 方法（可用：${allow}）`, data: {} });
   }
   // Under /api/1/ that is Chevereto's "Invalid API action": 400 with code 120 (clients/chevereto-errors.test.ts).
   for (const [method, path] of [
@@ -61,4 +64,15 @@ test("unknown paths and methods under /api/v1/ and /api/1/ are refused in that s
   const kura = await fetch(server.url("/api/nope"));
   expect(kura.status).toBe(404);
   expect(await kura.json()).toEqual({ error: "接口不存在" });
+  for (const [method, path, allow] of [
+    ["PATCH", "/api/admin/users", "GET, HEAD, POST"],
+    ["DELETE", "/api/admin/config", "GET, HEAD, PUT"],
+    ["POST", "/healthz", "GET, HEAD"],
+    ["PUT", "/metrics", "GET, HEAD"],
+    ["POST", "/o/1/some/key.png", "GET, HEAD"],
+  ] as const) {
+    const res = await fetch(server.url(path), { method });
+    expect([method, path, res.status, res.headers.get("allow")]).toEqual([method, path, 405, allow]);
+    expect(await res.json()).toEqual({ error: `该接口不支持 ${method} 方法（可用：${allow}）` });
+  }
 });
