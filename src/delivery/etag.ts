@@ -76,8 +76,8 @@ export function ifRangeAllows(header: string | null | undefined, etag: string, l
  * when the representation has not changed since that date; anything but an HTTP-date is ignored. A
  * cache or client that revalidates `/o/` (no-cache) by date alone got the whole body each time.
  */
-export function notModifiedSince(ifNoneMatch: string | null, ifModifiedSince: string | null, lastModified: string): boolean {
-  if (ifNoneMatch !== null || !ifModifiedSince) return false;
+export function notModifiedSince(ifNoneMatch: string | null, ifModifiedSince: string | null, lastModified: string | undefined): boolean {
+  if (ifNoneMatch !== null || !ifModifiedSince || lastModified === undefined) return false;
   const since = parseHttpDate(ifModifiedSince);
   return since !== undefined && Date.parse(lastModified) <= since;
 }

@@ -215,6 +215,19 @@ function lastModifiedOf(image: ImageView): string {
 }
 
 /**
+ * The Last-Modified an original is sent and validated with. On `/o/` an alias can move to another
+ * image made in the same second, which has the same date: one given out in that second could later
+ * validate the other image (a 304 for bytes the client never had). RFC 9110 8.8.2.2 makes such a
+ * date weak, so within its own second it is neither sent nor honoured there (the ETag still is).
+ * `/i/` links never change what they name.
+ */
+function datedLastModified(area: DeliveryRequest["area"], image: ImageView): string | undefined {
+  const text = lastModifiedOf(image);
+  if (area !== "o") return text;
+  return Date.parse(text) < Math.floor(Date.now() / 1000) * 1000 ? text : undefined;
+}
+
+/**
  * How an original came to be the answer: asked for as such (`plain`), the result of a `w` or
  * `format` that needs no pixels or of a WebP that was no smaller (`processed`: spec 4.5 rule 3
  * never redirects those), or in place of a variant that failed to render (`fallback`).
@@ -226,11 +239,11 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
   const { request, area } = req;
   const fallback = as === "fallback";
   const etag = originalEtag(image.sha256);
-  const cache = () =>
-    fallback ? cacheHeaders({ area, kind: "fallback" }) : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified: lastModifiedOf(image) });
+  const lastModified = fallback ? undefined : datedLastModified(area, image);
+  const cache = () => (fallback ? cacheHeaders({ area, kind: "fallback" }) : cacheHeaders({ area, kind: "original", etag, varyAccept, lastModified }));
   if (!fallback) {
     const ifNoneMatch = request.headers.get("if-none-match");
-    if (ifNoneMatchMatches(ifNoneMatch, etag) || notModifiedSince(ifNoneMatch, request.headers.get("if-modified-since"), lastModifiedOf(image))) {
+    if (ifNoneMatchMatches(ifNoneMatch, etag) || notModifiedSince(ifNoneMatch, request.headers.get("if-modified-since"), lastModified)) {
       return answer(req, 304, null, cache());
     }
   }
@@ -247,9 +260,7 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
   };
   // Size and type come from metadata: HEAD never opens the channel object.
   if (request.method === "HEAD") return answer(req, 200, null, headers(), image.size);
-  const range = ifRangeAllows(request.headers.get("if-range"), etag, fallback ? undefined : lastModifiedOf(image))
-    ? parseRange(request.headers.get("range"), image.size)
-    : undefined;
+  const range = ifRangeAllows(request.headers.get("if-range"), etag, lastModified) ? parseRange(request.headers.get("range"), image.size) : undefined;
   if (range === "unsatisfiable") return plain(req, 416, "请求的范围无效", { "Content-Range": `bytes */${image.size}` });
   const hot = app.variants.hot.get(image.sha256);
   if (!hot) return cold.original(req, image, headers(), range);
@@ -257,7 +268,7 @@ export function serveOriginal(app: DeliveryDeps, req: DeliveryRequest, image: Im
     return preparedAnswer(
       req,
       image,
-      `o ${fallback} ${varyAccept} ${hot.size}`,
+      `o ${fallback} ${varyAccept} ${hot.size} ${lastModified !== undefined}`,
       hot,
       () => {
         const h = headers();

@@ -22,6 +22,8 @@ describe("originals: If-Range, If-Modified-Since, and one URL per image", () => 
     expect(res.status).toBe(200);
   };
   const get = (headers: Record<string, string>) => fetch(server.url("/o/default/resume/photo.jpg"), { headers });
+  /** `/o/` dates an image only once the second it was made is over (the test below says why). */
+  const pastItsSecond = () => Bun.sleep(1020 - (Date.now() % 1000));
   beforeAll(async () => {
     token = (await admin.json("POST", "/api/admin/tokens", { name: "if-range" }, 201)).token;
   });
@@ -29,6 +31,7 @@ describe("originals: If-Range, If-Modified-Since, and one URL per image", () => 
   test("a download resumed after the alias moved gets the whole new image; a current validator keeps the range", async () => {
     const first = await makeJpeg(400, 300, 61);
     await upload(first);
+    await pastItsSecond();
     const start = await get({ range: "bytes=0-99" });
     expect(start.status).toBe(206);
     const oldTag = start.headers.get("etag")!;
@@ -67,6 +70,7 @@ describe("originals: If-Range, If-Modified-Since, and one URL per image", () => 
 
   test("If-Modified-Since: 304 while the image is unchanged since, 200 after the alias moved; If-None-Match decides when both come", async () => {
     await upload(await makeJpeg(50, 40, 64));
+    await pastItsSecond();
     const first = await get({});
     const lastModified = first.headers.get("last-modified")!;
     const tag = first.headers.get("etag")!;
@@ -88,6 +92,38 @@ describe("originals: If-Range, If-Modified-Since, and one URL per image", () => 
     await Bun.sleep(1100);
     await upload(await makeJpeg(50, 40, 65));
     expect((await get({ "if-modified-since": lastModified })).status).toBe(200);
+  });
+
+  test("/o/ gives no Last-Modified in the second its image was made: an alias moved within that second would share the date", async () => {
+    const put = async (bytes: Uint8Array) => {
+      const res = await fetch(server.url("/api/upload"), {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: form(bytes, "same.jpg", { object_key: "same/second.jpg" }),
+      });
+      expect(res.status).toBe(200);
+    };
+    const at = (path: string, headers: Record<string, string> = {}) => fetch(server.url(path), { headers });
+    // Start early in a second, so both uploads and the reads below fall in it.
+    while (Date.now() % 1000 > 200) await Bun.sleep(5);
+    const second = Math.floor(Date.now() / 1000) * 1000;
+    await put(await makeJpeg(40, 30, 68));
+    const first = await at("/o/default/same/second.jpg");
+    await first.arrayBuffer();
+    await put(await makeJpeg(40, 30, 69));
+    const moved = await at("/o/default/same/second.jpg", { "if-modified-since": new Date(second).toUTCString() });
+    await moved.arrayBuffer();
+    if (Date.now() - second >= 1000) return; // a machine too slow for this second: nothing to conclude
+    expect(first.headers.get("last-modified")).toBeNull();
+    // The date of that second validates nothing yet: the alias's current image comes whole.
+    expect(moved.status).toBe(200);
+    expect(moved.headers.get("etag")).not.toBe(first.headers.get("etag"));
+    // Once the second is over the date is given, and validates the image the alias ended on.
+    await Bun.sleep(second + 1050 - Date.now());
+    const later = await at("/o/default/same/second.jpg");
+    await later.arrayBuffer();
+    expect(later.headers.get("last-modified")).toBe(new Date(second).toUTCString());
+    expect((await at("/o/default/same/second.jpg", { "if-modified-since": later.headers.get("last-modified")! })).status).toBe(304);
   });
 
   test("If-Modified-Since on /i/ from memory, and twice in a row: the warm-answer memo never answers it with 200", async () => {
