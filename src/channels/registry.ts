@@ -163,7 +163,8 @@ export class ChannelRegistry {
     const secrets = this.repo.secrets(row);
     if (secrets.config[HOST_KEY_OPTION] || secrets.config.known_hosts_file) return;
     this.reseal(row, withHostKeyPin(secrets, fingerprint), (loaded) => loaded.row.config_sealed === row.config_sealed);
-    this.log.info("已记录 SFTP 服务器的主机密钥指纹", { channel: row.name, host_key_sha256: fingerprint });
+    // The fingerprint itself is now configuration (shown in the channel's config view), so it is not logged (spec 6.3).
+    this.log.info("已记录 SFTP 服务器的主机密钥指纹", { channel: row.name });
   }
 
   /**

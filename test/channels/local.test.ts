@@ -242,10 +242,17 @@ describe("local driver: probe", () => {
   test("a missing base is reported, and neither a probe nor a put makes it (a disk not mounted); setting up does", async () => {
     const base = join(await freshBase(), "mnt", "disk");
     const driver = createLocalDriver({ path: base });
-    const missing = `本地存储目录不可用: ${base}: 目录不存在（磁盘未挂载？`;
-    for (const deep of [false, true]) expect(((await driver.probe(deep).catch((err) => err)) as Error).message).toStartWith(missing);
+    // The directory is the channel's configuration: never named in the message (spec 6.3).
+    const missing = "本地存储目录不可用：目录不存在（磁盘未挂载？";
+    for (const deep of [false, true]) {
+      const message = ((await driver.probe(deep).catch((err) => err)) as Error).message;
+      expect(message).toStartWith(missing);
+      expect(message).not.toContain(base);
+    }
     for (const key of ["top.jpg", "ab/cd/file.jpg"]) {
-      expect(((await driver.put(key, new Uint8Array([1]), 1).catch((err) => err)) as Error).message).toStartWith(missing);
+      const message = ((await driver.put(key, new Uint8Array([1]), 1).catch((err) => err)) as Error).message;
+      expect(message).toStartWith(missing);
+      expect(message).not.toContain(base);
     }
     expect(existsSync(base)).toBe(false);
     await (driver as typeof driver & { createRoot: () => Promise<void> }).createRoot();
@@ -262,7 +269,7 @@ describe("local driver: probe", () => {
     // over the file failed with EEXIST at one moment and succeeded at the next.
     for (let i = 0; i < 20; i++) {
       for (const deep of [false, true]) {
-        expect(((await driver.probe(deep).catch((err) => err)) as Error).message).toBe(`本地存储目录不可用: ${base}: 路径已存在且不是目录`);
+        expect(((await driver.probe(deep).catch((err) => err)) as Error).message).toBe("本地存储目录不可用：路径已存在且不是目录");
       }
     }
   });
@@ -282,8 +289,8 @@ describe("local driver: probe", () => {
       const message = await probing;
       if (placed) messages.add(message ?? "ok");
     }
-    const notADirectory = `本地存储目录不可用: ${base}: 路径已存在且不是目录`;
-    for (const message of messages) expect(message === notADirectory || message.startsWith(`本地存储目录不可用: ${base}: 目录不存在`)).toBe(true);
+    const notADirectory = "本地存储目录不可用：路径已存在且不是目录";
+    for (const message of messages) expect(message === notADirectory || message.startsWith("本地存储目录不可用：目录不存在")).toBe(true);
     expect(messages.has(notADirectory)).toBe(true);
   });
 

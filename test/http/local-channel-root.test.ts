@@ -28,7 +28,10 @@ test("a vanished directory makes the channel unhealthy and is never recreated by
     renameSync(dir, `${dir}.unmounted`);
     const checked = await admin.json("POST", `/api/admin/channels/${ch.id}/check`);
     expect(checked.healthy).toBe(false);
-    expect(checked.last_error).toContain(`本地存储目录不可用: ${dir}: 目录不存在（磁盘未挂载？`);
+    expect(checked.last_error).toContain("本地存储目录不可用：目录不存在（磁盘未挂载？");
+    // The directory is the channel's configuration: never named (spec 6.3).
+    expect(checked.last_error).not.toContain(dir);
+    expect(checked.last_error).not.toContain(parent);
     // Uploads go elsewhere, and the replication meant for it does not make the directory either.
     const second = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(40, 30, 2), "b.jpg"));
     expect((await fetch(`${admin.server.base}/i/${second.id}`)).status).toBe(200);

@@ -134,7 +134,7 @@ describe("verifiedStream", () => {
 
 describe("channelErrorText: what reaches last_error, alerts, webhooks and the log", () => {
   test("Kura's own Chinese messages pass unchanged", () => {
-    expect(channelErrorText(new Error("WebDAV 连接失败: http://h/: 连接被重置"))).toBe("WebDAV 连接失败: http://h/: 连接被重置");
+    expect(channelErrorText(new Error("WebDAV 连接失败: 连接被重置"))).toBe("WebDAV 连接失败: 连接被重置");
   });
 
   test("the runtime's English becomes a Chinese description without internals", () => {
@@ -151,12 +151,12 @@ describe("channelErrorText: what reaches last_error, alerts, webhooks and the lo
     expect(channelErrorText("weird")).toBe("与存储服务通信失败");
   });
 
-  test("a local disk's file-system error says what is wrong with which file, not 'network error'", () => {
+  test("a local disk's file-system error says what is wrong, not 'network error', and not the path (the channel's directory)", () => {
     const fsError = (code: string, syscall = "open") =>
       Object.assign(new Error(`${code}: failed, ${syscall} '/srv/kura/storage/img/a.png'`), { code, syscall, path: "/srv/kura/storage/img/a.png" });
-    expect(channelErrorText(fsError("EMFILE"))).toBe("打开的文件过多：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）");
-    expect(channelErrorText(fsError("EACCES"))).toBe("没有权限访问 /srv/kura/storage/img/a.png");
-    expect(channelErrorText(fsError("EIO", "read"))).toBe("读写 /srv/kura/storage/img/a.png 时发生磁盘 I/O 错误");
+    expect(channelErrorText(fsError("EMFILE"))).toBe("打开的文件过多：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=） (EMFILE)");
+    expect(channelErrorText(fsError("EACCES"))).toBe("本地存储读写失败: 没有权限 (EACCES)");
+    expect(channelErrorText(fsError("EIO", "read"))).toBe("本地存储读写失败: 磁盘 I/O 错误 (EIO)");
     // A network code is still the network's.
     expect(channelErrorText(Object.assign(new Error("connect failed"), { code: "ECONNREFUSED" }))).toBe("与存储服务通信失败: 连接被拒绝");
   });

@@ -156,7 +156,7 @@ export class DriveDriver implements Driver {
       await response.body?.cancel().catch(() => {});
       throw new OAuthError("Google Drive 根文件夹不存在，请检查 root_folder_id");
     }
-    const root = await this.api.readJson<DriveFile>(response, this.settings.filesUrl);
+    const root = await this.api.readJson<DriveFile>(response);
     if (root.mimeType !== FOLDER_MIME) throw new OAuthError("Google Drive root_folder_id 不是文件夹");
     if (deep) await roundTripProbe(this, "Google Drive");
   }

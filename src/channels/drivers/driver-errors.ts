@@ -1,9 +1,10 @@
 /**
- * Error text shared by the network drivers. Built from error names and codes
- * only, never from URLs, headers or the server's free text, so no credential
- * can appear in it.
+ * Error text shared by the drivers. Built from error names and codes only, never from URLs,
+ * headers or the server's free text, so no credential can appear in it; nor from the channel's
+ * configuration (endpoint, host, port, bucket, directory): configuration parameters never appear
+ * in logs or error messages (spec 6.3). A message says which parameter is wrong and why; the
+ * callers add the channel's name.
  */
-import { fsProblem } from "../../shared/fs-errors";
 import { hasChinese } from "../../shared/text";
 
 /** Why a request never got an answer (refused, reset, DNS, TLS, timeout), in Chinese. */
@@ -41,16 +42,64 @@ export function answerTooLarge(what: string, maxBytes: number): () => Error {
 /**
  * A failure while the body of an answer was read: Kura's own errors (the size bound, the
  * idle deadline) pass unchanged; what the runtime throws (a reset mid-body) is described as
- * a transport failure of `label` at `where`.
+ * a transport failure of `label`.
  */
-export function bodyReadError(err: unknown, label: string, where: string): Error {
+export function bodyReadError(err: unknown, label: string): Error {
   if (err instanceof Error && hasChinese(err.message)) return err;
-  return networkError(err, label, where);
+  return networkError(err, label);
 }
 
-/** A transport failure of `label` (e.g. "S3") talking to `where` (an address already free of secrets). */
-export function networkError(err: unknown, label: string, where: string): Error {
-  return new Error(`${label} 连接失败: ${where}: ${networkFailureReason(err)}`);
+/**
+ * A transport failure of `label` (e.g. "S3"). The address it was talking to is configuration
+ * (endpoint, url) and is not named: the channel's name, which the callers add, says which one.
+ */
+export function networkError(err: unknown, label: string): Error {
+  return new Error(`${label} 连接失败: ${networkFailureReason(err)}`);
+}
+
+/**
+ * A directory below a channel's configured base directory `root` (its `path`, "" = none), as
+ * errors name it: relative to the base, as object keys are, since the base itself is
+ * configuration. `rootLabel` names the base by its parameter ("path 指定的目录").
+ */
+export function directoryTarget(root: string, dir: string, rootLabel: string): string {
+  if (dir === root) return rootLabel;
+  if (root === "") return `${dir}/`;
+  const base = root.endsWith("/") ? root : `${root}/`;
+  if (dir.startsWith(base)) return `${dir.slice(base.length)}/`;
+  return `${rootLabel}的上级目录`;
+}
+
+/** File-system error codes in Chinese; the code itself follows in parentheses. */
+const FS_REASONS: Record<string, string> = {
+  ENOENT: "文件或目录不存在",
+  EACCES: "没有权限",
+  EPERM: "没有权限",
+  EROFS: "文件系统只读",
+  ENOSPC: "磁盘空间不足",
+  EDQUOT: "磁盘配额已用完",
+  ENOTDIR: "路径中有非目录项",
+  EEXIST: "路径已存在且不是目录",
+  EISDIR: "目标是一个目录",
+  ENOTEMPTY: "目标是一个非空目录",
+  ENAMETOOLONG: "路径过长",
+  ELOOP: "符号链接层数过多（可能指向自身）",
+  EIO: "磁盘 I/O 错误",
+  EBUSY: "文件或目录正被占用",
+  ESTALE: "网络文件系统的文件句柄已失效（远端目录被替换或卸载？）",
+  EMFILE: "打开的文件过多：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）",
+  ENFILE: "打开的文件过多：请提高进程的文件描述符上限（systemd 单元的 LimitNOFILE=）",
+};
+
+/**
+ * A local disk's file-system error as `<reason> (<code>)`, without the path Node puts in its
+ * message (`EACCES: permission denied, open '/mnt/…'`): the path lies in the channel's
+ * configured directory. Undefined when `err` carries no known file-system code.
+ */
+export function fsErrorReason(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !Object.hasOwn(FS_REASONS, code)) return undefined;
+  return `${FS_REASONS[code]} (${code})`;
 }
 
 /**
@@ -58,7 +107,7 @@ export function networkError(err: unknown, label: string, where: string): Error 
  * the log), in Chinese and without internals. Kura's own errors pass unchanged; what a runtime
  * throws while a peer's answer is read (a connection reset mid-body, JSON cut short, memory)
  * is English and may describe internals (`pass verbose: true to fetch()`), so it is replaced
- * by what it means for the channel; a file-system error says what is wrong with which file.
+ * by what it means for the channel; a file-system error says what is wrong, not with which path.
  */
 export function channelErrorText(err: unknown): string {
   const e = err as { name?: string; message?: string; code?: string } | null;
@@ -67,8 +116,10 @@ export function channelErrorText(err: unknown): string {
   if (e?.name === "SyntaxError" || /JSON/i.test(message)) return "存储服务的响应格式无效（不是完整的 JSON 或 XML）";
   if (/out of memory/i.test(message)) return "存储服务的响应过大，内存不足";
   // The local-disk driver's file-system errors (a read's EMFILE, EACCES) are no network failure.
-  const onDisk = fsProblem(err);
-  if (onDisk) return onDisk;
+  // Named without the file's path: it lies in the channel's configured directory.
+  const onDisk = fsErrorReason(err);
+  // Out of descriptors is the process's condition, not the disk's: said as such.
+  if (onDisk) return e?.code === "EMFILE" || e?.code === "ENFILE" ? onDisk : `本地存储读写失败: ${onDisk}`;
   if (e?.name === "TimeoutError" || e?.name === "AbortError" || typeof e?.code === "string") return `与存储服务通信失败: ${networkFailureReason(err)}`;
   return "与存储服务通信失败";
 }

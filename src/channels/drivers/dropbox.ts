@@ -54,7 +54,7 @@ export class DropboxDriver implements Driver {
       headers: { "dropbox-api-arg": headerJson(arg), "content-type": "application/octet-stream" },
       body,
     });
-    return this.api.readJson<unknown>(response, url);
+    return this.api.readJson<unknown>(response);
   }
 
   async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
@@ -171,8 +171,9 @@ export class DropboxDriver implements Driver {
 
   async probe(deep: boolean): Promise<void> {
     if (this.settings.root) {
-      const entry = await this.metadata(this.pathOf(this.settings.root), this.settings.root);
-      if (entry && entry[".tag"] !== "folder") throw new OAuthError(`Dropbox 路径不是文件夹: ${this.settings.root}`);
+      // Named by its option: the path itself is configuration (spec 6.3).
+      const entry = await this.metadata(this.pathOf(this.settings.root), "path 指定的文件夹");
+      if (entry && entry[".tag"] !== "folder") throw new OAuthError("Dropbox path 指定的路径不是文件夹");
     } else {
       // Any authorized call proves the token; listing one entry of the root is the cheapest.
       await this.rpc("files/list_folder", { path: "", recursive: false, limit: 1 }, "/");

@@ -6,6 +6,8 @@ import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type 
 import { assertSafeKey, assertSafePrefix } from "./object-key";
 import type { DriverOptionSpec } from "./option-spec";
 import { clampRange, sizedStream } from "./sized-body";
+import { fsErrorReason } from "./driver-errors";
+import { hasChinese } from "../../shared/text";
 import { awaitedLater } from "../../shared/awaited-later";
 import { writeAll } from "../../shared/write-all";
 
@@ -31,7 +33,7 @@ export function resolveLocalPath(path: string, dataDir?: string): string {
   const raw = path.trim();
   if (raw === "") throw new Error("本地存储缺少 path 配置");
   if (isAbsolute(raw)) return resolve(raw);
-  if (dataDir === undefined) throw new Error(`本地存储 path 必须是绝对路径: ${raw}`);
+  if (dataDir === undefined) throw new Error("本地存储 path 必须是绝对路径（没有数据目录时不能用相对路径）");
   return resolve(dataDir, raw);
 }
 
@@ -121,13 +123,13 @@ class LocalDriver implements Driver {
   private async makeDirectory(dir: string): Promise<void> {
     const levels: string[] = [];
     for (let d = dir; d !== this.base && d !== dirname(d); d = dirname(d)) levels.unshift(d);
-    if (levels.length === 0 && !existsSync(this.base)) throw new Error(missingRoot(this.base));
+    if (levels.length === 0 && !existsSync(this.base)) throw new Error(MISSING_ROOT);
     for (const d of levels) {
       try {
         await mkdir(d);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
-        if (d === levels[0] && isMissing(err)) throw new Error(missingRoot(this.base));
+        if (d === levels[0] && isMissing(err)) throw new Error(MISSING_ROOT);
         throw err;
       }
       // Awaited by the puts that need it; the failure is theirs to report.
@@ -174,7 +176,7 @@ class LocalDriver implements Driver {
    * was asked for, and nothing would be there to copy them from once the disk is back.
    */
   private missing(key: string): Error {
-    return isDirectory(this.base) ? new ObjectNotFoundError(key) : new Error(missingRoot(this.base));
+    return isDirectory(this.base) ? new ObjectNotFoundError(key) : new Error(MISSING_ROOT);
   }
 
   localFile(key: string): string | null {
@@ -188,8 +190,8 @@ class LocalDriver implements Driver {
       const info = await stat(path);
       return info.isFile() ? { key, size: info.size, modified: info.mtime } : null;
     } catch (err) {
-      if (!isMissing(err)) throw err;
-      if (!isDirectory(this.base)) throw new Error(missingRoot(this.base));
+      if (!isMissing(err)) throw fsFailure("查询", key, err);
+      if (!isDirectory(this.base)) throw new Error(MISSING_ROOT);
       return null;
     }
   }
@@ -209,9 +211,13 @@ class LocalDriver implements Driver {
     const dirPart = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
     // An empty listing of a directory that is gone would tell a drain the channel is empty and
     // reconciliation that every object is missing.
-    if (!isDirectory(this.base)) throw new Error(missingRoot(this.base));
-    for await (const info of walk(this.base, dirPart)) {
-      if (info.key.startsWith(prefix)) yield info;
+    if (!isDirectory(this.base)) throw new Error(MISSING_ROOT);
+    try {
+      for await (const info of walk(this.base, dirPart)) {
+        if (info.key.startsWith(prefix)) yield info;
+      }
+    } catch (err) {
+      throw fsFailure("列出", prefix || "/", err);
     }
   }
 
@@ -228,7 +234,7 @@ class LocalDriver implements Driver {
       // EEXIST, access's ENOTDIR): named the same way, so the alert text does not change with the moment.
       const now = await stat(this.base).catch(() => undefined);
       const reason = now && !now.isDirectory() ? NOT_A_DIRECTORY : describeFsError(err);
-      throw new Error(`本地存储目录不可用: ${this.base}: ${reason}`);
+      throw new Error(`${UNUSABLE_ROOT}${reason}`);
     }
     if (!deep) return;
     const key = `_kura/probe/${randomBytes(8).toString("hex")}`;
@@ -239,7 +245,7 @@ class LocalDriver implements Driver {
       const back = new Uint8Array(await new Response(got.stream).arrayBuffer());
       if (!payload.equals(back)) throw new Error("读回的数据与写入不一致");
     } catch (err) {
-      throw new Error(`本地存储读写检查失败: ${this.base}: ${describeFsError(err)}`);
+      throw new Error(`本地存储读写检查失败：${describeFsError(err)}`);
     } finally {
       await this.delete(key).catch(() => {});
     }
@@ -285,7 +291,12 @@ export async function cleanTempFiles(base: string, olderThanMs = 0): Promise<num
       }
     }
   };
-  await visit(resolve(base));
+  try {
+    await visit(resolve(base));
+  } catch (err) {
+    // Node's own text names the path, which lies in the channel's configured directory.
+    throw new Error(`本地存储临时文件清理失败：${describeFsError(err)}`, { cause: err });
+  }
   return removed;
 }
 
@@ -354,24 +365,26 @@ function fsFailure(action: string, key: string, err: unknown): unknown {
   return new Error(`本地存储${action}失败: ${key}: ${describeFsError(err)}`, { cause: err });
 }
 
+/**
+ * What a local channel's directory problems start with. The directory is the channel's `path`,
+ * configuration, so it is not named (spec 6.3): the callers add the channel's name.
+ */
+const UNUSABLE_ROOT = "本地存储目录不可用：";
 /** Why a local channel's directory is unusable when a file stands in its place. */
 const NOT_A_DIRECTORY = "路径已存在且不是目录";
 /** Why it is unusable when it is gone: not recreated at run time (see makeDirectory). */
 const MISSING_ROOT_REASON = "目录不存在（磁盘未挂载？为免写到挂载点下的系统盘，Kura 不会自行重建它；确认后手动创建，或在控制台重新测试并保存该渠道）";
-const missingRoot = (base: string) => `本地存储目录不可用: ${base}: ${MISSING_ROOT_REASON}`;
+const MISSING_ROOT = `${UNUSABLE_ROOT}${MISSING_ROOT_REASON}`;
 
+/**
+ * A file-system failure in Chinese, without the path Node's own message names (it lies in the
+ * channel's configured directory); Kura's own Chinese errors pass unchanged.
+ */
 function describeFsError(err: unknown): string {
+  const known = fsErrorReason(err);
+  if (known) return known;
   const code = (err as NodeJS.ErrnoException)?.code;
-  const messages: Record<string, string> = {
-    EACCES: "没有权限",
-    EPERM: "没有权限",
-    EROFS: "文件系统只读",
-    ENOSPC: "磁盘空间不足",
-    EDQUOT: "磁盘配额已用完",
-    ENOTDIR: "路径中有非目录项",
-    EEXIST: "路径已存在且不是目录",
-    EISDIR: "目标是一个目录",
-  };
-  if (code && messages[code]) return `${messages[code]} (${code})`;
-  return err instanceof Error ? err.message : String(err);
+  if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,30}$/.test(code)) return `文件系统错误 (${code})`;
+  const message = err instanceof Error ? err.message : "";
+  return hasChinese(message) ? message : "文件系统错误";
 }

@@ -20,6 +20,15 @@ function unsafeKeyReason(key: string): string | null {
   return null;
 }
 
+/**
+ * A channel's configured `path` (already trimmed of leading and trailing '/') must follow the key
+ * rules too; a bad one is refused saying why, never echoing the value (spec 6.3).
+ */
+export function assertSafeRootPath(root: string, label: string, fail: (message: string) => Error = (m) => new Error(m)): void {
+  const reason = unsafeKeyReason(root);
+  if (reason) throw fail(`${label} path 无效（${reason}）`);
+}
+
 /** Prefixes may be empty or end with '/', but otherwise follow key rules. */
 export function assertSafePrefix(prefix: string): void {
   if (prefix === "") return;

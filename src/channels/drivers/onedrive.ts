@@ -148,7 +148,7 @@ export class OnedriveDriver implements Driver {
       await response.body?.cancel().catch(() => {});
       return null;
     }
-    return this.api.readJson<GraphItem>(response, url);
+    return this.api.readJson<GraphItem>(response);
   }
 
   async delete(key: string): Promise<void> {
@@ -179,7 +179,7 @@ export class OnedriveDriver implements Driver {
         await response.body?.cancel().catch(() => {});
         return;
       }
-      const page = graphPage(await this.api.readJson<unknown>(response, url));
+      const page = graphPage(await this.api.readJson<unknown>(response));
       const found: ObjectInfo[] = [];
       const folders: string[] = [];
       for (const item of page.value) {
@@ -205,8 +205,9 @@ export class OnedriveDriver implements Driver {
     // Reading the drive root proves the token and drive_id; the configured path is created by the first upload.
     if (!(await this.metadata("", "/"))) throw new OAuthError("OneDrive 驱动器不存在，请检查 drive_id");
     if (this.settings.root) {
-      const item = await this.metadata(this.settings.root, this.settings.root);
-      if (item && !item.folder) throw new OAuthError(`OneDrive 路径不是文件夹: ${this.settings.root}`);
+      // Named by its option: the path itself is configuration (spec 6.3).
+      const item = await this.metadata(this.settings.root, "path 指定的文件夹");
+      if (item && !item.folder) throw new OAuthError("OneDrive path 指定的路径不是文件夹");
     }
     if (deep) await roundTripProbe(this, "OneDrive");
   }

@@ -18,13 +18,16 @@ export interface DriverOptionSpec {
 /** Kura's own config keys, read by Kura for every driver (spec 2.7); rclone has no such backend options. */
 export const CHANNEL_LEVEL_KEYS: ReadonlySet<string> = new Set(["path", "public_base_url"]);
 
-/** rclone's bool syntax ("true"/"false", also 1/0, yes/no); `fallback` when unset. */
-export function parseBool(value: string | undefined, fallback: boolean): boolean {
+/**
+ * rclone's bool syntax ("true"/"false", also 1/0, yes/no); `fallback` when unset. A bad value is
+ * refused naming the option (`name`), never echoing the value (spec 6.3).
+ */
+export function parseBool(value: string | undefined, fallback: boolean, name = "配置值"): boolean {
   if (value === undefined || value.trim() === "") return fallback;
   const v = value.trim().toLowerCase();
   if (["true", "1", "yes", "on", "t", "y"].includes(v)) return true;
   if (["false", "0", "no", "off", "f", "n"].includes(v)) return false;
-  throw new Error(`配置值不是布尔值: ${value}`);
+  throw new Error(`${name} 不是布尔值（应为 true 或 false）`);
 }
 
 /** An rclone-obscured value (`password`-type keys), revealed; a bad one is a config error naming `label` and `name`. */

@@ -94,7 +94,7 @@ class S3ObjectDriver implements S3Driver {
       if (err instanceof S3RequestError && err.status === 404 && err.code !== "NoSuchBucket") throw new ObjectNotFoundError(key);
       throw err;
     }
-    const stream = response.body ? withReadErrorsMapped(response.body, this.client.origin) : new Blob([]).stream();
+    const stream = response.body ? withReadErrorsMapped(response.body) : new Blob([]).stream();
     // Some S3 clones mis-handle e.g. "bytes=0-0" and send more: the 206 is checked.
     if (response.status === 206 && range) return partialResult(stream, response.headers.get("content-range"), range, "S3");
     const length = Number(response.headers.get("content-length") ?? "NaN");

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { SFTPWrapper } from "ssh2";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
+import { directoryTarget } from "./driver-errors";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
 import { roundTripProbe } from "./round-trip-probe";
 import { clampRange, sizedStream } from "./sized-body";
@@ -58,6 +59,14 @@ class SftpDriver implements Driver {
     assertSafeKey(key);
     if (TEMP_FILE.test(key.slice(key.lastIndexOf("/") + 1))) throw new Error(`非法对象键 (与临时文件名冲突): ${JSON.stringify(key)}`);
     return this.join(key);
+  }
+
+  /**
+   * How errors name a remote directory: relative to the configured `path`, as keys are. The path
+   * itself is configuration and is not named (spec 6.3).
+   */
+  private dirTarget(dir: string): string {
+    return directoryTarget(this.settings.root, dir, this.settings.root ? "path 指定的目录" : "登录目录");
   }
 
   private join(relative: string): string {
@@ -141,7 +150,7 @@ class SftpDriver implements Driver {
       }
       // MKDIR of an existing directory fails with a generic status: check what is there.
       const info = await sftpOps.stat(sftp, dir).catch(() => null);
-      if (!info?.isDirectory()) throw operationError("创建目录", dir, err);
+      if (!info?.isDirectory()) throw operationError("创建目录", this.dirTarget(dir), err);
     }
     this.knownDirs.add(dir);
   }
@@ -251,9 +260,9 @@ class SftpDriver implements Driver {
           throw err;
         });
         if (!info) await this.ensureDir(sftp, this.settings.root);
-        else if (!info.isDirectory()) throw new SftpError(`SFTP path 不是目录: ${base}`);
+        else if (!info.isDirectory()) throw new SftpError(this.settings.root ? "SFTP path 指定的路径不是目录" : "SFTP 登录目录不是目录");
       }, true)
-      .catch(failed("访问目录", this.settings.root || "."));
+      .catch(failed("访问目录", this.dirTarget(this.settings.root)));
     if (deep) await roundTripProbe(this, "SFTP", SftpError);
   }
 

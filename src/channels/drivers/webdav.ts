@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
 import { readBoundedText } from "../../shared/bounded-read";
 import { contentTypeOf } from "./content-type";
-import { ANSWER_MAX_BYTES, answerTooLarge, bodyReadError } from "./driver-errors";
+import { ANSWER_MAX_BYTES, answerTooLarge, bodyReadError, directoryTarget } from "./driver-errors";
 import { partialResult, rangeHeader, wholeResult } from "./http-range";
 import type { HttpDriverOptions } from "./http-transport";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
@@ -57,6 +57,14 @@ class WebdavDriver implements Driver {
 
   private url(relative: string, collection = false): string {
     return urlOf(this.settings.endpoint, relative, collection);
+  }
+
+  /**
+   * How errors name a directory (relative to the endpoint): relative to the configured `path`, as
+   * keys are. Neither the url nor the path is named: they are configuration (spec 6.3).
+   */
+  private dirTarget(relative: string): string {
+    return directoryTarget(this.settings.root, relative, this.settings.root ? "path 指定的目录" : "url 指定的目录");
   }
 
   async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, size: number): Promise<void> {
@@ -139,14 +147,14 @@ class WebdavDriver implements Driver {
       this.knownDirs.add(dir);
       return;
     }
-    throw new WebdavRequestError("MKCOL", status, `${dir}/`);
+    throw new WebdavRequestError("MKCOL", status, this.dirTarget(dir));
   }
 
   private async mkcol(dir: string): Promise<number> {
     const response = await this.client.send({
       method: "MKCOL",
       url: this.url(dir, true),
-      target: `${dir}/`,
+      target: this.dirTarget(dir),
       accept: [405, 406, 409, 423],
       timeoutMs: this.timeoutMs,
     });
@@ -191,7 +199,7 @@ class WebdavDriver implements Driver {
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
-    const entries = await this.propfind(this.relOf(key), false, "0");
+    const entries = await this.propfind(this.relOf(key), false, "0", key);
     const entry = entries?.[0];
     if (!entry?.ok || entry.collection) return null;
     if (entry.size === undefined) throw new Error(`WebDAV 响应缺少 getcontentlength: ${key}`);
@@ -241,12 +249,12 @@ class WebdavDriver implements Driver {
     }
   }
 
-  /** PROPFIND on `relative`; null when it does not exist. */
-  private async propfind(relative: string, collection: boolean, depth: "0" | "1"): Promise<DavEntry[] | null> {
+  /** PROPFIND on `relative` (named `target` in errors: a key, or the directory by default); null when it does not exist. */
+  private async propfind(relative: string, collection: boolean, depth: "0" | "1", target = this.dirTarget(relative)): Promise<DavEntry[] | null> {
     const response = await this.client.send({
       method: "PROPFIND",
       url: this.url(relative, collection),
-      target: `${this.settings.display}${relative}`,
+      target,
       headers: { Depth: depth, "Content-Type": "application/xml; charset=utf-8" },
       body: usesOwncloudExtensions(this.settings.vendor) ? OWNCLOUD_PROPFIND : STANDARD_PROPFIND,
       accept: [404, 410],
@@ -262,7 +270,7 @@ class WebdavDriver implements Driver {
     }
     // Bounded: the peer (or a proxy in front of it) chooses how much it sends.
     const text = await readBoundedText(response, ANSWER_MAX_BYTES, answerTooLarge("WebDAV PROPFIND ", ANSWER_MAX_BYTES)).catch((err) => {
-      throw bodyReadError(err, "WebDAV", this.settings.display);
+      throw bodyReadError(err, "WebDAV");
     });
     return parseMultistatus(text);
   }
@@ -272,10 +280,10 @@ class WebdavDriver implements Driver {
     const entries = await this.propfind(root, true, "0");
     if (!entries) {
       // The endpoint itself must exist; a missing `path` below it is created like put would.
-      if (root === "") throw new Error(`WebDAV 地址不存在: ${this.settings.display}`);
+      if (root === "") throw new Error("WebDAV 地址不存在：url 指定的目录在服务器上不存在，请检查 url");
       await this.ensureDir(root);
     } else if (!entries[0]?.collection) {
-      throw new Error(`WebDAV 路径不是目录: ${root || this.settings.display}`);
+      throw new Error(root ? "WebDAV path 指定的路径不是目录" : "WebDAV url 指向的不是目录");
     } else if (root !== "") {
       this.knownDirs.add(root);
     }

@@ -7,7 +7,7 @@
 import { readBoundedText, readTextPrefix } from "../../shared/bounded-read";
 import { ANSWER_MAX_BYTES, answerTooLarge, bodyReadError, ERROR_PREFIX_BYTES } from "../drivers/driver-errors";
 import { fetchWithTimeout } from "../drivers/http-transport";
-import { ApiRequestError, hostOf, networkError, OAuthError } from "./errors";
+import { ApiRequestError, networkError, OAuthError } from "./errors";
 import { authorizationHeader } from "./token";
 import type { FetchLike, TokenSource } from "./token-source";
 
@@ -72,12 +72,12 @@ export class OAuthApiClient {
     const headers: Record<string, string> = { accept: "application/json", ...call.headers };
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
     if (body !== undefined) headers["content-type"] = "application/json";
-    return readApiJson<T>(await this.send({ ...call, headers, body }), this.label, call.url);
+    return readApiJson<T>(await this.send({ ...call, headers, body }), this.label);
   }
 
   /** The JSON of an answer `send` returned, bounded (see readApiJson). */
-  readJson<T>(response: Response, url: string): Promise<T> {
-    return readApiJson<T>(response, this.label, url);
+  readJson<T>(response: Response): Promise<T> {
+    return readApiJson<T>(response, this.label);
   }
 
   /** The error for an unexpected answer; reads the body only for the provider's error code. */
@@ -104,7 +104,7 @@ export class OAuthApiClient {
       // follow the ones they expect themselves.
       return await fetchWithTimeout(this.opts.fetch, call.url, { method: call.method, headers, body: call.body }, call.timeoutMs ?? this.timeoutMs);
     } catch (err) {
-      throw networkError(err, this.label, hostOf(call.url));
+      throw networkError(err, this.label);
     }
   }
 }
@@ -114,9 +114,9 @@ export class OAuthApiClient {
  * of it, chooses how much it sends); a cut-off or non-JSON body is a Chinese error, not the
  * runtime's parse message.
  */
-export async function readApiJson<T>(response: Response, label: string, url: string): Promise<T> {
+export async function readApiJson<T>(response: Response, label: string): Promise<T> {
   const text = await readBoundedText(response, ANSWER_MAX_BYTES, answerTooLarge(`${label} 接口`, ANSWER_MAX_BYTES)).catch((err) => {
-    throw bodyReadError(err, label, hostOf(url));
+    throw bodyReadError(err, label);
   });
   try {
     return JSON.parse(text) as T;

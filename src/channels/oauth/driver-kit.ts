@@ -5,7 +5,7 @@ import { roundTripProbe as sharedRoundTripProbe } from "../drivers/round-trip-pr
  * token_url), the `path` root, rclone's size syntax, and the prefix walk.
  */
 import type { Driver, ObjectInfo } from "../driver";
-import { assertSafeKey } from "../drivers/object-key";
+import { assertSafeRootPath } from "../drivers/object-key";
 import type { DriverOptionSpec } from "../drivers/option-spec";
 import { OAuthApiClient } from "./api-client";
 import { OAuthError } from "./errors";
@@ -53,13 +53,7 @@ export function oauthClient(
 /** Kura's `path` inside the provider: '/'-separated, no leading/trailing '/'; "" = the drive root. */
 export function rootOf(config: Record<string, string>, label: string): string {
   const root = (config.path ?? "").trim().replace(/^\/+|\/+$/g, "");
-  if (root !== "") {
-    try {
-      assertSafeKey(root);
-    } catch {
-      throw new OAuthError(`${label} path 无效: ${JSON.stringify(config.path)}`);
-    }
-  }
+  if (root !== "") assertSafeRootPath(root, label, (message) => new OAuthError(message));
   return root;
 }
 

@@ -44,8 +44,11 @@ export class ApiRequestError extends Error {
   }
 }
 
-/** A transport failure (refused, reset, DNS, TLS, timeout) described without the URL's query or credentials. */
-export function networkError(err: unknown, label: string, host: string): Error {
+/**
+ * A transport failure (refused, reset, DNS, TLS, timeout) described without the URL: its host
+ * may come from the channel's configuration (token_url, region), which is never named (spec 6.3).
+ */
+export function networkError(err: unknown, label: string): Error {
   const e = err as { name?: string; code?: string };
   let reason = "网络错误";
   if (e?.name === "TimeoutError" || e?.name === "AbortError") reason = "请求超时";
@@ -54,14 +57,5 @@ export function networkError(err: unknown, label: string, host: string): Error {
   else if (e?.code === "ENOTFOUND" || e?.code === "DNSException") reason = "域名解析失败";
   else if (typeof e?.code === "string" && /CERT|TLS|SSL/i.test(e.code)) reason = `TLS 错误 ${e.code}`;
   else if (typeof e?.code === "string" && /^[A-Za-z_]{1,40}$/.test(e.code)) reason = `网络错误 ${e.code}`;
-  return new OAuthError(`${label} 连接失败: ${host}: ${reason}`);
-}
-
-/** Host (and port) of a URL for messages; "" when it does not parse. */
-export function hostOf(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return "";
-  }
+  return new OAuthError(`${label} 连接失败: ${reason}`);
 }

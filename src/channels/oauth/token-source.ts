@@ -8,7 +8,7 @@
  */
 import { readBoundedText, readTextPrefix } from "../../shared/bounded-read";
 import { answerTooLarge, bodyReadError, ERROR_PREFIX_BYTES, TOKEN_MAX_BYTES } from "../drivers/driver-errors";
-import { hostOf, networkError, OAuthError, safeCode } from "./errors";
+import { networkError, OAuthError, safeCode } from "./errors";
 import { isExpired, serializeToken, tokenFromResponse, type OAuthToken } from "./token";
 
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -37,12 +37,12 @@ export async function callTokenEndpoint(app: OAuthApp, form: Record<string, stri
       signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
     });
   } catch (err) {
-    throw networkError(err, `${label} 令牌接口`, hostOf(app.tokenUrl));
+    throw networkError(err, `${label} 令牌接口`);
   }
   // Bounded: token JSON is small, and a refusal only matters for the `error` code at its start.
   const text = response.ok
     ? await readBoundedText(response, TOKEN_MAX_BYTES, answerTooLarge(`${label} 令牌接口`, TOKEN_MAX_BYTES)).catch((err) => {
-        throw bodyReadError(err, `${label} 令牌接口`, hostOf(app.tokenUrl));
+        throw bodyReadError(err, `${label} 令牌接口`);
       })
     : await readTextPrefix(response, ERROR_PREFIX_BYTES);
   let body: unknown;

@@ -1,5 +1,6 @@
 import type { OAuthApiClient } from "../../oauth/api-client";
 import { baseName, parentOf } from "../../oauth/driver-kit";
+import { directoryTarget } from "../driver-errors";
 import { invalidListing } from "../../oauth/paging";
 import { FILE_FIELDS, FOLDER_MIME, queryString, type DriveFile, type DriveSettings } from "./config";
 
@@ -18,6 +19,11 @@ export class DriveFolders {
     private readonly settings: DriveSettings,
   ) {
     this.ids.set("", settings.rootFolderId);
+  }
+
+  /** How errors name a folder: relative to the configured `path`, which is configuration and not named (spec 6.3). */
+  private target(dir: string): string {
+    return directoryTarget(this.settings.root, dir, this.settings.root ? "path 指定的文件夹" : "根文件夹");
   }
 
   /** Forget cached ids (a folder was deleted behind our back). */
@@ -45,7 +51,7 @@ export class DriveFolders {
     if (cached) return cached;
     const parentId = await this.find(parentOf(dir));
     if (!parentId) return null;
-    const folder = (await this.lookup(parentId, baseName(dir), `${dir}/`)).find((f) => f.mimeType === FOLDER_MIME);
+    const folder = (await this.lookup(parentId, baseName(dir), this.target(dir))).find((f) => f.mimeType === FOLDER_MIME);
     if (!folder) return null;
     this.ids.set(dir, folder.id);
     return folder.id;
@@ -70,7 +76,7 @@ export class DriveFolders {
     const folder = await this.api.json<DriveFile>({
       method: "POST",
       url: `${this.settings.filesUrl}?fields=${FILE_FIELDS}`,
-      target: `${dir}/`,
+      target: this.target(dir),
       body: { name: baseName(dir), mimeType: FOLDER_MIME, parents: [parentId] },
     });
     this.ids.set(dir, folder.id);

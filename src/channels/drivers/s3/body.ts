@@ -10,16 +10,16 @@ import { ANSWER_MAX_BYTES, answerTooLarge, bodyReadError } from "../driver-error
 import { mapStreamErrors } from "../../../shared/mapped-stream";
 
 /** One list page's text; a page of 1000 keys is about 300 KB, far below the bound. */
-export async function readListBody(response: Response, origin: string): Promise<string> {
+export async function readListBody(response: Response): Promise<string> {
   try {
     return await readBoundedText(response, ANSWER_MAX_BYTES, answerTooLarge("S3 列表", ANSWER_MAX_BYTES));
   } catch (err) {
-    throw bodyReadError(err, "S3", origin);
+    throw bodyReadError(err, "S3");
   }
 }
 
 /** The same bytes, failing with bodyReadError's words instead of the runtime's. */
-export function withReadErrorsMapped(body: ReadableStream<Uint8Array>, origin: string): ReadableStream<Uint8Array> {
+export function withReadErrorsMapped(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
   // Pull only on demand, so the idle deadline underneath still times only the peer.
-  return mapStreamErrors(body, (err) => bodyReadError(err, "S3", origin), { highWaterMark: 0 });
+  return mapStreamErrors(body, (err) => bodyReadError(err, "S3"), { highWaterMark: 0 });
 }

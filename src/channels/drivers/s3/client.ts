@@ -39,15 +39,11 @@ export class S3Client {
     private readonly fetchFn: FetchLike,
   ) {}
 
-  get origin(): string {
-    return this.settings.origin;
-  }
-
   async send(call: S3Call): Promise<Response> {
     const response = await sendWithRetry(
       call,
       (c) => this.sendOnce(c),
-      (err) => networkError(err, "S3", this.settings.origin),
+      (err) => networkError(err, "S3"),
     );
     if (response.ok || call.accept?.includes(response.status)) return response;
     throw await errorFromResponse(response);

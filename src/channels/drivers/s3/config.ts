@@ -95,7 +95,8 @@ export interface S3Settings {
 
 export function resolveS3Settings(config: Record<string, string>): S3Settings {
   const provider = (config.provider ?? "").trim() || "Other";
-  if (!(S3_PROVIDERS as readonly string[]).includes(provider)) throw new Error(`未知的 S3 provider: ${provider}`);
+  if (!(S3_PROVIDERS as readonly string[]).includes(provider))
+    throw new Error("S3 provider 无效（须为 rclone 的 provider 名称之一，如 AWS、Cloudflare、Minio、Other）");
 
   const { bucket, prefix } = splitPath(config.path ?? "");
   const region = (config.region ?? "").trim() || (provider === "Cloudflare" ? "auto" : "us-east-1");
@@ -107,7 +108,7 @@ export function resolveS3Settings(config: Record<string, string>): S3Settings {
   }
   if (accessKeyId === "") throw new Error("S3 缺少 access_key_id / secret_access_key (不支持匿名或 env_auth)");
 
-  const forcePathStyle = parseBool(config.force_path_style, true);
+  const forcePathStyle = parseBool(config.force_path_style, true, "S3 force_path_style");
   const pathStyle = !VIRTUAL_HOST_PROVIDERS.has(provider) ? forcePathStyle : !canUseVirtualHost(bucket, endpoint);
   // Virtual-hosted style puts the bucket in the host name, which an IP address cannot take.
   if (!pathStyle && isAddressHost(endpoint)) {
@@ -134,7 +135,7 @@ export function resolveS3Settings(config: Record<string, string>): S3Settings {
 function parseListChunk(value: string | undefined): number {
   if (value === undefined || value.trim() === "") return 1000;
   const n = Number(value.trim());
-  if (!Number.isSafeInteger(n) || n < 1 || n > 1000) throw new Error(`S3 list_chunk 必须是 1 到 1000 之间的整数: ${value}`);
+  if (!Number.isSafeInteger(n) || n < 1 || n > 1000) throw new Error("S3 list_chunk 必须是 1 到 1000 之间的整数");
   return n;
 }
 
@@ -145,15 +146,15 @@ function splitPath(raw: string): { bucket: string; prefix: string } {
   const slash = trimmed.indexOf("/");
   const bucket = slash < 0 ? trimmed : trimmed.slice(0, slash);
   const prefix = slash < 0 ? "" : trimmed.slice(slash + 1).replace(/\/{2,}/g, "/");
-  if (!/^[A-Za-z0-9._-]{1,255}$/.test(bucket)) throw new Error(`S3 存储桶名称无效: ${bucket}`);
-  if (prefix.split("/").some((s) => s === "." || s === "..")) throw new Error(`S3 path 前缀无效: ${prefix}`);
+  if (!/^[A-Za-z0-9._-]{1,255}$/.test(bucket)) throw new Error("S3 存储桶名称无效（只能包含字母、数字、点、下划线和连字符，1-255 个字符）");
+  if (prefix.split("/").some((s) => s === "." || s === "..")) throw new Error("S3 path 前缀无效（不能包含 . 或 .. 路径段）");
   return { bucket, prefix };
 }
 
 function resolveEndpoint(provider: string, endpoint: string, region: string): URL {
   let text = endpoint;
   if (text === "") {
-    if (provider !== "AWS") throw new Error(`S3 provider ${provider} 需要填写 endpoint`);
+    if (provider !== "AWS") throw new Error("S3 需要填写 endpoint（只有 provider 为 AWS 时可以省略）");
     text = region.startsWith("cn-") ? `s3.${region}.amazonaws.com.cn` : `s3.${region}.amazonaws.com`;
   }
   // rclone accepts a bare host name and assumes https.
@@ -162,11 +163,11 @@ function resolveEndpoint(provider: string, endpoint: string, region: string): UR
   try {
     url = new URL(text);
   } catch {
-    throw new Error(`S3 endpoint 无效: ${endpoint}`);
+    throw new Error("S3 endpoint 无效（不是有效的地址，例如 https://s3.example.com）");
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error(`S3 endpoint 只支持 http/https: ${endpoint}`);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("S3 endpoint 只支持 http/https");
   if (url.username || url.password) throw new Error("S3 endpoint 中不能包含用户名或密码");
-  if (url.search || url.hash) throw new Error(`S3 endpoint 不能包含查询参数: ${url.origin}`);
+  if (url.search || url.hash) throw new Error("S3 endpoint 不能包含查询参数或 # 片段");
   return url;
 }
 

@@ -24,7 +24,7 @@ export async function* listObjects(client: S3Client, fullPrefix: string, pageSiz
     query.prefix = fullPrefix;
     if (token) query["continuation-token"] = token;
     const response = await client.send({ method: "GET", query, timeoutMs });
-    const page = parseListPage(await readListBody(response, client.origin));
+    const page = parseListPage(await readListBody(response));
     yield* page.objects;
     if (!page.truncated || pageSize === 1) return;
 

@@ -45,8 +45,6 @@ export interface SftpSettings {
   pinOnFirstUse: boolean;
   /** Base directory: absolute, or relative to the login directory; "" = the login directory. */
   root: string;
-  /** "host:port" for messages. */
-  display: string;
 }
 
 export function resolveSftpSettings(config: Record<string, string>): SftpSettings {
@@ -54,7 +52,7 @@ export function resolveSftpSettings(config: Record<string, string>): SftpSetting
   if (host === "") throw new Error("SFTP 存储缺少 host 配置");
   const portText = (config.port ?? "").trim() || "22";
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port < 1 || port > 65535) throw new Error(`SFTP port 无效: ${portText}`);
+  if (!/^\d+$/.test(portText) || port < 1 || port > 65535) throw new Error("SFTP port 无效（应为 1-65535 之间的整数）");
   const user = (config.user ?? "").trim() || currentUser();
 
   const settings: SftpSettings = {
@@ -65,7 +63,6 @@ export function resolveSftpSettings(config: Record<string, string>): SftpSetting
     hostKeySha256: null,
     pinOnFirstUse: false,
     root: normalizeRoot(config.path ?? ""),
-    display: `${host}:${port}`,
   };
   if (config.pass) settings.password = revealOption("SFTP", "pass", config.pass);
   if (config.key_file_pass) settings.passphrase = revealOption("SFTP", "key_file_pass", config.key_file_pass);
@@ -133,7 +130,7 @@ function normalizeRoot(raw: string): string {
   const absolute = trimmed.startsWith("/");
   const segments = trimmed.split("/").filter((s) => s !== "");
   if (segments.some((s) => s === "." || s === ".." || s.includes("\0") || s.includes("\\"))) {
-    throw new Error(`SFTP path 无效: ${JSON.stringify(raw)}`);
+    throw new Error("SFTP path 无效（不能包含 . 或 .. 路径段、反斜杠或 NUL）");
   }
   const joined = segments.join("/");
   return absolute ? `/${joined}` : joined;

@@ -1,7 +1,7 @@
 /**
  * Chinese messages for SSH/SFTP failures. Built from error codes and levels
- * only, never from the server's free text or our config, so no credential can
- * appear in them.
+ * only, never from the server's free text or our config (host, port, path,
+ * the pinned fingerprint: spec 6.3), so no credential can appear in them.
  */
 
 import { SftpRequestTimeoutError } from "./watchdog";
@@ -53,12 +53,16 @@ export function operationError(action: string, target: string, err: unknown): Sf
 
 export type HostKeyProblem = "unknown" | "mismatch" | "revoked" | "unreadable" | { pinned: string; offered: string };
 
-/** A failed connection or login to `display` (host:port). */
-export function connectError(display: string, err: unknown, hostKeyProblem: HostKeyProblem | null): SftpError {
+/**
+ * A failed connection or login. The server's address (host, port) is configuration and is not
+ * named: the channel's name, which the callers add, says which server it was.
+ */
+export function connectError(err: unknown, hostKeyProblem: HostKeyProblem | null): SftpError {
   let reason: string;
   if (typeof hostKeyProblem === "object" && hostKeyProblem !== null) {
+    // The offered key is the server's, not configuration: shown for comparison with `ssh-keygen -lf`.
     reason =
-      `主机密钥与记录的指纹不一致，已拒绝连接，未发送密码或私钥 (记录的 ${hostKeyProblem.pinned}，服务器提供的 ${hostKeyProblem.offered}；` +
+      `主机密钥与记录的指纹不一致，已拒绝连接，未发送密码或私钥 (服务器提供的 ${hostKeyProblem.offered}，与 host_key_sha256 不符；` +
       "可能遭受中间人攻击，或服务器更换了密钥。确认更换属实后，清空 host_key_sha256 并保存渠道即可重新记录)";
   } else if (hostKeyProblem === "mismatch") reason = "主机密钥与 known_hosts 中记录的不一致，已拒绝连接 (可能遭受中间人攻击，或服务器更换了密钥)";
   else if (hostKeyProblem === "unknown") reason = "known_hosts 中没有该主机的密钥，已拒绝连接";
@@ -66,7 +70,7 @@ export function connectError(display: string, err: unknown, hostKeyProblem: Host
   else if (hostKeyProblem === "unreadable") reason = "无法读取 known_hosts_file";
   else if ((err as { level?: string })?.level === "client-authentication") reason = "认证失败，请检查 user、pass 或私钥";
   else reason = describeTransport(err);
-  return new SftpError(`SFTP 连接失败: ${display}: ${reason}`, { cause: err });
+  return new SftpError(`SFTP 连接失败: ${reason}`, { cause: err });
 }
 
 function describeTransport(err: unknown): string {

@@ -9,6 +9,7 @@ import type { Client, ConnectConfig, SFTPWrapper } from "ssh2";
 import { ssh2 } from "./ssh2";
 import type { SftpSettings } from "./config";
 import { checkKey } from "./config";
+import { fsErrorReason } from "../driver-errors";
 import { connectError, isSftpStatus, SftpError, type HostKeyProblem } from "./errors";
 import { type KnownHostLine, parseKnownHosts, preferredHostKeyAlgorithms, verifyHostKey } from "./known-hosts";
 import { limitRequestTime } from "./ops";
@@ -103,7 +104,7 @@ export class SftpSession {
       try {
         lines = parseKnownHosts(await readFile(s.knownHostsFile, "utf8"));
       } catch (err) {
-        throw connectError(s.display, err, "unreadable");
+        throw connectError(err, "unreadable");
       }
       const algorithms = preferredHostKeyAlgorithms(lines, s.host, s.port);
       if (algorithms.length > 0) config.algorithms = { serverHostKey: algorithms as never };
@@ -127,7 +128,7 @@ export class SftpSession {
         if (settled) return;
         settled = true;
         client.end();
-        reject(connectError(s.display, err, hostKeyProblem));
+        reject(connectError(err, hostKeyProblem));
       };
       client.once("ready", () => {
         client.sftp((err, sftp) => {
@@ -192,8 +193,9 @@ async function readKeyFile(path: string, passphrase: string | undefined): Promis
   try {
     text = await readFile(path, "utf8");
   } catch (err) {
+    // Named by its option only: the file's path is configuration (spec 6.3).
     const code = (err as NodeJS.ErrnoException).code ?? "";
-    throw new SftpError(`SFTP key_file 无法读取: ${path}${code ? ` (${code})` : ""}`);
+    throw new SftpError(`SFTP key_file 无法读取${code ? `：${fsErrorReason(err) ?? code}` : ""}`);
   }
   try {
     checkKey(text, passphrase, "key_file");

@@ -6,7 +6,7 @@ import { WebdavRequestError } from "./errors";
 export interface DavCall {
   method: "GET" | "PUT" | "DELETE" | "PROPFIND" | "MKCOL";
   url: string;
-  /** Shown in errors instead of the URL (the key or directory). */
+  /** Shown in errors instead of the URL: the key, or a directory relative to the configured base (never the url or path). */
   target: string;
   headers?: Record<string, string>;
   body?: HttpBody;
@@ -27,7 +27,7 @@ export class DavClient {
     const response = await sendWithRetry(
       call,
       (c) => this.sendOnce(c),
-      (err) => networkError(err, "WebDAV", this.settings.display),
+      (err) => networkError(err, "WebDAV"),
     );
     if ((response.status >= 200 && response.status < 300) || call.accept?.includes(response.status)) return response;
     await response.body?.cancel().catch(() => {});

@@ -1,4 +1,4 @@
-import { assertSafeKey } from "../object-key";
+import { assertSafeRootPath } from "../object-key";
 import { revealOption, type DriverOptionSpec } from "../option-spec";
 
 /**
@@ -28,8 +28,6 @@ export interface WebdavSettings {
   vendor: WebdavVendor;
   /** Full Authorization header value, or null for anonymous access. */
   authorization: string | null;
-  /** Endpoint without credentials or query, safe for error messages. */
-  display: string;
 }
 
 export function resolveWebdavSettings(config: Record<string, string>): WebdavSettings {
@@ -42,7 +40,7 @@ export function resolveWebdavSettings(config: Record<string, string>): WebdavSet
     throw new Error("WebDAV url 格式无效");
   }
   if (endpoint.protocol !== "http:" && endpoint.protocol !== "https:") {
-    throw new Error(`WebDAV url 必须以 http:// 或 https:// 开头 (当前协议 ${endpoint.protocol})`);
+    throw new Error("WebDAV url 必须以 http:// 或 https:// 开头");
   }
   // Credentials in the URL would end up in logs and error messages; rclone keeps them in user/pass too.
   if (endpoint.username || endpoint.password) throw new Error("WebDAV url 中不能包含用户名或密码，请填写 user/pass");
@@ -52,24 +50,17 @@ export function resolveWebdavSettings(config: Record<string, string>): WebdavSet
   if (!endpoint.pathname.endsWith("/")) endpoint.pathname += "/";
 
   const vendor = (config.vendor ?? "").trim() || "other";
-  if (vendor === "sharepoint" || vendor === "sharepoint-ntlm") throw new Error(`暂不支持 WebDAV vendor: ${vendor}`);
-  if (!(WEBDAV_VENDORS as readonly string[]).includes(vendor)) throw new Error(`未知的 WebDAV vendor: ${vendor}`);
+  if (vendor === "sharepoint" || vendor === "sharepoint-ntlm") throw new Error(`WebDAV vendor 暂不支持 SharePoint，可选 ${WEBDAV_VENDORS.join("、")}`);
+  if (!(WEBDAV_VENDORS as readonly string[]).includes(vendor)) throw new Error(`WebDAV vendor 无效，可选 ${WEBDAV_VENDORS.join("、")}`);
 
   const root = (config.path ?? "").trim().replace(/^\/+|\/+$/g, "");
-  if (root !== "") {
-    try {
-      assertSafeKey(root);
-    } catch {
-      throw new Error(`WebDAV path 无效: ${JSON.stringify(config.path)}`);
-    }
-  }
+  if (root !== "") assertSafeRootPath(root, "WebDAV");
 
   return {
     endpoint,
     root,
     vendor: vendor as WebdavVendor,
     authorization: authorizationOf(config),
-    display: `${endpoint.origin}${endpoint.pathname}`,
   };
 }
 
