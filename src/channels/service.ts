@@ -17,6 +17,7 @@ import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { dropMovedPin, withHostKeyPin } from "./host-key-pin";
 import { retargetOpenChannelAlerts } from "../ops/repo";
+import { type ChannelPlace, locationChanged, samePlace } from "./location";
 import { probeAndLog, requeueAllFailedReplicas, requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
@@ -143,6 +144,7 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
   let source = resolveSource(input);
   checkAutoCreate(source, input.auto_create_bucket);
   if (nameTaken(app, input.name)) throw new Conflict("已存在同名存储渠道");
+  refuseSharedPlace(app, source);
 
   source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: app.channels.site });
 
@@ -220,6 +222,8 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
   let source = dropMovedPin(resolveSource(input, { row, secrets: stored }), { driver: row.driver, config: stored.config });
   checkAutoCreate(source, input.auto_create_bucket);
   const configChanged = source.driver !== row.driver || !sameValues(source.config, stored.config);
+  const moved = locationChanged({ driver: row.driver, config: stored.config }, source, app.bootstrap.dataDir);
+  if (moved) refuseSharedPlace(app, source, row.id);
   if (configChanged || input.auto_create_bucket) {
     source = await probeForSave(source, {
       encrypted: !!row.encrypted,
@@ -241,6 +245,9 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
         secrets: secretsChanged ? { config: source.config, ...(source.inputs ? { inputs: source.inputs } : {}) } : undefined,
       });
       if (configChanged) app.channels.repo.recordProbe(row.id, null);
+      // Copies made at the old place prove nothing at the new one: as long as they counted, the
+      // only-copy guard let the other channels be deleted, and the images with them.
+      if (moved) app.images.unverifyCopiesOn(row.id, "渠道的存储位置已更改，正在重新核对副本");
       if (input.name !== row.name) retargetOpenChannelAlerts(app.db, row.name, input.name);
     });
   } catch (err) {
@@ -257,6 +264,25 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
     ...sourceAudit(source),
   });
   return describeChannel(app, row.id);
+}
+
+/**
+ * Refuses a channel that would store at the same place (and account) as another: each counted
+ * the same bytes as its own copy, and a purge of one deleted the other's objects.
+ */
+function refuseSharedPlace(app: AppContext, place: ChannelPlace, exceptId?: number) {
+  for (const other of app.channels.repo.all()) {
+    if (other.id === exceptId) continue;
+    let config: Record<string, string>;
+    try {
+      config = app.channels.repo.secrets(other).config;
+    } catch {
+      continue; // sealed under another master key: it cannot store anything anyway
+    }
+    if (samePlace(place, { driver: other.driver, config }, app.bootstrap.dataDir)) {
+      throw new Conflict(`存储渠道 ${other.name} 已使用同一存储位置：两个渠道会把同一份对象记作两份副本，删除其中一个还会删掉另一个的对象`);
+    }
+  }
 }
 
 /** POST .../check: deep probe now (a failed load is retried first); on success failed replicas are retried. */

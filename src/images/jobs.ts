@@ -30,13 +30,12 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
     throw new Error(reason);
   }
   try {
-    const source = await openSource(app, blob, target.driver);
+    const source = await openSource(app, blob, channel_id, target.driver);
     if (!source) {
       app.images.setReplica(blob_id, channel_id, "done", "", true);
       app.log.info("渠道上的对象完好，副本已恢复", { channel: target.row.name, blob: blob_id });
       return;
     }
-    if (source.channelId === channel_id) return;
     await holdAt("replicate.before-put", `key=${blob.storage_key} channel=${channel_id}`);
     await pauseAt("replicate.put", `key=${blob.storage_key} channel=${channel_id}`);
     // The source stream is checked against the blob's SHA-256 (read.ts): wrong bytes fail the
@@ -66,9 +65,9 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
  * itself holds the blob's exact bytes (its copy was recorded failed while it could not be read:
  * an unmounted disk); then nothing needs copying, and without this the image stayed unreadable.
  */
-async function openSource(app: AppContext, blob: BlobRow, target: Driver) {
+async function openSource(app: AppContext, blob: BlobRow, targetId: number, target: Driver) {
   try {
-    return await openBlob(app, blob);
+    return await openBlob(app, blob, undefined, targetId);
   } catch (err) {
     if (err instanceof NoReadableChannelError && (await holdsIntactCopy(target, blob))) return undefined;
     throw err;

@@ -49,6 +49,31 @@ export function readCandidates(app: BlobReadDeps, blobId: number) {
   return [...holders.filter((c) => c.healthy), ...holders.filter((c) => !c.healthy)];
 }
 
+/**
+ * Where a read tries, in order: the channels with a completed copy (readCandidates), then, only
+ * once those all failed, the healthy channels whose copy is not (yet) recorded done: a channel
+ * whose location was just changed holds `pending` copies it may well have (the files moved with
+ * it), and one recorded failed while unreadable may have its object back. A whole read is checked
+ * against the SHA-256 either way. `except`: a channel never to read from (a copy's own target).
+ */
+function* readOrder(
+  app: BlobReadDeps,
+  blobId: number,
+  except?: number,
+): Generator<{ channel: ReturnType<typeof readCandidates>[number]; lastResort: boolean }> {
+  for (const channel of readCandidates(app, blobId)) if (channel.row.id !== except) yield { channel, lastResort: false };
+  const unfinished = new Set(
+    app.images
+      .replicas(blobId)
+      .filter((r) => r.state !== "done")
+      .map((r) => r.channel_id),
+  );
+  for (const channel of app.channels.list()) {
+    if (unfinished.has(channel.row.id) && channel.driver && channel.healthy && !channel.row.deleting && channel.row.id !== except)
+      yield { channel, lastResort: true };
+  }
+}
+
 /** A blob to read: its SHA-256, when the caller does not pass it, comes from the key (which embeds it). */
 export type BlobRef = Pick<BlobRow, "id" | "storage_key"> & { sha256?: string };
 
@@ -61,10 +86,10 @@ export type BlobRef = Pick<BlobRow, "id" | "storage_key"> & { sha256?: string };
 export type OpenedBlob = GetResult & { channelId: number; verified(): boolean };
 
 /** Opens the blob's bytes from the best channel, failing over to the next on any error. */
-export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRange): Promise<OpenedBlob> {
+export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRange, except?: number): Promise<OpenedBlob> {
   let serverFault: unknown;
-  for (const channel of readCandidates(app, blob.id)) {
-    const result = await openOn(app, channel, blob, range);
+  for (const { channel, lastResort } of readOrder(app, blob.id, except)) {
+    const result = await openOn(app, channel, blob, range, !lastResort);
     if (!("failed" in result)) return { ...result, channelId: channel.row.id };
     serverFault ??= descriptorFault(result.failed);
   }
@@ -101,8 +126,8 @@ export async function holdsIntactCopy(driver: Driver, blob: BlobRef & { size: nu
  */
 export async function readBlob<T>(app: BlobReadDeps, blob: BlobRef, consume: (got: GetResult) => Promise<T>): Promise<T> {
   let serverFault: unknown;
-  for (const channel of readCandidates(app, blob.id)) {
-    const result = await openOn(app, channel, blob);
+  for (const { channel, lastResort } of readOrder(app, blob.id)) {
+    const result = await openOn(app, channel, blob, undefined, !lastResort);
     if ("failed" in result) {
       serverFault ??= descriptorFault(result.failed);
       continue;
@@ -128,19 +153,20 @@ async function openOn(
   channel: ReturnType<typeof readCandidates>[number],
   blob: BlobRef,
   range?: ByteRange,
+  repair = true,
 ): Promise<(GetResult & { verified(): boolean }) | { failed: unknown }> {
   try {
     const got = await channel.driver!.get(blob.storage_key, range);
     app.channels.countRead(channel.row.id, "ok");
     const sha256 = blob.sha256 ?? sha256OfStorageKey(blob.storage_key);
     if (range || !sha256) return { ...got, stream: exactLengthStream(got.stream, got.size, channel.row.name), verified: () => false };
-    const read = verifiedStream(got.stream, sha256, got.size, () => repairCorruptReplica(app, blob.id, channel.row.id));
+    const read = verifiedStream(got.stream, sha256, got.size, () => repair && repairCorruptReplica(app, blob.id, channel.row.id));
     return { ...got, stream: read.stream, verified: read.verified };
   } catch (err) {
     app.channels.countRead(channel.row.id, "error");
     logFailover(app, "从存储渠道读取失败，切换到下一个", channel.row.name, blob.id, err);
-    // A draining channel loses its objects on purpose.
-    if (err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
+    // A draining channel loses its objects on purpose; a copy not recorded done has nothing to repair.
+    if (repair && err instanceof ObjectNotFoundError && !channel.row.deleting) repairMissingReplica(app, blob.id, channel.row.id);
     return { failed: err };
   }
 }

@@ -144,6 +144,17 @@ export class ImageRepo {
       .get(blobId)!.n;
   }
 
+  /**
+   * Every completed copy on the channel back to `pending`: it was made at a place the channel no
+   * longer points at, so it proves nothing until checked there or copied again (replication).
+   */
+  unverifyCopiesOn(channelId: number, reason: string): number {
+    this.doneCache.clear();
+    return this.db
+      .query("UPDATE blob_channels SET state = 'pending', last_error = ?2, updated_at = ?3 WHERE channel_id = ?1 AND state = 'done'")
+      .run(channelId, reason, sqlTime()).changes;
+  }
+
   setReplica(blobId: number, channelId: number, state: ReplicaState, error = "", countAttempt = false) {
     this.doneCache.delete(blobId);
     this.db

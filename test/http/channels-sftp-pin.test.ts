@@ -26,6 +26,7 @@ afterAll(async () => {
 });
 
 const { admin } = useAdmin();
+// Each channel its own path: two channels at one server and path are refused (one place, two "copies").
 const sftpConfig = (p: SftpPeer, extra: Record<string, string> = {}) => ({
   host: "127.0.0.1",
   port: String(p.port),
@@ -39,7 +40,7 @@ const put = (id: number, name: string, config: Record<string, string>, status = 
 
 describe("SFTP host key pinned on first use", () => {
   test("create records the key; another key on the same port is refused before any authentication", async () => {
-    const ch = await admin.json("POST", "/api/admin/channels", { name: "pin-a", driver: "sftp", config: sftpConfig(a) }, 201);
+    const ch = await admin.json("POST", "/api/admin/channels", { name: "pin-a", driver: "sftp", config: sftpConfig(a, { path: "pin-a" }) }, 201);
     const pinned = a.fingerprint();
     // Shown in clear (a public fingerprint) for comparison with ssh-keygen -lf.
     expect((await configOf(ch.id)).host_key_sha256).toBe(pinned);
@@ -76,7 +77,7 @@ describe("SFTP host key pinned on first use", () => {
   });
 
   test("PUT with another port drops the old pin and records the new server's key", async () => {
-    const ch = await admin.json("POST", "/api/admin/channels", { name: "pin-move", driver: "sftp", config: sftpConfig(a) }, 201);
+    const ch = await admin.json("POST", "/api/admin/channels", { name: "pin-move", driver: "sftp", config: sftpConfig(a, { path: "pin-move" }) }, 201);
     const before = await configOf(ch.id);
     expect(before.host_key_sha256).toBe(a.fingerprint());
     await put(ch.id, "pin-move", { ...before, port: String(b.port), pass: obscure(b.password) });
@@ -88,18 +89,33 @@ describe("SFTP host key pinned on first use", () => {
 
   test("a pin typed in for the new address is kept and checked; a malformed one is refused", async () => {
     const wrong = a.fingerprint();
-    const body = { name: "pin-typed", driver: "sftp", config: sftpConfig(b, { host_key_sha256: wrong }) };
+    const body = { name: "pin-typed", driver: "sftp", config: sftpConfig(b, { host_key_sha256: wrong, path: "pin-typed" }) };
     const err = await admin.json("POST", "/api/admin/channels", body, 400);
     expect(JSON.stringify(err)).toContain(`服务器提供的 ${b.fingerprint()}，与 host_key_sha256 不符`);
     expect(JSON.stringify(err)).not.toContain(wrong);
-    const bad = await admin.json("POST", "/api/admin/channels", { ...body, config: sftpConfig(b, { host_key_sha256: "SHA256:short" }) }, 400);
+    const bad = await admin.json(
+      "POST",
+      "/api/admin/channels",
+      { ...body, config: sftpConfig(b, { host_key_sha256: "SHA256:short", path: "pin-typed" }) },
+      400,
+    );
     expect(JSON.stringify(bad)).toContain("host_key_sha256 无效");
-    const ok = await admin.json("POST", "/api/admin/channels", { ...body, config: sftpConfig(b, { host_key_sha256: b.fingerprint() }) }, 201);
+    const ok = await admin.json(
+      "POST",
+      "/api/admin/channels",
+      { ...body, config: sftpConfig(b, { host_key_sha256: b.fingerprint(), path: "pin-typed" }) },
+      201,
+    );
     expect((await configOf(ok.id)).host_key_sha256).toBe(b.fingerprint());
   });
 
   test("known_hosts_file = none opts out: nothing is recorded", async () => {
-    const ch = await admin.json("POST", "/api/admin/channels", { name: "pin-none", driver: "sftp", config: sftpConfig(b, { known_hosts_file: "none" }) }, 201);
+    const ch = await admin.json(
+      "POST",
+      "/api/admin/channels",
+      { name: "pin-none", driver: "sftp", config: sftpConfig(b, { known_hosts_file: "none", path: "pin-none" }) },
+      201,
+    );
     expect((await configOf(ch.id)).host_key_sha256).toBeUndefined();
   });
 });

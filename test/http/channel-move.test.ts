@@ -1,0 +1,91 @@
+/**
+ * A channel pointed at another place (its path, bucket, endpoint or host changed) kept its copies
+ * recorded done, so the only-copy guard let the other channels be deleted while the new place held
+ * nothing, and the images answered 503 after the next start. Two channels at one place each
+ * counted the same bytes as their own copy, and a purge of one deleted the other's objects.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expectError } from "../helpers/client";
+import { listFiles } from "../helpers/files";
+import { useAdmin } from "../helpers/fixture";
+import { form, makeJpeg } from "../helpers/images";
+import { replicaOn, waitAllReplicasDone, waitReplicaState } from "./channels.helpers";
+
+const channelBody = (name: string, path: string, priority = 0) => ({ name, priority, allow_direct_link: false, driver: "local", config: { path } });
+
+describe("moving a channel", () => {
+  const { server, admin } = useAdmin();
+  const builtIn = async () => (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id as number;
+
+  test("its copies are no longer counted until they are at the new place: copied there again, every file present", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "kura-move-"));
+    try {
+      const ch = await admin.json("POST", "/api/admin/channels", channelBody("mobile", join(parent, "old")), 201);
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await admin.json("POST", "/api/admin/upload", form(await makeJpeg(40, 30, 100 + i), `m${i}.jpg`))).id);
+      for (const id of ids) await waitAllReplicasDone(admin, id, 2);
+
+      const fresh = join(parent, "new");
+      await admin.json("PUT", `/api/admin/channels/${ch.id}`, channelBody("mobile", fresh));
+      // Right after the move no copy on it counts as done unless its file is at the new place.
+      for (const id of ids) {
+        const replica = await replicaOn(admin, id, ch.id);
+        const sha = (await admin.json("GET", `/api/admin/images/${id}`)).sha256 as string;
+        const there = existsSync(fresh) && listFiles(fresh).some((f) => f.includes(sha));
+        // (read in this order: a copy recorded done was written first, so its file is there by now)
+        expect({ id, countedWithoutFile: replica?.state === "done" && !there }).toEqual({ id, countedWithoutFile: false });
+      }
+      for (const id of ids) await waitReplicaState(admin, id, ch.id, "done");
+      expect(listFiles(fresh).filter((f) => f.startsWith("img/")).length).toBe(ids.length);
+      await admin.request("DELETE", `/api/admin/channels/${ch.id}?purge=false`);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  test("moved with its files (the directory renamed, the path changed): images stay readable and the copies are confirmed in place", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "kura-move-files-"));
+    const channel = await builtIn();
+    const storage = join(server.dataDir, "storage");
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 24; i++) ids.push((await admin.json("POST", "/api/admin/upload", form(await makeJpeg(40, 30, 200 + i), `f${i}.jpg`))).id);
+      const moved = join(parent, "disk");
+      renameSync(storage, moved);
+      await admin.json("PUT", `/api/admin/channels/${channel}`, channelBody("local", moved, 0));
+      // Read at once, while the copies are being confirmed: served from the channel's unconfirmed copies.
+      const statuses = await Promise.all(ids.map(async (id) => await fetch(server.url(`/i/${id}`)).then(async (r) => (await r.arrayBuffer(), r.status))));
+      expect(statuses).toEqual(ids.map(() => 200));
+      for (const id of ids) await waitReplicaState(admin, id, channel, "done");
+      await server.waitForLog(/渠道上的对象完好，副本已恢复/);
+    } finally {
+      await admin.json("PUT", `/api/admin/channels/${channel}`, channelBody("local", storage, 0)).catch(() => undefined);
+      if (existsSync(join(parent, "disk")) && !existsSync(storage)) renameSync(join(parent, "disk"), storage);
+      rmSync(parent, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test("a second channel at the same place is refused, however the path is spelled; so is moving one onto another", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "kura-same-place-"));
+    try {
+      const storage = join(server.dataDir, "storage");
+      const conflict = async (body: unknown, method = "POST", path = "/api/admin/channels") => {
+        const message = await expectError(await admin.request(method, path, body), 409);
+        expect(message).toContain("已使用同一存储位置");
+        expect(message).not.toContain(parent);
+      };
+      await conflict(channelBody("twin", storage));
+      await conflict(channelBody("twin", `${storage}/`));
+      symlinkSync(storage, join(parent, "link"));
+      await conflict(channelBody("twin", join(parent, "link")));
+      const other = await admin.json("POST", "/api/admin/channels", channelBody("other", join(parent, "other")), 201);
+      await conflict(channelBody("other", storage), "PUT", `/api/admin/channels/${other.id}`);
+      await admin.request("DELETE", `/api/admin/channels/${other.id}?purge=false`);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
