@@ -172,16 +172,16 @@ async function openOn(
 }
 
 /**
- * Read repair: the channel answered that a replica recorded as done does not exist. With another
- * completed copy left, it is marked failed (the image detail and the channel's replica counts
- * show it at once, and reads stop trying it) and copied again now, not at the next daily
- * reconciliation. The last copy stays recorded, as in repairCorruptReplica: with nothing to copy
- * from, marking it failed only made the image unreadable for good, even once the object was
- * back (a disk mounted again, a peer that answered 404 for a while).
+ * Read repair: the channel answered that a replica recorded as done does not exist (its directory
+ * or bucket does: a missing root is the channel's failure, not this). It is marked failed, even the
+ * last copy: the image detail and the channel's counts show it at once, a re-upload of the same
+ * bytes writes them again instead of referencing a blob with nothing behind it, and a re-copy is
+ * queued now, not at the next daily reconciliation. Put back, the object is served again at once
+ * (reads try such copies last, see readOrder) and the queued copy finds it whole and records it done.
  */
 function repairMissingReplica(app: BlobReadDeps, blobId: number, channelId: number) {
-  const repaired = giveUpCopy(app, blobId, channelId, "读取时发现对象缺失，正在重新复制");
-  app.log.warn(repaired ? "副本对象缺失，已标记失败并重新复制" : "唯一副本的对象读取时缺失，保留记录", { channel_id: channelId, blob: blobId });
+  recopy(app, blobId, channelId, "读取时发现对象缺失，正在重新复制");
+  app.log.warn("副本对象缺失，已标记失败并重新复制", { channel_id: channelId, blob: blobId });
 }
 
 /**
@@ -201,13 +201,18 @@ function giveUpCopy(app: BlobReadDeps, blobId: number, channelId: number, reason
   // Fresh rows, not the delivery memo: this decides whether a copy may be given up.
   const others = app.images.replicas(blobId).filter((r) => r.state === "done" && r.channel_id !== channelId);
   if (!others.length) return false;
+  recopy(app, blobId, channelId, reason);
+  return true;
+}
+
+/** The copy recorded failed with `reason`, and a fresh copy queued to run now. */
+function recopy(app: BlobReadDeps, blobId: number, channelId: number, reason: string) {
   try {
     app.images.setReplica(blobId, channelId, "failed", reason);
     app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
   } catch {
     // The blob or the channel was deleted while it was read: nothing left to repair.
   }
-  return true;
 }
 
 /**
