@@ -31,6 +31,9 @@ export function describeZodIssue(issue: ZodIssueLike | undefined): string {
   if (!issue) return "请求参数无效";
   if (issue.code === "unrecognized_keys") return `不支持的字段: ${(issue.keys ?? []).join(", ")}`;
   const field = issue.path.map(String).join(".");
+  // A rule over the whole body (a refine) carries its own Chinese message: "至少需要一个字段" said
+  // "请求体必须是 JSON 对象" to a client that had sent `{}`.
+  if (!field && issue.code === "custom" && issue.message) return issue.message;
   if (!field) return "请求体必须是 JSON 对象";
   const requirement = issueRequirement(issue);
   if (requirement) return `字段 ${field} 的值无效：${requirement}`;

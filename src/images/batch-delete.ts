@@ -26,7 +26,9 @@ export async function deleteImagesInSlices(
   let deleted = 0;
   const failed: BatchDeleteResult["failed"] = [];
   const slicer = new Slicer(sliceMs);
-  for (const id of ids) {
+  // An id named twice is one image: its second mention was reported failed ("图片不存在") although
+  // this very request had deleted it.
+  for (const id of new Set(ids)) {
     await slicer.step();
     try {
       // Seen again after each yield: an image deleted meanwhile is reported, not deleted twice.

@@ -79,6 +79,11 @@ function walkJpeg(src: Buffer, start: number, primary: boolean): JpegWalk {
     walk.pieces.push(src.subarray(pos, end));
     pos = end;
   }
+  // A primary image that never reaches its EOI is cut off (an upload broken off mid-way): every
+  // render of it failed, so it is refused rather than stored as it is.
+  if (primary && walk.end === src.length && !(src.length >= 2 && src[src.length - 2] === 0xff && src[src.length - 1] === 0xd9)) {
+    throw new MalformedImageError("JPEG 数据不完整（缺少结束标记 EOI）");
+  }
   return walk;
 }
 

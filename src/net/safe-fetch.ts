@@ -326,14 +326,21 @@ export function fileNameFromUrl(url: string): string | null {
 }
 
 /**
+ * A client's file name without control or bidi-override characters (NFC): a NUL or newline broke
+ * searches and logs, and U+202E showed `gnp.exe` as `exe.png` in the console. Kept otherwise as
+ * sent (an uploaded name is metadata the user chose).
+ */
+export function withoutControls(raw: string): string {
+  return raw.normalize("NFC").replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "");
+}
+
+/**
  * Makes a name safe to store and to offer in Content-Disposition: no path
  * separators, control or bidi-override characters, no leading dots (hidden
  * files, ".."), at most 200 UTF-8 bytes with the extension kept. Null if nothing is left.
  */
 export function sanitizeFileName(raw: string): string | null {
-  let name = raw
-    .normalize("NFC")
-    .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "")
+  let name = withoutControls(raw)
     .replace(/[\\/:*?"<>|]/g, "_")
     .replace(/^[.\s]+|[.\s]+$/g, "");
   const encoder = new TextEncoder();

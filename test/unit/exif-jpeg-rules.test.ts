@@ -86,10 +86,10 @@ describe("kept and dropped segments", () => {
     expect(stripJpeg(jpeg(SOI, exifInApp2, IMAGE, EOI), false)).toMatchObject({ orientation: 1 });
   });
 
-  test("markers F0–FD (JPEG extensions) are image data, kept; an empty segment at the very end of a file without EOI is read", () => {
+  test("markers F0–FD (JPEG extensions) are image data, kept; an empty segment right before EOI is read", () => {
     const extension = seg(0xf0, Buffer.from([1, 2, 3]));
     expect(hex(strip(jpeg(SOI, extension, IMAGE, EOI)))).toBe(hex(jpeg(SOI, extension, IMAGE, EOI)));
-    expect(hex(strip(jpeg(SOI, DQT, SOF, seg(0xfe, ""))))).toBe(hex(jpeg(SOI, DQT, SOF)));
+    expect(hex(strip(jpeg(SOI, DQT, SOF, seg(0xfe, ""), EOI)))).toBe(hex(jpeg(SOI, DQT, SOF, EOI)));
   });
 
   test("markers without a length (TEM, RSTn) are kept; stray bytes and fill bytes before a marker are dropped", () => {
@@ -107,9 +107,10 @@ describe("kept and dropped segments", () => {
 
   test("entropy-coded data runs to the first real marker; anything after EOI, and a last lone byte, is dropped", () => {
     expect(hex(strip(jpeg(SOI, IMAGE, EOI, Buffer.from("trailing junk"))))).toBe(hex(jpeg(SOI, IMAGE, EOI)));
-    // Without EOI the data is kept to the end of the file.
-    expect(hex(strip(jpeg(SOI, IMAGE)))).toBe(hex(jpeg(SOI, IMAGE)));
-    expect(hex(strip(jpeg(SOI, DQT, Buffer.from([0xff]))))).toBe(hex(jpeg(SOI, DQT)));
+    // Without EOI the file is cut off (an upload broken off mid-way): refused, not stored as it is.
+    expect(refusal(jpeg(SOI, IMAGE))).toBe("JPEG 数据不完整（缺少结束标记 EOI）");
+    expect(refusal(jpeg(SOI, DQT, Buffer.from([0xff])))).toBe("JPEG 数据不完整（缺少结束标记 EOI）");
+    expect(hex(strip(jpeg(SOI, DQT, Buffer.from([0xff]), EOI)))).toBe(hex(jpeg(SOI, DQT, EOI)));
     // An empty segment (length 2) is a segment.
     expect(hex(strip(jpeg(SOI, seg(0xdd, ""), IMAGE, EOI)))).toBe(hex(jpeg(SOI, seg(0xdd, ""), IMAGE, EOI)));
   });
@@ -140,7 +141,8 @@ describe("refused structures", () => {
     expect(refusal(jpeg(SOI, Buffer.from([0xff, 0xdb, 0x00])))).toBe("JPEG 标记无效");
     expect(refusal(jpeg(SOI, Buffer.from([0xff, 0xdb, 0x00, 0x01]), IMAGE, EOI))).toBe("JPEG 段长度无效");
     expect(refusal(jpeg(SOI, Buffer.from([0xff, 0xdb, 0x00, 0x10, 1, 2, 3])))).toBe("JPEG 段长度无效");
-    // A segment ending exactly at the end of the file is whole.
-    expect(refusal(jpeg(SOI, seg(0xdb, "abc")))).toBe("ok");
+    // A segment ending exactly at the end of the file is whole, but a file that ends there has no EOI: cut off.
+    expect(refusal(jpeg(SOI, seg(0xdb, "abc"), EOI))).toBe("ok");
+    expect(refusal(jpeg(SOI, seg(0xdb, "abc")))).toBe("JPEG 数据不完整（缺少结束标记 EOI）");
   });
 });

@@ -3,6 +3,7 @@ import type { AppContext } from "../../context";
 import { deleteImagesInSlices } from "../../images/batch-delete";
 import { setExemptInSlices } from "../../images/batch-exempt";
 import { deleteReference } from "../../images/delete";
+import { searchTermOf } from "../../images/repos/file-name-index";
 import { searchImages } from "../../images/repos/image-search";
 import { listImages } from "../../images/repos/list";
 import type { ImageQuery } from "../../images/repos/image-filter";
@@ -38,7 +39,8 @@ export function imageRoutes(app: AppContext) {
         if (query.user_id && query.user_id !== p.user.id) throw forbidden("只有管理员可以查看其他用户的图片");
         filter.userId = p.user.id;
       } else if (query.user_id) filter.userId = query.user_id;
-      if (query.search) filter.search = query.search;
+      const search = searchTermOf(query.search);
+      if (search) filter.search = search;
       if (query.token_id !== undefined && query.token_id !== "") {
         if (!/^\d+$/.test(query.token_id)) throw badRequest("参数 token_id 必须是整数");
         filter.tokenId = Number(query.token_id);

@@ -22,6 +22,7 @@ import { answerableError, logCrash } from "../disk-full";
 import { ApiError, badRequest, forbidden } from "../errors";
 import { publicOrigin, requestInfo } from "../request-info";
 import { uploadBodyLimits } from "../upload-input";
+import { searchTermOf } from "../../images/repos/file-name-index";
 import { checkPassword, logFailedLogin, unchangedSince } from "./auth";
 
 /** Lsky pages its lists by 40. */
@@ -156,7 +157,7 @@ export function lskyRoutes(app: AppContext) {
     // Every Kura image is public (anyone with its link sees it): Lsky's `permission=private` filter finds none.
     if (param("permission") === "private") return answer([], 0);
     // In steps with turns of the loop between, from the user's own indexes (user-list.ts).
-    const { rows, total } = await listUserImages(app.db, t.user.id, param("keyword") || undefined, ORDERS.get(param("order") ?? "") ?? "newest", {
+    const { rows, total } = await listUserImages(app.db, t.user.id, searchTermOf(param("keyword")), ORDERS.get(param("order") ?? "") ?? "newest", {
       limit: PER_PAGE,
       offset: Math.min((page - 1) * PER_PAGE, Number.MAX_SAFE_INTEGER),
     });

@@ -12,6 +12,15 @@ import { inWriteTransaction } from "../../db/write-transaction";
 export const FTS_MIN_CHARS = 3;
 
 /** An FTS5 phrase: the term in double quotes, inner quotes doubled, matches it as a substring. */
+/**
+ * A search term as typed, without control characters: a NUL made the FTS5 phrase unterminated (a
+ * 500) and cut the LIKE pattern short (wrong matches). Undefined when nothing is left to search for.
+ */
+export function searchTermOf(raw: string | null | undefined): string | undefined {
+  const term = (raw ?? "").replace(/[\u0000-\u001f\u007f]/g, "");
+  return term === "" ? undefined : term;
+}
+
 export const ftsPhrase = (term: string) => `"${term.replace(/"/g, '""')}"`;
 
 /** A LIKE pattern matching `term` literally anywhere (% _ and \ escaped; pair with ESCAPE '\'). */

@@ -4,7 +4,7 @@ import { displayedOrientation } from "../orientation";
 import sharp, { type Metadata } from "sharp";
 import { rm } from "node:fs/promises";
 import { sha256Hex } from "../../auth/secrets";
-import { reencodeWithoutMetadata, stripLosslessly, stripMetadata } from "../exif";
+import { MalformedImageError, reencodeWithoutMetadata, stripLosslessly, stripMetadata, stripMetadataBytes } from "../exif";
 import { frameBudgetMessage } from "../frame-budget";
 import { APNG_MIME, isAnimatedPng, isAvifSequence, SNIFF_BYTES, sniffImageType } from "../sniff";
 import { awaitedLater } from "../../shared/awaited-later";
@@ -73,6 +73,26 @@ async function describe(input: Buffer | string, maxPixels: number, type: { ext: 
 }
 
 /**
+ * Refuses (415) an image in memory that is cut off or damaged past its header. The container walk
+ * of the lossless strip sees that without decoding (a JPEG with no EOI, a PNG with no IEND, AVIF
+ * data outside the file); a structure the walk refuses though decoders may not is decoded whole.
+ * For `passthrough`, which otherwise reads only the header.
+ */
+async function assertWhole(bytes: Buffer, mime: string, reading: { ext: string; sequence?: boolean }): Promise<void> {
+  try {
+    stripMetadataBytes(bytes, mime); // reads `bytes`, never changes them
+    return;
+  } catch (err) {
+    if (!(err instanceof MalformedImageError)) throw err;
+  }
+  try {
+    await sharp(bytes, { animated: true, failOn: "truncated", limitInputPixels: false }).stats();
+  } catch (err) {
+    throw (await serverFaultBehind(err)) ?? damaged(reading);
+  }
+}
+
+/**
  * Turns a received upload into a storable image: type judged by content (415), metadata
  * stripped per policy, then hashed (reusing the hash taken while receiving when the bytes
  * are unchanged). The header's checks (`dimensions`) run alongside: a lossless strip walks
@@ -91,7 +111,9 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   const reading = { ext: type.ext, sequence: isAvifSequence(head) };
 
   if (opts.exifPolicy !== "strip") {
-    const dimensions = awaitedLater(describe(received.bytes ?? received.path!, opts.maxPixels, reading));
+    const header = describe(received.bytes ?? received.path!, opts.maxPixels, reading);
+    // Kept as sent, so nothing below would read past the header: a file cut off mid-way was stored.
+    const dimensions = awaitedLater(received.bytes ? header.then(async (d) => (await assertWhole(received.bytes!, type.mime, reading), d)) : header);
     const sha256 = received.sha256 ?? (received.bytes ? sha256Hex(received.bytes) : await sha256File(received.path));
     return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...kind, dimensions } as PreparedImage;
   }

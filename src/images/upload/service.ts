@@ -1,3 +1,4 @@
+import { withoutControls } from "../../net/safe-fetch";
 import { Invalid, isClientRejection } from "../../errors";
 import { rm } from "node:fs/promises";
 import type { AppContext } from "../../context";
@@ -64,7 +65,9 @@ function replayed(app: AppContext, userId: string, key: string): string | undefi
   if (!row) return undefined;
   const retentionMs = app.settings.get().idempotency_key_ttl_hours * 3_600_000;
   if (parseSqlTime(row.created_at).getTime() + retentionMs < Date.now()) return undefined;
-  return app.images.view(row.image_id) ? row.image_id : undefined;
+  // An image that has expired since answers 404: its id is no answer to a retry, which uploads anew.
+  const image = app.images.view(row.image_id);
+  return image && (image.expire_at === null || image.expire_at > sqlTime()) ? row.image_id : undefined;
 }
 
 export interface UploadOutcome {
@@ -152,7 +155,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
     const id = await storeReference(app, prepared, {
       userId: req.userId,
       tokenId: req.tokenId,
-      fileName: truncateText(received.fileName || "image", MAX_FILE_NAME),
+      fileName: truncateText(withoutControls(received.fileName ?? "").trim() || "image", MAX_FILE_NAME),
       objectKey: options.objectKey || null,
       beforeKeyMoves: options.beforeKeyMoves,
       startedAt,
