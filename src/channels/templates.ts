@@ -118,7 +118,8 @@ function webdav(id: string, vendor: string): ChannelTemplate {
     requiresOauth: false,
     fields: [
       { key: "url", type: "text", required: true },
-      { key: "user", type: "text", required: false },
+      // rclone declares the account name sensitive (spec 4.7 rule 5: masked, audited as set/empty).
+      { key: "user", type: "text", required: false, sensitive: true },
       { key: "pass", type: "password", required: false, sensitive: true },
       ...(vendor === "other" ? [{ key: "bearer_token", type: "password", required: false, sensitive: true } as const] : []),
       OPTIONAL_PATH,
@@ -195,9 +196,10 @@ export const TEMPLATES: readonly ChannelTemplate[] = [
     category: "sftp",
     requiresOauth: false,
     fields: [
-      { key: "host", type: "text", required: true },
+      // Host and account name: sensitive in rclone's sftp backend, so masked here too.
+      { key: "host", type: "text", required: true, sensitive: true },
       { key: "port", type: "int", required: false },
-      { key: "user", type: "text", required: false },
+      { key: "user", type: "text", required: false, sensitive: true },
       { key: "pass", type: "password", required: false, sensitive: true },
       { key: "key_pem", type: "password", required: false, sensitive: true },
       { key: "key_file_pass", type: "password", required: false, sensitive: true },
@@ -227,12 +229,12 @@ export const TEMPLATES: readonly ChannelTemplate[] = [
   // drive_id / drive_type and root_folder_id may stay empty: creation fills them in from the provider (spec 4.7 rule 2).
   oauth("onedrive", [
     { key: "region", type: "select", required: false, options: ONEDRIVE_REGIONS },
-    { key: "drive_id", type: "text", required: false },
+    { key: "drive_id", type: "text", required: false, sensitive: true },
     { key: "drive_type", type: "select", required: false, options: ONEDRIVE_DRIVE_TYPES },
   ]),
   oauth("drive", [
     { key: "scope", type: "select", required: false, options: DRIVE_SCOPES },
-    { key: "root_folder_id", type: "text", required: false },
+    { key: "root_folder_id", type: "text", required: false, sensitive: true },
   ]),
   oauth("dropbox", []),
 ];

@@ -283,7 +283,9 @@ describe("console pages", () => {
     await row.waitFor();
     const id = Number(await row.getAttribute("data-id"));
     const view = await seeded.api.json("GET", `/api/admin/channels/${id}/config`);
-    expect(view.inputs).toMatchObject({ token: "__kura_secret_keep__", drive_id: onedrive.driveId });
+    // drive_id (sensitive, as in rclone) is masked too; the export shows the one the provider gave.
+    expect(view.inputs).toMatchObject({ token: "__kura_secret_keep__", drive_id: "__kura_secret_keep__" });
+    expect(await (await seeded.api.request("GET", `/api/admin/channels/${id}/rclone-config`)).text()).toContain(`drive_id = ${onedrive.driveId}\n`);
     await seeded.api.json("DELETE", `/api/admin/channels/${id}?purge=false`, undefined, 204);
     await seeded.api.json("PUT", "/api/admin/config", { base_url: "" });
   });

@@ -113,8 +113,10 @@ describe("OAuth channels (OneDrive against a local fake)", () => {
     const created = await admin.json("POST", "/api/admin/channels", body, 201);
     channelId = created.id;
     const view = await admin.json("GET", `/api/admin/channels/${channelId}/config`);
-    expect(view.inputs).toMatchObject({ drive_id: fake.driveId, drive_type: "personal", token: SENTINEL, client_secret: SENTINEL, client_id: SENTINEL });
-    expect(view.config).toMatchObject({ drive_id: fake.driveId, token: SENTINEL });
+    // drive_id is sensitive in rclone's onedrive backend: masked here; the export shows what was filled in.
+    expect(view.inputs).toMatchObject({ drive_id: SENTINEL, drive_type: "personal", token: SENTINEL, client_secret: SENTINEL, client_id: SENTINEL });
+    expect(view.config).toMatchObject({ drive_id: SENTINEL, token: SENTINEL });
+    expect(await (await admin.request("GET", `/api/admin/channels/${channelId}/rclone-config`)).text()).toContain(`drive_id = ${fake.driveId}\n`);
 
     const up = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(32, 24, 5), "a.jpg"));
     await waitReplicaState(admin, up.id, channelId, "done");
@@ -182,7 +184,9 @@ describe("OAuth channels (OneDrive against a local fake)", () => {
       token_url: `${f.origin}/token`,
     });
     const gd = await admin.json("POST", "/api/admin/channels", { name: "gd", driver: "drive", config: { ...appOf(gdrive), path: "kura" } }, 201);
-    expect((await admin.json("GET", `/api/admin/channels/${gd.id}/config`)).config.root_folder_id).toBe(gdrive.rootId);
+    // root_folder_id is sensitive in rclone's drive backend: masked; the export shows the id filled in.
+    expect((await admin.json("GET", `/api/admin/channels/${gd.id}/config`)).config.root_folder_id).toBe(SENTINEL);
+    expect(await (await admin.request("GET", `/api/admin/channels/${gd.id}/rclone-config`)).text()).toContain(`root_folder_id = ${gdrive.rootId}\n`);
     const db = await admin.json("POST", "/api/admin/channels", { name: "db", template: "dropbox", inputs: { ...appOf(dropbox), path: "kura" } }, 201);
     expect(Object.keys((await admin.json("GET", `/api/admin/channels/${db.id}/config`)).config).sort()).toEqual([
       "client_id",

@@ -48,6 +48,12 @@ describe("WebDAV and SFTP channels through the API, with their servers going dow
     expect(listFiles(dav.davDir).some((f) => f.startsWith("kura/img/"))).toBe(true);
     const view = await admin.json("GET", `/api/admin/channels/${ch.id}/config`);
     expect(view.config.pass).toBe("__kura_secret_keep__");
+    // rclone declares WebDAV's `user` sensitive (an account name, spec 4.7 rule 5): masked, and only "set" in the audit.
+    expect(view.config.user).toBe("__kura_secret_keep__");
+    expect(view.inputs?.user ?? "__kura_secret_keep__").toBe("__kura_secret_keep__");
+    const created = (await admin.json("GET", `/api/admin/audit?action=channel.create&target=${ch.id}`)).items[0].detail as string;
+    expect(created).not.toContain('"user":"kura"');
+    expect(created).toContain('"user":"set"');
 
     await dav.stop();
     const down = await admin.json("POST", `/api/admin/channels/${ch.id}/check`);
@@ -76,6 +82,9 @@ describe("WebDAV and SFTP channels through the API, with their servers going dow
     );
     await waitReplicaState(admin, firstImage, ch.id, "done");
     expect(listFiles(join(scratch, "sftp-root")).some((f) => f.startsWith("img/"))).toBe(true);
+    // Host and account name are sensitive in rclone's sftp backend: masked like the key.
+    const view = await admin.json("GET", `/api/admin/channels/${ch.id}/config`);
+    expect([view.config.host, view.config.user, view.config.key_pem]).toEqual(["__kura_secret_keep__", "__kura_secret_keep__", "__kura_secret_keep__"]);
     await admin.json("PUT", "/api/admin/config", { health_check_seconds: 1 });
 
     await sshd.stop();

@@ -7,7 +7,7 @@ import { parseBool, type DriverOptionSpec } from "../option-spec";
 export const driveDriverOptions: readonly DriverOptionSpec[] = [
   ...OAUTH_OPTION_SPECS,
   { key: "scope", type: "select", required: false, sensitive: false, options: [...DRIVE_SCOPES] },
-  { key: "root_folder_id", type: "text", required: false, sensitive: false },
+  { key: "root_folder_id", type: "text", required: false, sensitive: true },
   { key: "chunk_size", type: "text", required: false, sensitive: false },
   { key: "upload_cutoff", type: "text", required: false, sensitive: false },
   { key: "use_trash", type: "bool", required: false, sensitive: false },

@@ -10,7 +10,7 @@ export const ONEDRIVE_DRIVE_TYPES = ["personal", "business", "documentLibrary"] 
 export const onedriveDriverOptions: readonly DriverOptionSpec[] = [
   ...OAUTH_OPTION_SPECS,
   { key: "region", type: "select", required: false, sensitive: false, options: [...ONEDRIVE_REGIONS] },
-  { key: "drive_id", type: "text", required: false, sensitive: false },
+  { key: "drive_id", type: "text", required: false, sensitive: true },
   { key: "drive_type", type: "select", required: false, sensitive: false, options: [...ONEDRIVE_DRIVE_TYPES] },
   { key: "chunk_size", type: "text", required: false, sensitive: false },
   PATH_OPTION,

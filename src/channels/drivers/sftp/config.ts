@@ -10,8 +10,8 @@ import { ssh2 } from "./ssh2";
  * literal "\n"); a value pasted from an rclone config ("\n" pairs) works too.
  */
 export const sftpDriverOptions: readonly DriverOptionSpec[] = [
-  { key: "host", type: "text", required: true, sensitive: false },
-  { key: "user", type: "text", required: false, sensitive: false },
+  { key: "host", type: "text", required: true, sensitive: true },
+  { key: "user", type: "text", required: false, sensitive: true },
   { key: "port", type: "int", required: false, sensitive: false, default: "22" },
   { key: "pass", type: "password", required: false, sensitive: true },
   { key: "key_pem", type: "text", required: false, sensitive: true },

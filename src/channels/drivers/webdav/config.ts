@@ -13,7 +13,7 @@ export type WebdavVendor = (typeof WEBDAV_VENDORS)[number];
 export const webdavDriverOptions: readonly DriverOptionSpec[] = [
   { key: "url", type: "text", required: true, sensitive: false },
   { key: "vendor", type: "select", required: false, sensitive: false, options: [...WEBDAV_VENDORS], default: "other" },
-  { key: "user", type: "text", required: false, sensitive: false },
+  { key: "user", type: "text", required: false, sensitive: true },
   // Stored obscured, exactly as `rclone config` stores it (rclone's IsPassword).
   { key: "pass", type: "password", required: false, sensitive: true },
   { key: "bearer_token", type: "password", required: false, sensitive: true },
