@@ -4,10 +4,13 @@
  * was), and under `passthrough` a cut PNG or AVIF too; every render of them then failed. A file
  * name with NUL, newlines or U+202E was stored as sent; a NUL in a search was a 500. A batch
  * delete naming an id twice reported the image it had just deleted as not found, `{}` as a PATCH
- * was told the body was no JSON object, and a retried upload got the id of an image that had
- * expired since.
+ * was told the body was no JSON object, a retried upload got the id of an image that had
+ * expired since, and a second file under the upload's field was dropped without a word.
  */
 import { describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import sharp from "sharp";
 import { expectError } from "../helpers/client";
 import { useAdmin } from "../helpers/fixture";
@@ -67,6 +70,26 @@ describe("uploads", () => {
     }
     const found = await admin.json("GET", "/api/admin/images?search=evil%00gnp");
     expect(found.items.map((i: { id: string }) => i.id)).toEqual([id]);
+  });
+
+  test("two files under the upload's field are refused, not one stored and the other dropped; nothing is left behind", async () => {
+    const two = (png: Uint8Array) => {
+      const body = form(png, "one.png");
+      body.append("file", new Blob([new Uint8Array(png)], { type: "image/png" }), "two.png");
+      return body;
+    };
+    const before = (await admin.json("GET", "/api/admin/images")).total;
+    // A small body is read into memory, a large one streamed to disk: both paths refuse.
+    // Random pixels do not compress: two 3 MB files make a body over the 4 MiB kept in memory.
+    const large = await sharp(randomBytes(1000 * 1000 * 3), { raw: { width: 1000, height: 1000, channels: 3 } })
+      .png()
+      .toBuffer();
+    for (const png of [await makePng(20, 20, 7), large]) {
+      const res = await admin.request("POST", "/api/admin/upload", two(png));
+      expect(await expectError(res, 400)).toBe("一次只能上传一个文件：表单中的 file 字段出现了多次");
+    }
+    expect((await admin.json("GET", "/api/admin/images")).total).toBe(before);
+    expect(readdirSync(join(admin.server.dataDir, "tmp")).filter((f) => !f.startsWith("."))).toEqual([]);
   });
 
   test("a batch delete naming an image twice deletes it once and reports no failure for it", async () => {

@@ -20,6 +20,8 @@ const MULTIPART_OVERHEAD = 64 * 1024;
 
 const malformedForm = () => new Invalid("multipart 请求格式无效");
 const tooManyFields = () => new Invalid("表单字段过多");
+/** Two files under the upload's field: one would be stored and the other dropped without a word. */
+const secondFile = (field: string) => new Invalid(`一次只能上传一个文件：表单中的 ${field} 字段出现了多次`);
 
 export const tooLarge = (maxBytes: number) => new Invalid(`图片超过大小上限（${Math.floor(maxBytes / 1048576)} MB）`, "too_large");
 
@@ -184,6 +186,10 @@ async function streamMultipart(
         // A body that ends inside a file part errors that part's stream ("Unexpected end of
         // form"); unheard, that error would end the process.
         stream.on("error", malformed);
+        if (name === fileField && file && !failed) {
+          fail(secondFile(fileField));
+          return;
+        }
         if (name !== fileField || file || failed) {
           stream.resume();
           return;
@@ -297,7 +303,8 @@ function receivePlainForm(
   for (const part of parts) {
     if (++count > MAX_PARTS || (part.fileName === undefined && ++texts > MAX_TEXT_FIELDS)) throw tooManyFields();
     if (part.fileName !== undefined) {
-      if (part.name === fileField && !upload) upload = part;
+      if (part.name === fileField && upload) throw secondFile(fileField);
+      if (part.name === fileField) upload = part;
       continue;
     }
     const value = bytes.toString("utf8", part.start, part.end);
