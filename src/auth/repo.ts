@@ -152,6 +152,17 @@ export function revokeTokensIssuedVia(db: Database, userId: string, via: TokenOr
     .all(now, userId, via, alsoId);
 }
 
+/** How many of the user's tokens `via` issued are still usable (not revoked, not expired). */
+export function liveTokensIssuedVia(db: Database, userId: string, via: TokenOrigin, now: string): number {
+  return (
+    db
+      .query<{ n: number }, [string, string, string]>(
+        "SELECT count(*) AS n FROM tokens WHERE user_id = ? AND issued_via = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+      )
+      .get(userId, via, now)?.n ?? 0
+  );
+}
+
 export function deleteToken(db: Database, id: number): void {
   db.query("DELETE FROM tokens WHERE id = ?").run(id);
 }

@@ -13,6 +13,7 @@ import {
   replaceTokenSecret,
   revokeToken,
   revokeTokensIssuedVia,
+  liveTokensIssuedVia,
   setTokenLastUsed,
   tokenById,
   tokenByPrefix,
@@ -141,6 +142,11 @@ export class TokenRepo {
   /** The user's tokens that `via` issued, and the token `alsoId`: the ones this call revoked. */
   revokeIssuedVia(userId: string, via: TokenOrigin, alsoId: number, now = Date.now()): { id: number; name: string }[] {
     return revokeTokensIssuedVia(this.db, userId, via, alsoId, sqlTime(now));
+  }
+
+  /** How many tokens `via` issued to the user are still usable. */
+  liveIssuedVia(userId: string, via: TokenOrigin, now = Date.now()): number {
+    return liveTokensIssuedVia(this.db, userId, via, sqlTime(now));
   }
 
   delete(id: number): void {

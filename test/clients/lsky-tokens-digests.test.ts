@@ -110,6 +110,23 @@ describe("Lsky Pro V2 API: clear tokens, list digests", () => {
     expect(await profileStatus(await lskyToken(u.name, u.password))).toBe(200);
   });
 
+  test("a user holds at most 100 live tokens from POST /api/v1/tokens; clearing them makes room again", async () => {
+    const u = await userWithTokens(); // two already
+    const issued = [...u.lsky];
+    for (let i = 0; i < 98; i++) issued.push(await lskyToken(u.name, u.password));
+    const refused = await fetch(f.server.url("/api/v1/tokens"), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: u.name, password: u.password }),
+    });
+    const body = await specJson(refused, "POST", "/api/v1/tokens");
+    expect(body).toMatchObject({ status: false, message: expect.stringContaining("已有 100 个") });
+    // The tokens issued so far all still work; a console token is not counted.
+    expect(await profileStatus(issued.at(-1)!)).toBe(200);
+    expect((await clear(issued[0]!)).status).toBe(200);
+    expect(await profileStatus(await lskyToken(u.name, u.password))).toBe(200);
+  });
+
   test("without a valid token it is Lsky's 401 and revokes nothing", async () => {
     const u = await userWithTokens();
     for (const res of [await clear(), await clear(`kura_aaaaaaaaaaaa_${"A".repeat(43)}`)]) {

@@ -25,6 +25,9 @@ import { uploadBodyLimits } from "../upload-input";
 import { searchTermOf } from "../../images/repos/file-name-index";
 import { checkPassword, logFailedLogin, unchangedSince } from "./auth";
 
+/** Live tokens one user may hold from POST /api/v1/tokens. */
+const MAX_LSKY_TOKENS = 100;
+
 /** Lsky pages its lists by 40. */
 const PER_PAGE = 40;
 const STRATEGY = { id: 1, name: "Kura" };
@@ -223,8 +226,13 @@ export function lskyRoutes(app: AppContext) {
     }
     if (account.disabled) throw forbidden("该账号已被停用");
     if (account.must_change_password) throw forbidden("请先在控制台修改出厂默认密码");
+    const tokens = new TokenRepo(app.db);
+    // Each call makes a permanent token (as Lsky's does): a client looping it grew the list without end.
+    if (tokens.liveIssuedVia(account.id, "lsky") >= MAX_LSKY_TOKENS) {
+      throw badRequest(`通过此接口签发且仍有效的令牌已有 ${MAX_LSKY_TOKENS} 个：请先调用 DELETE /api/v1/tokens 清除，或在控制台吊销不用的令牌`);
+    }
     const tokenName = `lsky-${sqlTime().replace(/\D/g, "")}-${randomBytes(3).toString("hex")}`;
-    const issued = new TokenRepo(app.db).issue(account.id, tokenName, 0, Date.now(), "lsky");
+    const issued = tokens.issue(account.id, tokenName, 0, Date.now(), "lsky");
     audit(app.db, account, "token.create", issued.id, { name: issued.name, expires_in_hours: 0, via: "lsky" });
     return lskyResponse(200, true, "success", { token: issued.token }, { "cache-control": "no-store" });
   };
