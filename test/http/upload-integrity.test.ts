@@ -44,6 +44,21 @@ describe("uploads", () => {
     }
   });
 
+  test("passthrough uploads streamed to disk (over 4 MiB) are checked too: cut off, 415; whole, stored", async () => {
+    // Random pixels do not compress: about 7.7 MB whole, 4.6 MB cut.
+    const whole = await sharp(randomBytes(1600 * 1600 * 3), { raw: { width: 1600, height: 1600, channels: 3 } })
+      .png()
+      .toBuffer();
+    const cut = whole.subarray(0, Math.floor(whole.length * 0.6));
+    expect(cut.length).toBeGreaterThan(4 * 1024 * 1024);
+    const refused = await upload(cut, "big-cut.png", { exif_policy: "passthrough" });
+    expect(refused.status).toBe(415);
+    await refused.arrayBuffer();
+    const stored = await upload(whole, "big.png", { exif_policy: "passthrough" });
+    expect(stored.status).toBe(200);
+    await stored.arrayBuffer();
+  });
+
   test("a file name keeps no control or bidi-override characters; a NUL in a search is no 500", async () => {
     // As a client can send it: RFC 5987 `filename*`, percent-encoded (NUL, newline, SOH, U+202E).
     const boundary = "----kura-name-test";

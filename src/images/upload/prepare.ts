@@ -78,18 +78,41 @@ async function describe(input: Buffer | string, maxPixels: number, type: { ext: 
  * data outside the file); a structure the walk refuses though decoders may not is decoded whole.
  * For `passthrough`, which otherwise reads only the header.
  */
-async function assertWhole(bytes: Buffer, mime: string, reading: { ext: string; sequence?: boolean }): Promise<void> {
-  try {
-    stripMetadataBytes(bytes, mime); // reads `bytes`, never changes them
-    return;
-  } catch (err) {
-    if (!(err instanceof MalformedImageError)) throw err;
+async function assertWhole(input: Buffer | string, mime: string, reading: { ext: string; sequence?: boolean }): Promise<void> {
+  if (typeof input === "string") {
+    // A large upload streamed to disk is not read into memory for the walk: a PNG that ends with
+    // IEND, a JPEG with EOI (most of them) are whole; anything else is decoded in libvips' threads.
+    const file = Bun.file(input);
+    const [head, tail] = await Promise.all([file.slice(0, 12).arrayBuffer(), file.slice(-12).arrayBuffer()]);
+    if (endsWhole(new Uint8Array(head), new Uint8Array(tail), file.size, mime)) return;
+  } else {
+    try {
+      stripMetadataBytes(input, mime); // reads `input`, never changes it
+      return;
+    } catch (err) {
+      if (!(err instanceof MalformedImageError)) throw err;
+    }
   }
   try {
-    await sharp(bytes, { animated: true, failOn: "truncated", limitInputPixels: false }).stats();
+    await sharp(input, { animated: true, failOn: "truncated", limitInputPixels: false }).stats();
   } catch (err) {
     throw (await serverFaultBehind(err)) ?? damaged(reading);
   }
+}
+
+const PNG_END = Buffer.from([0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82]);
+
+/**
+ * True when the file visibly ends where its format ends: IEND for PNG, EOI for JPEG, the trailer
+ * for GIF, the RIFF length for WebP. False means "look closer", not "damaged".
+ */
+function endsWhole(head: Uint8Array, tail: Uint8Array, size: number, mime: string): boolean {
+  const last = tail.length - 1;
+  if (mime === "image/png") return Buffer.from(tail).equals(PNG_END);
+  if (mime === "image/jpeg") return last >= 1 && tail[last - 1] === 0xff && tail[last] === 0xd9;
+  if (mime === "image/gif") return tail[last] === 0x3b;
+  if (mime === "image/webp") return head.length === 12 && Buffer.from(head).readUInt32LE(4) + 8 === size;
+  return false;
 }
 
 /**
@@ -113,7 +136,7 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   if (opts.exifPolicy !== "strip") {
     const header = describe(received.bytes ?? received.path!, opts.maxPixels, reading);
     // Kept as sent, so nothing below would read past the header: a file cut off mid-way was stored.
-    const dimensions = awaitedLater(received.bytes ? header.then(async (d) => (await assertWhole(received.bytes!, type.mime, reading), d)) : header);
+    const dimensions = awaitedLater(header.then(async (d) => (await assertWhole(received.bytes ?? received.path!, type.mime, reading), d)));
     const sha256 = received.sha256 ?? (received.bytes ? sha256Hex(received.bytes) : await sha256File(received.path));
     return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...kind, dimensions } as PreparedImage;
   }
