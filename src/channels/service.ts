@@ -16,7 +16,6 @@ import { channelErrorText } from "./drivers/driver-errors";
 import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { dropMovedPin, withHostKeyPin } from "./host-key-pin";
-import { retargetOpenChannelAlerts } from "../ops/repo";
 import { type ChannelPlace, locationChanged, samePlace } from "./location";
 import { probeAndLog, requeueAllFailedReplicas, requeueFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
@@ -248,7 +247,6 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
       // Copies made at the old place prove nothing at the new one: as long as they counted, the
       // only-copy guard let the other channels be deleted, and the images with them.
       if (moved) app.images.unverifyCopiesOn(row.id, "渠道的存储位置已更改，正在重新核对副本");
-      if (input.name !== row.name) retargetOpenChannelAlerts(app.db, row.name, input.name);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new Conflict("已存在同名存储渠道");

@@ -167,17 +167,6 @@ export function selectOpenAlerts(db: Database): OpenAlertRow[] {
   return db.query<OpenAlertRow, []>(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE resolved_at = '' ORDER BY id DESC`).all();
 }
 
-/**
- * A renamed channel's open alerts follow its new name (alerts of the channel kinds are keyed by
- * it): otherwise the next evaluation resolved them under the old name and opened them again
- * under the new one, and a webhook receiver heard "resolved" while nothing had recovered.
- */
-export function retargetOpenChannelAlerts(db: Database, from: string, to: string): void {
-  db.query(
-    "UPDATE alerts SET target = ?2 WHERE target = ?1 AND resolved_at = '' AND kind IN ('channel_unhealthy', 'replication_failed', 'channel_quota_exceeded', 'drain_failed')",
-  ).run(from, to);
-}
-
 export function openAlertTargets(db: Database, kind: string): string[] {
   return db
     .query<{ target: string }, [string]>("SELECT target FROM alerts WHERE kind = ? AND resolved_at = ''")
