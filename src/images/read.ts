@@ -60,8 +60,12 @@ function* readOrder(
   app: BlobReadDeps,
   blobId: number,
   except?: number,
+  whole = true,
 ): Generator<{ channel: ReturnType<typeof readCandidates>[number]; lastResort: boolean }> {
   for (const channel of readCandidates(app, blobId)) if (channel.row.id !== except) yield { channel, lastResort: false };
+  // Only a whole read is checked against the SHA-256: a range from an unconfirmed copy (one found
+  // corrupt, say) would be served as the image, cacheable for a year.
+  if (!whole) return;
   const unfinished = new Set(
     app.images
       .replicas(blobId)
@@ -88,7 +92,7 @@ export type OpenedBlob = GetResult & { channelId: number; verified(): boolean };
 /** Opens the blob's bytes from the best channel, failing over to the next on any error. */
 export async function openBlob(app: BlobReadDeps, blob: BlobRef, range?: ByteRange, except?: number): Promise<OpenedBlob> {
   let serverFault: unknown;
-  for (const { channel, lastResort } of readOrder(app, blob.id, except)) {
+  for (const { channel, lastResort } of readOrder(app, blob.id, except, range === undefined)) {
     const result = await openOn(app, channel, blob, range, !lastResort);
     if (!("failed" in result)) return { ...result, channelId: channel.row.id };
     serverFault ??= descriptorFault(result.failed);
@@ -161,6 +165,8 @@ async function openOn(
     const sha256 = blob.sha256 ?? sha256OfStorageKey(blob.storage_key);
     if (range || !sha256) return { ...got, stream: exactLengthStream(got.stream, got.size, channel.row.name), verified: () => false };
     const read = verifiedStream(got.stream, sha256, got.size, () => repair && repairCorruptReplica(app, blob.id, channel.row.id));
+    // An unconfirmed copy goes out only through the checked stream, never as a file sent unread.
+    if (!repair) return { stream: read.stream, size: got.size, totalSize: got.totalSize, verified: read.verified };
     return { ...got, stream: read.stream, verified: read.verified };
   } catch (err) {
     app.channels.countRead(channel.row.id, "error");
