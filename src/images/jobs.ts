@@ -4,6 +4,7 @@ import type { JobKinds } from "../jobs/kinds";
 import { PermanentJobError } from "../jobs/queue";
 import { channelErrorText } from "../channels/drivers/driver-errors";
 import type { Driver } from "../channels/driver";
+import type { LoadedChannel } from "../channels/registry";
 import type { BlobRow } from "./repo";
 import { holdsIntactCopy, NoReadableChannelError, openBlob } from "./read";
 import { ContentMismatchError } from "./verify";
@@ -32,6 +33,7 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
   try {
     const source = await openSource(app, blob, channel_id, target.driver);
     if (!source) {
+      if (reconfiguredSince(app, target, blob_id)) return;
       app.images.setReplica(blob_id, channel_id, "done", "", true);
       app.log.info("渠道上的对象完好，副本已恢复", { channel: target.row.name, blob: blob_id });
       return;
@@ -50,6 +52,7 @@ async function replicate(app: AppContext, { blob_id, channel_id }: ReplicatePayl
       await target.driver.delete(blob.storage_key).catch(() => {});
       return;
     }
+    if (reconfiguredSince(app, target, blob_id)) return;
     app.images.setReplica(blob_id, channel_id, "done", "", true);
   } catch (err) {
     if (channelGone(app, channel_id)) return;
@@ -72,6 +75,17 @@ async function openSource(app: AppContext, blob: BlobRow, targetId: number, targ
     if (err instanceof NoReadableChannelError && (await holdsIntactCopy(target, blob))) return undefined;
     throw err;
   }
+}
+
+/**
+ * True (and the copy queued again) when the channel's configuration changed while this copy was
+ * on its way: it went to the place the channel pointed at before, perhaps no longer its place, so
+ * it must not be recorded done (a move set the channel's copies back to pending for that reason).
+ */
+function reconfiguredSince(app: AppContext, target: LoadedChannel, blobId: number): boolean {
+  if (app.channels.repo.byId(target.row.id)?.config_sealed === target.row.config_sealed) return false;
+  app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: target.row.id }, { uniqueKey: `${blobId}:${target.row.id}:again` });
+  return true;
 }
 
 /**
