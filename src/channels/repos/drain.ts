@@ -4,14 +4,14 @@ import { deleteMeta } from "../../db/meta";
 
 /**
  * A live image with no completed replica on any channel staying in service except this one, where
- * it has a done or a failed copy: a failed copy's object may still be there (recorded failed while
- * it could not be read) and be all that is left of the image.
+ * it has a copy in any state: a failed copy's object may still be there (recorded failed while it
+ * could not be read), and a pending one may be a moved channel's unconfirmed copy, all that is left.
  */
 export function holdsSoleCopy(db: Database, channelId: number): boolean {
   return !!db
     .query(
       `SELECT 1 FROM blob_channels bc JOIN blobs b ON b.id = bc.blob_id
-       WHERE bc.channel_id = ?1 AND bc.state IN ('done', 'failed') AND b.pending_delete = 0
+       WHERE bc.channel_id = ?1 AND b.pending_delete = 0
          AND NOT EXISTS (
            SELECT 1 FROM blob_channels o JOIN channels c ON c.id = o.channel_id
            WHERE o.blob_id = bc.blob_id AND o.channel_id != ?1 AND o.state = 'done' AND c.deleting = 0)
@@ -28,7 +28,7 @@ export function holdsSoleCopy(db: Database, channelId: number): boolean {
 export function soleCopyBlobId(db: Database, channelId: number, sha256: string, storageKey: string): number | undefined {
   return db
     .query<{ id: number }, [number, string, string]>(
-      `SELECT b.id FROM blobs b JOIN blob_channels bc ON bc.blob_id = b.id AND bc.channel_id = ?1 AND bc.state IN ('done', 'failed')
+      `SELECT b.id FROM blobs b JOIN blob_channels bc ON bc.blob_id = b.id AND bc.channel_id = ?1
        WHERE b.sha256 = ?2 AND b.storage_key = ?3 AND b.pending_delete = 0
          AND NOT EXISTS (
            SELECT 1 FROM blob_channels o JOIN channels c ON c.id = o.channel_id
