@@ -9,7 +9,7 @@ import { resolveLocalPath } from "./drivers/local";
 /** The config keys that decide where objects live, per backend. */
 const LOCATION_KEYS: Record<string, readonly string[]> = {
   local: ["path"],
-  s3: ["provider", "endpoint", "region", "path"],
+  s3: ["endpoint", "path"],
   webdav: ["url", "user", "path"],
   sftp: ["host", "port", "user", "path"],
   onedrive: ["region", "drive_id", "drive_type", "path"],
@@ -27,12 +27,16 @@ const ACCOUNT_IN_LOCATION = new Set(["local", "s3", "webdav", "sftp"]);
 export interface ChannelPlace {
   driver: string;
   config: Record<string, string>;
+  /** An encrypted channel names its objects with its own keys: it never shares them with another. */
+  encrypted?: boolean;
 }
 
 const normalized = (value: string | undefined) => (value ?? "").trim().replace(/\/+$/, "");
 
 function locationValues(place: ChannelPlace, dataDir?: string): string[] {
-  const keys = LOCATION_KEYS[place.driver] ?? Object.keys(place.config).sort();
+  // Without an endpoint, AWS's is made from the region.
+  const regionPlaces = place.driver === "s3" && normalized(place.config.endpoint) === "" ? ["region"] : [];
+  const keys = [...(LOCATION_KEYS[place.driver] ?? Object.keys(place.config).sort()), ...regionPlaces];
   return keys.map((key) => {
     if (place.driver === "local" && key === "path") return localPlace(place.config.path, dataDir);
     const value = normalized(place.config[key]);
@@ -70,6 +74,6 @@ export function locationChanged(before: ChannelPlace, after: ChannelPlace, dataD
  * deleted the other's objects, and each counted the same bytes as a separate copy.
  */
 export function samePlace(a: ChannelPlace, b: ChannelPlace, dataDir?: string): boolean {
-  if (a.driver !== b.driver || !ACCOUNT_IN_LOCATION.has(a.driver)) return false;
+  if (a.driver !== b.driver || !ACCOUNT_IN_LOCATION.has(a.driver) || a.encrypted || b.encrypted) return false;
   return !locationChanged(a, b, dataDir);
 }

@@ -143,7 +143,7 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
   let source = resolveSource(input);
   checkAutoCreate(source, input.auto_create_bucket);
   if (nameTaken(app, input.name)) throw new Conflict("已存在同名存储渠道");
-  refuseSharedPlace(app, source);
+  refuseSharedPlace(app, { ...source, encrypted });
 
   source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: app.channels.site });
 
@@ -222,7 +222,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
   checkAutoCreate(source, input.auto_create_bucket);
   const configChanged = source.driver !== row.driver || !sameValues(source.config, stored.config);
   const moved = locationChanged({ driver: row.driver, config: stored.config }, source, app.bootstrap.dataDir);
-  if (moved) refuseSharedPlace(app, source, row.id);
+  if (moved) refuseSharedPlace(app, { ...source, encrypted: !!row.encrypted }, row.id);
   if (configChanged || input.auto_create_bucket) {
     source = await probeForSave(source, {
       encrypted: !!row.encrypted,
@@ -277,7 +277,7 @@ function refuseSharedPlace(app: AppContext, place: ChannelPlace, exceptId?: numb
     } catch {
       continue; // sealed under another master key: it cannot store anything anyway
     }
-    if (samePlace(place, { driver: other.driver, config }, app.bootstrap.dataDir)) {
+    if (samePlace(place, { driver: other.driver, config, encrypted: !!other.encrypted }, app.bootstrap.dataDir)) {
       throw new Conflict(`存储渠道 ${other.name} 已使用同一存储位置：两个渠道会把同一份对象记作两份副本，删除其中一个还会删掉另一个的对象`);
     }
   }

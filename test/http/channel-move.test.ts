@@ -83,6 +83,9 @@ describe("moving a channel", () => {
       await conflict(channelBody("twin", join(parent, "link")));
       const other = await admin.json("POST", "/api/admin/channels", channelBody("other", join(parent, "other")), 201);
       await conflict(channelBody("other", storage), "PUT", `/api/admin/channels/${other.id}`);
+      // An encrypted channel names its objects with its own keys: it shares none, so it may live there.
+      const sealed = await admin.json("POST", "/api/admin/channels", { ...channelBody("sealed", storage), encrypted: true }, 201);
+      await admin.request("DELETE", `/api/admin/channels/${sealed.id}?purge=false`);
       await admin.request("DELETE", `/api/admin/channels/${other.id}?purge=false`);
     } finally {
       rmSync(parent, { recursive: true, force: true });
