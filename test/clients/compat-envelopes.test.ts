@@ -69,10 +69,18 @@ test("unknown paths and methods under /api/v1/ and /api/1/ are refused in that s
     ["DELETE", "/api/admin/config", "GET, HEAD, PUT"],
     ["POST", "/healthz", "GET, HEAD"],
     ["PUT", "/metrics", "GET, HEAD"],
-    ["POST", "/o/1/some/key.png", "GET, HEAD"],
   ] as const) {
     const res = await fetch(server.url(path), { method });
     expect([method, path, res.status, res.headers.get("allow")]).toEqual([method, path, 405, allow]);
     expect(await res.json()).toEqual({ error: `该接口不支持 ${method} 方法（可用：${allow}）` });
+  }
+  // Image access answers in plain text (spec 7), 405s included.
+  for (const [method, path] of [
+    ["POST", "/o/1/some/key.png"],
+    ["DELETE", "/i/abcdefghij"],
+  ] as const) {
+    const res = await fetch(server.url(path), { method });
+    expect([method, res.status, res.headers.get("allow"), res.headers.get("content-type")]).toEqual([method, 405, "GET, HEAD", "text/plain; charset=utf-8"]);
+    expect(await res.text()).toBe(`该接口不支持 ${method} 方法（可用：GET, HEAD）`);
   }
 });
