@@ -74,7 +74,10 @@ export function authRoutes(app: AppContext) {
       const input = parseBody(changePasswordBody, body);
       if (!(await checkPassword(app.loginLimiter.admitPasswordChange(p.user.id), input.old_password, p.user.password_hash))) throw badRequest("原密码错误");
       if (input.old_password === input.new_password) throw badRequest("新密码不能与原密码相同");
-      app.users.setPassword(p.user.id, await hashPassword(input.new_password), false);
+      const hash = await hashPassword(input.new_password);
+      // An administrator's reset (or a deletion) during the two argon2 runs is not overwritten.
+      if (!unchangedSince(app, p.user)) throw unauthorized("账号的密码已被更改，请重新登录");
+      app.users.setPassword(p.user.id, hash, false);
       app.sessions.deleteAllForUser(p.user.id);
       audit(app.db, p.user, "user.password_change", p.user.id);
       set.headers["set-cookie"] = sessionCookie("", 0, requestInfo(request).secure);
