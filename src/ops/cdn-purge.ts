@@ -20,6 +20,7 @@ const PURGE_TIMEOUT_MS = 10_000;
 export interface VariantRow {
   /** 0 = format conversion only, not resized. */
   width: number;
+  /** "" with a width: only `?w=<width>` (an original answered at that width, whatever the formats). */
   format: string;
 }
 
@@ -37,7 +38,7 @@ export function purgeUrls(baseUrl: string, imageId: string, variants: readonly V
     for (const v of variants) {
       if (v.width > 0) {
         urls.add(`${link}?w=${v.width}`);
-        urls.add(`${link}?w=${v.width}&format=${v.format}`);
+        if (v.format !== "") urls.add(`${link}?w=${v.width}&format=${v.format}`);
       } else {
         urls.add(`${link}?format=${v.format}`);
       }
@@ -64,6 +65,8 @@ export function originalForms(stored: { width: number; mime: string }, widths: r
   const rows: VariantRow[] = own !== null && formats.includes(own) ? [{ width: 0, format: own }] : [];
   for (const width of widths ?? []) {
     if (width < stored.width && stored.mime !== APNG_MIME) continue;
+    // `?w=` alone (format "": no `&format=` form), answered even when no format is configured.
+    rows.push({ width, format: "" });
     for (const format of formats) rows.push({ width, format });
   }
   return rows;
