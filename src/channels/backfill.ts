@@ -20,8 +20,17 @@ export function startBackfill(app: AppContext, channelId: number) {
   });
 }
 
+/**
+ * Queues the channel's unfinished replicas again, off the request and the loop (the backfill job
+ * enqueues them in batches with turns of the loop between): enqueueing a million rows in place
+ * froze the loop for minutes when a channel recovered or was moved.
+ */
+export function requeueUnfinished(app: AppContext, channelId: number) {
+  app.jobs.enqueue(BACKFILL_JOB, { channel_id: channelId, expedite: true }, { uniqueKey: `${channelId}:requeue` });
+}
+
 /** Enqueues a replication job for each replica of the channel that is not done yet, in id order. */
-export async function runBackfill(app: AppContext, { channel_id }: { channel_id: number }, ctx: JobContext) {
+export async function runBackfill(app: AppContext, { channel_id, expedite = false }: { channel_id: number; expedite?: boolean }, ctx: JobContext) {
   let after = 0;
   for (;;) {
     const channel = app.channels.get(channel_id);
@@ -30,7 +39,7 @@ export async function runBackfill(app: AppContext, { channel_id }: { channel_id:
     if (ids.length === 0) return;
     inWriteTransaction(app.db, () => {
       for (const blobId of ids) {
-        app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id }, { uniqueKey: `${blobId}:${channel_id}` });
+        app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id }, { uniqueKey: `${blobId}:${channel_id}`, expedite });
       }
     });
     after = ids.at(-1)!;

@@ -1,4 +1,4 @@
-import { REPLICATE_JOB } from "../images/store";
+import { requeueUnfinished } from "./backfill";
 import { setLongTimeout, type LongTimeout } from "../jobs/long-timeout";
 import type { AppContext } from "../context";
 import { FailureLog } from "../ops/repeated-failure";
@@ -102,7 +102,5 @@ export function requeueAllFailedReplicas(app: AppContext) {
 
 /** Failed replicas on a channel that is healthy again get a fresh replication job. */
 export function requeueFailedReplicas(app: AppContext, channelId: number) {
-  for (const blobId of app.images.unfinishedReplicaBlobIds(channelId)) {
-    app.jobs.enqueue(REPLICATE_JOB, { blob_id: blobId, channel_id: channelId }, { uniqueKey: `${blobId}:${channelId}`, expedite: true });
-  }
+  requeueUnfinished(app, channelId);
 }

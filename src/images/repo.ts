@@ -175,14 +175,6 @@ export class ImageRepo {
     return this.db.query<{ n: number }, [number, string]>("SELECT COUNT(*) AS n FROM images WHERE blob_id = ? AND user_id = ?").get(blobId, userId)!.n;
   }
 
-  /** Blobs whose replica on this channel is failed or still pending. */
-  unfinishedReplicaBlobIds(channelId: number): number[] {
-    return this.db
-      .query<{ blob_id: number }, [number]>("SELECT blob_id FROM blob_channels WHERE channel_id = ? AND state IN ('failed', 'pending')")
-      .all(channelId)
-      .map((r) => r.blob_id);
-  }
-
   /**
    * Records a generated variant so a CDN purge can name every generated URL of the image; the
    * row outlives the cached file and goes only with the blob (ON DELETE CASCADE).

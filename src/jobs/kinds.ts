@@ -13,7 +13,8 @@ export interface JobKinds {
   /** Move a deleted channel's sole copies elsewhere, then purge it. */
   "channel.drain": { channel_id: number };
   /** Copy existing blobs to a newly added channel. */
-  "channel.backfill": { channel_id: number };
+  /** `expedite`: run replication jobs now that wait out a back-off (the channel, or a source, is healthy again). */
+  "channel.backfill": { channel_id: number; expedite?: boolean };
   /** One batch of CDN cache purges. */
   "cdn.purge": { files: string[] };
 }
