@@ -92,10 +92,13 @@ describe("the file", () => {
     }
   });
 
-  test("the first part named file counts; other file parts and a second one are skipped; another file field name can be asked for", async () => {
+  test("the part named file counts and other file parts are skipped; a second file under that name is refused; another file field name can be asked for", async () => {
     for (const path of PATHS) {
-      const first = await outcome([file(png(5), "x.png", "other"), file(png(7), "one.png"), file(png(9), "two.png")], path);
+      const first = await outcome([file(png(5), "x.png", "other"), file(png(7), "one.png")], path);
       expect(first).toMatchObject({ file: { name: "one.png", size: 7 } });
+      // One stored and the other dropped without a word was the old answer.
+      expect(await outcome([file(png(7), "one.png"), file(png(9), "two.png")], path)).toBe("一次只能上传一个文件：表单中的 file 字段出现了多次");
+      expect(tempFiles()).toEqual([]);
       expect(await outcome([file(png(5), "s.png", "source")], path, [], { fileField: "source" })).toMatchObject({ file: { name: "s.png", size: 5 } });
       expect(await outcome([text("ttl", "60")], path)).toEqual({ fields: { ttl: "60" }, file: undefined });
     }
