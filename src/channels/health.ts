@@ -96,11 +96,6 @@ export async function probeAndLog(app: AppContext, id: number, deep = false) {
  */
 export function requeueAllFailedReplicas(app: AppContext) {
   for (const channel of app.channels.list()) {
-    if (channel.healthy && !channel.row.deleting) requeueFailedReplicas(app, channel.row.id);
+    if (channel.healthy && !channel.row.deleting) requeueUnfinished(app, channel.row.id);
   }
-}
-
-/** Failed replicas on a channel that is healthy again get a fresh replication job. */
-export function requeueFailedReplicas(app: AppContext, channelId: number) {
-  requeueUnfinished(app, channelId);
 }

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import { audit, type AuditActor } from "../ops/audit";
 import { evaluateChannelAlerts } from "../ops/alerts";
-import { startBackfill } from "./backfill";
+import { requeueUnfinished, startBackfill } from "./backfill";
 import { cryptPasswords, wrapEncrypted, type CryptPasswords } from "./crypt-layer";
 import type { Driver } from "./driver";
 import { channelErrorText } from "./drivers/driver-errors";
@@ -17,7 +17,7 @@ import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { dropMovedPin, withHostKeyPin } from "./host-key-pin";
 import { type ChannelPlace, locationChanged, samePlace } from "./location";
-import { probeAndLog, requeueAllFailedReplicas, requeueFailedReplicas } from "./health";
+import { probeAndLog, requeueAllFailedReplicas } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
 import { isOAuthDriver } from "./oauth/providers";
@@ -253,7 +253,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
     throw err;
   }
   app.channels.reload();
-  if (configChanged) requeueFailedReplicas(app, row.id);
+  if (configChanged) requeueUnfinished(app, row.id);
   audit(app.db, actor, "channel.update", row.id, {
     name: input.name,
     priority: input.priority,

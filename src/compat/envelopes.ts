@@ -36,12 +36,13 @@ export function unknownRoute(path: string, method: string, allowed: readonly str
   // A path that exists under another method: 405 with Allow (RFC 9110 15.5.6), as the S3 surface
   // answers and Laravel does for Lsky's routes, instead of a 404 saying the endpoint does not exist.
   if (surface !== "chevereto" && allowed.length > 0 && !allowed.includes(method)) {
-    const message = `该接口不支持 ${method.slice(0, 16)} 方法（可用：${allowed.join(", ")}）`;
+    const allow = allowed.join(", ");
+    const message = `该接口不支持 ${method.slice(0, 16)} 方法（可用：${allow}）`;
     // Image access answers its errors in plain text (spec 7), not the API's JSON.
     if (path.startsWith("/i/") || path.startsWith("/o/")) {
-      return new Response(message, { status: 405, headers: { allow: allowed.join(", "), "content-type": "text/plain; charset=utf-8" } });
+      return new Response(message, { status: 405, headers: { allow, "content-type": "text/plain; charset=utf-8" } });
     }
-    return surfaceError(path, 405, message, { allow: allowed.join(", ") });
+    return surfaceError(path, 405, message, { allow });
   }
   if (surface !== "chevereto") return surfaceError(path, 404, "接口不存在");
   const message = "无效的 API 操作：Chevereto 兼容接口只有 GET 或 POST /api/1/upload";

@@ -113,6 +113,11 @@ export async function holdsIntactCopy(driver: Driver, blob: BlobRef & { size: nu
     if (err instanceof ObjectNotFoundError) return false;
     throw err;
   }
+  // Another size is another object: no need to read it to say so.
+  if (got.size !== blob.size) {
+    await got.stream.cancel().catch(() => {});
+    return false;
+  }
   const hasher = new Bun.CryptoHasher("sha256");
   let size = 0;
   for await (const chunk of got.stream) {

@@ -11,7 +11,6 @@ import { inWriteTransaction } from "../../db/write-transaction";
 /** Trigram FTS needs at least 3 characters; shorter terms fall back to a LIKE scan of every name. */
 export const FTS_MIN_CHARS = 3;
 
-/** An FTS5 phrase: the term in double quotes, inner quotes doubled, matches it as a substring. */
 /**
  * A search term as typed, without control characters: a NUL made the FTS5 phrase unterminated (a
  * 500) and cut the LIKE pattern short (wrong matches). Undefined when nothing is left to search for.
@@ -21,6 +20,7 @@ export function searchTermOf(raw: string | null | undefined): string | undefined
   return term === "" ? undefined : term;
 }
 
+/** An FTS5 phrase: the term in double quotes, inner quotes doubled, matches it as a substring. */
 export const ftsPhrase = (term: string) => `"${term.replace(/"/g, '""')}"`;
 
 /** A LIKE pattern matching `term` literally anywhere (% _ and \ escaped; pair with ESCAPE '\'). */

@@ -73,10 +73,10 @@ async function describe(input: Buffer | string, maxPixels: number, type: { ext: 
 }
 
 /**
- * Refuses (415) an image in memory that is cut off or damaged past its header. The container walk
- * of the lossless strip sees that without decoding (a JPEG with no EOI, a PNG with no IEND, AVIF
- * data outside the file); a structure the walk refuses though decoders may not is decoded whole.
- * For `passthrough`, which otherwise reads only the header.
+ * Refuses (415) an image that is cut off or damaged past its header, for `passthrough`, which
+ * otherwise reads only the header. In memory the container walk of the lossless strip sees that
+ * without decoding (a JPEG with no EOI, a PNG with no IEND, AVIF data outside the file); on disk
+ * the file's last bytes do (endsWhole). Whatever neither settles is decoded whole.
  */
 async function assertWhole(input: Buffer | string, mime: string, reading: { ext: string; sequence?: boolean }): Promise<void> {
   if (typeof input === "string") {
@@ -134,9 +134,9 @@ export async function prepareImage(received: ReceivedFile, opts: { exifPolicy: E
   const reading = { ext: type.ext, sequence: isAvifSequence(head) };
 
   if (opts.exifPolicy !== "strip") {
-    const header = describe(received.bytes ?? received.path!, opts.maxPixels, reading);
+    const input = received.bytes ?? received.path!;
     // Kept as sent, so nothing below would read past the header: a file cut off mid-way was stored.
-    const dimensions = awaitedLater(header.then(async (d) => (await assertWhole(received.bytes ?? received.path!, type.mime, reading), d)));
+    const dimensions = awaitedLater(describe(input, opts.maxPixels, reading).then(async (d) => (await assertWhole(input, type.mime, reading), d)));
     const sha256 = received.sha256 ?? (received.bytes ? sha256Hex(received.bytes) : await sha256File(received.path));
     return { path: received.path, bytes: received.bytes, size: received.size, sha256, ...kind, dimensions } as PreparedImage;
   }
