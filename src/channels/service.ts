@@ -146,6 +146,9 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
   refuseSharedPlace(app, { ...source, encrypted });
 
   source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: app.channels.site });
+  // Again after the probe's wait, with no await before the insert: a create that started meanwhile
+  // at the same place passed the first check too.
+  refuseSharedPlace(app, { ...source, encrypted });
 
   let id: number;
   try {
@@ -235,6 +238,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
 
   try {
     inWriteTransaction(app.db, () => {
+      if (moved) refuseSharedPlace(app, { ...source, encrypted: !!row.encrypted }, row.id); // again: see createChannel
       app.channels.repo.update(row.id, {
         name: input.name,
         priority: input.priority,

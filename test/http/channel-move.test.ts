@@ -87,6 +87,13 @@ describe("moving a channel", () => {
       const sealed = await admin.json("POST", "/api/admin/channels", { ...channelBody("sealed", storage), encrypted: true }, 201);
       await admin.request("DELETE", `/api/admin/channels/${sealed.id}?purge=false`);
       await admin.request("DELETE", `/api/admin/channels/${other.id}?purge=false`);
+
+      // Two creates at one new place sent together: both passed a check made before their probes.
+      const shared = join(parent, "shared");
+      const raced = await Promise.all(["a", "b", "c"].map((n) => admin.request("POST", "/api/admin/channels", channelBody(`race-${n}`, shared))));
+      expect(raced.map((r) => r.status).sort()).toEqual([201, 409, 409]);
+      const winner = raced.find((r) => r.status === 201);
+      if (winner) await admin.request("DELETE", `/api/admin/channels/${(await winner.json()).id}?purge=false`);
     } finally {
       rmSync(parent, { recursive: true, force: true });
     }
