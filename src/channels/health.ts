@@ -74,7 +74,7 @@ export async function healthRound(app: AppContext) {
       if (after?.healthy && !wasHealthy) recovered = true;
     }),
   );
-  if (recovered) requeueAllFailedReplicas(app);
+  if (recovered) requeueUnfinishedEverywhere(app);
 }
 
 /** Probes one channel (see ChannelRegistry.probe) and logs a change of its health either way. */
@@ -92,9 +92,10 @@ export async function probeAndLog(app: AppContext, id: number, deep = false) {
  * A channel back in service can be either end of a failed copy: its target, or the source of a
  * copy to another channel (a replica that failed while the only copy was on a disk that was not
  * mounted gave up after its last retry and was never tried again). So every healthy channel's
- * failed replicas get a fresh job; those already queued keep theirs (one job per blob and channel).
+ * unfinished replicas (failed, and pending ones whose job is gone) get a fresh job; those already
+ * queued keep theirs (one job per blob and channel).
  */
-export function requeueAllFailedReplicas(app: AppContext) {
+export function requeueUnfinishedEverywhere(app: AppContext) {
   for (const channel of app.channels.list()) {
     if (channel.healthy && !channel.row.deleting) requeueUnfinished(app, channel.row.id);
   }

@@ -17,7 +17,7 @@ import { resolveLocalPath } from "./drivers/local";
 import { createDriver, driverOptionSpecs, type DriverSite } from "./factory";
 import { dropMovedPin, withHostKeyPin } from "./host-key-pin";
 import { type ChannelPlace, locationChanged, samePlace } from "./location";
-import { probeAndLog, requeueAllFailedReplicas } from "./health";
+import { probeAndLog, requeueUnfinishedEverywhere } from "./health";
 import { auditMarkers, isSensitiveConfigKey, isSensitiveTemplateInput, scrubChannelError, SECRET_SENTINEL } from "./masking";
 import { completeFromProvider, withToken } from "./oauth/complete";
 import { isOAuthDriver } from "./oauth/providers";
@@ -292,7 +292,7 @@ export async function checkChannel(app: AppContext, id: number | undefined) {
   const row = requireChannel(app, id);
   if (!app.channels.get(row.id)) app.channels.reload();
   const { after } = await probeAndLog(app, row.id, true);
-  if (after?.healthy && !after.row.deleting) requeueAllFailedReplicas(app);
+  if (after?.healthy && !after.row.deleting) requeueUnfinishedEverywhere(app);
   evaluateChannelAlerts(app);
   return describeChannel(app, row.id);
 }
