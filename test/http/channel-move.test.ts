@@ -12,13 +12,40 @@ import { expectError } from "../helpers/client";
 import { listFiles } from "../helpers/files";
 import { useAdmin } from "../helpers/fixture";
 import { form, makeJpeg } from "../helpers/images";
+import { PausePoints } from "../helpers/pause-points";
 import { replicaOn, waitAllReplicasDone, waitReplicaState } from "./channels.helpers";
 
 const channelBody = (name: string, path: string, priority = 0) => ({ name, priority, allow_direct_link: false, driver: "local", config: { path } });
 
+const pauses = new PausePoints();
+
 describe("moving a channel", () => {
-  const { server, admin } = useAdmin();
+  const { server, admin } = useAdmin({ env: pauses.env("replicate.put") });
   const builtIn = async () => (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "local").id as number;
+
+  // First in the file: no earlier image is being copied to the new channel when the pause is armed.
+  test("a copy on its way while the channel moves is made again at the new place, not recorded done at the old one", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "kura-move-inflight-"));
+    try {
+      const ch = await admin.json("POST", "/api/admin/channels", channelBody("travelling", join(parent, "old")), 201);
+      pauses.arm("replicate.put", `channel=${ch.id} `);
+      const image = await admin.json("POST", "/api/admin/upload", form(await makeJpeg(40, 30, 90), "t.jpg"));
+      await pauses.held("replicate.put");
+      const fresh = join(parent, "new");
+      await admin.json("PUT", `/api/admin/channels/${ch.id}`, channelBody("travelling", fresh));
+      pauses.release("replicate.put");
+
+      await waitReplicaState(admin, image.id, ch.id, "done");
+      const sha = (await admin.json("GET", `/api/admin/images/${image.id}`)).sha256 as string;
+      const there = existsSync(fresh) && listFiles(fresh).some((f) => f.includes(sha));
+      expect({ doneAtNewPlace: there }).toEqual({ doneAtNewPlace: true });
+    } finally {
+      pauses.release("replicate.put");
+      const travelling = (await admin.json("GET", "/api/admin/channels")).items.find((c: { name: string }) => c.name === "travelling");
+      if (travelling) await admin.request("DELETE", `/api/admin/channels/${travelling.id}?purge=false`);
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
 
   test("its copies are no longer counted until they are at the new place: copied there again, every file present", async () => {
     const parent = mkdtempSync(join(tmpdir(), "kura-move-"));
@@ -39,7 +66,9 @@ describe("moving a channel", () => {
         expect({ id, countedWithoutFile: replica?.state === "done" && !there }).toEqual({ id, countedWithoutFile: false });
       }
       for (const id of ids) await waitReplicaState(admin, id, ch.id, "done");
-      expect(listFiles(fresh).filter((f) => f.startsWith("img/")).length).toBe(ids.length);
+      const files = listFiles(fresh);
+      const shas = await Promise.all(ids.map(async (id) => (await admin.json("GET", `/api/admin/images/${id}`)).sha256 as string));
+      expect(shas.filter((sha) => !files.some((f) => f.startsWith("img/") && f.includes(sha)))).toEqual([]);
       await admin.request("DELETE", `/api/admin/channels/${ch.id}?purge=false`);
     } finally {
       rmSync(parent, { recursive: true, force: true });
