@@ -1,6 +1,7 @@
 // Response shapes of Chevereto's API v1 (app/legacy/routes/api.php of chevereto/chevereto):
 // success {"status_code": 200, "success": {...}, "image": {...}, "status_txt": "OK"},
 // error {"status_code": n, "error": {"message", "code"}, "status_txt": "..."}.
+import { STATUS_CODES } from "node:http";
 import { resizedUrl, thumbnailWidth } from "../shared/links";
 import { humanDate, localTime, type CompatImage } from "./common";
 
@@ -9,21 +10,8 @@ export type CheveretoFormat = "json" | "txt" | "redirect";
 /** Chevereto's "medium" size is 500 px wide: the smallest allowed width from there up. */
 const MEDIUM_MIN_WIDTH = 500;
 
-const STATUS_TEXT: Record<number, string> = {
-  200: "OK",
-  400: "Bad Request",
-  401: "Unauthorized",
-  403: "Forbidden",
-  404: "Not Found",
-  413: "Payload Too Large",
-  415: "Unsupported Media Type",
-  422: "Unprocessable Entity",
-  429: "Too Many Requests",
-  500: "Internal Server Error",
-  503: "Service Unavailable",
-};
-
-export const statusText = (status: number) => STATUS_TEXT[status] ?? "Error";
+/** Chevereto's status_txt is the HTTP reason phrase (a 408 read "Error" from a table that missed it). */
+export const statusText = (status: number) => STATUS_CODES[status] ?? "Error";
 
 /** `format`: json (default), txt or redirect; anything else falls back to json like Chevereto's switch. */
 export function cheveretoFormat(value: string | null | undefined): CheveretoFormat {

@@ -14,7 +14,7 @@ import { BodyRoutes } from "./json-bodies";
 import { answerableError, logCrash } from "./disk-full";
 import { proxyMisconfigurationHint } from "./proxy-hint";
 import { hasOrigin, routableRequest, withPlaceholderOrigin } from "./raw-url";
-import { rawTarget } from "../shared/url-target";
+import { rawTarget, routedPath } from "../shared/url-target";
 import { isSecureRequest, requestInfo, requireUsableHost, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable, type RouteTable } from "./route-table";
 import { closesConnection } from "./tool-surfaces";
@@ -66,7 +66,7 @@ export function createRouter(app: AppContext, extra: Elysia<any, any, any, any, 
       if (code === "PARSE") return errorAnswer(app, request, bodyRoutes.refusal(request, route));
       // Unknown paths and methods under /api/v1/ and /api/1/ too: their clients read only their own error shape.
       if (code === "NOT_FOUND") {
-        const path = rawTarget(request.url).path;
+        const path = routedPath(rawTarget(request.url).path);
         return unknownRoute(path, request.method, methodsAt(path));
       }
       if (code === "VALIDATION") return jsonError(400, "请求参数无效");
@@ -180,7 +180,7 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
   const routed = async (received: Request, peer: string, started: number): Promise<Response> => {
     // From here on the router, the body cap, the S3 surface and the metrics share one path.
     const request = routableRequest(received);
-    const path = rawTarget(request.url).path;
+    const path = routedPath(rawTarget(request.url).path);
     const trusted = app.bootstrap.trustedProxies;
     hintProxy(peer, request.headers);
     const info = { peer, client: resolveClientAddress(peer, request.headers, trusted), secure: isSecureRequest(request, peer, trusted) };

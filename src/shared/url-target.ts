@@ -11,6 +11,19 @@ export function rawTarget(url: string): { path: string; query: string } {
 
 export const SLASH = 47;
 
+/**
+ * The path as the router matches it. Elysia (strictPath off) routes `/api/1/upload/` to
+ * `/api/1/upload` (one slash, not two), and the Chevereto docs' own example has it: checks by exact
+ * path (the body cap, CORS, metrics) drop that slash too, or the slashed form got a 1 MiB cap and
+ * `/api/v1/tokens/` the cross-origin reads the unslashed form refuses. Not under /s3/, where a
+ * trailing slash names a bucket or a folder's key.
+ */
+export function routedPath(path: string): string {
+  if (path.length < 2 || path.charCodeAt(path.length - 1) !== SLASH || path.charCodeAt(path.length - 2) === SLASH) return path;
+  if (path === "/s3/" || path.startsWith("/s3/")) return path;
+  return path.slice(0, -1);
+}
+
 /** Where the path starts: 0 for a bare target (see hasOrigin), else after the authority; -1 when there is none. */
 export function pathStart(url: string): number {
   if (url.charCodeAt(0) === SLASH) return 0;

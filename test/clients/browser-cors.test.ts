@@ -107,7 +107,8 @@ describe("preflight answers", () => {
 
   test("nothing for the console's API, and no CORS header on a same-origin answer", async () => {
     // Lsky's password-for-token endpoint stays same-origin: no page may read which password worked.
-    for (const path of ["/api/admin/upload", "/api/admin/me", "/api/uploads", "/api/v1/tokens"]) {
+    // With a trailing slash too: the router takes `/api/v1/tokens/` for `/api/v1/tokens`.
+    for (const path of ["/api/admin/upload", "/api/admin/me", "/api/uploads", "/api/v1/tokens", "/api/v1/tokens/", "/api/admin/me/"]) {
       const res = await preflight(path);
       await res.arrayBuffer();
       expect([path, res.headers.get("access-control-allow-origin")]).toEqual([path, null]);

@@ -1,6 +1,6 @@
 /** The Chevereto API v1 compatible upload, sent the way ShareX's built-in Chevereto uploader and bots send it. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { form, makeJpeg, makePng } from "../helpers/images";
+import { form, makeJpeg, makePng, noisePng } from "../helpers/images";
 import { type ClientFixture, pngOrigin, sha256, specJson, startClientFixture } from "./fixture";
 
 describe("Chevereto API v1", () => {
@@ -53,6 +53,18 @@ describe("Chevereto API v1", () => {
     const thumb = await fetch(img.thumb.url);
     expect(thumb.status).toBe(200);
     expect(thumb.headers.get("content-type")).toMatch(/^image\//);
+  });
+
+  test("the upload paths with a trailing slash (the docs' form) take files above 1 MiB as the unslashed ones do", async () => {
+    const big = await noisePng(700); // ~1.5 MB: above the control-plane cap, below max_upload_mb
+    expect(big.length).toBeGreaterThan(1024 * 1024);
+    const chevereto = await fetch(f.server.url("/api/1/upload/"), { method: "POST", body: sharexForm(big, f.token) });
+    expect([chevereto.status, (await chevereto.json()).image?.size]).toEqual([200, big.length]);
+    for (const path of ["/api/v1/upload/", "/api/upload/"]) {
+      const res = await fetch(f.server.url(path), { method: "POST", headers: { authorization: `Bearer ${f.token}` }, body: form(big, "big.png") });
+      expect([path, res.status]).toEqual([path, 200]);
+      await res.arrayBuffer();
+    }
   });
 
   test("base64 source, urlencoded and as a multipart text field (also as a data: URL)", async () => {
