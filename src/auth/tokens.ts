@@ -173,20 +173,20 @@ export interface TokenPrincipal {
   user: UserRow;
 }
 
-/** The token and its owner when the token is active and the owner enabled. */
-function usableToken(deps: TokenDeps, prefix: string, now: number): TokenPrincipal | undefined {
+/** The token and its owner when the token is active (the owner may be disabled: callers decide). */
+function activeToken(deps: TokenDeps, prefix: string, now: number): TokenPrincipal | undefined {
   const token = new TokenRepo(deps.db).byPrefix(prefix);
   if (!token || tokenState(token, now) !== "active") return undefined;
   const user = deps.users.byId(token.user_id);
-  if (!user || user.disabled) return undefined;
-  return { token, user };
+  return user && { token, user };
 }
 
 const INVALID_TOKEN = "上传令牌无效、已过期或已吊销";
+export const ACCOUNT_DISABLED = "该账号已被停用";
 
 /**
  * Data-plane authentication (`Authorization: Bearer <token>`): 401 for a missing,
- * malformed, unknown, expired or revoked token or a disabled owner; 403 when the
+ * malformed, unknown, expired or revoked token; 403 when its owner is disabled or the
  * token lacks the upload scope. Admin endpoints never call this.
  */
 export function authenticateUploadToken(deps: TokenDeps, request: Request, now = Date.now()): TokenPrincipal {
@@ -204,8 +204,11 @@ export function authenticateUploadToken(deps: TokenDeps, request: Request, now =
  */
 export function authenticateUploadTokenText(deps: TokenDeps, plaintext: string, now = Date.now()): TokenPrincipal {
   const prefix = tokenPrefixOf(plaintext);
-  const found = prefix ? usableToken(deps, prefix, now) : undefined;
+  const found = prefix ? activeToken(deps, prefix, now) : undefined;
   if (!found || !safeEqual(found.token.secret_hash, sha256Hex(plaintext))) throw new Unauthenticated(INVALID_TOKEN, 'Bearer realm="kura"');
+  // The token is good; its account is stopped. Said as such (it read "invalid, expired or revoked"),
+  // and the same answer an upload gets when the account is stopped while its body arrives.
+  if (found.user.disabled) throw new Forbidden(ACCOUNT_DISABLED);
   if (!hasUploadScope(found.token)) {
     throw new Forbidden("上传令牌没有上传权限", 'Bearer realm="kura", error="insufficient_scope"');
   }
@@ -220,6 +223,6 @@ export function authenticateUploadTokenText(deps: TokenDeps, plaintext: string, 
  */
 export function resolveS3Credential(deps: TokenDeps, accessKeyId: string, now = Date.now()): (TokenPrincipal & { secret: string }) | undefined {
   if (!/^kura_[a-z2-7]{12}$/.test(accessKeyId)) return undefined;
-  const found = usableToken(deps, accessKeyId, now);
-  return found && { ...found, secret: s3SecretFor(deps.key, found.token) };
+  const found = activeToken(deps, accessKeyId, now);
+  return found && !found.user.disabled ? { ...found, secret: s3SecretFor(deps.key, found.token) } : undefined;
 }

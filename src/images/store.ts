@@ -1,5 +1,5 @@
 import { Forbidden, isDiskFull, isOutOfFileDescriptors, QuotaExceeded, Unauthenticated, Unavailable } from "../errors";
-import { TokenRepo, tokenState } from "../auth/tokens";
+import { ACCOUNT_DISABLED, TokenRepo, tokenState } from "../auth/tokens";
 import type { AppContext } from "../context";
 import { recordIdempotencyKey } from "./repos/idempotency";
 import { allIntents, deleteIntent, insertIntent } from "./repos/intents";
@@ -48,7 +48,7 @@ function checkUploader(app: AppContext, ref: NewReference, size: number) {
   const user = app.users.byId(ref.userId);
   if (!user) throw new Unauthenticated("上传者的账号已被删除");
   if (ref.tokenId !== null) checkUploadToken(app, ref.tokenId, ref.startedAt);
-  if (user.disabled) throw new Forbidden("该账号已被停用");
+  if (user.disabled) throw new Forbidden(ACCOUNT_DISABLED);
   checkQuota(app, ref.userId, size, user.quota_bytes);
 }
 

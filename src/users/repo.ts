@@ -58,6 +58,11 @@ export class UserRepo {
     return this.db.query<UserRow, [string]>("SELECT * FROM users WHERE name = ?").get(name) ?? undefined;
   }
 
+  /** Whether another user has this name, in any letter case (ASCII; NOCASE folds only A-Z). */
+  nameInUse(name: string, exceptId = ""): boolean {
+    return !!this.db.query("SELECT 1 FROM users WHERE name = ?1 COLLATE NOCASE AND id != ?2 LIMIT 1").get(name, exceptId);
+  }
+
   list(): UserItem[] {
     return this.db.query<ItemRow, []>(`${USER_ITEM_SQL} ORDER BY u.created_at, u.id`).all().map(toItem);
   }

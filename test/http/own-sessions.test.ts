@@ -30,7 +30,11 @@ async function browser(name: string, password: string, userAgent: string): Promi
   return s;
 }
 
-const sessionsOf = async (s: Session) => (await s.json<{ items: SessionItem[] }>("GET", "/api/admin/me/sessions")).items;
+const sessionsOf = async (s: Session) => {
+  const list = await s.json<{ items: SessionItem[]; total: number }>("GET", "/api/admin/me/sessions");
+  expect(list.total).toBe(list.items.length); // spec 2.1: every list carries its total
+  return list.items;
+};
 const signedIn = async (s: Session) => (await s.request("GET", "/api/admin/me")).status === 200;
 
 describe("own sessions", () => {

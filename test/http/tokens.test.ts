@@ -359,14 +359,16 @@ describe("authenticateUploadToken and resolveS3Credential on a real migrated dat
     }
   });
 
-  test("expired, revoked or disabled owner gives 401; a token without upload scope gives 403", () => {
+  test("expired or revoked gives 401; a disabled owner or a token without upload scope gives 403", () => {
     const t = repo.issue("u1", "states", 1);
     db.query("UPDATE tokens SET expires_at = ? WHERE id = ?").run(sqlTime(Date.now() - 1000), t.id);
     expect(authStatus(deps, `Bearer ${t.token}`)).toBe(401);
     db.query("UPDATE tokens SET expires_at = ? WHERE id = ?").run(sqlTime(Date.now() + 60_000), t.id);
     expect(authStatus(deps, `Bearer ${t.token}`)).toBe(200);
     db.query("UPDATE users SET disabled = 1 WHERE id = 'u1'").run();
-    expect(authStatus(deps, `Bearer ${t.token}`)).toBe(401);
+    // Said as what it is (the token is good, the account stopped) only to whoever holds the secret.
+    expect(authStatus(deps, `Bearer ${t.token}`)).toBe(403);
+    expect(authStatus(deps, `Bearer ${t.token.slice(0, -1)}${t.token.at(-1) === "A" ? "B" : "A"}`)).toBe(401);
     expect(resolveS3Credential(deps, t.prefix)).toBeUndefined();
     db.query("UPDATE users SET disabled = 0 WHERE id = 'u1'").run();
     db.query("UPDATE tokens SET scopes = 'read' WHERE id = ?").run(t.id);

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { expectError, Session } from "../helpers/client";
 import { useAdmin } from "../helpers/fixture";
+import { form, makePng } from "../helpers/images";
 
 describe("users", () => {
   const { server, admin } = useAdmin();
@@ -43,6 +44,23 @@ describe("users", () => {
     await expectError(await admin.request("POST", "/api/admin/users", { name: "admin", password: "password-1" }), 409);
   });
 
+  test("a name is taken in any letter case, and two creates of one name sent together give one user and 409s", async () => {
+    const user = await admin.json("POST", "/api/admin/users", { name: "Casey", password: "password-1" }, 201);
+    expect(await expectError(await admin.request("POST", "/api/admin/users", { name: "casey", password: "password-1" }), 409)).toBe(
+      "已有只是大小写不同的同名用户",
+    );
+    const other = await admin.json("POST", "/api/admin/users", { name: "kim", password: "password-1" }, 201);
+    const rename = { role: "user", quota_bytes: null, default_ttl_hours: null, disabled: false };
+    await expectError(await admin.request("PUT", `/api/admin/users/${other.id}`, { ...rename, name: "CASEY" }), 409);
+    // Its own name in another case is not someone else's.
+    expect((await admin.json("PUT", `/api/admin/users/${user.id}`, { ...rename, name: "casey" })).name).toBe("casey");
+
+    // Each waits out its password hash between the check and the insert.
+    const raced = await Promise.all([1, 2, 3].map(() => admin.request("POST", "/api/admin/users", { name: "twin", password: "password-1" })));
+    expect(raced.map((r) => r.status).sort()).toEqual([201, 409, 409]);
+    for (const r of raced) await r.arrayBuffer();
+  });
+
   test("update is a strict full replacement; built-in admin is protected", async () => {
     const u = await admin.json("POST", "/api/admin/users", { name: "u-edit", password: "password-1" }, 201);
     await expectError(await admin.request("PUT", `/api/admin/users/${u.id}`, { name: "u-edit2", role: "user" }), 400);
@@ -79,13 +97,21 @@ describe("users", () => {
     );
   });
 
-  test("disabling a user ends their sessions and blocks login", async () => {
+  test("disabling a user ends their sessions, blocks login, and their tokens answer 403 saying so", async () => {
     const u = await admin.json("POST", "/api/admin/users", { name: "u-dis", password: "password-1" }, 201);
     const s = new Session(server);
     await s.login("u-dis", "password-1");
+    const { token } = await s.json("POST", "/api/admin/tokens", { name: "t" }, 201);
     await admin.json("PUT", `/api/admin/users/${u.id}`, { name: "u-dis", role: "user", quota_bytes: null, default_ttl_hours: null, disabled: true });
     await expectError(await s.request("GET", "/api/admin/me"), 401);
     await expectError(await new Session(server).login("u-dis", "password-1"), 403);
+    // As an upload stopped mid-body by the same change answers (it read "invalid, expired or revoked").
+    const upload = await fetch(server.url("/api/upload"), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form(await makePng(8, 8, 5), "x.png"),
+    });
+    expect([upload.status, await upload.json()]).toEqual([403, { error: "该账号已被停用" }]);
   });
 
   test("an admin cannot stop or demote their own account (as they cannot delete it); other fields of it change", async () => {

@@ -89,7 +89,8 @@ export function authRoutes(app: AppContext) {
   const ownSessions = sessionRoutes(app, "user")
     .get("/api/admin/me/sessions", ({ set, principal: p }) => {
       set.headers["cache-control"] = "no-store";
-      return { items: app.sessions.list(p.user.id, p.sessionToken) };
+      const items = app.sessions.list(p.user.id, p.sessionToken);
+      return { items, total: items.length };
     })
     .delete("/api/admin/me/sessions/:id", ({ params, request, set, principal: p }) => {
       if (!app.sessions.endById(p.user.id, params.id)) throw notFound("会话不存在或已结束");

@@ -34,10 +34,13 @@ const passwordBody = z.strictObject({ password });
 const normalizeQuota = (q: number | null | undefined) => (q === null || q === undefined || q <= 0 ? null : q);
 
 export function userRoutes(app: AppContext) {
-  const nameTaken = (n: string, exceptId?: string) => {
-    const other = app.users.byName(n);
-    return !!other && other.id !== exceptId;
-  };
+  /**
+   * Names are told apart regardless of letter case (`Bob` next to `bob` made two look-alike
+   * accounts in the users list and the audit log); a user keeping its own name is not refused
+   * for a case-variant twin made before this rule.
+   */
+  const nameTaken = (n: string, current?: { id: string; name: string }) => current?.name !== n && app.users.nameInUse(n, current?.id);
+  const taken = (n: string) => conflict(app.users.byName(n) ? "用户名已存在" : "已有只是大小写不同的同名用户");
   const existing = (id: string) =>
     app.users.byId(id) ??
     (() => {
@@ -51,13 +54,17 @@ export function userRoutes(app: AppContext) {
     })
     .post("/api/admin/users", async ({ body, set, principal: p }) => {
       const input = parseBody(createBody, body);
-      if (nameTaken(input.name)) throw conflict("用户名已存在");
+      if (nameTaken(input.name)) throw taken(input.name);
+      const passwordHash = await hashPassword(input.password);
+      // Again after the hash's wait, with no await before the insert: a create of the same name sent
+      // meanwhile passed the first check too, and its insert failed on the UNIQUE constraint (a 500).
+      if (nameTaken(input.name)) throw taken(input.name);
       const id = newUserId();
       app.users.insert({
         id,
         name: input.name,
         role: input.role ?? "user",
-        password_hash: await hashPassword(input.password),
+        password_hash: passwordHash,
         must_change_password: 0,
         quota_bytes: normalizeQuota(input.quota_bytes),
         default_ttl_hours: input.default_ttl_hours ?? null,
@@ -75,7 +82,7 @@ export function userRoutes(app: AppContext) {
       }
       // As deleting oneself is refused: an admin who stops or demotes their own account is locked out mid-click.
       if (user.id === p.user.id && (input.disabled || input.role !== user.role)) throw badRequest("不能停用当前登录的用户，也不能修改自己的角色");
-      if (nameTaken(input.name, user.id)) throw conflict("用户名已存在");
+      if (nameTaken(input.name, user)) throw taken(input.name);
       inWriteTransaction(app.db, () => {
         app.users.update(user.id, {
           name: input.name,
