@@ -18,6 +18,8 @@ import { rawTarget, routedPath } from "../shared/url-target";
 import { isSecureRequest, requestInfo, requireUsableHost, resolveClientAddress, setRequestInfo } from "./request-info";
 import { buildRouteTable, type RouteTable } from "./route-table";
 import { closesConnection } from "./tool-surfaces";
+import { closesAfter, drainUnreadBody, LINGER_EXTRA_BYTES } from "./linger";
+import { uploadMaxBytes } from "./upload-input";
 import { IMAGE_ROUTE, imageFastPath } from "./image-fast-path";
 import { authRoutes } from "./routes/auth";
 import { configRoutes } from "./routes/config";
@@ -208,6 +210,8 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     }
     // An error answer promises nothing stored (and a storage fault would be logged twice).
     if (response.status < 400 && !READS.has(request.method)) response = await durable(request, path, response);
+    // A refusal that left the body unread (Lsky's come as 200s) reads it first: see linger.ts.
+    if (!READS.has(request.method) && closesAfter(path, response)) await drainUnreadBody(request, response, uploadMaxBytes(app) + LINGER_EXTRA_BYTES);
     return finish(request, path, response, requestInfo(request).route, started);
   };
 
