@@ -1,12 +1,15 @@
-import { jsonError } from "../http/errors";
+import { randomBytes } from "node:crypto";
+import { ApiError, jsonError } from "../http/errors";
+import { errorResponse, toS3Error } from "../s3/errors";
 import { cheveretoError } from "./chevereto";
 import { CHEVERETO_CODE } from "./chevereto-errors";
 import { lskyResponse } from "./lsky";
 
-type Surface = "lsky" | "chevereto" | "kura";
+type Surface = "lsky" | "chevereto" | "s3" | "kura";
 
-/** Which API a path belongs to: clients of the Lsky Pro and Chevereto APIs parse only their own shape. */
+/** Which API a path belongs to: clients of the Lsky Pro, Chevereto and S3 APIs parse only their own shape. */
 function surfaceOf(path: string): Surface {
+  if (path === "/s3" || path.startsWith("/s3/")) return "s3";
   if (path === "/api/v1" || path.startsWith("/api/v1/")) return "lsky";
   if (path === "/api/1" || path.startsWith("/api/1/")) return "chevereto";
   return "kura";
@@ -16,13 +19,19 @@ function surfaceOf(path: string): Surface {
  * An error that no route of the surface produced (a body over the 1 MiB cap, an unusable `Host`,
  * an unknown path outside /api/1/), in the error shape of the surface the path belongs to:
  * Lsky's `{status: false, message, data: {}}`, Chevereto's `{status_code, error, status_txt}`,
- * Kura's `{"error": "…"}` elsewhere. The status stays: these are refusals before any controller,
+ * S3's XML `<Error>`, Kura's `{"error": "…"}` elsewhere. The status stays: these are refusals before any controller,
  * which Lsky (Laravel's router) and Chevereto (its web server) answer with theirs too.
  */
 export function surfaceError(path: string, status: number, message: string, headers: Record<string, string> = {}): Response {
   const surface = surfaceOf(path);
   if (surface === "lsky") return lskyResponse(status, false, message, {}, headers);
   if (surface === "chevereto") return Response.json(cheveretoError(status, message), { status, headers });
+  // Spec 4.13: the /s3/ surface answers XML errors, also before its router (an unusable Host, a
+  // write whose commit could not be made durable); S3 clients cannot read a JSON body.
+  if (surface === "s3") {
+    const requestId = randomBytes(8).toString("hex").toUpperCase();
+    return errorResponse(toS3Error(new ApiError(status, message, headers)), { method: "", resource: path, requestId });
+  }
   return jsonError(status, message, headers);
 }
 
