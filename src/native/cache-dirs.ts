@@ -10,7 +10,7 @@
 // created or its files cannot be loaded (e.g. a home on a `noexec` mount).
 import { lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve, sep } from "node:path";
 
 export interface CacheCandidate {
   dir: string;
@@ -22,14 +22,21 @@ export function nativeCacheCandidates(env: NodeJS.ProcessEnv = process.env): Cac
   const out: CacheCandidate[] = [];
   // Explicit override for hosts where none of the defaults is writable+executable.
   if (env.KURA_NATIVE_DIR) out.push({ dir: env.KURA_NATIVE_DIR, shared: false });
-  if (env.XDG_CACHE_HOME) out.push({ dir: join(env.XDG_CACHE_HOME, "kura"), shared: false });
+  // Not inside the data directory: `sudo -u kura … kura check` gets the service user's home,
+  // which is the data directory itself (/var/lib/kura), and 19 MB of libraries landed in it (and in
+  // every copy an operator made of it). The explicit KURA_NATIVE_DIR is the operator's choice.
+  const dataDir = env.KURA_DATA_DIR?.trim() ? resolve(env.KURA_DATA_DIR) : undefined;
+  const outsideData = (dir: string) => dataDir === undefined || !isWithin(resolve(dir), dataDir);
+  if (env.XDG_CACHE_HOME && outsideData(env.XDG_CACHE_HOME)) out.push({ dir: join(env.XDG_CACHE_HOME, "kura"), shared: false });
   const home = env.HOME || safeHomedir();
-  if (home) out.push({ dir: join(home, ".cache", "kura"), shared: false });
+  if (home && outsideData(home)) out.push({ dir: join(home, ".cache", "kura"), shared: false });
   // Last resort (service users without a home). Per-uid name + ownership check below.
   const uid = typeof process.getuid === "function" ? process.getuid() : 0;
   out.push({ dir: join(env.TMPDIR || tmpdir(), `kura-native-${uid}`), shared: true });
   return out;
 }
+
+const isWithin = (dir: string, parent: string) => dir === parent || dir.startsWith(parent.endsWith(sep) ? parent : parent + sep);
 
 function safeHomedir(): string | null {
   try {
