@@ -42,6 +42,8 @@ interface ProbeOptions {
   crypt?: CryptPasswords;
   /** Deployment facts for the throwaway driver (data directory, peer timeout). */
   site: DriverSite;
+  /** A channel being saved keeps the local directory its probe made; a test or a failed save does not. */
+  keepsRoot?: boolean;
 }
 
 interface ProbeOutcome {
@@ -57,6 +59,7 @@ interface ProbeOutcome {
 export async function probeSource(source: ResolvedSource, opts: ProbeOptions): Promise<ProbeOutcome> {
   const outcome: ProbeOutcome = { failure: null };
   let driver: Driver | undefined;
+  let undoRoot: (() => Promise<void>) | undefined;
   try {
     driver = createDriver(source.driver, source.config, {
       onTokenRefreshed: (token) => (outcome.refreshedToken = token),
@@ -65,7 +68,7 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
     });
     // Setting a channel up (or testing it) is when its local directory may be made; at run time a
     // missing one is reported instead (drivers/local.ts).
-    await (driver as Driver & { createRoot?: () => Promise<void> }).createRoot?.();
+    undoRoot = await (driver as Driver & { createRoot?: () => Promise<() => Promise<void>> }).createRoot?.();
     if (opts.autoCreateBucket) {
       const creator = driver as Driver & { createBucket?: () => Promise<void> };
       if (typeof creator.createBucket !== "function") throw new Error("该存储驱动不支持自动创建存储桶");
@@ -77,6 +80,7 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
     outcome.failure = scrubChannelError((err as Error).message ? channelErrorText(err) : "探测失败", source);
   } finally {
     await driver?.close?.().catch(() => {});
+    if (undoRoot && !(opts.keepsRoot && outcome.failure === null)) await undoRoot().catch(() => {});
   }
   return outcome;
 }
@@ -92,7 +96,7 @@ async function probeForSave(source: ResolvedSource, opts: ProbeOptions): Promise
     source = await completeFromProvider(source, (token) => (refreshed = token));
     if (refreshed) source = withToken(source, refreshed);
   }
-  const outcome = await probeSource(source, opts);
+  const outcome = await probeSource(source, { ...opts, keepsRoot: true });
   if (outcome.refreshedToken) source = withToken(source, outcome.refreshedToken);
   if (outcome.failure !== null) throw new Invalid(`存储渠道探测失败：${outcome.failure}`);
   // Trust on first use: the key of the server that just passed the deep probe is what later connections must meet.

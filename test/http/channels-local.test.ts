@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expectError, Session } from "../helpers/client";
@@ -151,6 +151,20 @@ describe("storage channel admin API (local channels)", () => {
     const reason = await bad({ name: "x8", driver: "local", config: { path: join(dir("plain-file"), "sub") } });
     expect(reason).toMatch(/探测失败/);
     expect(await channelNames()).toEqual(before);
+  });
+
+  test("a test of a path that does not exist yet leaves nothing behind; a save keeps the directory it made", async () => {
+    const chain = join(dir("nested"), "a", "b");
+    expect(await admin.json("POST", "/api/admin/channels/test", { driver: "local", config: { path: chain } })).toEqual({ ok: true });
+    expect(existsSync(dir("nested"))).toBe(false);
+    // A directory that was there stays, with whatever it held.
+    mkdirSync(dir("kept"));
+    writeFileSync(join(dir("kept"), "mine.txt"), "x");
+    expect(await admin.json("POST", "/api/admin/channels/test", { driver: "local", config: { path: dir("kept") } })).toEqual({ ok: true });
+    expect(existsSync(join(dir("kept"), "mine.txt"))).toBe(true);
+    const saved = await createLocal("nested-disk", {}, chain);
+    expect(existsSync(chain)).toBe(true);
+    await admin.request("DELETE", `/api/admin/channels/${saved.id}?purge=false`);
   });
 
   test("config view, template mode and PUT without config change", async () => {

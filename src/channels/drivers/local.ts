@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, constants, existsSync, fsync, openSync, renameSync, statSync } from "node:fs";
-import { access, lstat, mkdir, open, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { access, lstat, mkdir, open, readdir, rm, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
@@ -142,10 +142,18 @@ class LocalDriver implements Driver {
     }
   }
 
-  /** Creates the channel's directory: only when the channel is being set up or tested (service.ts), never at run time. */
-  async createRoot(): Promise<void> {
+  /**
+   * Creates the channel's directory: only when the channel is being set up or tested (service.ts),
+   * never at run time. Returns the undo: the directories this made, removed again while they hold
+   * no file (a test of a path that did not exist left the whole chain behind, as root anywhere).
+   */
+  async createRoot(): Promise<() => Promise<void>> {
     const found = await stat(this.base).catch(() => undefined);
-    if (!found) await mkdir(this.base, { recursive: true });
+    if (found) return async () => {};
+    const first = await mkdir(this.base, { recursive: true });
+    return async () => {
+      if (first) await removeEmptyTree(first);
+    };
   }
 
   private async ancestorsDurable(dir: string): Promise<void> {
@@ -250,6 +258,13 @@ class LocalDriver implements Driver {
       await this.delete(key).catch(() => {});
     }
   }
+}
+
+/** Removes `dir` and the directories below it, bottom up, as long as each is empty (rmdir, never rm -r). */
+async function removeEmptyTree(dir: string): Promise<void> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const entry of entries) if (entry.isDirectory()) await removeEmptyTree(join(dir, entry.name));
+  await rmdir(dir).catch(() => {});
 }
 
 /** A streamed body to a new file, fsync'd before it is closed. */
