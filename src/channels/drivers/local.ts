@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, existsSync, fsync, openSync, renameSync, statSync } from "node:fs";
-import { access, lstat, mkdir, open, readdir, rm, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { constants, existsSync, renameSync } from "node:fs";
+import { access, lstat, mkdir, open, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { ObjectNotFoundError, type ByteRange, type Driver, type GetResult, type ObjectInfo } from "../driver";
 import { assertSafeKey, assertSafePrefix } from "./object-key";
@@ -10,6 +10,7 @@ import { fsErrorReason } from "./driver-errors";
 import { hasChinese } from "../../shared/text";
 import { awaitedLater } from "../../shared/awaited-later";
 import { writeAll } from "../../shared/write-all";
+import { fileSizeSync, fsyncPath, isDirectory, isMissing, removeEmptyTree } from "./local-fs";
 
 /** Same key names as rclone's `local` backend: its remote is just `path`. */
 export const localDriverOptions: readonly DriverOptionSpec[] = [{ key: "path", type: "text", required: true, sensitive: false }];
@@ -260,13 +261,6 @@ class LocalDriver implements Driver {
   }
 }
 
-/** Removes `dir` and the directories below it, bottom up, as long as each is empty (rmdir, never rm -r). */
-async function removeEmptyTree(dir: string): Promise<void> {
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const entry of entries) if (entry.isDirectory()) await removeEmptyTree(join(dir, entry.name));
-  await rmdir(dir).catch(() => {});
-}
-
 /** A streamed body to a new file, fsync'd before it is closed. */
 async function writeStream(path: string, body: ReadableStream<Uint8Array>, size: number): Promise<void> {
   const handle = await open(path, "wx", 0o644);
@@ -336,42 +330,9 @@ async function* walk(base: string, relDir: string): AsyncGenerator<ObjectInfo> {
   }
 }
 
-function isDirectory(path: string): boolean {
-  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
-}
-
-function fileSizeSync(path: string): number | null {
-  try {
-    const info = statSync(path);
-    return info.isFile() ? info.size : null;
-  } catch (err) {
-    if (isMissing(err)) return null;
-    throw err;
-  }
-}
-
-/**
- * Makes what `path` holds durable: a directory's entries (a rename into it, a new
- * subdirectory) or a file's bytes. Opening and closing never wait on the disk, so only the
- * fsync goes to the thread pool.
- */
-async function fsyncPath(path: string): Promise<void> {
-  const fd = openSync(path, "r");
-  try {
-    await new Promise<void>((done, fail) => fsync(fd, (err) => (err ? fail(err) : done())));
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** A put whose `publishAfter` rejected: that reason is the caller's, reported as it is. */
 class NotPublished {
   constructor(readonly reason: unknown) {}
-}
-
-function isMissing(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException)?.code;
-  return code === "ENOENT" || code === "ENOTDIR";
 }
 
 /** File-system errors get a Chinese message; others (e.g. the upload source failing) pass through. */
