@@ -111,7 +111,7 @@ describe("metadata export", () => {
     const server = await KuraServer.start();
     try {
       const admin = await adminSession(server);
-      const token = await admin.json("POST", "/api/admin/tokens", { name: "exported" }, 201);
+      const token = await admin.json("POST", "/api/admin/tokens", { name: "exported", expires_in_hours: 48 }, 201);
       const up = await admin.json("POST", "/api/admin/upload", form(await makePng(12, 12, 7), "e.png"));
       const res = await admin.request("GET", "/api/admin/export");
       expect(res.status).toBe(200);
@@ -122,6 +122,10 @@ describe("metadata export", () => {
       assertMatchesSpec("GET", "/api/admin/export", 200, data);
       expect(data.users.map((u: { name: string }) => u.name)).toContain("admin");
       expect(data.tokens).toEqual([expect.objectContaining({ id: token.id, user_id: "default", name: "exported", prefix: token.prefix })]);
+      // The whole list item (spec 2.4): an expiring token does not read as permanent.
+      const listed = (await admin.json("GET", "/api/admin/tokens")).items.find((t: { id: number }) => t.id === token.id);
+      expect(listed.expires_at).not.toBeNull();
+      expect(data.tokens[0].expires_at).toBe(listed.expires_at);
       expect(data.images).toEqual([expect.objectContaining({ id: up.id, file_name: "e.png", object_key: null })]);
       expect(data.blobs).toHaveLength(1);
       expect(data.blob_channels).toEqual([expect.objectContaining({ state: "done" })]);

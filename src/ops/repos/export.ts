@@ -4,7 +4,9 @@
  * Only listed columns: channel credentials, password hashes and token hashes are never read.
  */
 export const EXPORT_SQL = {
-  tokens: "SELECT id, user_id, name, prefix, scopes, revoked_at, created_at FROM tokens ORDER BY id",
+  // Spec 2.12's fields, and the rest of the list item (2.4: the export "additionally carries
+  // user_id"): without expires_at an expiring token read as permanent in the export.
+  tokens: "SELECT id, user_id, name, prefix, scopes, expires_at, last_used_at, revoked_at, created_at FROM tokens ORDER BY id",
   // Upload order along the created_at index (rowid breaks ties): no sort of the whole table up front.
   images: `SELECT id, blob_id, user_id, token_id, file_name, object_key, expire_at, ttl_seconds, last_public_access_at,
                  access_count, pending_cleanup, cleanup_exempt, created_at FROM images ORDER BY created_at, rowid`,
