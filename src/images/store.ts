@@ -35,8 +35,27 @@ const tooFewChannels = (healthy: number, needed: number) =>
   new Unavailable(`可写入的健康存储渠道只有 ${healthy} 个，少于 min_success 要求的 ${needed} 个，请稍后重试`, 30);
 export const quotaFull = () => new QuotaExceeded();
 
-function checkQuota(app: AppContext, userId: string, size: number, quota = app.users.byId(userId)?.quota_bytes) {
-  if (quota !== null && quota !== undefined && app.images.usedBytes(userId) + size > quota) throw quotaFull();
+/** Per app: bytes a surface holds for a user outside their images, which every quota check counts. */
+const heldBytes = new WeakMap<AppContext, (userId: string) => number>();
+
+/**
+ * Registers what a surface holds against the quota: S3's open multipart uploads, whose staged and
+ * arriving parts count from the first byte (README "S3 uploads"). Registered by that surface when it
+ * is mounted (s3/router.ts), since the domain does not import a surface.
+ */
+export function countHeldBytes(app: AppContext, counter: (userId: string) => number) {
+  heldBytes.set(app, counter);
+}
+
+/**
+ * A write of `size` bytes fits the user's quota: with their images and the bytes held for them
+ * (countHeldBytes). Without the latter, parts staged up to the quota left room for any other
+ * upload or copy, and the quota could be passed by staging parts first.
+ */
+export function checkQuota(app: AppContext, userId: string, size: number, quota = app.users.byId(userId)?.quota_bytes) {
+  if (quota === null || quota === undefined) return;
+  const held = heldBytes.get(app)?.(userId) ?? 0;
+  if (app.images.usedBytes(userId) + held + size > quota) throw quotaFull();
 }
 
 /**

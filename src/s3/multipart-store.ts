@@ -11,6 +11,7 @@ import type { AppContext } from "../context";
 import { sqlTime } from "../db/time";
 import { markAt } from "../testing/hold-points";
 import { S3Error } from "./errors";
+import { multipartBytes } from "./multipart-bytes";
 import {
   changeStagedBytes,
   countUploads,
@@ -18,12 +19,12 @@ import {
   insertUploadRow,
   selectUpload,
   selectUploadsAfter,
-  sumStagedBytes,
   type UploadRow,
   uploadIdsStartedBefore,
 } from "./repo";
 
 export type { UploadRow };
+export { receivingBytes, trackReceiving, whileCompleting } from "./multipart-bytes";
 
 /** Open (neither completed nor aborted) uploads one user may have at once. */
 export const MAX_OPEN_UPLOADS_PER_USER = 20;
@@ -92,26 +93,8 @@ export function openUploadCount(app: AppContext, userId: string): number {
   return countUploads(app.db, userId);
 }
 
-/** Bytes of every stored part of the user's open uploads. */
-export function stagedBytes(app: AppContext, userId: string): number {
-  return sumStagedBytes(app.db, userId);
-}
-
 export function addStagedBytes(app: AppContext, uploadId: string, delta: number) {
   changeStagedBytes(app.db, uploadId, delta);
-}
-
-/** Bytes of parts being received right now, per user: counted with the staged bytes so concurrent parts cannot overshoot together. */
-const receiving = new Map<string, number>();
-
-export function receivingBytes(userId: string): number {
-  return receiving.get(userId) ?? 0;
-}
-
-export function trackReceiving(userId: string, delta: number) {
-  const next = (receiving.get(userId) ?? 0) + delta;
-  if (next <= 0) receiving.delete(userId);
-  else receiving.set(userId, next);
 }
 
 /**
@@ -121,7 +104,7 @@ export function trackReceiving(userId: string, delta: number) {
 export function quotaRoom(app: AppContext, userId: string, used?: number): number {
   const quota = app.users.byId(userId)?.quota_bytes;
   if (quota === null || quota === undefined) return Infinity;
-  return quota - (used ?? app.images.usedBytes(userId)) - stagedBytes(app, userId) - receivingBytes(userId);
+  return quota - (used ?? app.images.usedBytes(userId)) - multipartBytes(app, userId);
 }
 
 export const quotaExceeded = () => new S3Error("AccessDenied", "存储配额已满（含未完成的分片上传）");

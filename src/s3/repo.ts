@@ -90,9 +90,9 @@ export function countUploads(db: Database, userId: string): number {
   return db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM multipart_uploads WHERE user_id = ?").get(userId)!.n;
 }
 
-/** Bytes of every stored part of the user's open uploads. */
-export function sumStagedBytes(db: Database, userId: string): number {
-  return db.query<{ n: number }, [string]>("SELECT COALESCE(SUM(staged_bytes), 0) AS n FROM multipart_uploads WHERE user_id = ?").get(userId)!.n;
+/** Staged bytes of each of the user's open uploads (at most MAX_OPEN_UPLOADS_PER_USER rows). */
+export function selectStagedBytes(db: Database, userId: string): { upload_id: string; staged_bytes: number }[] {
+  return db.query<{ upload_id: string; staged_bytes: number }, [string]>("SELECT upload_id, staged_bytes FROM multipart_uploads WHERE user_id = ?").all(userId);
 }
 
 /** Adds `delta` (negative for a replaced part) to the staged bytes, never below zero. */

@@ -7,8 +7,13 @@ import type { UserRow } from "../users/repo";
 import type { AppContext } from "../context";
 import { rawTarget } from "../shared/url-target";
 import { S3Error } from "./errors";
+import { dotSegmentOrigins } from "./dot-segments";
+import { storedMeta } from "./object-meta";
 import { verifySigV4, type SigV4Auth } from "./sigv4";
 import { uploadIdleMs } from "../http/idle-limits";
+
+/** The one bucket of every S3 credential (the `bucket` of the s3-credential endpoint). */
+export const PLACEHOLDER_BUCKET = "kura";
 
 export interface S3Request {
   request: Request;
@@ -66,6 +71,8 @@ export function authenticateS3(app: AppContext, request: Request, requestId: str
         return principal?.secret;
       },
       mountPrefix: "/s3",
+      // Bun resolves `./` and `../` in the path before Kura sees it: such keys are told so (dot-segments.ts).
+      resolvedOrigins: (received) => dotSegmentOrigins(received, "/s3", PLACEHOLDER_BUCKET),
     },
   );
   const found = principal!;
@@ -76,15 +83,9 @@ export function authenticateS3(app: AppContext, request: Request, requestId: str
   return { request, method: request.method, bucket, key, query: parseQuery(query), auth, token: found.token, user: found.user, requestId, idleMs };
 }
 
-/** The `x-amz-meta-*` headers of a request (lower-case names), plus its Content-Type, as stored in s3_meta. */
+/** The headers of a request stored in s3_meta: x-amz-meta-* (lower-case names), Content-Type and the system metadata (storedMeta). */
 export function requestMeta(request: Request): Record<string, string> {
-  const meta: Record<string, string> = {};
-  for (const [name, value] of request.headers) {
-    if (name.startsWith("x-amz-meta-")) meta[name] = value;
-  }
-  const type = request.headers.get("content-type");
-  if (type) meta["content-type"] = type;
-  return meta;
+  return storedMeta(request.headers);
 }
 
 /** The absolute URL of an object on the /s3/ surface, its key percent-encoded segment by segment (S3's `Location`). */
@@ -117,13 +118,23 @@ export function pageSizeOf(req: Pick<S3Request, "query">, name: string): number 
   return Math.min(Number(raw), 1000);
 }
 
-/** `encoding-type`: absent or empty leaves names as they are, `url` percent-encodes them, anything else is InvalidArgument. */
+/**
+ * `encoding-type`: absent or empty leaves names as they are (as MinIO reads an empty one), `url`
+ * percent-encodes them, anything else is InvalidArgument with AWS's ArgumentName/ArgumentValue.
+ * A listing says `<EncodingType>url</EncodingType>` only when it encoded (encodesNames): claiming it
+ * for raw names made clients decode them, turning a `%41` in a key into `A`.
+ */
 export function nameEncoder(req: Pick<S3Request, "query">): (name: string) => string {
   const type = req.query.get("encoding-type");
   if (type === undefined || type === "") return (name) => name;
-  if (type !== "url") throw new S3Error("InvalidArgument", "encoding-type 只支持 url");
+  if (type !== "url") {
+    throw new S3Error("InvalidArgument", "encoding-type 只支持 url", 400, {}, { ArgumentName: "encoding-type", ArgumentValue: type });
+  }
   return (name) => encodeURIComponent(name);
 }
+
+/** Whether the listing's names are url-encoded (nameEncoder), so it answers `<EncodingType>url</EncodingType>`. */
+export const encodesNames = (req: Pick<S3Request, "query">): boolean => req.query.get("encoding-type") === "url";
 
 /** `partNumber` (UploadPart, GET/HEAD of a part): an integer from 1 to 10000, else InvalidArgument. */
 export function partNumberOf(raw: string): number {

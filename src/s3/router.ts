@@ -9,6 +9,8 @@ import type { AppContext } from "../context";
 import { errorResponse, notImplemented, S3Error, toS3Error } from "./errors";
 import { rawTarget } from "../shared/url-target";
 import { logServerFault } from "../ops/server-faults";
+import { countHeldBytes } from "../images/store";
+import { multipartBytes } from "./multipart-bytes";
 import { authenticateS3, splitS3Path, type S3Request } from "./request";
 import { isPostPolicyUpload, postObject } from "./ops/post-object";
 import { createBucket, deleteBucket, requireOwnBucket, getLocation, getVersioning, headBucket, listBuckets } from "./ops/buckets";
@@ -16,7 +18,8 @@ import { copyObject } from "./ops/copy";
 import { listObjectsV1, listObjectsV2 } from "./ops/list";
 import { listMultipartUploads } from "./ops/list-uploads";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, uploadPart } from "./ops/multipart";
-import { deleteObject, deleteObjects, getObject, putObject } from "./ops/objects";
+import { getObject, putObject } from "./ops/objects";
+import { deleteObject, deleteObjects } from "./ops/delete";
 import { listParts } from "./ops/list-parts";
 
 /** S3 sub-resources (`?acl`, `?tagging`…): the ones not handled below are NotImplemented, never mistaken for a plain GET/PUT. */
@@ -112,6 +115,8 @@ function resourceType(path: string): string {
 }
 
 export function s3Routes(app: AppContext) {
+  // Every upload's quota check (images/store.ts) counts the user's open multipart uploads too.
+  countHeldBytes(app, (userId) => multipartBytes(app, userId));
   // The same admission gate as the other upload surfaces: concurrency and per-user rate are global.
   const uploadGate = () => app.uploadGate;
 

@@ -4,6 +4,7 @@
  * What real clients send is documented in shared/s3/README.md; every captured request verifies here.
  */
 import { createHash } from "node:crypto";
+import { DOT_SEGMENT_HINT, DOT_SEGMENT_KEY_MESSAGE } from "./dot-segments";
 import { S3AuthError } from "./s3-auth-error";
 import {
   ALGORITHM,
@@ -61,6 +62,12 @@ export interface VerifyOptions {
    * a proxy that maps a host's root onto the mount, and they sign the path they sent.
    */
   mountPrefix?: string;
+  /**
+   * Paths the client may have signed that the HTTP server resolved to the one received (dot segments,
+   * dot-segments.ts). Tried only after the signature failed: a match is 400 InvalidArgument saying
+   * so, never a success, and without one the mismatch message names dot segments as a likely cause.
+   */
+  resolvedOrigins?: (path: string) => string[];
 }
 
 export interface SigV4Auth {
@@ -258,26 +265,23 @@ export function verifySigV4(req: SigV4Request, opts: VerifyOptions): SigV4Auth {
   const signingKey = deriveSigningKey(secret, parsed.date, parsed.region, parsed.service);
   const cQuery = canonicalQuery(pairs, parsed.auth === "presigned" ? "X-Amz-Signature" : undefined);
   const cHeaders = canonicalHeaders(parsed.signedHeaders, headers);
-  let match: { canonicalRequest: string; stringToSign: string } | undefined;
-  const mount = opts.mountPrefix;
-  const unmounted = mount && (path === mount || path.startsWith(`${mount}/`)) ? path.slice(mount.length) || "/" : undefined;
-  const uris = [...canonicalUriCandidates(path), ...(unmounted ? canonicalUriCandidates(unmounted) : [])];
-  for (const canonicalUri of uris) {
-    const creq = canonicalRequest({
-      method: req.method,
-      canonicalUri,
-      canonicalQuery: cQuery,
-      canonicalHeaders: cHeaders,
-      signedHeaders: parsed.signedHeaders,
-      payloadHash,
-    });
-    const sts = stringToSign(parsed.amzDate, scope, creq);
-    if (signaturesEqual(signHex(signingKey, sts), parsed.signature)) {
-      match = { canonicalRequest: creq, stringToSign: sts };
-      break;
+  const signedWith = (paths: string[]): { canonicalRequest: string; stringToSign: string } | undefined => {
+    for (const canonicalUri of paths.flatMap((p) => uriCandidates(p, opts.mountPrefix))) {
+      const creq = canonicalRequest({
+        method: req.method,
+        canonicalUri,
+        canonicalQuery: cQuery,
+        canonicalHeaders: cHeaders,
+        signedHeaders: parsed.signedHeaders,
+        payloadHash,
+      });
+      const sts = stringToSign(parsed.amzDate, scope, creq);
+      if (signaturesEqual(signHex(signingKey, sts), parsed.signature)) return { canonicalRequest: creq, stringToSign: sts };
     }
-  }
-  if (!match) throw new S3AuthError("SignatureDoesNotMatch", "签名不匹配，请检查访问密钥和签名方式");
+    return undefined;
+  };
+  const match = signedWith([path]);
+  if (!match) throw mismatch(opts, !!opts.resolvedOrigins && signedWith(opts.resolvedOrigins(path)) !== undefined);
 
   if (payloadMode === "sha256" && req.body !== undefined) assertPayloadSha256(payloadHash, req.body);
 
@@ -298,6 +302,21 @@ export function verifySigV4(req: SigV4Request, opts: VerifyOptions): SigV4Auth {
     expiresAt,
     decodedContentLength,
   };
+}
+
+/**
+ * Canonical URI candidates of a received path: as sent, and without the mount (`mountPrefix`) for
+ * clients behind a proxy that maps a host's root onto it.
+ */
+function uriCandidates(path: string, mount: string | undefined): string[] {
+  const unmounted = mount && (path === mount || path.startsWith(`${mount}/`)) ? path.slice(mount.length) || "/" : undefined;
+  return [...canonicalUriCandidates(path), ...(unmounted ? canonicalUriCandidates(unmounted) : [])];
+}
+
+/** The refusal of a signature that did not verify: InvalidArgument when it verified for a path with dot segments (`dotted`). */
+function mismatch(opts: VerifyOptions, dotted: boolean): S3AuthError {
+  if (dotted) return new S3AuthError("InvalidArgument", DOT_SEGMENT_KEY_MESSAGE);
+  return new S3AuthError("SignatureDoesNotMatch", `签名不匹配，请检查访问密钥和签名方式${opts.resolvedOrigins ? DOT_SEGMENT_HINT : ""}`);
 }
 
 /** Hex payload mode: the body held in memory must hash to the signed value. */

@@ -17,6 +17,7 @@ import type { S3Request } from "./request";
 export type KeyExpectation = { imageId: string | null };
 
 const preconditionFailed = () => new S3Error("PreconditionFailed", "对象不满足 If-Match / If-None-Match 条件，未写入");
+const deletePreconditionFailed = () => new S3Error("PreconditionFailed", "对象的 ETag 与 If-Match 不符（对象可能已被改写），未删除");
 
 /** `"a", W/"b", c` → quoted tags (weak prefix dropped; a bare tag, as the Java SDK v1 sends it, quoted). */
 export function etagList(header: string): string[] {
@@ -48,6 +49,29 @@ export async function writeExpectation(app: AppContext, req: S3Request, key: str
 
 /** Inside the commit that gives `key` to a new image: the key still holds what the condition saw, else 412 (nothing is written). */
 export function keyUnchanged(app: AppContext, userId: string, key: string, expected: KeyExpectation) {
-  const now = objectByKey(app, userId, key)?.id ?? null;
-  if (now !== expected.imageId) throw preconditionFailed();
+  if (!holdsExpected(app, userId, key, expected)) throw preconditionFailed();
+}
+
+function holdsExpected(app: AppContext, userId: string, key: string, expected: KeyExpectation): boolean {
+  return (objectByKey(app, userId, key)?.id ?? null) === expected.imageId;
+}
+
+/**
+ * A conditional delete (DeleteObject's `If-Match`, a DeleteObjects `<ETag>`; AWS since 2025): only
+ * while the key still holds that version, so a client deleting what it last saw never deletes a newer
+ * upload by someone else. As AWS: another ETag is 412 PreconditionFailed, a free key 404 NoSuchKey
+ * (`*` too: "any version" of nothing). undefined without a condition: S3's unconditional delete.
+ */
+export async function deleteExpectation(app: AppContext, userId: string, key: string, ifMatch: string | undefined): Promise<KeyExpectation | undefined> {
+  if (ifMatch === undefined) return undefined;
+  const current = objectByKey(app, userId, key);
+  if (!current) throw noSuchKey();
+  const tags = etagList(ifMatch);
+  if (!tags.includes("*") && !tags.includes(await objectEtag(app, current))) throw deletePreconditionFailed();
+  return { imageId: current.id };
+}
+
+/** Right before the delete (in the same turn of the loop): the key still holds what the condition matched, else 412 (the ETag may have needed an await). */
+export function keyStillMatches(app: AppContext, userId: string, key: string, expected: KeyExpectation) {
+  if (!holdsExpected(app, userId, key, expected)) throw deletePreconditionFailed();
 }

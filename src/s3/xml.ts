@@ -70,16 +70,44 @@ export function parseCompleteMultipart(body: string): CompletedPart[] | undefine
   });
 }
 
-/** `<Delete><Quiet>true</Quiet><Object><Key>…</Key></Object>…</Delete>` → keys, or undefined if malformed. */
-export function parseDeleteObjects(body: string): { quiet: boolean; keys: string[] } | undefined {
+/**
+ * A per-object condition of DeleteObjects: `<ETag>` (AWS since 2025: delete only that version), or
+ * `<LastModifiedTime>` / `<Size>`, which AWS honours on directory buckets only and Kura not at all
+ * (`unsupported` names it, so that object is refused rather than deleted unconditionally).
+ */
+export interface DeleteCondition {
+  etag?: string;
+  unsupported?: string;
+}
+
+export interface DeleteRequest {
+  quiet: boolean;
+  keys: string[];
+  /** Per key (same index), present only when some object carries a condition. */
+  conditions?: (DeleteCondition | undefined)[];
+}
+
+/** The condition elements of one `<Object>`, undefined without any. */
+function deleteCondition(object: XmlNode): DeleteCondition | undefined {
+  const etag = leafText(object, "ETag")?.trim();
+  const unsupported = ["LastModifiedTime", "Size"].find((name) => leafText(object, name) !== undefined);
+  if (etag === undefined && unsupported === undefined) return undefined;
+  return { ...(etag !== undefined && { etag }), ...(unsupported && { unsupported }) };
+}
+
+/** `<Delete><Quiet>true</Quiet><Object><Key>…</Key><ETag>…</ETag></Object>…</Delete>` → keys and their conditions, or undefined if malformed. */
+export function parseDeleteObjects(body: string): DeleteRequest | undefined {
   return read(body, "Delete", (root) => {
     const keys: string[] = [];
+    const conditions: (DeleteCondition | undefined)[] = [];
     for (const object of root.children.filter((c) => c.name === "Object")) {
       const key = leafText(object, "Key");
       if (key === undefined || key === "") return undefined;
       keys.push(key);
+      conditions.push(deleteCondition(object));
     }
     if (keys.length === 0 || keys.length > 1000) return undefined;
-    return { quiet: leafText(root, "Quiet")?.trim().toLowerCase() === "true", keys };
+    const quiet = leafText(root, "Quiet")?.trim().toLowerCase() === "true";
+    return conditions.some((c) => c !== undefined) ? { quiet, keys, conditions } : { quiet, keys };
   });
 }

@@ -72,12 +72,12 @@ export async function signedRequest(
   } as RequestInit);
 }
 
-/** A second user with its own upload token and S3 credential (for quota and isolation tests). */
+/** A second user with its own upload token (plaintext `token`) and S3 credential (for quota and isolation tests). */
 export async function s3User(
   f: S3Fixture,
   name: string,
   fields: { quota_bytes?: number } = {},
-): Promise<{ userId: string; tokenId: number; cred: S3Credential }> {
+): Promise<{ userId: string; tokenId: number; token: string; cred: S3Credential }> {
   const { Session } = await import("../helpers/client");
   const password = "user-password-1";
   const user = await f.admin.json("POST", "/api/admin/users", { name, password, role: "user", ...fields }, 201);
@@ -86,7 +86,7 @@ export async function s3User(
   if (login.status !== 200) throw new Error(`login ${name}: ${login.status}`);
   const token = await session.json("POST", "/api/admin/tokens", { name: `s3-${name}` }, 201);
   const cred = await session.json<S3Credential>("POST", `/api/admin/tokens/${token.id}/s3-credential`);
-  return { userId: user.id, tokenId: token.id, cred };
+  return { userId: user.id, tokenId: token.id, token: token.token, cred };
 }
 
 /** An rclone config with one S3 remote `k:` pointing at the fixture's credential (path style). */

@@ -7,12 +7,10 @@
 import type { AppContext } from "../../context";
 import { S3Error } from "../errors";
 import { hasObjects } from "../object-repo";
-import type { S3Request } from "../request";
+import { PLACEHOLDER_BUCKET, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { parseSqlTime } from "../../db/time";
 
-/** The one bucket of every S3 credential (the `bucket` of the s3-credential endpoint). */
-export const PLACEHOLDER_BUCKET = "kura";
 const REGION = "us-east-1";
 
 /** Throws NoSuchBucket unless the request names the credential's bucket (bucket-less requests pass). */

@@ -8,10 +8,11 @@ import type { AppContext } from "../../context";
 import { expiryTime, parseSqlTime, sqlTime } from "../../db/time";
 import { supersedeObjectKey } from "../../images/repos/object-key";
 import { addBlobReference, insertImageRow, ownDigestsOfImage } from "../../images/repos/references";
-import { quotaFull } from "../../images/store";
+import { checkQuota } from "../../images/store";
 import { S3Error, noSuchKey } from "../errors";
 import { copyableMeta, objectByKey, objectEtag, setObjectMeta, type S3Object } from "../object-repo";
 import { keyUnchanged, writeExpectation, type KeyExpectation } from "../write-conditions";
+import { refuseUnsupportedFeatures, requireMetadataSize } from "../write-headers";
 import { requestMeta, validObjectKey, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { requireOwnBucket } from "./buckets";
@@ -55,8 +56,8 @@ function addReference(app: AppContext, req: S3Request, source: S3Object, key: st
   const ttl = defaultTtlSeconds(app, req.user.id);
   const now = Date.now();
   const id = inWriteTransaction(app.db, () => {
-    const quota = app.users.byId(req.user.id)?.quota_bytes;
-    if (quota !== null && quota !== undefined && app.images.usedBytes(req.user.id) + source.size > quota) throw quotaFull();
+    // The same check as every upload's commit: open multipart uploads count too.
+    checkQuota(app, req.user.id, source.size);
     if (expected) keyUnchanged(app, req.user.id, key, expected);
     supersedeObjectKey(app.db, req.user.id, key);
     addBlobReference(app.db, source.blob_id);
@@ -107,6 +108,8 @@ async function requireCopyConditions(app: AppContext, req: S3Request, source: S3
 
 export async function copyObject(app: AppContext, req: S3Request): Promise<Response> {
   requireValidKey(req.key);
+  // The copy's own encryption, lock or class (and an SSE-C key for the source): refused, not dropped.
+  refuseUnsupportedFeatures(req.request.headers);
   const sourceKey = copySourceKey(req.request.headers.get("x-amz-copy-source") ?? "");
   const source = validObjectKey(sourceKey) ? objectByKey(app, req.user.id, sourceKey) : undefined;
   if (!source) throw noSuchKey();
@@ -114,7 +117,9 @@ export async function copyObject(app: AppContext, req: S3Request): Promise<Respo
   const expected = await writeExpectation(app, req, req.key);
   const directive = (req.request.headers.get("x-amz-metadata-directive") ?? "COPY").toUpperCase();
   if (directive !== "COPY" && directive !== "REPLACE") throw new S3Error("InvalidArgument", "x-amz-metadata-directive 只能是 COPY 或 REPLACE");
+  // REPLACE takes every stored header from this request (user and system metadata, as S3 does), COPY all of the source's.
   const meta = directive === "REPLACE" ? requestMeta(req.request) : copyableMeta(source.s3_meta);
+  if (directive === "REPLACE") requireMetadataSize(meta);
   let id = source.id;
   // AWS refuses a self-copy that changes nothing (a client that meant to change metadata and
   // forgot REPLACE learns it at once instead of seeing a 200 that did nothing).

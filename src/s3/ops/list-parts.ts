@@ -8,7 +8,7 @@ import { stat } from "node:fs/promises";
 import type { AppContext } from "../../context";
 import { S3Error } from "../errors";
 import { partsDir, storedParts } from "../multipart-store";
-import { nameEncoder, type S3Request } from "../request";
+import { encodesNames, nameEncoder, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { findUpload } from "./multipart";
 
@@ -25,7 +25,9 @@ export async function listParts(app: AppContext, req: S3Request): Promise<Respon
   const marker = counter(req, "part-number-marker", 0);
   const maxParts = Math.min(counter(req, "max-parts", 1000), 1000);
   const enc = nameEncoder(req);
-  const numbers = [...(await storedParts(partsDir(app, upload.upload_id))).entries()].filter(([n]) => n > marker).sort(([a], [b]) => a - b);
+  // max-parts=0 asks for nothing: an empty page that is not truncated (as max-keys=0 in list.ts). Called
+  // truncated, it sent a "while IsTruncated" client back with NextPartNumberMarker = the same marker, forever.
+  const numbers = maxParts > 0 ? [...(await storedParts(partsDir(app, upload.upload_id))).entries()].filter(([n]) => n > marker).sort(([a], [b]) => a - b) : [];
   const page = numbers.slice(0, maxParts);
   const truncated = numbers.length > page.length;
   const parts = [];
@@ -48,7 +50,7 @@ export async function listParts(app: AppContext, req: S3Request): Promise<Respon
         el("PartNumberMarker", marker),
         el("NextPartNumberMarker", page.at(-1)?.[0] ?? marker),
         el("MaxParts", maxParts),
-        req.query.get("encoding-type") === "url" ? el("EncodingType", "url") : undefined,
+        encodesNames(req) ? el("EncodingType", "url") : undefined,
         el("IsTruncated", truncated),
         parts,
       ],

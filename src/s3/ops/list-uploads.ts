@@ -6,7 +6,7 @@
 import type { AppContext } from "../../context";
 import { parseSqlTime } from "../../db/time";
 import { uploadsAfter } from "../multipart-store";
-import { nameEncoder, pageSizeOf, type S3Request } from "../request";
+import { encodesNames, nameEncoder, pageSizeOf, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { afterPrefix, isCommonPrefix } from "./list";
 
@@ -67,7 +67,7 @@ export function listMultipartUploads(app: AppContext, req: S3Request): Response 
         delimiter ? el("Delimiter", enc(delimiter)) : undefined,
         el("Prefix", enc(prefix)),
         el("MaxUploads", maxUploads),
-        req.query.get("encoding-type") === "url" ? el("EncodingType", "url") : undefined,
+        encodesNames(req) ? el("EncodingType", "url") : undefined,
         el("IsTruncated", truncated),
         uploads.map((u) =>
           el("Upload", [

@@ -9,7 +9,7 @@ import { parseSqlTime } from "../../db/time";
 import { S3Error } from "../errors";
 import { listingEtag } from "../md5-backfill";
 import { objectsFrom, type S3Object } from "../object-repo";
-import { nameEncoder, pageSizeOf, type S3Request } from "../request";
+import { encodesNames, nameEncoder, pageSizeOf, type S3Request } from "../request";
 import { el, S3_NS, xmlResponse } from "../xml";
 
 const PAGE = 256;
@@ -161,7 +161,7 @@ export async function listObjectsV1(app: AppContext, req: S3Request, sliceMs?: n
         el("Marker", enc(marker)),
         el("MaxKeys", maxKeys),
         delimiter ? el("Delimiter", enc(delimiter)) : undefined,
-        req.query.has("encoding-type") ? el("EncodingType", "url") : undefined,
+        encodesNames(req) ? el("EncodingType", "url") : undefined,
         el("IsTruncated", page.truncated),
         page.truncated && delimiter && page.last ? el("NextMarker", enc(page.last.value)) : undefined,
         contentsXml(app, page, enc),
@@ -200,7 +200,7 @@ export async function listObjectsV2(app: AppContext, req: S3Request, sliceMs?: n
         el("Prefix", enc(prefix)),
         delimiter ? el("Delimiter", enc(delimiter)) : undefined,
         el("MaxKeys", maxKeys),
-        req.query.has("encoding-type") ? el("EncodingType", "url") : undefined,
+        encodesNames(req) ? el("EncodingType", "url") : undefined,
         el("KeyCount", page.contents.length + page.prefixes.length),
         el("IsTruncated", page.truncated),
         token ? el("ContinuationToken", token) : undefined,

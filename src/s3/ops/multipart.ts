@@ -32,16 +32,18 @@ import {
   storedParts,
   trackReceiving,
   type UploadRow,
+  whileCompleting,
   withUploadLock,
 } from "../multipart-store";
 import { publicOrigin } from "../../http/request-info";
 import { MULTIPART_ETAG } from "../object-meta";
-import { objectUrl, partNumberOf, requestMeta, type S3Request } from "../request";
+import { objectUrl, partNumberOf, type S3Request } from "../request";
 import { writeExpectation } from "../write-conditions";
 import { pauseAt } from "../../testing/hold-points";
 import { fsyncPath, renameDurablyAsync } from "../../shared/durable-file";
 import { type CompletedPart, el, parseCompleteMultipart, S3_NS, xmlResponse } from "../xml";
-import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
+import { refuseUnsupportedFeatures } from "../write-headers";
+import { maxUploadBytes, requireValidKey, storeObject, writeMeta } from "./objects";
 
 /**
  * The caller's open upload. S3 names an upload by key and id together, so an id sent with another key
@@ -56,13 +58,17 @@ export function findUpload(app: AppContext, req: S3Request): UploadRow {
 
 export function createMultipartUpload(app: AppContext, req: S3Request): Response {
   requireValidKey(req.key);
+  // Refused here, not at Complete: the client would otherwise upload every part for nothing.
+  const meta = writeMeta(req);
   admitNewUpload(app, req.user.id);
   const uploadId = randomBytes(16).toString("hex");
-  insertUpload(app, { upload_id: uploadId, user_id: req.user.id, token_id: req.token.id, object_key: req.key, meta: JSON.stringify(requestMeta(req.request)) });
+  insertUpload(app, { upload_id: uploadId, user_id: req.user.id, token_id: req.token.id, object_key: req.key, meta: JSON.stringify(meta) });
   return xmlResponse(el("InitiateMultipartUploadResult", [el("Bucket", req.bucket), el("Key", req.key), el("UploadId", uploadId)], { xmlns: S3_NS }));
 }
 
 export async function uploadPart(app: AppContext, gate: UploadGate, req: S3Request): Promise<Response> {
+  // A part sent with a customer key (SSE-C) would be stored in clear like the rest.
+  refuseUnsupportedFeatures(req.request.headers);
   const upload = findUpload(app, req);
   const raw = req.query.get("partNumber") ?? "";
   const n = partNumberOf(raw);
@@ -194,8 +200,11 @@ async function completeLocked(app: AppContext, gate: UploadGate, req: S3Request,
   const checks = headerChecksums(req).filter(isFullObjectChecksum);
   const etag = multipartEtag(listed.map((p) => stored.get(p.partNumber)!.md5));
   const store = (path: string) => concatenate(files, path, maxBytes, checks);
-  await storeObject(app, gate, req, upload.object_key, { ...meta, [MULTIPART_ETAG]: etag }, store, expected);
-  await removeUpload(app, upload.upload_id);
+  // The upload's staged bytes become the object's: not counted twice by the quota check of its commit.
+  await whileCompleting(upload, async () => {
+    await storeObject(app, gate, req, upload.object_key, { ...meta, [MULTIPART_ETAG]: etag }, store, expected);
+    await removeUpload(app, upload.upload_id);
+  });
   return xmlResponse(
     el(
       "CompleteMultipartUploadResult",

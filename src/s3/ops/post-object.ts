@@ -15,7 +15,9 @@ import type { UploadGate } from "../../images/upload/limits";
 import { writeDigested, type BodyDigests } from "../body";
 import { entityTooLarge, S3Error } from "../errors";
 import { MAX_POLICY_BYTES, verifyPostPolicy } from "../post-policy";
+import { formFieldsAsHeaders, storedMeta } from "../object-meta";
 import { objectUrl } from "../request";
+import { refuseUnsupportedFeatures, requireMetadataSize } from "../write-headers";
 import { publicOrigin } from "../../http/request-info";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
@@ -103,9 +105,11 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     policy.check("key", key);
     if (fields["content-type"] !== undefined) policy.check("content-type", fields["content-type"]);
     requireValidKey(key);
-    const meta: Record<string, string> = {};
-    for (const [name, value] of Object.entries(fields)) if (name.startsWith("x-amz-meta-")) meta[name] = value;
-    if (fields["content-type"]) meta["content-type"] = fields["content-type"];
+    // The form's fields are its headers: the same refusals and the same stored metadata as PutObject.
+    const asHeaders = formFieldsAsHeaders(fields);
+    refuseUnsupportedFeatures(asHeaders);
+    const meta = storedMeta(asHeaders);
+    requireMetadataSize(meta);
     const cap = Math.min(uploadCap, policy.maxSize ?? Infinity);
     const { digests } = await storeObject(app, gate, { user, token }, key, meta, (path) => fileToDisk(stream, path, cap, policy.minSize, uploadCap));
     return successResponse(fields, bucket, key, digests.md5, publicOrigin(request, app.settings.get().base_url));
