@@ -492,6 +492,9 @@ export interface MetadataExport {
     name: string;
     prefix: string;
     scopes: string;
+    /** 空为永久 */
+    expires_at: string | null;
+    last_used_at: string | null;
     revoked_at: string | null;
     created_at: string;
   }[];

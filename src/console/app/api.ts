@@ -153,6 +153,61 @@ export function uploadFile<T>(
   });
 }
 
+/** The file name a Content-Disposition header gives (`filename*=UTF-8''…` first), or undefined. */
+function attachmentName(header: string | null): string | undefined {
+  const star = /filename\*=UTF-8''([^;]+)/i.exec(header ?? "");
+  if (star) {
+    try {
+      return decodeURIComponent(star[1]!.trim());
+    } catch {
+      // fall back to the plain parameter
+    }
+  }
+  return /filename="([^"]+)"/i.exec(header ?? "")?.[1];
+}
+
+/**
+ * Saves an attachment the server builds on request (a snapshot, the metadata export, an rclone
+ * config). A plain `<a download>` is cancelled without a word when the answer is an error, so the
+ * file is fetched first (the session cookie goes along; these are GETs, no CSRF header) and saved from
+ * a blob URL; an error answer throws an ApiError with the server's message. Not a HEAD probe followed
+ * by the link: the server answers HEAD by running the GET handler, which writes an audit entry and
+ * reads the snapshot from a channel, so every download would happen twice. Chromium keeps a large
+ * blob on disk rather than in memory, so a big snapshot or export fits.
+ */
+export async function download(path: string, fallbackName: string): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch(path, { credentials: "same-origin" });
+  } catch {
+    throw new ApiError(0, "无法连接服务器，请检查网络");
+  }
+  if (!res.ok) {
+    let data: unknown;
+    try {
+      data = await res.json();
+    } catch {
+      data = undefined;
+    }
+    if (res.status === 401) onSessionLost?.();
+    if (res.status === 403) {
+      const next = await afterRefusal("GET", true);
+      if (next instanceof ApiError) throw next;
+    }
+    throw new ApiError(res.status, errorMessage(res.status, data, res.headers.get("retry-after")));
+  }
+  const blob = await res.blob();
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = attachmentName(res.headers.get("content-disposition")) ?? fallbackName;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The download has its bytes once started; the URL is only needed until then.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
 /** Query string from defined, non-empty values. */
 export function query(params: Record<string, string | number | undefined>): string {
   const q = new URLSearchParams();

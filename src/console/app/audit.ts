@@ -1,10 +1,12 @@
-// #audit (admins): the audit log with filters (actor, action, target, time range) and the
-// alert history, open and resolved.
+// #audit (admins): the audit log with filters (actor — the system and deleted users too —, action,
+// target, time range; kept in the page's link with the page number) and the alert history, open and
+// resolved. How an entry reads is in audit-format.ts.
 import { api, query } from "./api";
+import { actorName, deletedUsers, detailCell, SYSTEM_ACTOR_ID, targetCell } from "./audit-format";
 import { badge, errorText, fmtTime, h, replace } from "./dom";
 import { ALERT_KINDS } from "./labels";
 import type { Alert, AuditEntry, Page, User, ViewContext } from "./types";
-import { dataTable, localInputToUtc, messageRow, renderPager } from "./ui";
+import { dataTable, hashParams, localInputToUtc, messageRow, pageParam, renderPager, setPageQuery } from "./ui";
 
 const PAGE_SIZE = 50;
 
@@ -40,16 +42,34 @@ const KNOWN_ACTIONS = [
   "referer.delete",
 ];
 
-function auditSection(users: User[]): HTMLElement {
-  let page = 1;
+function auditSection(users: User[], deleted: Map<string, string>): HTMLElement {
+  const wanted = hashParams();
+  let page = pageParam(wanted);
+  /** Names of every user the log may mention, current and deleted, for the object column. */
+  const names = new Map([...deleted, ...users.map((u) => [u.id, u.name] as const)]);
   const { table, tbody } = dataTable("audit-table", ["时间", "操作者", "动作", "对象", "详情"]);
   const pager = h("div", { class: "pager" });
   const count = h("span", { class: "muted", id: "audit-count" });
-  const actor = h("select", { name: "actor" }, h("option", { value: "" }, "全部"), ...users.map((u) => h("option", { value: u.id }, u.name)));
+  const actor = h(
+    "select",
+    { name: "actor" },
+    h("option", { value: "" }, "全部"),
+    h("option", { value: SYSTEM_ACTOR_ID }, "系统"),
+    ...users.map((u) => h("option", { value: u.id }, u.name)),
+    ...[...deleted].map(([id, name]) => h("option", { value: id }, `${name}（已删除）`)),
+  );
   const action = h("input", { name: "action", list: "audit-actions", placeholder: "如 config.update", autocomplete: "off" });
   const target = h("input", { name: "target", placeholder: "精确匹配", autocomplete: "off" });
   const since = h("input", { type: "datetime-local", name: "since" });
   const until = h("input", { type: "datetime-local", name: "until" });
+  // Filters from the link (a reload, the tab link, a shared address); an actor no list knows still filters.
+  const linked = wanted.get("actor") ?? "";
+  if (linked && ![...actor.options].some((o) => o.value === linked)) actor.append(h("option", { value: linked }, linked));
+  actor.value = linked;
+  action.value = wanted.get("action") ?? "";
+  target.value = wanted.get("target") ?? "";
+  since.value = wanted.get("since") ?? "";
+  until.value = wanted.get("until") ?? "";
   const apply = h("button", { type: "submit", class: "primary" }, "筛选");
   const reset = h("button", { type: "reset" }, "清除");
   const error = h("p", { class: "error", role: "alert" });
@@ -84,6 +104,16 @@ function auditSection(users: User[]): HTMLElement {
       });
       const data = await api<Page<AuditEntry>>("GET", `/api/admin/audit${q}`);
       const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
+      // A page number past the end (from an old link) shows the last page instead of nothing.
+      if (page > pages) return show(pages);
+      setPageQuery("audit", {
+        actor: actor.value,
+        action: action.value.trim(),
+        target: target.value.trim(),
+        since: since.value,
+        until: until.value,
+        page: page > 1 ? page : undefined,
+      });
       count.textContent = `共 ${data.total} 条`;
       replace(
         tbody,
@@ -93,10 +123,10 @@ function auditSection(users: User[]): HTMLElement {
                 "tr",
                 { dataset: { id: String(e.id), action: e.action } },
                 h("td", null, fmtTime(e.created_at)),
-                h("td", null, e.actor_name || e.actor || "系统"),
+                h("td", null, actorName(e)),
                 h("td", null, h("code", null, e.action)),
-                h("td", { class: "wrap" }, e.target || "—"),
-                h("td", { class: "wrap" }, e.detail || "—"),
+                targetCell(e, names),
+                detailCell(e, names),
               ),
             )
           : [messageRow(5, "没有符合条件的记录")]),
@@ -207,9 +237,12 @@ function alertSection(): HTMLElement {
 
 export function auditView(_ctx: ViewContext): HTMLElement {
   const body = h("div", { class: "stack" }, h("p", { class: "muted" }, "加载中…"));
-  api<Page<User>>("GET", "/api/admin/users").then(
-    (u) => replace(body, alertSection(), auditSection(u.items)),
-    (err) => replace(body, h("p", { class: "error" }, `加载失败：${errorText(err)}`)),
-  );
+  const load = async () => {
+    const users = (await api<Page<User>>("GET", "/api/admin/users")).items;
+    // Deleted users are a convenience of the filter: the log still shows without them.
+    const deleted = await deletedUsers(new Set(users.map((u) => u.id))).catch(() => new Map<string, string>());
+    replace(body, alertSection(), auditSection(users, deleted));
+  };
+  load().catch((err) => replace(body, h("p", { class: "error" }, `加载失败：${errorText(err)}`)));
   return h("section", { class: "view", id: "audit-view" }, h("h1", null, "审计与告警"), body);
 }

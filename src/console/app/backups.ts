@@ -2,6 +2,7 @@
 // the next start), the per-channel view, the last result, and the metadata export download.
 import { api } from "./api";
 import { badge, busy, errorText, fmtBytes, h, openModal, replace, toast } from "./dom";
+import { downloadLink } from "./download-link";
 import { recoverySection } from "./recovery";
 import type { Alert, BackupSnapshot, FullConfig, Page, ViewContext } from "./types";
 import { dataTable, messageRow } from "./ui";
@@ -64,7 +65,7 @@ export function backupsView(ctx: ViewContext): HTMLElement {
       h(
         "td",
         { class: "row-actions" },
-        h("a", { class: "button small", href: `/api/admin/backups/${encodeURIComponent(s.name)}`, download: s.name }, "下载"),
+        downloadLink("下载", `/api/admin/backups/${encodeURIComponent(s.name)}`, s.name, { class: "small", dataset: { action: "download" } }),
         h("button", { type: "button", class: "small danger", dataset: { action: "restore" }, onclick: () => restoreDialog(s) }, "恢复…"),
       ),
     );
@@ -129,7 +130,7 @@ export function backupsView(ctx: ViewContext): HTMLElement {
     h(
       "p",
       null,
-      h("a", { class: "button", href: "/api/admin/export", download: "kura-export.json", id: "export-download" }, "下载 JSON 导出"),
+      downloadLink("下载 JSON 导出", "/api/admin/export", "kura-export.json", { id: "export-download" }),
       h("span", { class: "muted" }, " 用户、渠道、令牌、图片与副本记录；不含任何凭据和密码哈希。"),
     ),
     recovery,

@@ -3,6 +3,7 @@
 import { api, ApiError } from "./api";
 import { openChannelForm } from "./channel-form";
 import { badge, busy, errorText, fmtBytes, fmtTime, h, openModal, replace, toast } from "./dom";
+import { downloadLink } from "./download-link";
 import { TEMPLATE_NAMES } from "./labels";
 import type { AdminDashboard, Channel, ChannelConfigView, ChannelTemplate, Page, ViewContext } from "./types";
 import { dataTable, messageRow } from "./ui";
@@ -84,11 +85,11 @@ export function channelsView(ctx: ViewContext): HTMLElement {
     );
     const del = h("button", { type: "button", class: "small danger", dataset: { action: "delete" }, disabled: c.deleting }, "删除");
     del.addEventListener("click", () => confirmDelete(c, () => void load()));
-    const download = h(
-      "a",
-      { class: "button small", href: `/api/admin/channels/${c.id}/rclone-config`, download: `kura-${c.id}.conf`, title: "文件含完整凭据，与主密钥同等敏感" },
-      "rclone 配置",
-    );
+    const download = downloadLink("rclone 配置", `/api/admin/channels/${c.id}/rclone-config`, `kura-${c.id}.conf`, {
+      class: "small",
+      title: "文件含完整凭据，与主密钥同等敏感",
+      dataset: { action: "rclone-config" },
+    });
     const tr = h(
       "tr",
       { dataset: { id: String(c.id), name: c.name } },

@@ -5,7 +5,7 @@ import { api } from "./api";
 import { badge, errorText, fmtBytes, fmtTime, h, replace } from "./dom";
 import { openImageDetail } from "./image-detail";
 import { ALERT_KINDS } from "./labels";
-import { thumbUrl } from "./links";
+import { thumbImage } from "./links";
 import type { AdminDashboard, Alert, Channel, Page, TopImage, UserDashboard, ViewContext } from "./types";
 import { dataTable, messageRow, percent, stat } from "./ui";
 
@@ -18,7 +18,7 @@ function topImages(ctx: ViewContext, items: TopImage[]): HTMLElement {
       h(
         "li",
         null,
-        h("img", { src: thumbUrl(ctx, t.id), alt: "", loading: "lazy", width: 48, height: 36 }),
+        thumbImage(ctx, t.id, { alt: "", lazy: true, width: 48, height: 36 }),
         // Opens that image's detail (links, replicas, delete), not just the images tab.
         h(
           "a",

@@ -1,11 +1,12 @@
 // Image detail panel: metadata, links, per-channel replica state, expiry (PATCH ttl_hours),
 // cleanup exemption (admins) and delete.
 import { api } from "./api";
-import { badge, busy, copyButton, errorText, fmtBytes, fmtTime, h, openModal, replace, safeHref, toast } from "./dom";
+import { badge, busy, copyButton, errorText, fmtBytes, fmtTime, h, openModal, parseUtc, replace, safeHref, toast } from "./dom";
 import { linkForms } from "../../shared/links";
 import { replicaStateName } from "../../shared/replica-states";
-import { publicUrl, thumbUrl } from "./links";
+import { publicUrl, thumbImage, thumbUrl } from "./links";
 import type { Image, Replica, ViewContext } from "./types";
+import { fmtDuration, hoursProblem, MAX_HOURS } from "./ui";
 
 const REPLICA_BADGES: Record<string, "ok" | "warn" | "bad"> = { done: "ok", pending: "warn", failed: "bad" };
 
@@ -39,9 +40,21 @@ function facts(rows: [string, string | Node][]): HTMLElement {
   return h("dl", { class: "facts" }, ...rows.flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
 }
 
+/** When it expires, how long is left and its lifetime, to the minute: a 20-minute image is no "0 小时" one. */
 function expiryText(img: Image): string {
   if (!img.expire_at) return "永久";
-  return `${fmtTime(img.expire_at)}（有效期 ${Math.round((img.ttl_seconds ?? 0) / 3600)} 小时）`;
+  const left = (parseUtc(img.expire_at).getTime() - Date.now()) / 1000;
+  const remaining = left > 0 ? `剩余 ${fmtDuration(left)}` : "已到期";
+  return `${fmtTime(img.expire_at)}（${remaining}${img.ttl_seconds ? `；有效期 ${fmtDuration(img.ttl_seconds)}` : ""}）`;
+}
+
+/**
+ * The lifetime field's starting text: whole hours as they are, 0 for permanent, and nothing for a
+ * lifetime that is no whole number of hours (20 minutes is no "0"; 0 would make it permanent).
+ */
+function ttlStart(img: Image): string {
+  if (!img.ttl_seconds) return img.expire_at ? "" : "0";
+  return img.ttl_seconds % 3600 === 0 ? String(img.ttl_seconds / 3600) : "";
 }
 
 function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => void, changed: () => void): void {
@@ -49,19 +62,41 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
   const href = safeHref(url);
   const isOwner = img.user_id === ctx.me.user.id;
 
+  const start = ttlStart(img);
   const ttl = h("input", {
     type: "number",
     min: 0,
-    max: 876000,
+    max: MAX_HOURS,
     step: 1,
     name: "ttl_hours",
     class: "narrow",
-    value: img.ttl_seconds ? String(Math.round(img.ttl_seconds / 3600)) : "0",
+    value: start,
+    placeholder: start === "" && img.ttl_seconds ? `当前 ${fmtDuration(img.ttl_seconds)}` : "",
   });
   const ttlSave = h("button", { type: "submit" }, "保存");
-  const ttlForm = h("form", { class: "inline", id: "ttl-form" }, h("label", null, "有效期（小时，0 为永久，从现在起计）", ttl), ttlSave);
+  const ttlError = h("small", { class: "field-error", role: "alert", id: "ttl-error" });
+  const ttlForm = h(
+    "form",
+    { class: "inline", id: "ttl-form", novalidate: true },
+    h("label", null, "有效期（小时，0 为永久，从现在起计）", ttl),
+    ttlSave,
+    ttlError,
+  );
+  ttl.addEventListener("input", () => (ttlError.textContent = ""));
   ttlForm.addEventListener("submit", (e) => {
     e.preventDefault();
+    // Only a lifetime the person typed is sent: saving what was shown must not reset the expiry,
+    // least of all turn an expiring image permanent.
+    if (ttl.value.trim() === start && !ttl.validity.badInput) {
+      ttlError.textContent = start === "" ? "请先填写新的有效期（小时）" : "有效期没有改动";
+      return;
+    }
+    const problem = hoursProblem(ttl.validity.badInput ? "x" : ttl.value, 0, true);
+    if (problem) {
+      ttlError.textContent = problem;
+      ttl.focus();
+      return;
+    }
     void busy(ttlSave, async () => {
       const updated = await api<Image>("PATCH", `/api/admin/images/${encodeURIComponent(img.id)}`, { ttl_hours: Number(ttl.value) });
       toast("有效期已更新");
@@ -105,8 +140,8 @@ function render(ctx: ViewContext, img: Image, body: HTMLElement, close: () => vo
       { class: "detail" },
       h(
         "a",
-        { class: "detail-preview", href: thumbUrl(ctx, img.id, true), target: "_blank", rel: "noopener" },
-        h("img", { src: thumbUrl(ctx, img.id, true), alt: img.file_name }),
+        { class: "detail-preview", href: thumbUrl(ctx, img.id, img.mime, true), target: "_blank", rel: "noopener" },
+        thumbImage(ctx, img.id, { mime: img.mime, large: true, alt: img.file_name }),
       ),
       h(
         "div",

@@ -2,15 +2,17 @@
 // page numbers plus "load more" (keyset: the API's next_cursor, so appending stays fast however
 // deep the library goes), a selection that survives paging and filtering, batch delete, batch
 // exempt / un-exempt from cleanup (admins) and batch copy of links in any of the link formats.
+// The filters and the page number live in the page's link (#images?search=…&page=2), so they
+// survive switching tabs (the tab link carries them) and reloads.
 // The batch requests live in image-batch.ts, the detail panel in image-detail.ts.
 import { api, query } from "./api";
 import { busy, copyText, errorText, fmtBytes, h, replace } from "./dom";
 import { deleteImages, setCleanupExempt } from "./image-batch";
 import { openImageDetail } from "./image-detail";
 import { linkForms } from "../../shared/links";
-import { publicUrl, thumbUrl } from "./links";
+import { publicUrl, thumbImage } from "./links";
 import type { Image, Page, Token, User, ViewContext } from "./types";
-import { hashParams, localInputToUtc, renderPager } from "./ui";
+import { hashParams, localInputToUtc, pageParam, renderPager, setPageQuery } from "./ui";
 
 const PAGE_SIZE = 24;
 /** Requests of 100 tokens read for the token filter, at most. */
@@ -18,7 +20,8 @@ const TOKEN_PAGES = 50;
 
 export function imagesView(ctx: ViewContext): HTMLElement {
   const isAdmin = ctx.me.user.role === "admin";
-  let page = 1;
+  const wanted = hashParams();
+  let page = pageParam(wanted);
   /** Pages appended by "load more" after `page`; the pager marks the last one loaded. */
   let extra = 0;
   let total = 0;
@@ -47,9 +50,16 @@ export function imagesView(ctx: ViewContext): HTMLElement {
   const exemptSelected = isAdmin ? h("button", { type: "button", id: "exempt-selected", disabled: true }, "豁免清理") : null;
   const unexemptSelected = isAdmin ? h("button", { type: "button", id: "unexempt-selected", disabled: true }, "取消豁免") : null;
 
-  const wanted = hashParams();
+  // Until the user and token lists arrive, an id from the link stands as its own option so it filters at once.
   if (isAdmin && wanted.get("user")) owner.append(h("option", { value: wanted.get("user")! }, wanted.get("user")!));
   owner.value = wanted.get("user") ?? "";
+  const linkedToken = wanted.get("token") ?? "";
+  if (linkedToken) token.append(h("option", { value: linkedToken }, `令牌 #${linkedToken}`));
+  token.value = linkedToken;
+  search.value = wanted.get("search") ?? "";
+  since.value = wanted.get("since") ?? "";
+  until.value = wanted.get("until") ?? "";
+  exempt.checked = wanted.get("exempt") === "1";
   for (const f of linkForms("x", "x")) format.append(h("option", { value: f.label }, f.label));
 
   const updateSelection = () => {
@@ -76,7 +86,7 @@ export function imagesView(ctx: ViewContext): HTMLElement {
       h(
         "button",
         { type: "button", class: "thumb", title: "查看详情", onclick: open },
-        h("img", { src: thumbUrl(ctx, img.id), alt: img.file_name, loading: "lazy", decoding: "async" }),
+        thumbImage(ctx, img.id, { mime: img.mime, alt: img.file_name, lazy: true }),
       ),
       h(
         "figcaption",
@@ -113,6 +123,15 @@ export function imagesView(ctx: ViewContext): HTMLElement {
         page = pages;
         return load();
       }
+      setPageQuery("images", {
+        user: isAdmin ? owner.value : undefined,
+        token: token.value,
+        search: search.value.trim(),
+        since: since.value,
+        until: until.value,
+        exempt: exempt.checked ? "1" : undefined,
+        page: page > 1 ? page : undefined,
+      });
       shown = data.items;
       extra = 0;
       total = data.total;
@@ -167,14 +186,22 @@ export function imagesView(ctx: ViewContext): HTMLElement {
   async function loadTokens(): Promise<void> {
     const user = isAdmin ? owner.value : "";
     const load = ++tokenLoads;
-    replace(token, h("option", { value: "" }, "全部来源"));
+    // The chosen token (from the link) keeps filtering while its list loads: its option stays until the real one arrives.
+    const keep = token.value;
+    const held = keep ? [...token.options].find((o) => o.value === keep) : undefined;
+    replace(token, h("option", { value: "" }, "全部来源"), held);
+    token.value = keep;
     if (isAdmin && !user) return;
     try {
       for (let p = 1, seen = 0; p <= TOKEN_PAGES; p++) {
         const data = await api<Page<Token>>("GET", `/api/admin/tokens${query({ page: p, page_size: 100, user_id: user })}`);
         // The owner changed meanwhile: a newer load fills the list.
         if (load !== tokenLoads) return;
-        for (const t of data.items) token.append(h("option", { value: String(t.id) }, t.name));
+        for (const t of data.items) {
+          if (String(t.id) === keep) held?.remove();
+          token.append(h("option", { value: String(t.id) }, t.name));
+        }
+        token.value = keep;
         seen += data.items.length;
         if (!data.items.length || seen >= data.total) break;
       }
@@ -246,7 +273,8 @@ export function imagesView(ctx: ViewContext): HTMLElement {
     api<Page<User>>("GET", "/api/admin/users").then(
       (u) => {
         const keep = owner.value;
-        replace(owner, h("option", { value: "" }, "全部用户"), ...u.items.map((x) => h("option", { value: x.id }, x.name)));
+        const unknown = keep && !u.items.some((x) => x.id === keep) ? h("option", { value: keep }, keep) : null;
+        replace(owner, h("option", { value: "" }, "全部用户"), ...u.items.map((x) => h("option", { value: x.id }, x.name)), unknown);
         owner.value = keep;
       },
       () => undefined,

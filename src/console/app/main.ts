@@ -18,6 +18,7 @@ import { syncSession } from "./session-sync";
 import { settingsView } from "./settings";
 import { tokensView } from "./tokens";
 import type { Alert, ConfigSlice, Page, Principal, ViewContext } from "./types";
+import { onPageQuery } from "./ui";
 import { uploadView } from "./upload";
 import { usersView } from "./users";
 
@@ -185,6 +186,14 @@ async function openShell(me: Principal): Promise<void> {
   );
   replace(root, h("div", { class: "shell" }, header, content, footer));
   shown = me;
+  // A page that wrote its filters into the link (setPageQuery) is still the page shown for that
+  // link, and its tab link carries them, so leaving and coming back keeps them.
+  onPageQuery((hash) => {
+    const id = hash.split("?")[0]!;
+    if (current.split("?")[0] === id) current = hash;
+    const a = links.get(id);
+    if (a) a.href = `#${hash}`;
+  });
   window.onhashchange = show;
   show();
 }

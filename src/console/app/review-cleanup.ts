@@ -5,7 +5,7 @@
 import { api } from "./api";
 import { BATCH, deleteBatch, exemptBatch, type Outcome, reportBatch } from "./image-batch";
 import { errorText, fmtBytes, fmtTime, h, replace, toast } from "./dom";
-import { thumbUrl } from "./links";
+import { thumbImage } from "./links";
 import { reviewPager } from "./review-pager";
 import type { CleanupItem, Page, ViewContext } from "./types";
 import { dataTable, messageRow } from "./ui";
@@ -68,7 +68,7 @@ export function cleanupSection(ctx: ViewContext, users: Map<string, string>): HT
         h(
           "div",
           { class: "cell-image" },
-          h("img", { src: thumbUrl(ctx, i.id), alt: "", loading: "lazy", width: 48, height: 36 }),
+          thumbImage(ctx, i.id, { mime: i.mime, alt: "", lazy: true, width: 48, height: 36 }),
           h("span", { class: "name" }, i.file_name),
         ),
       ),

@@ -2,7 +2,7 @@
 // and the cleanup candidates (./review-cleanup.ts).
 import { api } from "./api";
 import { busy, errorText, fmtBytes, fmtTime, h, replace, toast } from "./dom";
-import { thumbUrl } from "./links";
+import { thumbImage } from "./links";
 import { cleanupSection } from "./review-cleanup";
 import { reviewPager } from "./review-pager";
 import type { DedupCandidate, DedupSide, Image, Page, User, ViewContext } from "./types";
@@ -33,7 +33,7 @@ function side(ctx: ViewContext, s: DedupSide, owner: string, label: string): HTM
     h(
       "a",
       { href: `/api/admin/images/${encodeURIComponent(s.image_id)}/thumb`, target: "_blank", rel: "noopener", class: "pair-thumb" },
-      h("img", { src: thumbUrl(ctx, s.image_id), alt: `${label}：${s.image_id}` }),
+      thumbImage(ctx, s.image_id, { mime: s.mime, alt: `${label}：${s.image_id}` }),
     ),
     h(
       "figcaption",

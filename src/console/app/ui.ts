@@ -116,3 +116,54 @@ export function percent(part: number, whole: number | null): number {
 export function hashParams(): URLSearchParams {
   return new URLSearchParams(location.hash.split("?")[1] ?? "");
 }
+
+/** The longest lifetime any hours field takes: 100 years, the cap the server's schema puts on durations. */
+export const MAX_HOURS = 876_000;
+
+/**
+ * What is wrong with an hours field's text, or "" when it is a number of hours in [min, MAX_HOURS]
+ * (whole hours when `integer`). Checked here because an empty number field reads as 0 — which means
+ * "permanent" to the API — and the server's own message speaks in seconds.
+ */
+export function hoursProblem(raw: string, min: 0 | 1, integer: boolean): string {
+  const text = raw.trim();
+  const n = Number(text);
+  if (text !== "" && Number.isFinite(n) && n >= min && n <= MAX_HOURS && (!integer || Number.isInteger(n))) return "";
+  return `请填写 ${min} 到 ${MAX_HOURS} 之间的${integer ? "整数" : ""}小时数${min === 0 ? "（0 为永久）" : ""}`;
+}
+
+/** A lifetime in the hours the fields use, to the minute ("20 分钟", "1 小时 30 分钟", "48 小时"). */
+export function fmtDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} 秒`;
+  const [hr, m] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60)];
+  return [hr ? `${hr} 小时` : "", m ? `${m} 分钟` : ""].filter(Boolean).join(" ");
+}
+
+let queryWritten: ((hash: string) => void) | undefined;
+
+/** The shell's hook: it learns each page's current link (its tab link and "already shown" mark follow it). */
+export function onPageQuery(handler: (hash: string) => void): void {
+  queryWritten = handler;
+}
+
+/**
+ * Puts a page's filters into its link (`#images?search=cat&page=2`), replacing the history entry, so a
+ * reload, the back button and the tab link bring the same view back. Empty values are left out. Ignored
+ * once another page is shown: a late answer must not rewrite that page's link.
+ */
+export function setPageQuery(pageId: string, params: Record<string, string | number | undefined>): void {
+  if (location.hash.slice(1).split("?")[0] !== pageId) return;
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") q.set(k, String(v));
+  const text = q.toString();
+  const hash = text ? `${pageId}?${text}` : pageId;
+  if (location.hash.slice(1) !== hash) history.replaceState(history.state, "", `#${hash}`);
+  queryWritten?.(hash);
+}
+
+/** A positive page number from the link, else 1. */
+export function pageParam(params: URLSearchParams): number {
+  const p = Number(params.get("page"));
+  return Number.isInteger(p) && p > 0 ? p : 1;
+}

@@ -1,5 +1,5 @@
 // Upload page: drag & drop / file picker with per-file progress and a status text that
-// matches it (等待中 → 上传中 → 处理中 → 完成 / 失败), an overall x/N counter, retry for
+// matches it (等待中 → 上传中 → 处理中 → 完成 / 失败), an overall x/N counter (URL imports included), retry for
 // failed files, "copy all links", import from URL (with an optional file name). Every file and
 // every URL import carries an Idempotency-Key kept across its retries, so a retry after a lost
 // answer returns the image the server already stored instead of storing it twice. The shell
@@ -8,7 +8,8 @@
 import { api, newIdempotencyKey, uploadFile } from "./api";
 import { busy, copyButton, copyText, errorText, fmtBytes, h, safeHref, toast } from "./dom";
 import { linkForms } from "../../shared/links";
-import { thumbUrl } from "./links";
+import { thumbImage } from "./links";
+import { hoursProblem, MAX_HOURS } from "./ui";
 import type { UploadResult, ViewContext } from "./types";
 
 /** How many files go up at once; the server limits concurrency too (429 beyond it). */
@@ -17,6 +18,8 @@ const PARALLEL = 3;
 interface Options {
   exif: HTMLSelectElement;
   ttlHours: HTMLInputElement;
+  /** The line under the lifetime field that says what is wrong with it. */
+  ttlError: HTMLElement;
 }
 
 /** Overall progress of everything dropped on this page, and every finished link. */
@@ -51,7 +54,8 @@ class Tally {
 interface Row {
   row: HTMLElement;
   progress(fraction: number): void;
-  done(r: UploadResult, ctx: ViewContext): void;
+  /** `mime`: the file's type as the browser names it, when known (the thumbnail asks for it first). */
+  done(r: UploadResult, ctx: ViewContext, mime?: string): void;
   fail(msg: string, retry?: () => void): void;
   restart(): void;
 }
@@ -69,11 +73,11 @@ function resultRow(name: string, sizeText: string): Row {
       // All bytes sent: the server now sniffs, strips EXIF and stores; say so.
       status.textContent = f < 1 ? `上传中 ${Math.round(f * 100)}%` : "处理中…";
     },
-    done(r, ctx) {
+    done(r, ctx, mime) {
       bar.remove();
       status.className = "status ok-text";
       status.textContent = "完成";
-      preview.append(h("img", { src: thumbUrl(ctx, r.id), alt: "", loading: "lazy" }));
+      preview.append(thumbImage(ctx, r.id, { mime, alt: "", lazy: true }));
       const href = safeHref(r.url);
       body.append(
         h("div", { class: "result-url" }, href ? h("a", { href, target: "_blank", rel: "noopener", class: "uploaded-url" }, r.url) : r.url),
@@ -99,16 +103,36 @@ function resultRow(name: string, sizeText: string): Row {
   };
 }
 
-function uploadFields(opts: Options): Record<string, string> {
+/** What is wrong with the lifetime field (empty is the default), shown under it; "" when nothing. */
+function ttlProblem(opts: Options): string {
+  const hours = opts.ttlHours.value.trim();
+  // A number field holding something that is not a number reads as "": say so instead of sending the default.
+  const problem = hours === "" && !opts.ttlHours.validity.badInput ? "" : hoursProblem(hours, 0, false);
+  opts.ttlError.textContent = problem;
+  opts.ttlHours.setAttribute("aria-invalid", String(problem !== ""));
+  return problem;
+}
+
+/**
+ * The form fields every upload and import sends, or undefined (with the reason on the lifetime field)
+ * when the lifetime is out of range: checked here in hours, because the server's refusal counts seconds.
+ */
+function uploadFields(opts: Options): Record<string, string> | undefined {
+  if (ttlProblem(opts)) {
+    opts.ttlHours.focus();
+    return undefined;
+  }
   const fields: Record<string, string> = {};
   if (opts.exif.value) fields.exif_policy = opts.exif.value;
   const hours = opts.ttlHours.value.trim();
-  if (hours !== "") fields.ttl = hours === "0" ? "never" : String(Math.round(Number(hours) * 3600));
+  // A sliver of an hour is at least a second: 0 seconds would not be the short life that was asked for.
+  if (hours !== "") fields.ttl = Number(hours) === 0 ? "never" : String(Math.max(1, Math.round(Number(hours) * 3600)));
   return fields;
 }
 
 async function uploadAll(files: File[], ctx: ViewContext, opts: Options, list: HTMLElement, tally: Tally): Promise<void> {
   const fields = uploadFields(opts);
+  if (!fields) return toast(`没有上传：${opts.ttlError.textContent}`, "error");
   const jobs = files.map((file) => {
     const r = resultRow(file.name, ` · ${fmtBytes(file.size)}`);
     list.prepend(r.row);
@@ -124,7 +148,7 @@ async function uploadAll(files: File[], ctx: ViewContext, opts: Options, list: H
     form.append("file", file, file.name);
     try {
       const res = await uploadFile<UploadResult>("/api/admin/upload", form, (f) => r.progress(f), { idempotencyKey: key });
-      r.done(res, ctx);
+      r.done(res, ctx, file.type || undefined);
       tally.done++;
       tally.links.push({ url: res.url, name: file.name });
     } catch (err) {
@@ -156,8 +180,11 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     h("option", { value: "strip" }, "去除 EXIF/GPS"),
     h("option", { value: "passthrough" }, "原样保留"),
   );
-  const ttlHours = h("input", { type: "number", min: 0, step: "any", name: "ttl_hours", placeholder: "默认", class: "narrow" });
-  const opts: Options = { exif, ttlHours };
+  const ttlHours = h("input", { type: "number", min: 0, max: MAX_HOURS, step: "any", name: "ttl_hours", placeholder: "默认", class: "narrow" });
+  const ttlError = h("small", { class: "field-error", role: "alert", id: "upload-ttl-error" });
+  const opts: Options = { exif, ttlHours, ttlError };
+  // Said while typing too, not only when a drop is refused.
+  ttlHours.addEventListener("change", () => void ttlProblem(opts));
 
   const input = h("input", { type: "file", id: "file-input", accept: "image/*", multiple: true, class: "visually-hidden" });
   input.addEventListener("change", () => {
@@ -208,27 +235,39 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     const body: Record<string, unknown> = { url };
     if (fileName) body.file_name = fileName;
     const fields = uploadFields(opts);
+    if (!fields) return;
     if (fields.exif_policy) body.exif_policy = fields.exif_policy;
     if (fields.ttl) body.ttl = fields.ttl;
     const request = JSON.stringify(body);
     const key = unfinished?.request === request ? unfinished.key : newIdempotencyKey();
     unfinished = { request, key };
-    const r = resultRow(fileName || url.split("/").pop() || url, " · 从 URL 导入");
+    const name = fileName || url.split("/").pop() || url;
+    const r = resultRow(name, " · 从 URL 导入");
     list.prepend(r.row);
+    // Counted and collected like a file: in the x/N line and in 复制全部链接.
+    tally.total++;
+    tally.render();
     const attempt = (): Promise<void> =>
       busy(urlButton, async () => {
         r.progress(1); // the server fetches and processes: nothing to measure here
         try {
-          r.done(await api<UploadResult>("POST", "/api/admin/upload/url", body, { idempotencyKey: key }), ctx);
+          const res = await api<UploadResult>("POST", "/api/admin/upload/url", body, { idempotencyKey: key });
+          r.done(res, ctx);
+          tally.done++;
+          tally.links.push({ url: res.url, name });
           if (unfinished?.key === key) unfinished = undefined;
           // A retry that succeeds later leaves whatever was typed since alone.
           if (urlInput.value.trim() === url && nameInput.value.trim() === fileName) urlInput.value = nameInput.value = "";
         } catch (err) {
+          tally.failed++;
           r.fail(errorText(err), () => {
+            tally.failed--;
             r.restart();
+            tally.render();
             void attempt();
           });
         }
+        tally.render();
       });
     void attempt();
   });
@@ -238,7 +277,7 @@ export function uploadView(ctx: ViewContext): HTMLElement {
     { class: "view upload-view" },
     h("h1", null, "上传图片"),
     drop,
-    h("div", { class: "options" }, h("label", null, "EXIF ", exif), h("label", null, "有效期（小时，0 为永久）", ttlHours)),
+    h("div", { class: "options" }, h("label", null, "EXIF ", exif), h("label", null, "有效期（小时，0 为永久）", ttlHours), ttlError),
     h("h2", null, "从 URL 导入"),
     urlForm,
     h("div", { class: "toolbar results-bar" }, tally.el, tally.format, tally.copyAll),

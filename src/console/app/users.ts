@@ -2,7 +2,7 @@
 // password, delete, and a link to the person's images.
 import { api } from "./api";
 import { badge, busy, errorText, fmtBytes, fmtTime, h, openModal, replace, toast } from "./dom";
-import { labelled, percent } from "./ui";
+import { hoursProblem, labelled, MAX_HOURS, percent } from "./ui";
 import type { Page, User, ViewContext } from "./types";
 
 const MB = 1024 * 1024;
@@ -53,12 +53,30 @@ function editUser(ctx: ViewContext, user: User, saved: () => void): void {
     name: "edit_ttl_hours",
     type: "number",
     min: 1,
-    max: 876000,
+    max: MAX_HOURS,
     step: 1,
     value: user.default_ttl_hours ? String(user.default_ttl_hours) : "",
     class: "narrow",
+    "aria-label": "默认有效期（小时）",
   });
-  const syncTtl = () => (hours.hidden = ttl.value !== "hours");
+  const hoursError = h("small", { class: "field-error", role: "alert", id: "edit-ttl-error" });
+  /**
+   * In 指定小时数 mode the field must hold 1 or more whole hours: an empty number field reads as 0,
+   * which the API takes as "permanent" (the 永久 choice is there for that). The custom validity stops
+   * the submit; the line under the field says why.
+   */
+  const checkHours = (): string => {
+    const problem = ttl.value === "hours" ? hoursProblem(hours.validity.badInput ? "x" : hours.value, 1, true) : "";
+    hours.setCustomValidity(problem);
+    if (!problem) hoursError.textContent = "";
+    return problem;
+  };
+  hours.addEventListener("invalid", () => (hoursError.textContent = hours.validationMessage));
+  hours.addEventListener("input", checkHours);
+  const syncTtl = () => {
+    hours.hidden = ttl.value !== "hours";
+    checkHours();
+  };
   ttl.addEventListener("change", syncTtl);
   syncTtl();
   const disabled = h("input", { type: "checkbox", name: "edit_disabled", checked: user.disabled, disabled: self });
@@ -70,7 +88,7 @@ function editUser(ctx: ViewContext, user: User, saved: () => void): void {
     labelled("用户名", name).el,
     labelled("角色", role, self ? "不能修改自己的角色" : undefined).el,
     labelled("配额（MB）", quota, `留空表示不限；当前已用 ${fmtBytes(user.used_bytes)}`).el,
-    h("label", { class: "field" }, h("span", null, "默认有效期"), h("span", { class: "inline" }, ttl, hours)),
+    h("label", { class: "field" }, h("span", null, "默认有效期"), h("span", { class: "inline" }, ttl, hours), hoursError),
     h("label", { class: "field check" }, disabled, h("span", null, "停用（停用后无法登录，令牌失效）")),
     error,
     h("div", { class: "actions" }, submit),
@@ -78,6 +96,13 @@ function editUser(ctx: ViewContext, user: User, saved: () => void): void {
   const modal = openModal(`编辑用户 · ${user.name}`, form);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
+    // The browser checks first (custom validity); this catches a submit that skipped it.
+    const problem = checkHours();
+    if (problem) {
+      hoursError.textContent = problem;
+      hours.focus();
+      return;
+    }
     const q = quota.value.trim();
     const body = {
       name: name.value.trim(),
