@@ -33,7 +33,9 @@ export class BenchServer {
   static async start(opts: BenchServerOptions = {}): Promise<BenchServer> {
     const dataDir = mkdtempSync(join(tmpdir(), "kura-bench-"));
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries({ ...process.env, KURA_LISTEN: "127.0.0.1:0", KURA_DATA_DIR: dataDir, ...opts.env })) {
+    // UV_THREADPOOL_SIZE as deploy/kura.service and `bun run start` set it (src/delivery/thread-pool.ts).
+    const deployed = { UV_THREADPOOL_SIZE: "16" };
+    for (const [k, v] of Object.entries({ ...deployed, ...process.env, KURA_LISTEN: "127.0.0.1:0", KURA_DATA_DIR: dataDir, ...opts.env })) {
       if (v !== undefined) env[k] = v;
     }
     // `bun run <file>` runs the script in this very process (no wrapper), so proc.pid is

@@ -5,19 +5,19 @@
  * drop the last commits, which would include an upload whose URL the client already has (its
  * file, synced by the channel, then an orphan) or a delete it was told is done.
  *
- * So before a write request is answered, the WAL file is fsync'd in the thread pool, off the loop.
+ * So before a write request is answered, the WAL file is fsync'd in Bun's thread pool, off the loop.
  * One fsync covers every commit before it started, so requests finishing together share one, and
  * a request that wrote nothing (the connection's change counter did not move) waits for none.
  * A checkpoint copies frames into the database file and syncs it before the WAL starts over, so
  * a synced WAL (whatever it holds by then) is enough.
  */
 import type { Database } from "bun:sqlite";
-import { fsync, openSync } from "node:fs";
+import { type FileHandle, open } from "node:fs/promises";
 
 export class WalDurability {
   readonly #changes: () => number;
   readonly #walPath: string;
-  #fd: number | undefined;
+  #wal: FileHandle | undefined;
   /** The change counter when the last successful fsync began: everything up to it is durable. */
   #durableThrough: number;
   #inflight: { through: number; done: Promise<void> } | undefined;
@@ -62,18 +62,20 @@ export class WalDurability {
     return inflight;
   }
 
-  #fsyncWal(): Promise<void> {
-    if (this.#fd === undefined) {
+  async #fsyncWal(): Promise<void> {
+    if (this.#wal === undefined) {
       // The WAL exists from the connection's first transaction on; a read-only descriptor can fsync it.
       try {
-        this.#fd = openSync(this.#walPath, "r");
+        this.#wal = await open(this.#walPath, "r");
       } catch (err) {
         // No WAL yet: no commit is waiting in one.
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") return Promise.resolve();
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
         throw err;
       }
     }
-    const fd = this.#fd;
-    return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
+    // Through fs/promises, not fs.fsync: the latter waits on the libuv pool, which sharp's renders
+    // hold for their whole length, and every write's answer waited for a cold render (98 s for an
+    // 8 KB upload behind two AVIF encodes; shared/file-writable.ts).
+    await this.#wal.sync();
   }
 }

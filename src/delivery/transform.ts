@@ -47,6 +47,8 @@ export interface RenderOptions {
    * timeout or the end; a worker limiter can keep the slot busy until this settles.
    */
   hold?: (work: Promise<void>) => void;
+  /** A PNG's two WebP encodes at once (default) or one after the other (thread-pool.ts). */
+  parallelEncodes?: boolean;
 }
 
 // AVIF has no quality setting of its own; 50 is libaom's usual sweet spot (about the
@@ -55,6 +57,20 @@ export interface RenderOptions {
 // `?format=avif` of a camera photo held a render slot and ~1 GiB for a minute (delivery audit
 // H1). imgproxy's default AVIF speed is faster still.
 const AVIF = { quality: 50, effort: 2 } as const;
+/**
+ * The largest AVIF Kura encodes, in output pixels (4K UHD fits). libheif's encoder needs ~30 bytes a
+ * pixel: one anonymous `?format=avif` of a 36 MP photo took the server from 179 MiB to 1.3 GiB, past
+ * the 600 MiB of the small-server profile (hostile-input audit). A larger one fails as a render:
+ * the original is served with no-store (spec 4.5 rule 5), and the failure is remembered.
+ */
+export const AVIF_MAX_PIXELS = 8_300_000;
+
+export class TooLargeToEncodeError extends Error {
+  constructor(pixels: number) {
+    super(`图片过大（${Math.round(pixels / 1e6)} MP），不转换为 AVIF（上限 ${AVIF_MAX_PIXELS / 1e6} MP）`);
+    this.name = "TooLargeToEncodeError";
+  }
+}
 // zlib level 6: close to 9 in size for photos at a fraction of the CPU.
 const PNG_COMPRESSION = 6;
 /** How many times the JS deadline libvips may still run a render that missed it (to keep it as the variant). */
@@ -90,6 +106,11 @@ async function render(img: Sharp, opts: RenderOptions): Promise<Buffer> {
   // EXIF orientation into the pixels, as a browser shows the original: the output carries no
   // metadata (privacy), so the tag that made the original display upright would be lost otherwise.
   if (meta && displayedOrientation(meta) > 1) img.autoOrient();
+  if (opts.format === "avif" && meta?.width && meta.height) {
+    const scale = opts.width > 0 && opts.width < meta.width ? opts.width / meta.width : 1;
+    const pixels = Math.round(meta.width * scale) * Math.round(meta.height * scale); // one frame: AVIF output is a still
+    if (pixels > AVIF_MAX_PIXELS) throw new TooLargeToEncodeError(pixels);
+  }
   if (opts.format === "webp" && meta?.format === "png") return smallerWebp(img, opts, meta);
   return encode(img, opts, meta).toBuffer();
 }
@@ -103,10 +124,10 @@ async function render(img: Sharp, opts: RenderOptions): Promise<Buffer> {
  * way and only for PNG sources (image-fidelity audit MED-3).
  */
 async function smallerWebp(img: Sharp, opts: RenderOptions, meta: Metadata): Promise<Buffer> {
-  const [lossless, lossy] = await Promise.all([
-    img.clone().webp({ lossless: true, effort: opts.webpMethod }).toBuffer(),
-    encode(img.clone(), opts, meta).toBuffer(), // the lossy WebP every other source gets
-  ]);
+  const encodeLossless = () => img.clone().webp({ lossless: true, effort: opts.webpMethod }).toBuffer();
+  const encodeLossy = () => encode(img.clone(), opts, meta).toBuffer(); // the lossy WebP every other source gets
+  const [lossless, lossy] =
+    opts.parallelEncodes === false ? [await encodeLossless(), await encodeLossy()] : await Promise.all([encodeLossless(), encodeLossy()]);
   return lossless.length <= lossy.length ? lossless : lossy;
 }
 

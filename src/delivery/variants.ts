@@ -1,3 +1,4 @@
+import { encodesInParallel, renderConcurrency } from "./thread-pool";
 import type { SettingsStore } from "../config/settings";
 import type { Settings } from "../config/settings-schema";
 import type { BlobReadDeps } from "../images/read";
@@ -62,10 +63,10 @@ export class VariantService {
     // No onEvict hook: the `variants` rows record every URL ever generated for a blob (what a
     // CDN may still cache for a year), not what the local LRU holds, so evictions leave them.
     this.cache = new VariantCache({ dir: app.paths.variants, maxBytes: s.variants_cache_mb * 1024 * 1024 });
-    this.limiter = new WorkLimiter(s.process_workers);
+    this.limiter = new WorkLimiter(renderConcurrency(s.process_workers));
     this.hits = app.metrics.variantLookups.child({ result: "hit" });
     app.settings.onChange((changed, next) => {
-      if (changed.includes("process_workers")) this.limiter.setLimit(next.process_workers);
+      if (changed.includes("process_workers")) this.limiter.setLimit(renderConcurrency(next.process_workers));
       if (changed.includes("variants_cache_mb")) void this.cache.setMaxBytes(next.variants_cache_mb * 1024 * 1024);
       // What made a render fail may be what was just changed (a deadline too short for it): each
       // remembered failure gets its next try now rather than up to ten minutes later.
@@ -150,6 +151,7 @@ export class VariantService {
             format,
             quality: { webp: s.process_quality_webp, jpeg: s.process_quality_jpeg },
             webpMethod: s.process_webp_method,
+            parallelEncodes: encodesInParallel(this.limiter.limit),
             timeoutMs: s.process_timeout_ms,
             // Past the deadline the request got the original, but the encode ran on: keep it.
             late: (late) => {

@@ -1,5 +1,6 @@
 // Small file-system steps of the local driver (local.ts), kept apart to keep that file readable.
-import { closeSync, fsync, openSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { fsyncFile } from "../../shared/file-writable";
 import { readdir, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
@@ -19,16 +20,10 @@ export function fileSizeSync(path: string): number | null {
 
 /**
  * Makes what `path` holds durable: a directory's entries (a rename into it, a new
- * subdirectory) or a file's bytes. Opening and closing never wait on the disk, so only the
- * fsync goes to the thread pool.
+ * subdirectory) or a file's bytes, on Bun's thread pool: never behind a render (shared/file-writable.ts).
  */
 export async function fsyncPath(path: string): Promise<void> {
-  const fd = openSync(path, "r");
-  try {
-    await new Promise<void>((done, fail) => fsync(fd, (err) => (err ? fail(err) : done())));
-  } finally {
-    closeSync(fd);
-  }
+  await fsyncFile(path);
 }
 
 /** Removes `dir` and the directories below it, bottom up, as long as each is empty (rmdir, never rm -r). */

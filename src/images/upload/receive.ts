@@ -1,10 +1,10 @@
 import { Invalid } from "../../errors";
 import busboy from "busboy";
 import { busboyLimits } from "../../shared/busboy-limits";
-import { createWriteStream, type WriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
+import { Readable, type Writable } from "node:stream";
+import { fileWritable } from "../../shared/file-writable";
 import { randomBytes } from "node:crypto";
 import { isBodyLimitError, withIdleDeadline, type BodyLimits } from "./body-deadline";
 import { type PlainPart, plainFormParts } from "./plain-form";
@@ -153,7 +153,7 @@ async function streamMultipart(
   // The temp file's stream, once the file part began: on any failure it is destroyed and
   // closed before the file is removed, so a rejected or aborted upload holds no descriptor
   // (and no disk space of an unlinked file) and cannot recreate the file after the removal.
-  let out: WriteStream | undefined;
+  let out: Writable | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       let parser: busboy.Busboy;
@@ -197,7 +197,8 @@ async function streamMultipart(
         let size = 0;
         // Hashed as it streams, so passthrough uploads never read the file back for it.
         const hasher = new Bun.CryptoHasher("sha256");
-        const target = createWriteStream(path, { mode: 0o600 });
+        // Not createWriteStream: its writes wait for renders on the libuv pool (shared/file-writable.ts).
+        const target = fileWritable(path, 0o600);
         out = target;
         file = { path, size: 0, fileName: info.filename || "image" };
         stream.on("data", (chunk: Buffer) => {
@@ -246,7 +247,7 @@ async function streamMultipart(
 }
 
 /** Resolves once `stream` has released its file descriptor (destroying it first if needed). */
-function closed(stream: WriteStream): Promise<void> {
+function closed(stream: Writable): Promise<void> {
   if (stream.closed) return Promise.resolve();
   return new Promise((resolve) => {
     stream.once("close", () => resolve());
