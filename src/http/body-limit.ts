@@ -25,6 +25,7 @@ const tooLarge = () => jsonError(413, "请求体过大（最多 1 MiB）", { con
 const clientBusy = () => jsonError(429, "该地址同时发送的请求过多，请稍后重试", { connection: "close", "retry-after": "5" });
 const serverBusy = () => jsonError(503, "服务器正在接收的请求过多，请稍后重试", { connection: "close", "retry-after": "5" });
 const tooSlow = () => jsonError(408, "请求体接收超时", { connection: "close" });
+const cutOff = () => jsonError(400, "请求体不完整：客户端中断了连接", { connection: "close" });
 
 /** Bytes of small bodies held at once, overall and per client address. */
 export class BodyBudget {
@@ -109,10 +110,11 @@ export async function boundSmallBody(
       chunks.push(value);
     }
     whole = true;
-  } catch (err) {
+  } catch {
     if (late) return refuse(tooSlow());
-    budget.give(client, size);
-    throw err;
+    // The client closed the connection mid-body: nobody is there to read an answer, and it is no
+    // crash of ours (it was an ERROR line and a 500, free for anyone to cause).
+    return refuse(cutOff());
   } finally {
     clearTimeout(timer);
     // A refusal reads no further.

@@ -67,3 +67,18 @@ test("one address's slow bodies hold at most its share; the next is 429 and clos
   });
   expect(again.status).toBe(401);
 });
+
+test("a client that hangs up mid-body is no crash: no ERROR line, no 500 in the metrics, its share given back", async () => {
+  const logged = server.logs.length;
+  for (const path of ["/api/admin/auth/login", "/api/v1/tokens", "/api/admin/nothing"]) {
+    const head = [`POST ${path} HTTP/1.1`, `Host: ${new URL(server.base).host}`, "Content-Type: application/json", "Content-Length: 100"].join("\r\n");
+    const r = await RawRequest.open(server, head, '{"name":');
+    await Bun.sleep(50);
+    r.destroy();
+  }
+  await until(async () => (await held()) === 0);
+  await Bun.sleep(100);
+  expect(server.logs.slice(logged)).not.toContain("level=ERROR");
+  const metrics = await (await fetch(server.url("/metrics"))).text();
+  expect(metrics.split("\n").filter((l) => l.startsWith("kura_http_requests_total") && l.includes('status="500"'))).toEqual([]);
+});
