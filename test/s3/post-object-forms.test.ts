@@ -131,6 +131,36 @@ describe("POST Object forms", () => {
     expect(tmpLeft()).toEqual([]);
   });
 
+  test("forms whose file has not come hold their fields within a share per address: the next one is SlowDown, and all is given back", async () => {
+    // 40 fields of 19 KiB: ~760 KiB held each, before anything proves who sent it.
+    const fields = formBody(
+      Array.from({ length: 40 }, (_, i) => ({ name: `x-amz-meta-f${i}`, value: "v".repeat(19 * 1024) })),
+      { close: false },
+    );
+    const head = [
+      `POST /s3/${f.cred.bucket} HTTP/1.1`,
+      `Host: ${new URL(f.server.base).host}`,
+      `Content-Type: multipart/form-data; boundary=${BOUNDARY}`,
+      "Transfer-Encoding: chunked",
+    ].join("\r\n");
+    const chunk = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from("\r\n")]);
+    const held = await Promise.all(Array.from({ length: 4 }, () => RawRequest.open(f.server, head, chunk(fields))));
+    try {
+      const answers = await Promise.all(held.map((r) => r.within(3000)));
+      const refused = answers.filter(Boolean);
+      // 2 MiB an address: two forms fit, the third and fourth do not.
+      expect(refused.map((a) => [a!.status, errorCodeOf(a!.body)])).toEqual([
+        [503, "SlowDown"],
+        [503, "SlowDown"],
+      ]);
+    } finally {
+      for (const r of held) r.destroy();
+    }
+    // Their fields given back: a real form goes through.
+    const ok = await post(formBody([...fieldsOf(await presignedFields("forms/after-held.png")), { name: "file", filename: "a.png", bytes: png }]));
+    expect(ok.status).toBe(204);
+  });
+
   test("a revoked credential is InvalidAccessKeyId; ${filename} is the file name's last segment, and a key it makes invalid is InvalidArgument; nothing is stored", async () => {
     const other = await s3User(f, "formuser");
     const fields = await presignedFields("forms/revoked.png", other.cred);

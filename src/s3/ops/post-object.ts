@@ -18,7 +18,8 @@ import { MAX_POLICY_BYTES, verifyPostPolicy } from "../post-policy";
 import { formFieldsAsHeaders, storedMeta } from "../object-meta";
 import { objectUrl } from "../request";
 import { refuseUnsupportedFeatures, requireMetadataSize } from "../write-headers";
-import { publicOrigin } from "../../http/request-info";
+import { publicOrigin, requestInfo } from "../../http/request-info";
+import { BodyBudget } from "../../http/body-limit";
 import { el, S3_NS, xmlResponse } from "../xml";
 import { maxUploadBytes, requireValidKey, storeObject } from "./objects";
 import { uploadIdleMs } from "../../http/idle-limits";
@@ -74,7 +75,30 @@ const MAX_PARTS = 80;
 /** Every field at its longest and every part header at busboy's 16 KiB, with room for delimiters. */
 const FORM_OVERHEAD = MAX_FIELDS * MAX_POLICY_BYTES + MAX_PARTS * 17 * 1024;
 
+/**
+ * The fields of forms not yet authenticated (their policy is checked when the file part arrives),
+ * held in memory: bounded per client address and in all, as the small bodies are (http/body-limit.ts).
+ * Unbounded, 600 forms that never sent their file held 1.25 MiB each, a byte a minute keeping each
+ * alive (hostile-input audit). A real form's fields are a few KiB.
+ */
+const heldFields = new BodyBudget(32 * 1024 * 1024, 2 * 1024 * 1024);
+const fieldsBusy = () => new S3Error("SlowDown", "该地址同时发送的表单上传过多，请稍后重试", 503, { "retry-after": "5", connection: "close" });
+
 export async function postObject(app: AppContext, gate: UploadGate, request: Request, bucket: string): Promise<Response> {
+  const client = requestInfo(request).client;
+  let held = 0;
+  try {
+    return await receiveForm(app, gate, request, bucket, (bytes) => {
+      if (heldFields.take(client, bytes) !== "ok") return false;
+      held += bytes;
+      return true;
+    });
+  } finally {
+    heldFields.give(client, held);
+  }
+}
+
+async function receiveForm(app: AppContext, gate: UploadGate, request: Request, bucket: string, holdField: (bytes: number) => boolean): Promise<Response> {
   if (!request.body) throw new S3Error("InvalidArgument", "缺少表单内容");
   // The largest form that can be accepted: the file at the upload cap, and the fields and part
   // headers the parser limits allow. Declared longer, it is refused unread; streamed, once that
@@ -136,7 +160,9 @@ export async function postObject(app: AppContext, gate: UploadGate, request: Req
     };
     parser.on("field", (name, value, info) => {
       if (info.valueTruncated || info.nameTruncated) return stop(new S3Error("MalformedPOSTRequest", `表单字段 ${name} 过长`, 400));
-      if (!upload) fields[name.toLowerCase()] = value;
+      if (upload) return;
+      if (!holdField(Buffer.byteLength(name) + Buffer.byteLength(value))) return stop(fieldsBusy());
+      fields[name.toLowerCase()] = value;
     });
     parser.on("file", (name, stream, info) => {
       // A body ending inside a part errors that part's stream; unheard (a part nobody reads, or the
