@@ -12,29 +12,24 @@ import { join } from "node:path";
 
 /** Directory fsyncs completed, by path, in order; and put resolutions between them. */
 const events: string[] = [];
-/** File fsyncs that went through node:fs (a fresh key's data is synced after its rename). */
+/** File fsyncs (a fresh key's data is synced after its rename). */
 const fileSyncs: string[] = [];
 /** Directories whose fsync is made slow, so a put that does not wait for it resolves first. */
 const slow = new Set<string>();
-const { fsync, readlinkSync, statSync } = realFs;
-const fsCopy = { ...realFs };
+const { statSync } = realFs;
+// The driver syncs paths through fsyncFile (fs/promises, off the libuv pool): observed there.
+const realSyncs = await import("../../src/shared/file-writable.ts");
+const { fsyncFile } = realSyncs;
 let recording = false;
 // bun test runs every file in one process: outside this file's test the mock only passes through.
-mock.module("node:fs", () => ({
-  ...fsCopy,
-  fsync(fd: number, done: (err: NodeJS.ErrnoException | null) => void) {
-    if (!recording) return fsync(fd, done);
-    const path = readlinkSync(`/proc/self/fd/${fd}`);
+mock.module("../../src/shared/file-writable.ts", () => ({
+  ...realSyncs,
+  async fsyncFile(path: string) {
+    if (!recording) return fsyncFile(path);
     const isDir = statSync(path).isDirectory();
-    fsync(fd, (err) => {
-      setTimeout(
-        () => {
-          if (!err) (isDir ? events : fileSyncs).push(`synced ${path}`);
-          done(err);
-        },
-        slow.has(path) ? 50 : 0,
-      );
-    });
+    await fsyncFile(path);
+    await Bun.sleep(slow.has(path) ? 50 : 0);
+    (isDir ? events : fileSyncs).push(`synced ${path}`);
   },
 }));
 const { createLocalDriver } = await import("../../src/channels/drivers/local.ts");

@@ -231,7 +231,7 @@ describe("the token repository", () => {
     expect(repo.byId(t.id)).toBeUndefined();
   });
 
-  test("a token without the upload scope is 403; a disabled owner's token is 401", () => {
+  test("a token without the upload scope is 403; so is a disabled owner's token (its S3 credential is gone)", () => {
     const t = repo.issue("u1", "scoped", 0, T0);
     for (const [scopes, status] of [
       ["upload", 200],
@@ -247,7 +247,7 @@ describe("the token repository", () => {
     }
     users.insert({ id: "u2", name: "u2", role: "user", must_change_password: 0, disabled: 1, password_hash: "x", quota_bytes: null, default_ttl_hours: null });
     const off = repo.issue("u2", "off", 0, T0);
-    expect(statusOf(() => authenticateUploadTokenText(deps, off.token, T0))).toBe(401);
+    expect(statusOf(() => authenticateUploadTokenText(deps, off.token, T0))).toBe(403);
     expect(resolveS3Credential(deps, off.prefix, T0)).toBeUndefined();
   });
 });
