@@ -82,9 +82,14 @@ export async function startDaemon(argv: string[], port: number, env?: Record<str
     async stop() {
       // Daemons fork one process per connection (sshd even in its own session):
       // those keep serving open connections unless they are ended too.
+      // Frozen first: a connection accepted between the listing and the SIGTERM forked a child the
+      // listing missed, which then served on, orphaned (an SFTP channel that stayed healthy while
+      // its server was "down", once in CI).
+      child.kill("SIGSTOP");
       const children = descendantsOf(child.pid);
-      child.kill("SIGTERM");
       killAll(children);
+      child.kill("SIGTERM");
+      child.kill("SIGCONT");
       const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
       await child.exited;
       clearTimeout(timer);
