@@ -26,6 +26,8 @@ export interface NewReference {
   startedAt?: string;
   /** Inside the commit, before the alias moves: throws to refuse the upload (S3's conditional writes); nothing stays written. */
   beforeKeyMoves?: () => void;
+  /** What countHeldBytes' counter leaves out for this upload only (the multipart upload it completes). */
+  quotaLeavesOut?: string;
   ttlSeconds: number | null;
   idempotencyKey?: string;
 }
@@ -36,14 +38,14 @@ const tooFewChannels = (healthy: number, needed: number) =>
 export const quotaFull = () => new QuotaExceeded();
 
 /** Per app: bytes a surface holds for a user outside their images, which every quota check counts. */
-const heldBytes = new WeakMap<AppContext, (userId: string) => number>();
+const heldBytes = new WeakMap<AppContext, (userId: string, leaveOut?: string) => number>();
 
 /**
  * Registers what a surface holds against the quota: S3's open multipart uploads, whose staged and
  * arriving parts count from the first byte (README "S3 uploads"). Registered by that surface when it
  * is mounted (s3/router.ts), since the domain does not import a surface.
  */
-export function countHeldBytes(app: AppContext, counter: (userId: string) => number) {
+export function countHeldBytes(app: AppContext, counter: (userId: string, leaveOut?: string) => number) {
   heldBytes.set(app, counter);
 }
 
@@ -52,9 +54,9 @@ export function countHeldBytes(app: AppContext, counter: (userId: string) => num
  * (countHeldBytes). Without the latter, parts staged up to the quota left room for any other
  * upload or copy, and the quota could be passed by staging parts first.
  */
-export function checkQuota(app: AppContext, userId: string, size: number, quota = app.users.byId(userId)?.quota_bytes) {
+export function checkQuota(app: AppContext, userId: string, size: number, quota = app.users.byId(userId)?.quota_bytes, leaveOut?: string) {
   if (quota === null || quota === undefined) return;
-  const held = heldBytes.get(app)?.(userId) ?? 0;
+  const held = heldBytes.get(app)?.(userId, leaveOut) ?? 0;
   if (app.images.usedBytes(userId) + held + size > quota) throw quotaFull();
 }
 
@@ -68,7 +70,7 @@ function checkUploader(app: AppContext, ref: NewReference, size: number) {
   if (!user) throw new Unauthenticated("上传者的账号已被删除");
   if (ref.tokenId !== null) checkUploadToken(app, ref.tokenId, ref.startedAt);
   if (user.disabled) throw new Forbidden(ACCOUNT_DISABLED);
-  checkQuota(app, ref.userId, size, user.quota_bytes);
+  checkQuota(app, ref.userId, size, user.quota_bytes, ref.quotaLeavesOut);
 }
 
 /**
@@ -223,7 +225,7 @@ async function whileRewriting<T>(sha256: string, fn: () => Promise<T>): Promise<
 
 /** `rewriting`: inside whileRewriting for these bytes, so the plan may write under an existing blob's key. */
 async function storePlanned(app: AppContext, prepared: PreparedImage, ref: NewReference, rewriting = false): Promise<string> {
-  checkQuota(app, ref.userId, prepared.size);
+  checkQuota(app, ref.userId, prepared.size, undefined, ref.quotaLeavesOut);
   const existing = app.images.blobBySha(prepared.sha256);
   const needsBytes = !existing || app.images.copiesInService(existing.id) === 0;
   // Planned again once its turn comes: the one before may have stored the bytes meanwhile.

@@ -21,26 +21,14 @@ export function trackReceiving(userId: string, delta: number) {
   else receiving.set(userId, next);
 }
 
-/** Uploads whose Complete is storing their parts as the object right now. */
-const completing = new Set<string>();
-
 /**
- * Runs a Complete's store with its upload's staged bytes left out: they are becoming the object, which
- * the commit's quota check counts as the new image's size; counted twice, an upload that fits the
- * quota could never complete. Once the row is removed there is nothing left to leave out.
+ * Staged and arriving multipart bytes of the user. `leaveOut` is the upload a Complete is storing,
+ * for that Complete's own check only: its parts are becoming the object, which the check counts as
+ * the new image's size (counted twice, an upload that fits could never complete), while every other
+ * write of the user still counts them until the upload is gone.
  */
-export async function whileCompleting<T>(upload: { upload_id: string }, fn: () => Promise<T>): Promise<T> {
-  completing.add(upload.upload_id);
-  try {
-    return await fn();
-  } finally {
-    completing.delete(upload.upload_id);
-  }
-}
-
-/** Staged (minus uploads being completed) and arriving multipart bytes of the user. */
-export function multipartBytes(app: AppContext, userId: string): number {
+export function multipartBytes(app: AppContext, userId: string, leaveOut?: string): number {
   let staged = 0;
-  for (const row of selectStagedBytes(app.db, userId)) if (!completing.has(row.upload_id)) staged += row.staged_bytes;
+  for (const row of selectStagedBytes(app.db, userId)) if (row.upload_id !== leaveOut) staged += row.staged_bytes;
   return staged + receivingBytes(userId);
 }

@@ -24,7 +24,7 @@ import {
 } from "./repo";
 
 export type { UploadRow };
-export { receivingBytes, trackReceiving, whileCompleting } from "./multipart-bytes";
+export { receivingBytes, trackReceiving } from "./multipart-bytes";
 
 /** Open (neither completed nor aborted) uploads one user may have at once. */
 export const MAX_OPEN_UPLOADS_PER_USER = 20;

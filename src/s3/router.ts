@@ -116,7 +116,7 @@ function resourceType(path: string): string {
 
 export function s3Routes(app: AppContext) {
   // Every upload's quota check (images/store.ts) counts the user's open multipart uploads too.
-  countHeldBytes(app, (userId) => multipartBytes(app, userId));
+  countHeldBytes(app, (userId, leaveOut) => multipartBytes(app, userId, leaveOut));
   // The same admission gate as the other upload surfaces: concurrency and per-user rate are global.
   const uploadGate = () => app.uploadGate;
 

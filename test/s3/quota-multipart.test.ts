@@ -5,12 +5,14 @@
  * fill the quota still completes: its staged bytes become the object and are not counted twice.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { form, makeJpeg } from "../helpers/images";
+import { form, makeJpeg, sha256 } from "../helpers/images";
+import { PausePoints } from "../helpers/pause-points";
 import { responseCodeOf, s3User, signedRequest, startS3Fixture, type S3Fixture } from "./s3-setup";
 
 let f: S3Fixture;
+const pauses = new PausePoints();
 beforeAll(async () => {
-  f = await startS3Fixture({ upload_rate_per_min: 1_000_000 });
+  f = await startS3Fixture({ upload_rate_per_min: 1_000_000 }, pauses.env("upload.commit"));
 });
 afterAll(() => f.server.dispose());
 
@@ -100,5 +102,27 @@ describe("open multipart uploads take room from every write", () => {
     // Full now: nothing else fits.
     const more = await s3(user, "PUT", "more.jpg", { body: await makeJpeg(40, 30, 9405) });
     expect([more.status, await responseCodeOf(more)]).toEqual([403, "AccessDenied"]);
+  });
+
+  test("while a Complete stores its parts, they still take room from the user's other writes", async () => {
+    const user = await s3User(f, "quota-during-complete");
+    const jpeg = await makeJpeg(40, 30, 9406);
+    const other = await makeJpeg(40, 30, 9407);
+    // Room for the completed object or the other image, not both.
+    await setQuota(user, jpeg.length + other.length / 2);
+    const { uploadId, etag } = await stage(user, "held.jpg", jpeg);
+    const body = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${etag}</ETag></Part></CompleteMultipartUpload>`;
+    // The Complete is parked in its commit (its bytes written, its reference not yet): a PutObject then must not pass.
+    const done = await pauses.during(
+      "upload.commit",
+      sha256(jpeg),
+      () => s3(user, "POST", `held.jpg?uploadId=${uploadId}`, { body: new TextEncoder().encode(body) }),
+      async () => {
+        const meanwhile = await s3(user, "PUT", "other.jpg", { body: other });
+        expect([meanwhile.status, await responseCodeOf(meanwhile)]).toEqual([403, "AccessDenied"]);
+      },
+    );
+    expect(done.status).toBe(200);
+    expect((await s3(user, "HEAD", "other.jpg")).status).toBe(404);
   });
 });

@@ -20,8 +20,8 @@ export interface S3Fixture {
   cred: S3Credential;
 }
 
-export async function startS3Fixture(config: Record<string, unknown> = {}): Promise<S3Fixture> {
-  const server = await KuraServer.start();
+export async function startS3Fixture(config: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<S3Fixture> {
+  const server = await KuraServer.start({ env });
   const admin = await adminSession(server);
   if (Object.keys(config).length) await admin.json("PUT", "/api/admin/config", config);
   const token = await admin.json("POST", "/api/admin/tokens", { name: `s3-${Date.now()}` }, 201);

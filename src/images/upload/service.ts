@@ -22,6 +22,8 @@ export interface UploadOptions {
   objectKey?: string | null;
   /** Runs inside the commit, before `objectKey` moves to the new image: throws to refuse it (S3's conditional writes). */
   beforeKeyMoves?: () => void;
+  /** Held bytes this upload's own quota check leaves out: the S3 multipart upload it completes (store.ts checkQuota). */
+  quotaLeavesOut?: string;
 }
 
 export interface UploadRequest {
@@ -158,6 +160,7 @@ async function uploadOnce(app: AppContext, gate: UploadGate, req: UploadRequest)
       fileName: truncateText(withoutControls(received.fileName ?? "").trim() || "image", MAX_FILE_NAME),
       objectKey: options.objectKey || null,
       beforeKeyMoves: options.beforeKeyMoves,
+      quotaLeavesOut: options.quotaLeavesOut,
       startedAt,
       ttlSeconds: ttl || null,
       idempotencyKey: key || undefined,

@@ -32,7 +32,6 @@ import {
   storedParts,
   trackReceiving,
   type UploadRow,
-  whileCompleting,
   withUploadLock,
 } from "../multipart-store";
 import { publicOrigin } from "../../http/request-info";
@@ -201,10 +200,8 @@ async function completeLocked(app: AppContext, gate: UploadGate, req: S3Request,
   const etag = multipartEtag(listed.map((p) => stored.get(p.partNumber)!.md5));
   const store = (path: string) => concatenate(files, path, maxBytes, checks);
   // The upload's staged bytes become the object's: not counted twice by the quota check of its commit.
-  await whileCompleting(upload, async () => {
-    await storeObject(app, gate, req, upload.object_key, { ...meta, [MULTIPART_ETAG]: etag }, store, expected);
-    await removeUpload(app, upload.upload_id);
-  });
+  await storeObject(app, gate, req, upload.object_key, { ...meta, [MULTIPART_ETAG]: etag }, store, expected, upload.upload_id);
+  await removeUpload(app, upload.upload_id);
   return xmlResponse(
     el(
       "CompleteMultipartUploadResult",

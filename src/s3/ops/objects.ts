@@ -54,6 +54,8 @@ export async function storeObject(
   meta: Record<string, string>,
   receive: (path: string) => Promise<BodyDigests>,
   expected?: KeyExpectation,
+  /** The multipart upload this store completes: its own quota check leaves that upload's parts out. */
+  completes?: string,
 ): Promise<{ id: string; digests: BodyDigests }> {
   let digests: BodyDigests | undefined;
   const { id } = await runUpload(app, gate, {
@@ -69,6 +71,7 @@ export async function storeObject(
           exifPolicy: "passthrough",
           objectKey: key,
           ...(expected && { beforeKeyMoves: () => keyUnchanged(app, req.user.id, key, expected) }),
+          ...(completes && { quotaLeavesOut: completes }),
         },
       };
     },
