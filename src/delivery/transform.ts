@@ -107,12 +107,24 @@ async function render(img: Sharp, opts: RenderOptions): Promise<Buffer> {
   // metadata (privacy), so the tag that made the original display upright would be lost otherwise.
   if (meta && displayedOrientation(meta) > 1) img.autoOrient();
   if (opts.format === "avif" && meta?.width && meta.height) {
-    const scale = opts.width > 0 && opts.width < meta.width ? opts.width / meta.width : 1;
-    const pixels = Math.round(meta.width * scale) * Math.round(meta.height * scale); // one frame: AVIF output is a still
+    const pixels = outputPixels(meta, opts.width);
     if (pixels > AVIF_MAX_PIXELS) throw new TooLargeToEncodeError(pixels);
   }
   if (opts.format === "webp" && meta?.format === "png") return smallerWebp(img, opts, meta);
   return encode(img, opts, meta).toBuffer();
+}
+
+/**
+ * Pixels of one output frame: the width as displayed (orientations 5-8 turn the image a quarter, and
+ * `w` applies after autoOrient), narrowed to `width` when smaller (never enlarged). A rotated panorama
+ * read by its stored width passed the AVIF cap at a quarter of its real size.
+ */
+export function outputPixels(meta: Pick<Metadata, "format" | "orientation"> & { width: number; height: number }, width: number): number {
+  const turned = displayedOrientation(meta) >= 5;
+  const shownWidth = turned ? meta.height : meta.width;
+  const shownHeight = turned ? meta.width : meta.height;
+  const scale = width > 0 && width < shownWidth ? width / shownWidth : 1;
+  return Math.round(shownWidth * scale) * Math.round(shownHeight * scale);
 }
 
 /**

@@ -60,5 +60,14 @@ describe("a slow render beside uploads and writes", () => {
     const resized = await fetch(server.url(`/i/${image.id}?format=avif&w=1920`));
     await resized.arrayBuffer();
     expect([resized.status, resized.headers.get("content-type")]).toEqual([200, "image/avif"]);
+    // Turned a quarter by its EXIF tag: w is the displayed width, so 1920 keeps 1920 x 8400 (16 MP).
+    const turned = await sharp({ create: { width: 8400, height: 2200, channels: 3, background: "#a63" } })
+      .withMetadata({ orientation: 6 })
+      .jpeg()
+      .toBuffer();
+    const panorama = await admin.json("POST", "/api/admin/upload", form(turned, "turned.jpg", { exif_policy: "passthrough" }));
+    const tall = await fetch(server.url(`/i/${panorama.id}?format=avif&w=1920`));
+    await tall.arrayBuffer();
+    expect([tall.status, tall.headers.get("content-type"), tall.headers.get("cache-control")]).toEqual([200, "image/jpeg", "no-store"]);
   }, 60_000);
 });

@@ -15,3 +15,15 @@ test("renders leave a pool thread free, but at least one runs", () => {
   // A PNG's two WebP encodes at once only when every render's pair still leaves a thread.
   expect([encodesInParallel(1, 2), encodesInParallel(1, 3), encodesInParallel(2, 4), encodesInParallel(2, 5)]).toEqual([false, true, false, true]);
 });
+
+test("an AVIF's output pixels are counted as displayed: a turned panorama's w is its displayed width", async () => {
+  const { outputPixels } = await import("../../src/delivery/transform");
+  const stored = { format: "jpeg" as const, width: 12_000, height: 3_000 };
+  expect(outputPixels(stored, 0)).toBe(36_000_000);
+  expect(outputPixels(stored, 1920)).toBe(1920 * 480);
+  // Orientation 6: shown 3,000 wide and 12,000 tall; w=1920 keeps 1920 x 7680 (14.7 MP, not 0.9).
+  expect(outputPixels({ ...stored, orientation: 6 }, 1920)).toBe(1920 * 7680);
+  expect(outputPixels({ ...stored, orientation: 6 }, 4000)).toBe(36_000_000); // never enlarged
+  // WebP's orientation tag is not applied (as browsers do not).
+  expect(outputPixels({ ...stored, format: "webp" as const, orientation: 6 }, 1920)).toBe(1920 * 480);
+});
