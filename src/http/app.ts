@@ -211,7 +211,7 @@ export function createFetchHandler(app: AppContext, router: Router): HttpEntry {
     // An error answer promises nothing stored (and a storage fault would be logged twice).
     if (response.status < 400 && !READS.has(request.method)) response = await durable(request, path, response);
     // A refusal that left the body unread (Lsky's come as 200s) reads it first: see linger.ts.
-    if (!READS.has(request.method) && closesAfter(path, response)) await drainUnreadBody(request, response, uploadMaxBytes(app) + LINGER_EXTRA_BYTES);
+    if (!READS.has(request.method) && closesAfter(path, response)) await drainUnreadBody(request, path, response, uploadMaxBytes(app) + LINGER_EXTRA_BYTES);
     return finish(request, path, response, requestInfo(request).route, started);
   };
 

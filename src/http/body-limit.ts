@@ -19,6 +19,9 @@ const STREAMING_PATHS = new Set(["/api/admin/upload", "/api/upload", "/api/v1/up
 /** The /s3/ surface bounds every body itself (objects and parts by max_upload_mb, XML bodies by 1 MiB). */
 const isS3Path = (path: string) => path === "/s3" || path.startsWith("/s3/");
 
+/** Paths whose bodies may be as large as an upload (image uploads, the S3 surface); all others stay under 1 MiB. */
+export const takesUploads = (path: string) => STREAMING_PATHS.has(path) || isS3Path(path);
+
 // The unread rest of the body is never wanted: each refusal closes the connection with the answer
 // instead of waiting (with the client stuck sending) until the idle timeout, or holding up a graceful stop.
 const tooLarge = () => jsonError(413, "请求体过大（最多 1 MiB）", { connection: "close" });

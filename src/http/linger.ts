@@ -6,17 +6,28 @@
  * tool surfaces always do, see tool-surfaces.ts; a refused body does), the kernel resets a connection
  * that still has unread bytes, and a client still sending fails its write: nginx and Caddy relaying
  * an upload answered 502 or broke the stream about half the time, instead of passing on the 413.
- * So a body nobody touched is read and dropped first, bounded: a body declared far beyond anything
- * that could be accepted, or one that takes too long, is cut off as before.
+ * So a body nobody touched is read and dropped first, bounded: only on the paths that take uploads,
+ * a body declared far beyond anything that could be accepted, one that goes silent or takes too long,
+ * and drains beyond a few per client address and a few dozen in all are cut off as before.
  */
 import { MAX_TIMER_MS } from "../jobs/long-timeout";
+import { takesUploads } from "./body-limit";
+import { requestInfo } from "./request-info";
 import { closesConnection } from "./tool-surfaces";
 
 /** Beyond the upload cap, this much more is read and dropped at most (an honest client is just over). */
 export const LINGER_EXTRA_BYTES = 64 * 1024 * 1024;
 /** Silence for this long, or this long in all, and the rest is cut off. */
-const LINGER_IDLE_MS = 5_000;
+const LINGER_IDLE_MS = 2_000;
 const LINGER_TOTAL_MS = 30_000;
+/**
+ * Drains at once, in all and per client address: each holds a connection for up to LINGER_TOTAL_MS
+ * at a byte a second from its client, so beyond these a refusal closes at once, as before.
+ */
+const MAX_DRAINS = 32;
+const MAX_DRAINS_PER_CLIENT = 2;
+let draining = 0;
+const drainingBy = new Map<string, number>();
 
 /** Whether the answer ends the connection (its own header, or a tool surface's rule). */
 export function closesAfter(path: string, response: Response): boolean {
@@ -31,11 +42,29 @@ const SHEDDING = new Set([408, 429, 503]);
  * connection: only a body of a declared length up to `maxBytes` (an honest client says what it
  * sends; a chunked or larger one is not waited for), within the deadlines.
  */
-export async function drainUnreadBody(request: Request, response: Response, maxBytes: number): Promise<void> {
+export async function drainUnreadBody(request: Request, path: string, response: Response, maxBytes: number): Promise<void> {
   const body = request.body;
-  if (!body || request.bodyUsed || body.locked || SHEDDING.has(response.status)) return;
+  // Only where bodies may be as large as an upload: a proxy relays those; a refused JSON body is small.
+  if (!body || request.bodyUsed || body.locked || SHEDDING.has(response.status) || !takesUploads(path)) return;
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   if (!(declared > 0 && declared <= maxBytes)) return;
+  const client = requestInfo(request).client;
+  const mine = drainingBy.get(client) ?? 0;
+  if (draining >= MAX_DRAINS || mine >= MAX_DRAINS_PER_CLIENT) return;
+  draining++;
+  drainingBy.set(client, mine + 1);
+  try {
+    await discard(body, maxBytes);
+  } finally {
+    draining--;
+    const left = (drainingBy.get(client) ?? 1) - 1;
+    if (left > 0) drainingBy.set(client, left);
+    else drainingBy.delete(client);
+  }
+}
+
+/** Reads and drops up to `maxBytes` of `body` within the deadlines, then cancels the rest. */
+async function discard(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<void> {
   const reader = body.getReader();
   const startedAt = Date.now();
   let read = 0;

@@ -8,6 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { useAdmin } from "../helpers/fixture";
+import { RawRequest } from "./raw-upload.helpers";
 
 interface Outcome {
   status?: number;
@@ -79,4 +80,27 @@ describe("a body refused before it is read", () => {
       await admin.json("PUT", "/api/admin/config", { max_upload_mb: 20 });
     }
   }, 90_000);
+
+  test("only upload paths wait for a refused body, a couple per address at most: a slow sender is answered at once beyond that", async () => {
+    const head = (path: string, length: number) =>
+      [
+        `POST ${path} HTTP/1.1`,
+        `Host: ${new URL(server.base).host}`,
+        "Authorization: Bearer kura_wrong",
+        "Content-Type: application/json",
+        `Content-Length: ${length}`,
+      ].join("\r\n");
+    // A control-plane body over 1 MiB: refused at once, never waited for.
+    const json = await RawRequest.open(server, head("/api/admin/auth/login", 50 * 1024 * 1024), "{");
+    expect((await json.within(1000))?.status).toBe(413);
+    json.destroy();
+    // Uploads with a bad token that then send nothing: two from one address wait (for silence), the third does not.
+    const held = await Promise.all([1, 2, 3].map(() => RawRequest.open(server, head("/api/upload", 3 * 1024 * 1024), "x")));
+    try {
+      const answered = await Promise.all(held.map((r) => r.within(1000)));
+      expect(answered.map((a) => String(a?.status ?? "waiting")).sort()).toEqual(["401", "waiting", "waiting"]);
+    } finally {
+      for (const r of held) r.destroy();
+    }
+  });
 });
