@@ -42,8 +42,10 @@ interface ProbeOptions {
   crypt?: CryptPasswords;
   /** Deployment facts for the throwaway driver (data directory, peer timeout). */
   site: DriverSite;
-  /** A channel being saved keeps the local directory its probe made; a test or a failed save does not. */
-  keepsRoot?: boolean;
+  /** A save keeps the local directory its probe made (outcome.undoRoot: the save's to run if it then fails). */
+  keepRoot?: boolean;
+  /** Whether a channel saved meanwhile stores where the probe made its directory: then it stays. */
+  rootInUse?: () => boolean;
 }
 
 interface ProbeOutcome {
@@ -53,6 +55,8 @@ interface ProbeOutcome {
   refreshedToken?: string;
   /** SFTP without host_key_sha256 or known_hosts_file: the host key the probe trusted on first use. */
   hostKey?: string;
+  /** With keepRoot, after a successful probe: removes the directories it made (while empty). */
+  undoRoot?: () => Promise<void>;
 }
 
 /** Builds a throwaway driver for the config and deep-probes it (creating the bucket first when asked). */
@@ -80,7 +84,8 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
     outcome.failure = scrubChannelError((err as Error).message ? channelErrorText(err) : "探测失败", source);
   } finally {
     await driver?.close?.().catch(() => {});
-    if (undoRoot && !(opts.keepsRoot && outcome.failure === null)) await undoRoot().catch(() => {});
+    if (undoRoot && opts.keepRoot && outcome.failure === null) outcome.undoRoot = undoRoot;
+    else if (undoRoot && !opts.rootInUse?.()) await undoRoot().catch(() => {});
   }
   return outcome;
 }
@@ -90,18 +95,18 @@ export async function probeSource(source: ResolvedSource, opts: ProbeOptions): P
  * authorization brings (spec 4.7 rule 2). Returns the source to save: a token
  * refreshed on the way replaces the submitted one. Throws 400 on failure.
  */
-async function probeForSave(source: ResolvedSource, opts: ProbeOptions): Promise<ResolvedSource> {
+async function probeForSave(source: ResolvedSource, opts: ProbeOptions): Promise<{ source: ResolvedSource; undoRoot?: () => Promise<void> }> {
   let refreshed: string | undefined;
   if (isOAuthDriver(source.driver)) {
     source = await completeFromProvider(source, (token) => (refreshed = token));
     if (refreshed) source = withToken(source, refreshed);
   }
-  const outcome = await probeSource(source, { ...opts, keepsRoot: true });
+  const outcome = await probeSource(source, { ...opts, keepRoot: true });
   if (outcome.refreshedToken) source = withToken(source, outcome.refreshedToken);
   if (outcome.failure !== null) throw new Invalid(`存储渠道探测失败：${outcome.failure}`);
   // Trust on first use: the key of the server that just passed the deep probe is what later connections must meet.
   if (outcome.hostKey) source = withHostKeyPin(source, outcome.hostKey);
-  return source;
+  return { source, undoRoot: outcome.undoRoot };
 }
 
 /** Whether the submitted token is the sentinel, i.e. the channel's stored token is reused (spec 4.7 rule 8). */
@@ -140,7 +145,7 @@ export function describeChannel(app: AppContext, id: number) {
   return channelDescription(app, requireChannel(app, id));
 }
 
-export async function createChannel(app: AppContext, actor: AuditActor, input: CreateChannelInput) {
+async function createChannelNow(app: AppContext, actor: AuditActor, input: CreateChannelInput) {
   const encrypted = input.encrypted ?? app.settings.get().encrypt_new_channels;
   const allowDirectLink = input.allow_direct_link ?? false;
   if (encrypted && allowDirectLink) throw new Invalid("加密渠道不能开启直链 (allow_direct_link)");
@@ -149,13 +154,15 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
   if (nameTaken(app, input.name)) throw new Conflict("已存在同名存储渠道");
   refuseSharedPlace(app, { ...source, encrypted });
 
-  source = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: app.channels.site });
-  // Again after the probe's wait, with no await before the insert: a create that started meanwhile
-  // at the same place passed the first check too.
-  refuseSharedPlace(app, { ...source, encrypted });
+  const rootInUse = () => placeInUse(app, source);
+  const probed = await probeForSave(source, { encrypted, autoCreateBucket: input.auto_create_bucket ?? false, site: app.channels.site, rootInUse });
+  source = probed.source;
 
   let id: number;
   try {
+    // Again after the probe's wait, with no await before the insert: a create that started meanwhile
+    // at the same place passed the first check too.
+    refuseSharedPlace(app, { ...source, encrypted });
     id = app.channels.repo.insert({
       name: input.name,
       driver: source.driver,
@@ -167,6 +174,8 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
       healthy: true,
     });
   } catch (err) {
+    // Refused after its probe: the directory the probe made goes too.
+    if (probed.undoRoot && !rootInUse()) await probed.undoRoot().catch(() => {});
     if (isUniqueViolation(err)) throw new Conflict("已存在同名存储渠道");
     throw err;
   }
@@ -189,7 +198,7 @@ export async function createChannel(app: AppContext, actor: AuditActor, input: C
  * returned as `token` when it was newly submitted — even when the probe then
  * failed — and written straight back to the channel when it was the stored one.
  */
-export async function testChannel(app: AppContext, actor: AuditActor, input: TestChannelInput): Promise<{ ok: boolean; error?: string; token?: string }> {
+async function testChannelNow(app: AppContext, actor: AuditActor, input: TestChannelInput): Promise<{ ok: boolean; error?: string; token?: string }> {
   const row = input.channel_id ? requireChannel(app, input.channel_id) : undefined;
   const stored = row && { row, secrets: app.channels.repo.secrets(row) };
   const source = resolveSource(input, stored);
@@ -203,6 +212,8 @@ export async function testChannel(app: AppContext, actor: AuditActor, input: Tes
     autoCreateBucket: input.auto_create_bucket ?? false,
     crypt: row?.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
     site: app.channels.site,
+    // A test leaves no directory behind, except one a channel saved meanwhile now stores in.
+    rootInUse: () => placeInUse(app, source),
   });
   const result: { ok: boolean; error?: string; token?: string } =
     outcome.failure === null ? { ok: true } : { ok: false, error: `存储渠道探测失败：${outcome.failure}` };
@@ -218,7 +229,7 @@ export async function testChannel(app: AppContext, actor: AuditActor, input: Tes
 }
 
 /** PUT: full replacement of an existing channel (see requireChannel); a changed config is deep-probed before it is saved. */
-export async function updateChannel(app: AppContext, actor: AuditActor, row: ChannelRow, input: UpdateChannelInput) {
+async function updateChannelNow(app: AppContext, actor: AuditActor, row: ChannelRow, input: UpdateChannelInput) {
   if (row.deleting) throw new Conflict("存储渠道正在删除，不能修改");
   if (input.encrypted !== undefined && input.encrypted !== !!row.encrypted) throw new Conflict("渠道的加密设置在创建后不能修改");
   if (input.allow_direct_link && row.encrypted) throw new Invalid("加密渠道不能开启直链 (allow_direct_link)");
@@ -230,13 +241,16 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
   const configChanged = source.driver !== row.driver || !sameValues(source.config, stored.config);
   const moved = locationChanged({ driver: row.driver, config: stored.config }, source, app.bootstrap.dataDir);
   if (moved) refuseSharedPlace(app, { ...source, encrypted: !!row.encrypted }, row.id);
+  const rootInUse = () => placeInUse(app, source, row.id);
+  let undoRoot: (() => Promise<void>) | undefined;
   if (configChanged || input.auto_create_bucket) {
-    source = await probeForSave(source, {
+    ({ source, undoRoot } = await probeForSave(source, {
       encrypted: !!row.encrypted,
       autoCreateBucket: input.auto_create_bucket ?? false,
       crypt: row.encrypted ? cryptPasswords(app.key, row.id, row.created_at) : undefined,
       site: app.channels.site,
-    });
+      rootInUse,
+    }));
   }
   const secretsChanged = configChanged || source.template !== row.template || !sameValues(source.inputs, stored.inputs);
 
@@ -257,6 +271,7 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
       if (moved) app.images.unverifyCopiesOn(row.id, "渠道的存储位置已更改，正在重新核对副本");
     });
   } catch (err) {
+    if (undoRoot && !rootInUse()) await undoRoot().catch(() => {});
     if (isUniqueViolation(err)) throw new Conflict("已存在同名存储渠道");
     throw err;
   }
@@ -273,10 +288,53 @@ export async function updateChannel(app: AppContext, actor: AuditActor, row: Cha
 }
 
 /**
+ * Probes, tests and saves of one local directory run one after another. A test removes the
+ * directories its probe made; run beside a save of the same new path, it removed them after the
+ * save's probe had passed and before its row was written, and the new channel had no directory.
+ */
+const localRootTurns = new Map<string, Promise<unknown>>();
+
+async function inLocalRootTurn<T>(
+  app: AppContext,
+  input: { template?: string; driver?: string; inputs?: Record<string, string>; config?: Record<string, string> },
+  run: () => Promise<T>,
+): Promise<T> {
+  const path = input.template === "local" ? input.inputs?.path : input.driver === "local" && !input.template ? input.config?.path : undefined;
+  if (!path) return run();
+  const key = resolveLocalPath(path, app.bootstrap.dataDir);
+  const mine = (localRootTurns.get(key) ?? Promise.resolve()).catch(() => {}).then(run);
+  const tail = mine.catch(() => {});
+  localRootTurns.set(key, tail);
+  try {
+    return await mine;
+  } finally {
+    if (localRootTurns.get(key) === tail) localRootTurns.delete(key);
+  }
+}
+
+export const createChannel = (app: AppContext, actor: AuditActor, input: CreateChannelInput) =>
+  inLocalRootTurn(app, input, () => createChannelNow(app, actor, input));
+export const testChannel = (app: AppContext, actor: AuditActor, input: TestChannelInput) =>
+  inLocalRootTurn(app, input, () => testChannelNow(app, actor, input));
+export const updateChannel = (app: AppContext, actor: AuditActor, row: ChannelRow, input: UpdateChannelInput) =>
+  inLocalRootTurn(app, input, () => updateChannelNow(app, actor, row, input));
+
+/**
  * Refuses a channel that would store at the same place (and account) as another: each counted
  * the same bytes as its own copy, and a purge of one deleted the other's objects.
  */
 function refuseSharedPlace(app: AppContext, place: ChannelPlace, exceptId?: number) {
+  const other = channelAt(app, place, exceptId);
+  if (other) throw new Conflict(`存储渠道 ${other.name} 已使用同一存储位置：两个渠道会把同一份对象记作两份副本，删除其中一个还会删掉另一个的对象`);
+}
+
+/** Whether a channel (other than `exceptId`) stores at this location, encrypted or not: a probe's directory stays then. */
+function placeInUse(app: AppContext, source: ResolvedSource, exceptId?: number): boolean {
+  return channelAt(app, { ...source, encrypted: false }, exceptId, true) !== undefined;
+}
+
+/** The channel at `place`; `anyEncryption` compares locations only (samePlace keeps encrypted channels apart). */
+function channelAt(app: AppContext, place: ChannelPlace, exceptId?: number, anyEncryption = false) {
   for (const other of app.channels.repo.all()) {
     if (other.id === exceptId) continue;
     let config: Record<string, string>;
@@ -285,10 +343,9 @@ function refuseSharedPlace(app: AppContext, place: ChannelPlace, exceptId?: numb
     } catch {
       continue; // sealed under another master key: it cannot store anything anyway
     }
-    if (samePlace(place, { driver: other.driver, config, encrypted: !!other.encrypted }, app.bootstrap.dataDir)) {
-      throw new Conflict(`存储渠道 ${other.name} 已使用同一存储位置：两个渠道会把同一份对象记作两份副本，删除其中一个还会删掉另一个的对象`);
-    }
+    if (samePlace(place, { driver: other.driver, config, encrypted: anyEncryption ? false : !!other.encrypted }, app.bootstrap.dataDir)) return other;
   }
+  return undefined;
 }
 
 /** POST .../check: deep probe now (a failed load is retried first); on success failed replicas are retried. */

@@ -165,6 +165,17 @@ describe("storage channel admin API (local channels)", () => {
     const saved = await createLocal("nested-disk", {}, chain);
     expect(existsSync(chain)).toBe(true);
     await admin.request("DELETE", `/api/admin/channels/${saved.id}?purge=false`);
+
+    // A test and a save of one new path at once: the saved channel's directory stays, whichever ends first.
+    for (let i = 0; i < 6; i++) {
+      const path = join(dir("together"), String(i), "root");
+      const [, created] = await Promise.all([
+        admin.json("POST", "/api/admin/channels/test", { driver: "local", config: { path } }),
+        createLocal(`together-${i}`, {}, path),
+      ]);
+      expect({ i, kept: existsSync(path) }).toEqual({ i, kept: true });
+      await admin.request("DELETE", `/api/admin/channels/${created.id}?purge=false`);
+    }
   });
 
   test("config view, template mode and PUT without config change", async () => {
