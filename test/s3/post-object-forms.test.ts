@@ -156,7 +156,22 @@ describe("POST Object forms", () => {
     } finally {
       for (const r of held) r.destroy();
     }
-    // Their fields given back: a real form goes through.
+    // Their fields given back: two such forms fit the share again (once the server saw the hang-ups).
+    let again: RawRequest[] = [];
+    try {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        again = await Promise.all([1, 2].map(() => RawRequest.open(f.server, head, chunk(fields))));
+        const answers = await Promise.all(again.map((r) => r.within(500)));
+        if (answers.every((a) => a === undefined)) break;
+        for (const r of again) r.destroy();
+        again = [];
+        await Bun.sleep(100);
+      }
+      expect(again.length).toBe(2);
+    } finally {
+      for (const r of again) r.destroy();
+    }
+    // And a real form goes through.
     const ok = await post(formBody([...fieldsOf(await presignedFields("forms/after-held.png")), { name: "file", filename: "a.png", bytes: png }]));
     expect(ok.status).toBe(204);
   });
