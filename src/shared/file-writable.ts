@@ -5,7 +5,8 @@
  * libuv thread pool, which has one thread per core and which sharp's encodes hold for their whole
  * length. Two cold renders on a two-core server held it for a minute or more, and every upload
  * streaming to its staging file, and every write's durability fsync, waited for them (an 8 KB upload
- * took 98 s). `fs/promises` runs on Bun's own pool, which renders never occupy.
+ * took 98 s). `fs/promises` runs on Bun's own pool, which renders never occupy (durable-file.ts fsyncPath
+ * syncs that way too).
  */
 import { type FileHandle, open } from "node:fs/promises";
 import { Writable } from "node:stream";
@@ -38,14 +39,4 @@ export function fileWritable(path: string, mode: number): Writable {
       );
     },
   });
-}
-
-/** fsync of a path (a file's bytes, or a directory's entries) off the libuv pool; see above. */
-export async function fsyncFile(path: string): Promise<void> {
-  const h = await open(path, "r");
-  try {
-    await h.sync();
-  } finally {
-    await h.close();
-  }
 }

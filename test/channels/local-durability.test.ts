@@ -17,17 +17,17 @@ const fileSyncs: string[] = [];
 /** Directories whose fsync is made slow, so a put that does not wait for it resolves first. */
 const slow = new Set<string>();
 const { statSync } = realFs;
-// The driver syncs paths through fsyncFile (fs/promises, off the libuv pool): observed there.
-const realSyncs = await import("../../src/shared/file-writable.ts");
-const { fsyncFile } = realSyncs;
+// The driver syncs paths through durable-file's fsyncPath (fs/promises, off the libuv pool): observed there.
+const realSyncs = await import("../../src/shared/durable-file.ts");
+const { fsyncPath } = realSyncs;
 let recording = false;
 // bun test runs every file in one process: outside this file's test the mock only passes through.
-mock.module("../../src/shared/file-writable.ts", () => ({
+mock.module("../../src/shared/durable-file.ts", () => ({
   ...realSyncs,
-  async fsyncFile(path: string) {
-    if (!recording) return fsyncFile(path);
+  async fsyncPath(path: string) {
+    if (!recording) return fsyncPath(path);
     const isDir = statSync(path).isDirectory();
-    await fsyncFile(path);
+    await fsyncPath(path);
     await Bun.sleep(slow.has(path) ? 50 : 0);
     (isDir ? events : fileSyncs).push(`synced ${path}`);
   },

@@ -8,22 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { useAdmin } from "../helpers/fixture";
-import { form, makeJpeg } from "../helpers/images";
-
-/** An incompressible PNG (stored with light compression so making it is cheap): slow to encode as WebP. */
-async function noisyPng(width: number, height: number): Promise<Buffer> {
-  const raw = Buffer.alloc(width * height * 3);
-  let x = 0x9e3779b9;
-  for (let i = 0; i < raw.length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    raw[i] = x & 0xff;
-  }
-  return sharp(raw, { raw: { width, height, channels: 3 } })
-    .png({ compressionLevel: 1 })
-    .toBuffer();
-}
+import { form, makeJpeg, noisePng } from "../helpers/images";
 
 describe("a slow render beside uploads and writes", () => {
   const { server, admin } = useAdmin({ env: { UV_THREADPOOL_SIZE: "2" } });
@@ -31,7 +16,7 @@ describe("a slow render beside uploads and writes", () => {
   test("an upload and an image edit made while two images render to AVIF finish before either render does", async () => {
     // A timeout that lets the renders finish: they must outlast what follows.
     await admin.json("PUT", "/api/admin/config", { process_workers: 2, process_timeout_ms: 120_000 });
-    const big = await admin.json("POST", "/api/admin/upload", form(await noisyPng(2400, 1600), "noise.png"));
+    const big = await admin.json("POST", "/api/admin/upload", form(await noisePng(2400, 1600), "noise.png"));
     const events: string[] = [];
     const renders = ["format=avif", "format=avif&w=1920"].map((query) =>
       fetch(server.url(`/i/${big.id}?${query}`)).then(async (r) => {

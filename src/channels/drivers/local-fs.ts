@@ -1,6 +1,5 @@
 // Small file-system steps of the local driver (local.ts), kept apart to keep that file readable.
 import { statSync } from "node:fs";
-import { fsyncFile } from "../../shared/file-writable";
 import { readdir, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
@@ -19,12 +18,10 @@ export function fileSizeSync(path: string): number | null {
 }
 
 /**
- * Makes what `path` holds durable: a directory's entries (a rename into it, a new
- * subdirectory) or a file's bytes, on Bun's thread pool: never behind a render (shared/file-writable.ts).
+ * Makes what `path` holds durable: a directory's entries (a rename into it, a new subdirectory) or a
+ * file's bytes, through fs/promises: never behind a render on the libuv pool (shared/file-writable.ts).
  */
-export async function fsyncPath(path: string): Promise<void> {
-  await fsyncFile(path);
-}
+export { fsyncPath } from "../../shared/durable-file";
 
 /** Removes `dir` and the directories below it, bottom up, as long as each is empty (rmdir, never rm -r). */
 export async function removeEmptyTree(dir: string): Promise<void> {
