@@ -14,6 +14,13 @@
 import type { Database } from "bun:sqlite";
 import { type FileHandle, open } from "node:fs/promises";
 
+/**
+ * Every WAL handle opened, held for the process's life: a FileHandle that is garbage-collected
+ * open is an error in Bun (thrown into whatever runs next). The service has one; tests that build
+ * and drop contexts in-process keep theirs here instead of failing a random later test.
+ */
+const walHandles = new Set<FileHandle>();
+
 export class WalDurability {
   readonly #changes: () => number;
   readonly #walPath: string;
@@ -67,6 +74,7 @@ export class WalDurability {
       // The WAL exists from the connection's first transaction on; a read-only descriptor can fsync it.
       try {
         this.#wal = await open(this.#walPath, "r");
+        walHandles.add(this.#wal);
       } catch (err) {
         // No WAL yet: no commit is waiting in one.
         if ((err as NodeJS.ErrnoException).code === "ENOENT") return;

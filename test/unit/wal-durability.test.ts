@@ -124,3 +124,23 @@ function readlinkOr(path: string): string | undefined {
     return undefined; // closed meanwhile (the listing's own descriptor)
   }
 }
+
+test("a dropped WalDurability never leaves its WAL handle to the garbage collector (an error in Bun, thrown into a later test)", async () => {
+  const errors: unknown[] = [];
+  const onError = (err: unknown) => errors.push(err);
+  process.on("uncaughtException", onError);
+  try {
+    for (let i = 0; i < 3; i++) {
+      const durability = new WalDurability(db);
+      write();
+      await durability.barrier();
+    }
+    for (let i = 0; i < 5; i++) {
+      Bun.gc(true);
+      await Bun.sleep(5);
+    }
+  } finally {
+    process.off("uncaughtException", onError);
+  }
+  expect(errors.map(String)).toEqual([]);
+});
