@@ -1,4 +1,4 @@
-import { encodesInParallel, renderConcurrency } from "./thread-pool";
+import { encodesInParallel, renderConcurrency, uvPoolSize } from "./thread-pool";
 import type { SettingsStore } from "../config/settings";
 import type { Settings } from "../config/settings-schema";
 import type { BlobReadDeps } from "../images/read";
@@ -64,9 +64,13 @@ export class VariantService {
     // CDN may still cache for a year), not what the local LRU holds, so evictions leave them.
     this.cache = new VariantCache({ dir: app.paths.variants, maxBytes: s.variants_cache_mb * 1024 * 1024 });
     this.limiter = new WorkLimiter(renderConcurrency(s.process_workers));
+    this.noteRenderLimit(s.process_workers);
     this.hits = app.metrics.variantLookups.child({ result: "hit" });
     app.settings.onChange((changed, next) => {
-      if (changed.includes("process_workers")) this.limiter.setLimit(renderConcurrency(next.process_workers));
+      if (changed.includes("process_workers")) {
+        this.limiter.setLimit(renderConcurrency(next.process_workers));
+        this.noteRenderLimit(next.process_workers);
+      }
       if (changed.includes("variants_cache_mb")) void this.cache.setMaxBytes(next.variants_cache_mb * 1024 * 1024);
       // What made a render fail may be what was just changed (a deadline too short for it): each
       // remembered failure gets its next try now rather than up to ten minutes later.
@@ -126,6 +130,17 @@ export class VariantService {
     if (until > Date.now()) return true;
     this.failedUntil.delete(key);
     return false;
+  }
+
+  /** Says once per setting when the thread pool holds renders below `process_workers` (thread-pool.ts). */
+  private noteRenderLimit(workers: number) {
+    const allowed = renderConcurrency(workers);
+    if (allowed >= workers) return;
+    this.app.log.info("图片处理并发低于 process_workers：libuv 线程池需留一个线程给上传和文件读写，可在启动前设置 UV_THREADPOOL_SIZE 增大线程池", {
+      process_workers: workers,
+      renders: allowed,
+      pool: uvPoolSize(),
+    });
   }
 
   private rememberFailure(key: string) {

@@ -13,6 +13,10 @@ import { form, makeJpeg, noisePng } from "../helpers/images";
 describe("a slow render beside uploads and writes", () => {
   const { server, admin } = useAdmin({ env: { UV_THREADPOOL_SIZE: "2" } });
 
+  test("the start says when the pool holds renders below process_workers, and how to lift it", () => {
+    expect(server.logs).toMatch(/msg="图片处理并发低于 process_workers[^\n]*UV_THREADPOOL_SIZE[^\n]* process_workers=2 renders=1 pool=2/);
+  });
+
   test("an upload and an image edit made while two images render to AVIF finish before either render does", async () => {
     // A timeout that lets the renders finish: they must outlast what follows.
     await admin.json("PUT", "/api/admin/config", { process_workers: 2, process_timeout_ms: 120_000 });
