@@ -4,6 +4,7 @@
  * deep-probed first, so a saved channel has proven it can write, read back and
  * delete; nothing is saved when the probe fails.
  */
+import { KeyedTurns } from "../shared/keyed-turns";
 import { Conflict, Invalid, NotFound } from "../errors";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
@@ -292,24 +293,15 @@ async function updateChannelNow(app: AppContext, actor: AuditActor, row: Channel
  * directories its probe made; run beside a save of the same new path, it removed them after the
  * save's probe had passed and before its row was written, and the new channel had no directory.
  */
-const localRootTurns = new Map<string, Promise<unknown>>();
+const localRootTurns = new KeyedTurns();
 
-async function inLocalRootTurn<T>(
+function inLocalRootTurn<T>(
   app: AppContext,
   input: { template?: string; driver?: string; inputs?: Record<string, string>; config?: Record<string, string> },
   run: () => Promise<T>,
 ): Promise<T> {
   const path = input.template === "local" ? input.inputs?.path : input.driver === "local" && !input.template ? input.config?.path : undefined;
-  if (!path) return run();
-  const key = resolveLocalPath(path, app.bootstrap.dataDir);
-  const mine = (localRootTurns.get(key) ?? Promise.resolve()).catch(() => {}).then(run);
-  const tail = mine.catch(() => {});
-  localRootTurns.set(key, tail);
-  try {
-    return await mine;
-  } finally {
-    if (localRootTurns.get(key) === tail) localRootTurns.delete(key);
-  }
+  return path ? localRootTurns.run(resolveLocalPath(path, app.bootstrap.dataDir), run) : run();
 }
 
 export const createChannel = (app: AppContext, actor: AuditActor, input: CreateChannelInput) =>

@@ -1,4 +1,5 @@
 import { Forbidden, isDiskFull, isOutOfFileDescriptors, QuotaExceeded, Unauthenticated, Unavailable } from "../errors";
+import { KeyedTurns } from "../shared/keyed-turns";
 import { ACCOUNT_DISABLED, TokenRepo, tokenState } from "../auth/tokens";
 import type { AppContext } from "../context";
 import { recordIdempotencyKey } from "./repos/idempotency";
@@ -193,8 +194,8 @@ async function storeChecked(app: AppContext, prepared: PreparedImage, ref: NewRe
   }
 }
 
-/** Tail of each sha256's queue of uploads rewriting its blob's lost bytes; present only while one holds or waits. */
-const rewrites = new Map<string, Promise<void>>();
+/** Uploads rewriting a blob's lost bytes, by sha256. */
+const rewrites = new KeyedTurns();
 
 /**
  * Runs `fn` when no other upload of the same bytes is inside its own `whileRewriting`, in arrival
@@ -204,23 +205,8 @@ const rewrites = new Map<string, Promise<void>>();
  * image nobody could read). One at a time, an undo can only remove its own writes. Only the main
  * thread uploads, so an in-process queue is enough; the last one out removes the entry.
  */
-async function whileRewriting<T>(sha256: string, fn: () => Promise<T>): Promise<T> {
-  const ahead = rewrites.get(sha256);
-  let release = () => {};
-  const mine = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  rewrites.set(sha256, mine);
-  try {
-    if (ahead) {
-      markAt("upload.rewrite-queued", `sha256=${sha256}`);
-      await ahead; // never rejects: each holder only resolves its promise
-    }
-    return await fn();
-  } finally {
-    release();
-    if (rewrites.get(sha256) === mine) rewrites.delete(sha256);
-  }
+function whileRewriting<T>(sha256: string, fn: () => Promise<T>): Promise<T> {
+  return rewrites.run(sha256, fn, () => markAt("upload.rewrite-queued", `sha256=${sha256}`));
 }
 
 /** `rewriting`: inside whileRewriting for these bytes, so the plan may write under an existing blob's key. */

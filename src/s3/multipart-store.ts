@@ -4,6 +4,7 @@
  * that orders the requests changing them, the per-user limits that keep them from exhausting disk or
  * quota, and the expiry of abandoned ones (run by the cleanup sweep).
  */
+import { KeyedTurns } from "../shared/keyed-turns";
 import { randomBytes } from "node:crypto";
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -54,8 +55,7 @@ export async function storedParts(dir: string): Promise<Map<number, { path: stri
 export const partialPath = (app: AppContext, uploadId: string, partNumber: number) =>
   join(app.paths.multipart, `${uploadId}.${partNumber}.${randomBytes(6).toString("hex")}.partial`);
 
-/** Tail of each upload's queue: present only while a request of that upload holds or waits for the lock. */
-const uploadLocks = new Map<string, Promise<void>>();
+const uploadLocks = new KeyedTurns();
 
 /**
  * Runs `fn` when no other request of the same upload is inside its own `withUploadLock`, in arrival
@@ -65,23 +65,8 @@ const uploadLocks = new Map<string, Promise<void>>();
  * so a waiter waits only for the server-side work of those ahead of it (a slow client holds no one
  * up); the last one out removes the entry, so the map never outgrows the requests in progress.
  */
-export async function withUploadLock<T>(uploadId: string, op: string, fn: () => Promise<T>): Promise<T> {
-  const ahead = uploadLocks.get(uploadId);
-  let release = () => {};
-  const mine = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  uploadLocks.set(uploadId, mine);
-  try {
-    if (ahead) {
-      markAt("s3.multipart-queued", `op=${op} upload=${uploadId}`);
-      await ahead; // never rejects: each holder only resolves its promise
-    }
-    return await fn();
-  } finally {
-    release();
-    if (uploadLocks.get(uploadId) === mine) uploadLocks.delete(uploadId);
-  }
+export function withUploadLock<T>(uploadId: string, op: string, fn: () => Promise<T>): Promise<T> {
+  return uploadLocks.run(uploadId, fn, () => markAt("s3.multipart-queued", `op=${op} upload=${uploadId}`));
 }
 
 export function findUploadRow(app: AppContext, userId: string, uploadId: string): UploadRow | undefined {
