@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { ApiError, jsonError } from "../http/errors";
 import { errorResponse, toS3Error } from "../s3/errors";
+import { isS3Path } from "../shared/url-target";
 import { cheveretoError } from "./chevereto";
 import { CHEVERETO_CODE } from "./chevereto-errors";
 import { lskyResponse } from "./lsky";
@@ -9,7 +10,7 @@ type Surface = "lsky" | "chevereto" | "s3" | "kura";
 
 /** Which API a path belongs to: clients of the Lsky Pro, Chevereto and S3 APIs parse only their own shape. */
 function surfaceOf(path: string): Surface {
-  if (path === "/s3" || path.startsWith("/s3/")) return "s3";
+  if (isS3Path(path)) return "s3";
   if (path === "/api/v1" || path.startsWith("/api/v1/")) return "lsky";
   if (path === "/api/1" || path.startsWith("/api/1/")) return "chevereto";
   return "kura";

@@ -1,4 +1,5 @@
 import { jsonError } from "./errors";
+import { isS3Path } from "../shared/url-target";
 
 /** Control-plane bodies (JSON, forms) are small; image uploads stream through their own routes instead. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -16,10 +17,10 @@ export const SMALL_BODY_DEADLINE_MS = 30_000;
 /** Routes that stream their bodies to disk under max_upload_mb themselves. */
 const STREAMING_PATHS = new Set(["/api/admin/upload", "/api/upload", "/api/v1/upload", "/api/1/upload"]);
 
-/** The /s3/ surface bounds every body itself (objects and parts by max_upload_mb, XML bodies by 1 MiB). */
-const isS3Path = (path: string) => path === "/s3" || path.startsWith("/s3/");
-
-/** Paths whose bodies may be as large as an upload (image uploads, the S3 surface); all others stay under 1 MiB. */
+/**
+ * Paths whose bodies may be as large as an upload: image uploads, and the S3 surface, which bounds
+ * every body itself (objects and parts by max_upload_mb, XML bodies by 1 MiB). All others stay under 1 MiB.
+ */
 export const takesUploads = (path: string) => STREAMING_PATHS.has(path) || isS3Path(path);
 
 // The unread rest of the body is never wanted: each refusal closes the connection with the answer

@@ -11,7 +11,7 @@
  * and drains beyond a few per client address and a few dozen in all are cut off as before.
  */
 import { MAX_TIMER_MS } from "../jobs/long-timeout";
-import { takesUploads } from "./body-limit";
+import { BodyBudget, takesUploads } from "./body-limit";
 import { requestInfo } from "./request-info";
 import { closesConnection } from "./tool-surfaces";
 
@@ -21,13 +21,11 @@ export const LINGER_EXTRA_BYTES = 64 * 1024 * 1024;
 const LINGER_IDLE_MS = 2_000;
 const LINGER_TOTAL_MS = 30_000;
 /**
- * Drains at once, in all and per client address: each holds a connection for up to LINGER_TOTAL_MS
- * at a byte a second from its client, so beyond these a refusal closes at once, as before.
+ * Drains at once, in all and per client address (the small bodies' budget, counted in drains): each
+ * holds a connection for up to LINGER_TOTAL_MS at a byte a second from its client, so beyond these a
+ * refusal closes at once, as before.
  */
-const MAX_DRAINS = 32;
-const MAX_DRAINS_PER_CLIENT = 2;
-let draining = 0;
-const drainingBy = new Map<string, number>();
+const drains = new BodyBudget(32, 2);
 
 /** Whether the answer ends the connection (its own header, or a tool surface's rule). */
 export function closesAfter(path: string, response: Response): boolean {
@@ -49,17 +47,11 @@ export async function drainUnreadBody(request: Request, path: string, response: 
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   if (!(declared > 0 && declared <= maxBytes)) return;
   const client = requestInfo(request).client;
-  const mine = drainingBy.get(client) ?? 0;
-  if (draining >= MAX_DRAINS || mine >= MAX_DRAINS_PER_CLIENT) return;
-  draining++;
-  drainingBy.set(client, mine + 1);
+  if (drains.take(client, 1) !== "ok") return;
   try {
     await discard(body, maxBytes);
   } finally {
-    draining--;
-    const left = (drainingBy.get(client) ?? 1) - 1;
-    if (left > 0) drainingBy.set(client, left);
-    else drainingBy.delete(client);
+    drains.give(client, 1);
   }
 }
 

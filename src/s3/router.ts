@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import type { AppContext } from "../context";
 import { errorResponse, notImplemented, S3Error, toS3Error } from "./errors";
-import { rawTarget } from "../shared/url-target";
+import { isS3Path, rawTarget } from "../shared/url-target";
 import { logServerFault } from "../ops/server-faults";
 import { countHeldBytes } from "../images/store";
 import { multipartBytes } from "./multipart-bytes";
@@ -82,7 +82,7 @@ const S3_METHODS = new Set(["GET", "HEAD", "PUT", "POST", "DELETE"]);
 function otherMethod(request: Request): Response | undefined {
   if (S3_METHODS.has(request.method)) return undefined;
   const resource = rawTarget(request.url).path;
-  if (resource !== "/s3" && !resource.startsWith("/s3/")) return undefined;
+  if (!isS3Path(resource)) return undefined;
   const requestId = randomBytes(8).toString("hex").toUpperCase();
   const answer = (err: S3Error) => errorResponse(err, { method: request.method, resource, requestId });
   const type = resourceType(resource);

@@ -20,9 +20,11 @@ export const SLASH = 47;
  */
 export function routedPath(path: string): string {
   if (path.length < 2 || path.charCodeAt(path.length - 1) !== SLASH || path.charCodeAt(path.length - 2) === SLASH) return path;
-  if (path === "/s3/" || path.startsWith("/s3/")) return path;
-  return path.slice(0, -1);
+  return isS3Path(path) ? path : path.slice(0, -1);
 }
+
+/** The S3-compatible surface: `/s3` and everything under it. */
+export const isS3Path = (path: string) => path === "/s3" || path.startsWith("/s3/");
 
 /** Where the path starts: 0 for a bare target (see hasOrigin), else after the authority; -1 when there is none. */
 export function pathStart(url: string): number {
