@@ -86,31 +86,41 @@ export async function api<T = unknown>(
   if (method !== "GET") headers["x-csrf-token"] = csrfToken;
   if (opts.idempotencyKey) headers["idempotency-key"] = opts.idempotencyKey;
   if (body !== undefined) headers["content-type"] = "application/json";
-  let res: Response;
-  try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
-  } catch {
-    throw new ApiError(0, "无法连接服务器，请检查网络");
-  }
+  const res = await send(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (res.status === 403 && !opts.quiet403) {
     const next = await afterRefusal(method, opts.retried ?? false);
     if (next === "retry") return api<T>(method, path, body, { ...opts, retried: true });
     if (next) throw next;
   }
-  const text = await res.text();
-  let data: unknown;
-  if (text) {
-    try {
-      data = JSON.parse(text);
-    } catch {
-      data = undefined;
-    }
-  }
-  if (!res.ok) {
-    if (res.status === 401 && !opts.quiet401) onSessionLost?.();
-    throw new ApiError(res.status, errorMessage(res.status, data, res.headers.get("retry-after")));
-  }
+  const data = await jsonOf(res);
+  if (!res.ok) throw failure(res, data, opts.quiet401);
   return data as T;
+}
+
+/** fetch with the session cookie; a network failure as the console's Chinese ApiError. */
+async function send(path: string, init: RequestInit = {}): Promise<Response> {
+  try {
+    return await fetch(path, { ...init, credentials: "same-origin" });
+  } catch {
+    throw new ApiError(0, "无法连接服务器，请检查网络");
+  }
+}
+
+/** An answer's JSON body; undefined when it has none or it is not JSON. */
+async function jsonOf(res: Response): Promise<unknown> {
+  const text = await res.text();
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An error answer as an ApiError with the server's message; a 401 tells the page its session is gone (unless `quiet401`). */
+function failure(res: Response, data: unknown, quiet401 = false): ApiError {
+  if (res.status === 401 && !quiet401) onSessionLost?.();
+  return new ApiError(res.status, errorMessage(res.status, data, res.headers.get("retry-after")));
 }
 
 /**
@@ -176,25 +186,13 @@ function attachmentName(header: string | null): string | undefined {
  * blob on disk rather than in memory, so a big snapshot or export fits.
  */
 export async function download(path: string, fallbackName: string): Promise<void> {
-  let res: Response;
-  try {
-    res = await fetch(path, { credentials: "same-origin" });
-  } catch {
-    throw new ApiError(0, "无法连接服务器，请检查网络");
-  }
+  const res = await send(path);
   if (!res.ok) {
-    let data: unknown;
-    try {
-      data = await res.json();
-    } catch {
-      data = undefined;
-    }
-    if (res.status === 401) onSessionLost?.();
     if (res.status === 403) {
       const next = await afterRefusal("GET", true);
       if (next instanceof ApiError) throw next;
     }
-    throw new ApiError(res.status, errorMessage(res.status, data, res.headers.get("retry-after")));
+    throw failure(res, await jsonOf(res));
   }
   const blob = await res.blob();
   const url = URL.createObjectURL(blob);
