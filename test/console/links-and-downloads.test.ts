@@ -42,6 +42,25 @@ afterAll(async () => {
 const hash = () => page.evaluate(() => decodeURIComponent(location.hash));
 const toast = (text: string) => page.locator(".toast.error", { hasText: text });
 
+test("#images: a list that answers late (asked before a search) does not replace the search's result", async () => {
+  const held = /\/api\/admin\/images\?(?!.*search=)/;
+  await page.route(held, async (route) => {
+    await Bun.sleep(1500);
+    await route.continue().catch(() => {});
+  });
+  try {
+    const late = page.waitForResponse(held);
+    await openPage(page, "images");
+    await page.locator("input[name=search]").fill("bulk-0");
+    await page.locator("#image-count", { hasText: "共 10 张" }).waitFor(SOON);
+    await late; // the unfiltered list has answered
+    await page.evaluate(() => new Promise((done) => setTimeout(done, 50))); // and the page has had its turn with it
+    expect(await page.locator("#image-count").textContent()).toContain("共 10 张");
+  } finally {
+    await page.unroute(held);
+  }
+});
+
 test("#images: search and page are in the link and come back after another tab and after a reload", async () => {
   await openPage(page, "images");
   await page.locator("input[name=search]").fill("bulk");

@@ -114,10 +114,15 @@ export function imagesView(ctx: ViewContext): HTMLElement {
     };
   };
 
+  /** The latest load: an earlier one answering late (the list before a search) must not replace its result. */
+  let loads = 0;
+
   async function load(): Promise<void> {
+    const mine = ++loads;
     try {
       const f = filters();
       const data = await api<Page<Image>>("GET", `/api/admin/images${query({ page, page_size: PAGE_SIZE, ...f })}`);
+      if (mine !== loads) return;
       const pages = Math.max(1, Math.ceil(data.total / PAGE_SIZE));
       if (page > pages) {
         page = pages;
@@ -144,7 +149,7 @@ export function imagesView(ctx: ViewContext): HTMLElement {
       showPosition();
       updateSelection();
     } catch (err) {
-      replace(grid, h("p", { class: "error" }, `加载失败：${errorText(err)}`));
+      if (mine === loads) replace(grid, h("p", { class: "error" }, `加载失败：${errorText(err)}`));
     }
   }
 
